@@ -1,0 +1,134 @@
+/**
+ * Template: what container(s) a user gets. Admin-owned; every Userland that names it gets the same
+ * environment. Field names follow koba1t/ESC's esc.k06.in/v1alpha2 Template (template, service,
+ * volumes[].name/pvcSpec), so an ESC Template works after changing only its apiVersion.
+ */
+import type { V1PersistentVolumeClaimSpec, V1PodSpec, V1ResourceRequirements, V1ServiceSpec } from "@kubernetes/client-node";
+import { Conditions, Embedded, IntOrString, StringEnum, StringMap, Type, type Static } from "./schema.ts";
+
+/** Template names become part of host names and Service names (DNS-1035 labels of 63 characters). */
+export const TEMPLATE_NAME_PATTERN = "^[a-z]([-a-z0-9]{0,22}[a-z0-9])?$";
+export const TEMPLATE_NAME_MAX = 24;
+
+/** Kubernetes duration syntax ("90s", "30m", "1h30m"). */
+export const DURATION_PATTERN = "^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$";
+
+export const PodTemplateSpecSchema = Type.Object(
+  {
+    metadata: Type.Optional(
+      Type.Object({
+        labels: Type.Optional(StringMap()),
+        annotations: Type.Optional(StringMap()),
+      }),
+    ),
+    spec: Embedded<V1PodSpec>({
+      description: "A Pod spec (core/v1 PodSpec); validated in full by the operator with a server-side dry run.",
+      required: ["containers"],
+      properties: {
+        containers: {
+          type: "array",
+          minItems: 1,
+          items: {
+            type: "object",
+            required: ["name"],
+            "x-kubernetes-preserve-unknown-fields": true,
+            properties: { name: { type: "string", minLength: 1 }, image: { type: "string" } },
+          },
+        },
+      },
+    }),
+  },
+  { description: "The pod every user of this Template gets (core/v1 PodTemplateSpec)." },
+);
+
+export const TemplateVolumeSchema = Type.Object({
+  name: Type.String({
+    description: "Volume name; containers mount it with volumeMounts[].name. One PersistentVolumeClaim per user.",
+    pattern: "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
+    maxLength: 63,
+  }),
+  pvcSpec: Embedded<V1PersistentVolumeClaimSpec>({
+    description: "The claim made for each user (core/v1 PersistentVolumeClaimSpec).",
+  }),
+  reclaimPolicy: Type.Optional(
+    StringEnum(["Retain", "Delete"], {
+      default: "Retain",
+      description:
+        "What happens to a user's claim when their Userland is deleted: Retain keeps the data (default), Delete removes it. Disabling or switching templates never deletes data.",
+    }),
+  ),
+});
+
+export const TemplateSpecSchema = Type.Object({
+  displayName: Type.Optional(Type.String({ maxLength: 100, description: "Shown to students on start pages." })),
+  description: Type.Optional(Type.String({ maxLength: 2000, description: "Shown to students on start pages." })),
+  template: PodTemplateSpecSchema,
+  service: Type.Optional(
+    Embedded<V1ServiceSpec>({
+      description: "The per-user Service (core/v1 ServiceSpec); the operator sets its selector and type.",
+      properties: {
+        ports: {
+          type: "array",
+          minItems: 1,
+          items: {
+            type: "object",
+            required: ["port"],
+            "x-kubernetes-preserve-unknown-fields": true,
+            properties: {
+              name: { type: "string" },
+              port: { type: "integer", minimum: 1, maximum: 65535 },
+              targetPort: { "x-kubernetes-int-or-string": true },
+            },
+          },
+        },
+      },
+    }),
+  ),
+  proxyPort: Type.Optional(
+    IntOrString({
+      description: "The Service port (number or name) the proxy sends users to. Default: the first port.",
+    }),
+  ),
+  volumes: Type.Optional(
+    Type.Array(TemplateVolumeSchema, {
+      maxItems: 16,
+      "x-kubernetes-list-type": "map",
+      "x-kubernetes-list-map-keys": ["name"],
+    }),
+  ),
+  idleTimeout: Type.Optional(
+    Type.String({
+      pattern: DURATION_PATTERN,
+      description: 'Stop a Userland after this long without traffic ("30m", "2h"). Unset: never.',
+    }),
+  ),
+  defaultResources: Type.Optional(
+    Embedded<V1ResourceRequirements>({
+      description: "Requests and limits for containers that set none (core/v1 ResourceRequirements).",
+    }),
+  ),
+});
+
+export const TemplateStatusSchema = Type.Object({
+  observedGeneration: Type.Optional(Type.Integer({ format: "int64" })),
+  conditions: Type.Optional(Conditions),
+  userlands: Type.Optional(Type.Integer({ minimum: 0, description: "How many Userlands use this Template." })),
+});
+
+export type TemplateSpec = Static<typeof TemplateSpecSchema>;
+export type TemplateStatus = Static<typeof TemplateStatusSchema>;
+export type TemplateVolume = Static<typeof TemplateVolumeSchema>;
+
+export interface Template {
+  apiVersion: "userland.dev/v1alpha1";
+  kind: "Template";
+  metadata: import("@kubernetes/client-node").V1ObjectMeta;
+  spec: TemplateSpec;
+  status?: TemplateStatus;
+}
+
+/** Template condition types. */
+export const TemplateConditions = {
+  /** The pod template passed the API server's own validation (a server-side dry run). */
+  PodTemplateValid: "PodTemplateValid",
+} as const;

@@ -1,0 +1,81 @@
+/**
+ * Userland: one user's environment. Just who (spec.user, the identity exactly as the auth service
+ * reports it), which Template, and whether it should run.
+ */
+import type { V1ObjectMeta } from "@kubernetes/client-node";
+import { Conditions, StringEnum, Type, type Static } from "./schema.ts";
+import { TEMPLATE_NAME_PATTERN } from "./template.ts";
+
+/**
+ * Identities are sent to environments in the X-User header, so they are printable ASCII without
+ * surrounding spaces; anything else is refused rather than silently rewritten (rewriting could make
+ * two identities equal).
+ */
+export const USER_PATTERN = "^[!-~]([ -~]*[!-~])?$";
+export const USER_MAX = 256;
+
+export const UserlandSpecSchema = Type.Object({
+  user: Type.String({
+    minLength: 1,
+    maxLength: USER_MAX,
+    pattern: USER_PATTERN,
+    description: "The user's identity exactly as the auth service reports it. Immutable.",
+    "x-kubernetes-validations": [
+      { rule: "self == oldSelf", message: "spec.user is immutable: create a new Userland for another user" },
+    ],
+  }),
+  templateName: Type.String({
+    pattern: TEMPLATE_NAME_PATTERN,
+    maxLength: 24,
+    description: "The Template (same namespace) that defines this environment.",
+  }),
+  enabled: Type.Optional(
+    Type.Boolean({ default: true, description: "false stops the environment and keeps its data (default true)." }),
+  ),
+});
+
+export const UserlandPhases = ["Pending", "Starting", "Ready", "Stopped", "Failed"] as const;
+export type UserlandPhase = (typeof UserlandPhases)[number];
+
+export const UserlandStatusSchema = Type.Object({
+  phase: Type.Optional(StringEnum([...UserlandPhases])),
+  message: Type.Optional(Type.String({ description: "A human-readable summary of the phase." })),
+  observedGeneration: Type.Optional(Type.Integer({ format: "int64" })),
+  conditions: Type.Optional(Conditions),
+  service: Type.Optional(
+    Type.Object(
+      {
+        name: Type.String(),
+        port: Type.Integer({ minimum: 1, maximum: 65535 }),
+      },
+      { description: "Where the proxy reaches this environment: <name>.<namespace>.svc, port." },
+    ),
+  ),
+});
+
+export type UserlandSpec = Static<typeof UserlandSpecSchema>;
+export type UserlandStatus = Static<typeof UserlandStatusSchema>;
+
+export interface Userland {
+  apiVersion: "userland.dev/v1alpha1";
+  kind: "Userland";
+  metadata: V1ObjectMeta;
+  spec: UserlandSpec;
+  status?: UserlandStatus;
+}
+
+/** Userland condition types. */
+export const UserlandConditions = {
+  /** The environment answers: its Deployment has an available, up-to-date replica. */
+  Ready: "Ready",
+  /** The Template exists and is valid. */
+  TemplateAvailable: "TemplateAvailable",
+} as const;
+
+/** Annotations on a Userland. */
+export const UserlandAnnotations = {
+  /** RFC 3339 time of the last proxied request or WebSocket message, written by the proxy in batches. */
+  lastActivity: "userland.dev/last-activity",
+  /** Why the Userland was last stopped by the platform (e.g. "IdleTimeout"), written by the operator. */
+  stoppedReason: "userland.dev/stopped-reason",
+} as const;

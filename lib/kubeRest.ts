@@ -1,0 +1,144 @@
+/**
+ * JSON REST calls to the Kubernetes API with client-node's configuration (server, CA, client
+ * certificates, tokens and token refresh) and one pooled connection agent.
+ *
+ * Why not only the typed client: it returns class instances with Date fields while watches deliver
+ * plain JSON, and comparing the two would make every object look changed; it also builds a new
+ * connection agent (TLS handshake) for each call, which thousands of Userlands cannot afford.
+ * Controllers here compare and write plain JSON, as the API server sends it.
+ */
+import { Agent, fetch } from "undici";
+import type { k8s } from "./kube.ts";
+
+export class KubeError extends Error {
+  readonly code: number;
+  readonly reason: string;
+  readonly body: unknown;
+  constructor(code: number, reason: string, message: string, body: unknown) {
+    super(message);
+    this.name = "KubeError";
+    this.code = code;
+    this.reason = reason;
+    this.body = body;
+  }
+}
+
+export type PatchType = "merge" | "json" | "strategic";
+const patchContentTypes: Record<PatchType, string> = {
+  merge: "application/merge-patch+json",
+  json: "application/json-patch+json",
+  strategic: "application/strategic-merge-patch+json",
+};
+
+export interface RequestOptions {
+  body?: unknown;
+  query?: Record<string, string | number | boolean | undefined>;
+  contentType?: string;
+  signal?: AbortSignal;
+  timeoutMs?: number;
+}
+
+export interface ListResult<T> {
+  items: T[];
+  metadata: { resourceVersion?: string; continue?: string };
+}
+
+export class KubeRest {
+  readonly kc: k8s.KubeConfig;
+  private agent: Agent | undefined;
+  private readonly userAgent: string;
+  /** Called once per request with its verb and outcome, for metrics. */
+  onRequest: ((method: string, code: number) => void) | undefined;
+
+  constructor(kc: k8s.KubeConfig, userAgent = "userland") {
+    this.kc = kc;
+    this.userAgent = userAgent;
+  }
+
+  get server(): string {
+    const cluster = this.kc.getCurrentCluster();
+    if (!cluster) throw new Error("the kubeconfig has no current cluster");
+    return cluster.server.replace(/\/$/, "");
+  }
+
+  async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
+    const https: { headers?: Record<string, string>; ca?: Buffer | string; cert?: Buffer | string; key?: Buffer | string; rejectUnauthorized?: boolean } = {};
+    // Re-applied per request: tokens (e.g. projected ServiceAccount tokens) are refreshed by client-node.
+    await this.kc.applyToHTTPSOptions(https);
+    this.agent ??= new Agent({
+      connect: { ca: https.ca, cert: https.cert, key: https.key, rejectUnauthorized: https.rejectUnauthorized ?? true },
+      connections: 64,
+      keepAliveTimeout: 30_000,
+    });
+    const url = new URL(this.server + path);
+    for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+    const headers: Record<string, string> = { accept: "application/json", "user-agent": this.userAgent, ...https.headers };
+    let body: string | undefined;
+    if (opts.body !== undefined) {
+      body = JSON.stringify(opts.body);
+      headers["content-type"] = opts.contentType ?? "application/json";
+    }
+    const signal = opts.signal ?? AbortSignal.timeout(opts.timeoutMs ?? 30_000);
+    let response: Response;
+    try {
+      // undici's own fetch, so the pooled agent is accepted as dispatcher.
+      response = (await fetch(url, { method, headers, body, dispatcher: this.agent, signal })) as unknown as Response;
+    } catch (error) {
+      this.onRequest?.(method, 0);
+      throw new KubeError(0, "ConnectionFailed", `${method} ${path}: ${(error as Error).message}`, undefined);
+    }
+    this.onRequest?.(method, response.status);
+    const text = await response.text();
+    const parsed: unknown = text ? safeJson(text) : undefined;
+    if (!response.ok) {
+      const status = parsed as { reason?: string; message?: string } | undefined;
+      throw new KubeError(
+        response.status,
+        status?.reason ?? String(response.status),
+        `${method} ${path}: ${response.status} ${status?.message ?? text.slice(0, 500)}`,
+        parsed,
+      );
+    }
+    return parsed as T;
+  }
+
+  get<T>(path: string, opts?: RequestOptions): Promise<T> {
+    return this.request<T>("GET", path, opts);
+  }
+  list<T>(path: string, opts?: RequestOptions): Promise<ListResult<T>> {
+    return this.request<ListResult<T>>("GET", path, opts);
+  }
+  create<T>(path: string, body: unknown, query?: RequestOptions["query"]): Promise<T> {
+    return this.request<T>("POST", path, { body, query });
+  }
+  replace<T>(path: string, body: unknown, query?: RequestOptions["query"]): Promise<T> {
+    return this.request<T>("PUT", path, { body, query });
+  }
+  patch<T>(path: string, patch: unknown, type: PatchType = "merge", query?: RequestOptions["query"]): Promise<T> {
+    return this.request<T>("PATCH", path, { body: patch, contentType: patchContentTypes[type], query });
+  }
+  delete<T>(path: string, body?: unknown, query?: RequestOptions["query"]): Promise<T> {
+    return this.request<T>("DELETE", path, { body, query });
+  }
+
+  async close(): Promise<void> {
+    await this.agent?.close();
+    this.agent = undefined;
+  }
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/** API paths of the resources the platform works with. */
+export const paths = {
+  namespaced: (group: string, version: string, plural: string, namespace: string, name?: string, sub?: string): string => {
+    const base = group === "" ? `/api/${version}` : `/apis/${group}/${version}`;
+    return `${base}/namespaces/${encodeURIComponent(namespace)}/${plural}${name ? `/${encodeURIComponent(name)}` : ""}${sub ? `/${sub}` : ""}`;
+  },
+};

@@ -1,0 +1,29 @@
+/** metav1.Condition bookkeeping: a condition's lastTransitionTime moves only when its status does. */
+import type { Static } from "typebox";
+import type { Condition } from "../api/v1alpha1/index.ts";
+
+export type ConditionValue = Static<typeof Condition>;
+export type ConditionInput = Omit<ConditionValue, "lastTransitionTime">;
+
+export function setCondition(
+  existing: readonly ConditionValue[] | undefined,
+  next: ConditionInput,
+  now: () => string = () => new Date().toISOString().replace(/\.\d+Z$/, "Z"),
+): ConditionValue[] {
+  const conditions = (existing ?? []).map((c) => ({ ...c }));
+  const index = conditions.findIndex((c) => c.type === next.type);
+  const previous = index >= 0 ? conditions[index] : undefined;
+  const lastTransitionTime =
+    previous && previous.status === next.status ? previous.lastTransitionTime : now();
+  const value: ConditionValue = { ...next, lastTransitionTime };
+  if (index >= 0) conditions[index] = value;
+  else conditions.push(value);
+  return conditions;
+}
+
+export function findCondition(
+  conditions: readonly ConditionValue[] | undefined,
+  type: string,
+): ConditionValue | undefined {
+  return conditions?.find((c) => c.type === type);
+}

@@ -1,0 +1,185 @@
+/**
+ * What a Userland should own, computed from the Userland and its Template alone (pure functions:
+ * no API calls, no clock), so the same inputs always give the same objects and the same hash.
+ */
+import type {
+  V1Container,
+  V1Deployment,
+  V1OwnerReference,
+  V1PersistentVolumeClaim,
+  V1PodSpec,
+  V1Service,
+  V1ServicePort,
+} from "@kubernetes/client-node";
+import { childNames, LABELS, MANAGED_BY, shortHash, type ChildNames } from "../api/naming.ts";
+import { API_VERSION, type Template, type Userland } from "../api/v1alpha1/index.ts";
+import { DESIRED_HASH_ANNOTATION, desiredHash } from "./compare.ts";
+
+/** The exact Userland name on every child (label values are limited to 63 characters). */
+export const USERLAND_NAME_ANNOTATION = "userland.dev/userland-name";
+/** A hash of spec.user on each PVC: a claim is never mounted for a different identity. */
+export const USER_HASH_LABEL = "userland.dev/user-hash";
+
+export interface DesiredChildren {
+  names: ChildNames;
+  deployment: V1Deployment;
+  service: V1Service;
+  pvcs: V1PersistentVolumeClaim[];
+  /** The Service port the proxy should use. */
+  proxyPort: number;
+}
+
+export class TemplateError extends Error {
+  readonly reason: string;
+  constructor(reason: string, message: string) {
+    super(message);
+    this.name = "TemplateError";
+    this.reason = reason;
+  }
+}
+
+export function controllerRef(userland: Userland): V1OwnerReference {
+  return {
+    apiVersion: API_VERSION,
+    kind: "Userland",
+    name: userland.metadata.name ?? "",
+    uid: userland.metadata.uid ?? "",
+    controller: true,
+    blockOwnerDeletion: true,
+  };
+}
+
+export function userHash(user: string): string {
+  return shortHash(user, 16);
+}
+
+export function desiredChildren(userland: Userland, template: Template): DesiredChildren {
+  const name = userland.metadata.name ?? "";
+  const namespace = userland.metadata.namespace ?? "";
+  const templateName = template.metadata.name ?? "";
+  const names = childNames(templateName, name);
+  const enabled = userland.spec.enabled !== false;
+  const labels = {
+    [LABELS.managedBy]: MANAGED_BY,
+    [LABELS.userland]: names.userlandLabel,
+    [LABELS.template]: templateName,
+    [LABELS.instance]: names.deployment,
+  };
+  const owner = [controllerRef(userland)];
+  const meta = (objectName: string, extraLabels: Record<string, string> = {}, ownerReferences = owner) => ({
+    name: objectName,
+    namespace,
+    labels: { ...labels, ...extraLabels },
+    annotations: { [USERLAND_NAME_ANNOTATION]: name },
+    ownerReferences,
+  });
+
+  const volumes = template.spec.volumes ?? [];
+  const podSpec = structuredClone(template.spec.template.spec) as V1PodSpec;
+  podSpec.containers = podSpec.containers.map((c) => withDefaults(c, template, userland));
+  if (podSpec.initContainers) podSpec.initContainers = podSpec.initContainers.map((c) => withDefaults(c, template, userland));
+  const claimVolumes = volumes.map((v) => ({ name: v.name, persistentVolumeClaim: { claimName: names.pvc(v.name) } }));
+  podSpec.volumes = [...(podSpec.volumes ?? []).filter((v) => !volumes.some((t) => t.name === v.name)), ...claimVolumes];
+  if (podSpec.volumes.length === 0) delete podSpec.volumes;
+  // User containers are untrusted: no API credentials and no environment variables describing every
+  // Service in the namespace, unless the Template asks for them.
+  podSpec.automountServiceAccountToken ??= false;
+  podSpec.enableServiceLinks ??= false;
+
+  const templateMeta = template.spec.template.metadata ?? {};
+  const deployment: V1Deployment = {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: meta(names.deployment),
+    spec: {
+      replicas: enabled ? 1 : 0,
+      selector: { matchLabels: { [LABELS.instance]: names.deployment } },
+      // One pod per user, often with a ReadWriteOnce volume: the old pod must stop before the new starts.
+      strategy: { type: "Recreate" },
+      revisionHistoryLimit: 3,
+      template: {
+        metadata: {
+          labels: { ...(templateMeta.labels ?? {}), ...labels },
+          ...(templateMeta.annotations ? { annotations: { ...templateMeta.annotations } } : {}),
+        },
+        spec: podSpec,
+      },
+    },
+  };
+
+  const ports = servicePorts(template, podSpec);
+  const serviceSpec = structuredClone(template.spec.service ?? {}) as NonNullable<V1Service["spec"]>;
+  const service: V1Service = {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: meta(names.service),
+    spec: {
+      ...serviceSpec,
+      type: serviceSpec.type ?? "ClusterIP",
+      ports,
+      selector: { [LABELS.instance]: names.deployment },
+    },
+  };
+
+  const pvcs: V1PersistentVolumeClaim[] = volumes.map((v) => ({
+    apiVersion: "v1",
+    kind: "PersistentVolumeClaim",
+    metadata: meta(
+      names.pvc(v.name),
+      { [LABELS.volume]: v.name, [USER_HASH_LABEL]: userHash(userland.spec.user) },
+      // Retain (the default) keeps the claim when the Userland is deleted: no owner to collect it.
+      (v.reclaimPolicy ?? "Retain") === "Delete" ? owner : [],
+    ),
+    spec: structuredClone(v.pvcSpec),
+  }));
+
+  for (const object of [deployment, service, ...pvcs]) {
+    const metadata = object.metadata ?? {};
+    metadata.annotations = { ...metadata.annotations, [DESIRED_HASH_ANNOTATION]: desiredHash({ metadata, spec: object.spec }) };
+  }
+  return { names, deployment, service, pvcs, proxyPort: proxyPort(template, ports) };
+}
+
+function withDefaults(container: V1Container, template: Template, userland: Userland): V1Container {
+  const c = { ...container };
+  const defaults = template.spec.defaultResources;
+  if (defaults && !c.resources) c.resources = structuredClone(defaults);
+  // The environment can tell whose it is without trusting a request header.
+  const env = (c.env ?? []).filter((e) => e.name !== "USERLAND_USER" && e.name !== "USERLAND_NAME");
+  c.env = [...env, { name: "USERLAND_USER", value: userland.spec.user }, { name: "USERLAND_NAME", value: userland.metadata.name ?? "" }];
+  return c;
+}
+
+function servicePorts(template: Template, podSpec: V1PodSpec): V1ServicePort[] {
+  const declared = template.spec.service?.ports;
+  if (declared && declared.length > 0) return structuredClone(declared);
+  // No Service ports in the Template: expose the containers' declared ports.
+  const fromContainers = podSpec.containers.flatMap((c) =>
+    (c.ports ?? []).map((p) => ({
+      name: p.name ?? `port-${p.containerPort}`,
+      port: p.containerPort,
+      targetPort: p.containerPort,
+      protocol: p.protocol ?? "TCP",
+    })),
+  );
+  if (fromContainers.length === 0) {
+    throw new TemplateError(
+      "NoPorts",
+      "the Template declares no Service ports (spec.service.ports) and no container ports: the proxy has nowhere to send users",
+    );
+  }
+  return fromContainers;
+}
+
+function proxyPort(template: Template, ports: V1ServicePort[]): number {
+  const wanted = template.spec.proxyPort;
+  if (wanted === undefined) return (ports[0] as V1ServicePort).port;
+  const match = ports.find((p) => p.port === wanted || (p.name !== undefined && p.name === wanted));
+  if (!match) {
+    throw new TemplateError(
+      "ProxyPortNotFound",
+      `spec.proxyPort ${JSON.stringify(wanted)} matches no Service port (${ports.map((p) => p.name ?? p.port).join(", ")})`,
+    );
+  }
+  return match.port;
+}

@@ -1,0 +1,85 @@
+/**
+ * The Template sync handler: validate the pod template with the API server's own rules (a
+ * server-side dry run of the Deployment and Service a user would get) once per generation, and
+ * count the Userlands that use it.
+ */
+import { API_VERSION, TemplateConditions, type Template, type TemplateStatus, type Userland } from "../api/v1alpha1/index.ts";
+import { statusCode } from "../lib/kube.ts";
+import { paths } from "../lib/kubeRest.ts";
+import { stableJson } from "./compare.ts";
+import { findCondition, setCondition, type ConditionValue } from "./conditions.ts";
+import type { OperatorContext } from "./context.ts";
+import { desiredChildren, TemplateError } from "./desired.ts";
+
+export const templatePath = (namespace: string, name?: string, sub?: string) =>
+  paths.namespaced("userland.dev", "v1alpha1", "templates", namespace, name, sub);
+
+export async function syncTemplate(ctx: OperatorContext, namespace: string, name: string): Promise<void> {
+  const template = ctx.caches.templates.get(name, namespace);
+  if (!template || template.metadata.deletionTimestamp) return;
+  const generation = template.metadata.generation;
+  const previous = template.status ?? {};
+  let conditions = (previous.conditions ?? []) as ConditionValue[];
+
+  const validated = previous.observedGeneration === generation && findCondition(conditions, TemplateConditions.PodTemplateValid);
+  if (!validated) {
+    const problem = await validate(ctx, template);
+    conditions = setCondition(conditions, {
+      type: TemplateConditions.PodTemplateValid,
+      status: problem ? "False" : "True",
+      reason: problem ? "Invalid" : "Valid",
+      message: problem ?? "The API server accepts the Deployment and Service built from this Template",
+      observedGeneration: generation,
+    });
+    const ref = { apiVersion: API_VERSION, kind: "Template", metadata: template.metadata };
+    if (problem) ctx.events.warning(ref, "InvalidTemplate", problem);
+    else if (findCondition(previous.conditions as ConditionValue[] | undefined, TemplateConditions.PodTemplateValid)?.status === "False") {
+      ctx.events.normal(ref, "ValidTemplate", "The Template is valid again");
+    }
+  }
+
+  const status: TemplateStatus = {
+    observedGeneration: generation,
+    conditions,
+    userlands: ctx.userlandsOfTemplate(namespace, name).length,
+  };
+  if (stableJson(previous) === stableJson(status)) return;
+  await ctx.rest.patch(templatePath(namespace, name, "status"), { status });
+}
+
+/** Returns what is wrong with the Template, or undefined when the API server accepts it. */
+async function validate(ctx: OperatorContext, template: Template): Promise<string | undefined> {
+  const namespace = template.metadata.namespace ?? "";
+  const probe: Userland = {
+    apiVersion: API_VERSION,
+    kind: "Userland",
+    metadata: { name: "template-validation", namespace, uid: "00000000-0000-0000-0000-000000000000" },
+    spec: { user: "template-validation", templateName: template.metadata.name ?? "", enabled: true },
+  };
+  let children;
+  try {
+    children = desiredChildren(probe, template);
+  } catch (error) {
+    if (error instanceof TemplateError) return error.message;
+    throw error;
+  }
+  const checks: [string, string, unknown][] = [
+    ["Deployment", paths.namespaced("apps", "v1", "deployments", namespace), children.deployment],
+    ["Service", paths.namespaced("", "v1", "services", namespace), children.service],
+    ...children.pvcs.map((pvc): [string, string, unknown] => ["PersistentVolumeClaim", paths.namespaced("", "v1", "persistentvolumeclaims", namespace), pvc]),
+  ];
+  for (const [kind, path, object] of checks) {
+    // A dry run needs no owner: the probe Userland does not exist.
+    const body = structuredClone(object) as { metadata: { ownerReferences?: unknown } };
+    delete body.metadata.ownerReferences;
+    try {
+      await ctx.rest.create(path, body, { dryRun: "All" });
+    } catch (error) {
+      const code = statusCode(error);
+      if (code === 422 || code === 400) return `${kind}: ${(error as Error).message.replace(/^POST \S+: \d+ /, "")}`;
+      // 409: a real object with the probe's name exists; the dry run told us nothing about validity.
+      if (code !== 409) throw error;
+    }
+  }
+  return undefined;
+}

@@ -1,0 +1,291 @@
+/**
+ * The Userland sync handler: make a Userland's Deployment, Service and PVCs match its Template,
+ * remove what a template switch left behind, and report the result in status. Level-triggered:
+ * it reads the current state from the caches every time and writes only what differs.
+ */
+import type { V1Deployment, V1PersistentVolumeClaim, V1Service } from "@kubernetes/client-node";
+import { API_VERSION, UserlandAnnotations, UserlandConditions, type Template, type Userland, type UserlandPhase, type UserlandStatus } from "../api/v1alpha1/index.ts";
+import { TemplateConditions } from "../api/v1alpha1/template.ts";
+import { isNotFound, statusCode } from "../lib/kube.ts";
+import { paths } from "../lib/kubeRest.ts";
+import { DESIRED_HASH_ANNOTATION, isSubset, stableJson } from "./compare.ts";
+import { findCondition, setCondition, type ConditionValue } from "./conditions.ts";
+import type { OperatorContext } from "./context.ts";
+import { desiredChildren, TemplateError, USER_HASH_LABEL, type DesiredChildren } from "./desired.ts";
+
+type Child = V1Deployment | V1Service | V1PersistentVolumeClaim;
+
+const resource = {
+  Deployment: { group: "apps", version: "v1", plural: "deployments" },
+  Service: { group: "", version: "v1", plural: "services" },
+  PersistentVolumeClaim: { group: "", version: "v1", plural: "persistentvolumeclaims" },
+} as const;
+type ChildKind = keyof typeof resource;
+
+const childPath = (kind: ChildKind, namespace: string, name?: string) => {
+  const r = resource[kind];
+  return paths.namespaced(r.group, r.version, r.plural, namespace, name);
+};
+
+export const userlandPath = (namespace: string, name?: string, sub?: string) =>
+  paths.namespaced("userland.dev", "v1alpha1", "userlands", namespace, name, sub);
+
+/** A failure that is reported in status and waits for a change, instead of being retried. */
+class Blocked extends Error {
+  readonly reason: string;
+  readonly condition: string;
+  constructor(condition: string, reason: string, message: string) {
+    super(message);
+    this.condition = condition;
+    this.reason = reason;
+  }
+}
+
+export async function syncUserland(ctx: OperatorContext, namespace: string, name: string): Promise<void> {
+  const userland = ctx.caches.userlands.get(name, namespace);
+  // Deleted: the garbage collector removes the children that have an owner reference.
+  if (!userland || userland.metadata.deletionTimestamp) return;
+
+  const template = ctx.caches.templates.get(userland.spec.templateName, namespace);
+  let desired: DesiredChildren | undefined;
+  let deployment: V1Deployment | undefined;
+  let blocked: Blocked | undefined;
+  try {
+    desired = resolveDesired(userland, template);
+    await ensurePvcs(ctx, userland, desired);
+    deployment = await ensureChild(ctx, userland, "Deployment", desired.deployment, ctx.caches.deployments.get(desired.names.deployment, namespace));
+    await ensureChild(ctx, userland, "Service", desired.service, ctx.caches.services.get(desired.names.service, namespace));
+    await removeStaleChildren(ctx, userland, desired);
+  } catch (error) {
+    if (!(error instanceof Blocked)) throw error;
+    blocked = error;
+  }
+  await writeStatus(ctx, userland, computeStatus(ctx, userland, template, desired, deployment, blocked));
+}
+
+function resolveDesired(userland: Userland, template: Template | undefined): DesiredChildren {
+  const templateName = userland.spec.templateName;
+  if (!template) {
+    throw new Blocked(
+      UserlandConditions.TemplateAvailable,
+      "TemplateNotFound",
+      `Template "${templateName}" does not exist in namespace ${userland.metadata.namespace}`,
+    );
+  }
+  const valid = findCondition(template.status?.conditions, TemplateConditions.PodTemplateValid);
+  if (valid?.status === "False" && template.status?.observedGeneration === template.metadata.generation) {
+    throw new Blocked(UserlandConditions.TemplateAvailable, "TemplateInvalid", `Template "${templateName}" is invalid: ${valid.message}`);
+  }
+  try {
+    return desiredChildren(userland, template);
+  } catch (error) {
+    if (error instanceof TemplateError) {
+      throw new Blocked(UserlandConditions.TemplateAvailable, "TemplateInvalid", `Template "${templateName}" is invalid: ${error.message}`);
+    }
+    throw error;
+  }
+}
+
+function isControlledBy(object: Child, userland: Userland): boolean {
+  return (object.metadata?.ownerReferences ?? []).some((r) => r.controller && r.uid === userland.metadata.uid);
+}
+
+/** Claims are created once and never rewritten (their spec is immutable); only ownership follows the reclaim policy. */
+async function ensurePvcs(ctx: OperatorContext, userland: Userland, desired: DesiredChildren): Promise<void> {
+  const namespace = userland.metadata.namespace ?? "";
+  for (const pvc of desired.pvcs) {
+    const name = pvc.metadata?.name ?? "";
+    const actual = ctx.caches.pvcs.get(name, namespace);
+    if (!actual) {
+      await create(ctx, userland, "PersistentVolumeClaim", pvc);
+      continue;
+    }
+    const wantedUser = pvc.metadata?.labels?.[USER_HASH_LABEL];
+    if (actual.metadata?.labels?.[USER_HASH_LABEL] !== wantedUser) {
+      throw new Blocked(
+        UserlandConditions.Ready,
+        "VolumeBelongsToAnotherUser",
+        `PersistentVolumeClaim ${name} holds another user's data; delete or rename it to give this Userland a new volume`,
+      );
+    }
+    const wantedOwners = pvc.metadata?.ownerReferences ?? [];
+    const owned = isControlledBy(actual, userland);
+    if (owned !== wantedOwners.length > 0) {
+      const ownerReferences = wantedOwners.length > 0
+        ? [...(actual.metadata?.ownerReferences ?? []).filter((r) => !r.controller), ...wantedOwners]
+        : (actual.metadata?.ownerReferences ?? []).filter((r) => r.uid !== userland.metadata.uid);
+      await ctx.rest.patch(childPath("PersistentVolumeClaim", namespace, name), {
+        metadata: { ownerReferences, resourceVersion: actual.metadata?.resourceVersion },
+      });
+      ctx.events.normal(userlandRef(userland), "VolumeRetention", `PersistentVolumeClaim ${name} is now ${wantedOwners.length > 0 ? "deleted" : "kept"} with the Userland`);
+    }
+  }
+}
+
+async function ensureChild<T extends Child>(
+  ctx: OperatorContext,
+  userland: Userland,
+  kind: ChildKind,
+  desired: T,
+  actual: T | undefined,
+): Promise<T> {
+  if (!actual) return create(ctx, userland, kind, desired);
+  if (!isControlledBy(actual, userland)) {
+    throw new Blocked(
+      UserlandConditions.Ready,
+      "NameConflict",
+      `${kind} ${actual.metadata?.name} already exists and does not belong to this Userland`,
+    );
+  }
+  const hash = desired.metadata?.annotations?.[DESIRED_HASH_ANNOTATION];
+  const inSync =
+    actual.metadata?.annotations?.[DESIRED_HASH_ANNOTATION] === hash &&
+    isSubset(desired.metadata, actual.metadata) &&
+    isSubset(desired.spec, actual.spec);
+  if (inSync) return actual;
+
+  // Never mutate the cached object: build the update from a copy.
+  const updated = structuredClone(actual) as T & { spec: Record<string, unknown> };
+  const metadata = updated.metadata ?? {};
+  metadata.labels = { ...metadata.labels, ...desired.metadata?.labels };
+  metadata.annotations = { ...metadata.annotations, ...desired.metadata?.annotations };
+  metadata.ownerReferences = desired.metadata?.ownerReferences;
+  const spec = structuredClone(desired.spec) as Record<string, unknown>;
+  if (kind === "Service") {
+    // Allocated by the API server and immutable.
+    for (const field of ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"]) {
+      if (updated.spec[field] !== undefined && spec[field] === undefined) spec[field] = updated.spec[field];
+    }
+  }
+  updated.spec = spec;
+  const name = metadata.name ?? "";
+  const result = await ctx.rest.replace<T>(childPath(kind, metadata.namespace ?? "", name), updated);
+  ctx.events.normal(userlandRef(userland), "Updated", `Updated ${kind} ${name}`);
+  return result;
+}
+
+async function create<T extends Child>(ctx: OperatorContext, userland: Userland, kind: ChildKind, desired: T): Promise<T> {
+  const name = desired.metadata?.name ?? "";
+  const namespace = desired.metadata?.namespace ?? "";
+  try {
+    const created = await ctx.rest.create<T>(childPath(kind, namespace), desired);
+    ctx.events.normal(userlandRef(userland), "Created", `Created ${kind} ${name}`);
+    return created;
+  } catch (error) {
+    if (statusCode(error) === 409) {
+      // The cache has not seen it yet, or someone else's object has this name.
+      const existing = await ctx.rest.get<T>(childPath(kind, namespace, name));
+      if (kind === "PersistentVolumeClaim" || isControlledBy(existing, userland)) return existing;
+      throw new Blocked(UserlandConditions.Ready, "NameConflict", `${kind} ${name} already exists and does not belong to this Userland`);
+    }
+    if (statusCode(error) === 422 || statusCode(error) === 400) {
+      throw new Blocked(
+        UserlandConditions.TemplateAvailable,
+        "TemplateInvalid",
+        `the API server rejected the ${kind}: ${(error as Error).message}`,
+      );
+    }
+    throw error;
+  }
+}
+
+/** After a template switch: delete the old Deployment and Service (never a claim: data is kept). */
+async function removeStaleChildren(ctx: OperatorContext, userland: Userland, desired: DesiredChildren): Promise<void> {
+  const namespace = userland.metadata.namespace ?? "";
+  const name = userland.metadata.name ?? "";
+  const stale: [ChildKind, Child][] = [
+    ...ctx.childrenOf("Deployment", namespace, name).filter((d) => d.metadata?.name !== desired.names.deployment).map((d): [ChildKind, Child] => ["Deployment", d]),
+    ...ctx.childrenOf("Service", namespace, name).filter((s) => s.metadata?.name !== desired.names.service).map((s): [ChildKind, Child] => ["Service", s]),
+  ].filter(([, object]) => isControlledBy(object, userland));
+  for (const [kind, object] of stale) {
+    const childName = object.metadata?.name ?? "";
+    try {
+      await ctx.rest.delete(childPath(kind, namespace, childName), { propagationPolicy: "Background" });
+      ctx.events.normal(userlandRef(userland), "Deleted", `Deleted ${kind} ${childName} of the previous Template`);
+    } catch (error) {
+      if (!isNotFound(error)) throw error;
+    }
+  }
+}
+
+export function userlandRef(userland: Userland) {
+  return { apiVersion: API_VERSION, kind: "Userland", metadata: userland.metadata };
+}
+
+function computeStatus(
+  ctx: OperatorContext,
+  userland: Userland,
+  template: Template | undefined,
+  desired: DesiredChildren | undefined,
+  deployment: V1Deployment | undefined,
+  blocked: Blocked | undefined,
+): UserlandStatus {
+  const previous = userland.status ?? {};
+  let conditions = (previous.conditions ?? []) as ConditionValue[];
+  const generation = userland.metadata.generation;
+  const set = (type: string, status: "True" | "False", reason: string, message: string) => {
+    conditions = setCondition(conditions, { type, status, reason, message, observedGeneration: generation });
+  };
+  const templateName = userland.spec.templateName;
+
+  if (blocked?.condition === UserlandConditions.TemplateAvailable) {
+    set(UserlandConditions.TemplateAvailable, "False", blocked.reason, blocked.message);
+  } else if (template) {
+    set(UserlandConditions.TemplateAvailable, "True", "TemplateFound", `Template "${templateName}" is available`);
+  }
+
+  let phase: UserlandPhase;
+  let message: string;
+  let readyReason: string;
+  const enabled = userland.spec.enabled !== false;
+  const stoppedReason = userland.metadata.annotations?.[UserlandAnnotations.stoppedReason];
+  if (blocked) {
+    phase = "Failed";
+    message = blocked.message;
+    readyReason = blocked.reason;
+  } else if (!enabled) {
+    phase = "Stopped";
+    readyReason = stoppedReason ?? "Disabled";
+    message =
+      stoppedReason === "IdleTimeout"
+        ? `Stopped after ${template?.spec.idleTimeout ?? "the idle timeout"} without activity; data is kept`
+        : "Stopped (spec.enabled is false); data is kept";
+  } else if (!deployment) {
+    phase = "Pending";
+    readyReason = "Creating";
+    message = "Creating the environment";
+  } else {
+    const status = deployment.status ?? {};
+    const progressing = status.conditions?.find((c) => c.type === "Progressing");
+    const current = (status.observedGeneration ?? 0) >= (deployment.metadata?.generation ?? 0);
+    if (progressing?.status === "False" && progressing.reason === "ProgressDeadlineExceeded") {
+      phase = "Failed";
+      readyReason = "ProgressDeadlineExceeded";
+      message = `The environment did not start: ${progressing.message ?? ""}`.trim();
+    } else if (current && (status.updatedReplicas ?? 0) >= 1 && (status.availableReplicas ?? 0) >= 1 && (status.replicas ?? 0) === (status.updatedReplicas ?? 0)) {
+      phase = "Ready";
+      readyReason = "Available";
+      message = "The environment is ready";
+    } else {
+      phase = "Starting";
+      readyReason = "PodNotReady";
+      message = "Starting: waiting for the pod to become ready";
+    }
+  }
+  set(UserlandConditions.Ready, phase === "Ready" ? "True" : "False", readyReason, message);
+
+  const next: UserlandStatus = { phase, message, observedGeneration: generation, conditions };
+  if (desired) next.service = { name: desired.names.service, port: desired.proxyPort };
+  else if (previous.service) next.service = previous.service;
+
+  if (previous.phase !== phase && (phase === "Failed" || previous.phase === "Failed")) {
+    if (phase === "Failed") ctx.events.warning(userlandRef(userland), readyReason, message);
+    else ctx.events.normal(userlandRef(userland), "Recovered", message);
+  }
+  return next;
+}
+
+async function writeStatus(ctx: OperatorContext, userland: Userland, status: UserlandStatus): Promise<void> {
+  if (stableJson(userland.status ?? {}) === stableJson(status)) return;
+  await ctx.rest.patch(userlandPath(userland.metadata.namespace ?? "", userland.metadata.name ?? "", "status"), { status });
+}

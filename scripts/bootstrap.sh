@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs everything the platform and its tests need on a fresh machine, and nothing twice:
+#   - npm packages (npm ci when node_modules is missing or older than package-lock.json),
+#   - Debian packages (openssl for test certificates; chromium for the browser tests),
+#   - the Go-built control plane (test/cluster/build.sh, cached after the first build).
+# `npm start` and `npm test` call it first, so a fresh clone needs no other step.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [[ ! -f node_modules/.package-lock.json || package-lock.json -nt node_modules/.package-lock.json ]]; then
+  echo "bootstrap: installing npm packages (npm ci)" >&2
+  npm ci --no-audit --no-fund >&2
+fi
+
+debian_packages=(openssl chromium)
+missing=()
+for p in "${debian_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} > 0)); then
+  echo "bootstrap: installing Debian packages: ${missing[*]}" >&2
+  sudo=""
+  [[ $(id -u) -eq 0 ]] || sudo="sudo"
+  $sudo apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+
+bash test/cluster/build.sh >/dev/null

@@ -1,0 +1,441 @@
+/**
+ * A real Kubernetes control plane on loopback for tests, benchmarks and the local platform:
+ * etcd, kube-apiserver (RBAC on, audit log), kube-controller-manager, kube-scheduler and kwok
+ * (simulated nodes, so pods are scheduled and become Ready without a container runtime).
+ *
+ * Nothing here dials anything but 127.0.0.1. The Service and pod ranges are the RFC 2544
+ * benchmarking block 198.18.0.0/15, which is never routed, so an address handed out by the
+ * cluster cannot reach a real host even by mistake.
+ */
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { generateKeyPairSync, randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { request } from "node:https";
+import { createServer } from "node:net";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { stringify } from "yaml";
+
+const here = dirname(fileURLToPath(import.meta.url));
+export const repoRoot = join(here, "..", "..");
+
+export const SERVICE_CIDR = "198.18.0.0/16";
+export const POD_CIDR = "198.19.0.0/16";
+const ADMIN_USER = "userland-test-admin";
+
+/** Builds (first time) or finds the cached control-plane binaries; returns their directory. */
+export function ensureBinaries(): string {
+  if (process.env.USERLAND_CONTROL_PLANE_BIN) return process.env.USERLAND_CONTROL_PLANE_BIN;
+  const out = execFileSync("bash", [join(here, "build.sh")], { stdio: ["ignore", "pipe", "inherit"] });
+  return out.toString().trim().split("\n").pop() ?? "";
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port"))));
+    });
+  });
+}
+
+export interface ControlPlaneOptions {
+  /** Working directory for certificates, data and logs (created; removed by `stop({ keepFiles: false })`). */
+  dir: string;
+  /** Number of simulated kwok nodes. */
+  nodes?: number;
+  /** Extra kube-apiserver flags, e.g. to tune it for a benchmark. */
+  apiServerFlags?: string[];
+  log?: (line: string) => void;
+}
+
+export interface ControlPlaneInfo {
+  server: string;
+  caFile: string;
+  adminToken: string;
+  kubeconfig: string;
+  auditLog: string;
+  dir: string;
+  pids: number[];
+}
+
+interface Managed {
+  name: string;
+  child: ChildProcess;
+  exited: Promise<void>;
+}
+
+export class ControlPlane {
+  readonly dir: string;
+  private readonly opts: ControlPlaneOptions;
+  private readonly log: (line: string) => void;
+  private bin = "";
+  private readonly processes = new Map<string, Managed>();
+  private ports = { etcd: 0, etcdPeer: 0, apiserver: 0 };
+  private adminToken = "";
+
+  constructor(opts: ControlPlaneOptions) {
+    this.opts = opts;
+    this.dir = opts.dir;
+    this.log = opts.log ?? ((line) => process.stderr.write(`[control-plane] ${line}\n`));
+  }
+
+  /** Where the control-plane binaries (and kubectl) are; known after start(). */
+  get binDir(): string {
+    return this.bin;
+  }
+
+  get server(): string {
+    return `https://127.0.0.1:${this.ports.apiserver}`;
+  }
+  get kubeconfigPath(): string {
+    return join(this.dir, "admin.kubeconfig");
+  }
+  get caFile(): string {
+    return join(this.dir, "pki", "ca.crt");
+  }
+  get auditLogPath(): string {
+    return join(this.dir, "audit.log");
+  }
+
+  info(): ControlPlaneInfo {
+    return {
+      server: this.server,
+      caFile: this.caFile,
+      adminToken: this.adminToken,
+      kubeconfig: this.kubeconfigPath,
+      auditLog: this.auditLogPath,
+      dir: this.dir,
+      pids: [...this.processes.values()].map((p) => p.child.pid ?? 0).filter((pid) => pid > 0),
+    };
+  }
+
+  async start(): Promise<ControlPlaneInfo> {
+    const started = Date.now();
+    this.bin = ensureBinaries();
+    rmSync(this.dir, { recursive: true, force: true });
+    mkdirSync(join(this.dir, "logs"), { recursive: true });
+    this.ports = { etcd: await freePort(), etcdPeer: await freePort(), apiserver: await freePort() };
+    this.adminToken = randomBytes(24).toString("hex");
+    this.writePki();
+    this.writeConfigFiles();
+
+    this.startEtcd();
+    await this.waitFor("etcd", () => this.httpOk(`http://127.0.0.1:${this.ports.etcd}/health`), 30_000);
+    await this.startApiServer();
+    this.startComponent("kube-controller-manager", this.controllerManagerArgs());
+    this.startComponent("kube-scheduler", this.schedulerArgs());
+    this.startComponent("kwok", this.kwokArgs());
+    await this.createNodes(this.opts.nodes ?? 2);
+    await this.waitFor("kwok", () => this.nodesReady(this.opts.nodes ?? 2), 60_000);
+    await this.waitForServiceAccount("default");
+    this.log(`ready in ${((Date.now() - started) / 1000).toFixed(1)}s at ${this.server}`);
+    return this.info();
+  }
+
+  /** Starts kube-apiserver (again) on the same port and waits until it is ready. */
+  async startApiServer(): Promise<void> {
+    this.startComponent("kube-apiserver", this.apiServerArgs());
+    await this.waitFor("kube-apiserver", () => this.httpOk(`${this.server}/readyz`), 60_000);
+  }
+
+  /** Stops kube-apiserver alone, as an outage; etcd and the controllers keep running. */
+  async stopApiServer(): Promise<void> {
+    await this.stopProcess("kube-apiserver");
+  }
+
+  async restartApiServer(): Promise<void> {
+    await this.stopApiServer();
+    await this.startApiServer();
+  }
+
+  async stop(opts: { keepFiles?: boolean } = {}): Promise<void> {
+    for (const name of ["kwok", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"]) {
+      await this.stopProcess(name);
+    }
+    if (!opts.keepFiles) rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  // --- configuration ------------------------------------------------------------------------
+
+  private writePki(): void {
+    const pki = join(this.dir, "pki");
+    mkdirSync(pki, { recursive: true });
+    const openssl = (...args: string[]) => execFileSync("openssl", args, { cwd: pki, stdio: "pipe" });
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "30",
+      "-subj", "/CN=userland-test-ca");
+    writeFileSync(join(pki, "san.ext"), "subjectAltName=IP:127.0.0.1,IP:::1,DNS:localhost\n");
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "apiserver.key", "-out", "apiserver.csr",
+      "-subj", "/CN=kube-apiserver");
+    openssl("x509", "-req", "-in", "apiserver.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+      "-out", "apiserver.crt", "-days", "30", "-extfile", "san.ext");
+    // ServiceAccount token signing key (TokenRequest API issues real tokens signed with it).
+    const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+    writeFileSync(join(pki, "sa.key"), privateKey.export({ type: "pkcs8", format: "pem" }));
+    writeFileSync(join(pki, "sa.pub"), publicKey.export({ type: "spki", format: "pem" }));
+  }
+
+  private writeConfigFiles(): void {
+    // Static tokens for the control plane's own components; people and services in tests use
+    // ServiceAccount tokens from the TokenRequest API instead.
+    const kcmToken = randomBytes(24).toString("hex");
+    const schedulerToken = randomBytes(24).toString("hex");
+    const kwokToken = randomBytes(24).toString("hex");
+    writeFileSync(
+      join(this.dir, "tokens.csv"),
+      [
+        `${this.adminToken},${ADMIN_USER},uid-admin,"system:masters"`,
+        `${kcmToken},system:kube-controller-manager,uid-kcm`,
+        `${schedulerToken},system:kube-scheduler,uid-scheduler`,
+        `${kwokToken},kwok,uid-kwok,"system:masters"`,
+      ].join("\n") + "\n",
+    );
+    this.writeKubeconfig(this.kubeconfigPath, ADMIN_USER, this.adminToken);
+    this.writeKubeconfig(join(this.dir, "kcm.kubeconfig"), "kcm", kcmToken);
+    this.writeKubeconfig(join(this.dir, "scheduler.kubeconfig"), "scheduler", schedulerToken);
+    this.writeKubeconfig(join(this.dir, "kwok.kubeconfig"), "kwok", kwokToken);
+    writeFileSync(
+      join(this.dir, "scheduler.yaml"),
+      stringify({
+        apiVersion: "kubescheduler.config.k8s.io/v1",
+        kind: "KubeSchedulerConfiguration",
+        clientConnection: { kubeconfig: join(this.dir, "scheduler.kubeconfig"), qps: 500, burst: 1000 },
+        leaderElection: { leaderElect: false },
+      }),
+    );
+    // Metadata for every request: tests count the writes each identity sent (zero in steady state).
+    writeFileSync(
+      join(this.dir, "audit-policy.yaml"),
+      stringify({
+        apiVersion: "audit.k8s.io/v1",
+        kind: "Policy",
+        omitStages: ["RequestReceived"],
+        rules: [{ level: "Metadata" }],
+      }),
+    );
+  }
+
+  writeKubeconfig(path: string, user: string, token: string, namespace = "default"): void {
+    writeFileSync(path, kubeconfigYaml(this.server, readFileSync(this.caFile), user, token, namespace), {
+      mode: 0o600,
+    });
+  }
+
+  private startEtcd(): void {
+    const { etcd, etcdPeer } = this.ports;
+    this.startComponent("etcd", [
+      "--name=default",
+      `--data-dir=${join(this.dir, "etcd")}`,
+      `--listen-client-urls=http://127.0.0.1:${etcd}`,
+      `--advertise-client-urls=http://127.0.0.1:${etcd}`,
+      `--listen-peer-urls=http://127.0.0.1:${etcdPeer}`,
+      `--initial-advertise-peer-urls=http://127.0.0.1:${etcdPeer}`,
+      `--initial-cluster=default=http://127.0.0.1:${etcdPeer}`,
+      // Test data is disposable: skipping fsync makes every write several times faster.
+      "--unsafe-no-fsync=true",
+      "--quota-backend-bytes=4294967296",
+      "--log-level=warn",
+    ]);
+  }
+
+  private apiServerArgs(): string[] {
+    const pki = join(this.dir, "pki");
+    return [
+      `--etcd-servers=http://127.0.0.1:${this.ports.etcd}`,
+      "--bind-address=127.0.0.1",
+      "--advertise-address=127.0.0.1",
+      `--secure-port=${this.ports.apiserver}`,
+      `--tls-cert-file=${join(pki, "apiserver.crt")}`,
+      `--tls-private-key-file=${join(pki, "apiserver.key")}`,
+      `--client-ca-file=${join(pki, "ca.crt")}`,
+      `--token-auth-file=${join(this.dir, "tokens.csv")}`,
+      "--authorization-mode=RBAC",
+      "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+      `--service-account-key-file=${join(pki, "sa.pub")}`,
+      `--service-account-signing-key-file=${join(pki, "sa.key")}`,
+      `--service-cluster-ip-range=${SERVICE_CIDR}`,
+      "--allow-privileged=true",
+      // The API server is on loopback; the default reconciler refuses to publish a loopback endpoint.
+      "--endpoint-reconciler-type=none",
+      "--profiling=false",
+      `--audit-policy-file=${join(this.dir, "audit-policy.yaml")}`,
+      `--audit-log-path=${this.auditLogPath}`,
+      "--audit-log-format=json",
+      "--audit-log-mode=batch",
+      "--audit-log-batch-max-wait=1s",
+      "--max-requests-inflight=1000",
+      "--max-mutating-requests-inflight=500",
+      ...(this.opts.apiServerFlags ?? []),
+    ];
+  }
+
+  private controllerManagerArgs(): string[] {
+    const kubeconfig = join(this.dir, "kcm.kubeconfig");
+    return [
+      `--kubeconfig=${kubeconfig}`,
+      `--authentication-kubeconfig=${kubeconfig}`,
+      `--authorization-kubeconfig=${kubeconfig}`,
+      "--bind-address=127.0.0.1",
+      "--secure-port=0",
+      "--leader-elect=false",
+      "--use-service-account-credentials=true",
+      `--service-account-private-key-file=${join(this.dir, "pki", "sa.key")}`,
+      `--root-ca-file=${this.caFile}`,
+      `--service-cluster-ip-range=${SERVICE_CIDR}`,
+      // Defaults (20 qps) would take many minutes for the thousands of ReplicaSets in benchmarks.
+      "--kube-api-qps=500",
+      "--kube-api-burst=1000",
+      "--concurrent-deployment-syncs=20",
+      "--concurrent-replicaset-syncs=20",
+      "--concurrent-gc-syncs=40",
+    ];
+  }
+
+  private schedulerArgs(): string[] {
+    return [`--config=${join(this.dir, "scheduler.yaml")}`, "--bind-address=127.0.0.1", "--secure-port=0"];
+  }
+
+  private kwokArgs(): string[] {
+    return [
+      `--kubeconfig=${join(this.dir, "kwok.kubeconfig")}`,
+      `--config=${join(this.bin, "kwok-stages.yaml")}`,
+      "--node-lease-duration-seconds=40",
+      "--manage-all-nodes=false",
+      "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+      `--cidr=${POD_CIDR}`,
+      "--node-ip=198.19.255.254",
+      "--server-address=",
+    ];
+  }
+
+  private async createNodes(count: number): Promise<void> {
+    for (let i = 0; i < count; i++) {
+      const node = {
+        apiVersion: "v1",
+        kind: "Node",
+        metadata: {
+          name: `kwok-node-${i}`,
+          annotations: { "kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0" },
+          labels: { "kubernetes.io/hostname": `kwok-node-${i}`, "kubernetes.io/os": "linux", type: "kwok" },
+        },
+        status: {
+          allocatable: { cpu: "1000", memory: "4Ti", pods: "10000" },
+          capacity: { cpu: "1000", memory: "4Ti", pods: "10000" },
+        },
+      };
+      await this.apiRequest("POST", "/api/v1/nodes", node);
+    }
+  }
+
+  private async nodesReady(count: number): Promise<boolean> {
+    const { status, body } = await this.apiRequest("GET", "/api/v1/nodes");
+    if (status !== 200) return false;
+    const nodes = (JSON.parse(body) as { items: { status?: { conditions?: { type: string; status: string }[] } }[] }).items;
+    const ready = nodes.filter((n) => n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"));
+    return ready.length >= count;
+  }
+
+  private async waitForServiceAccount(name: string): Promise<void> {
+    await this.waitFor(
+      `ServiceAccount ${name}`,
+      async () => (await this.apiRequest("GET", `/api/v1/namespaces/default/serviceaccounts/${name}`)).status === 200,
+      60_000,
+    );
+  }
+
+  // --- processes ----------------------------------------------------------------------------
+
+  private startComponent(name: string, args: string[]): void {
+    const logFile = openSync(join(this.dir, "logs", `${name}.log`), "a");
+    const binary = join(this.bin, name);
+    // setpriv --pdeathsig: if the test runner is killed outright, the kernel kills the control plane too.
+    const [command, commandArgs] = existsSync("/usr/bin/setpriv")
+      ? ["/usr/bin/setpriv", ["--pdeathsig", "SIGKILL", "--", binary, ...args]]
+      : [binary, args];
+    const child = spawn(command, commandArgs, { stdio: ["ignore", logFile, logFile] });
+    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    child.once("exit", (code, signal) => {
+      if (this.processes.get(name)?.child === child) {
+        this.processes.delete(name);
+        this.log(`${name} exited (${signal ?? code}); see ${join(this.dir, "logs", `${name}.log`)}`);
+      }
+    });
+    this.processes.set(name, { name, child, exited });
+  }
+
+  private async stopProcess(name: string): Promise<void> {
+    const managed = this.processes.get(name);
+    if (!managed) return;
+    this.processes.delete(name);
+    managed.child.kill("SIGTERM");
+    const timer = setTimeout(() => managed.child.kill("SIGKILL"), 10_000);
+    await managed.exited;
+    clearTimeout(timer);
+  }
+
+  private async waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      if (await check().catch(() => false)) return;
+      const component = what.split(" ")[0] ?? what;
+      if (["etcd", "kube-apiserver", "kwok"].includes(component) && !this.processes.has(component)) {
+        throw new Error(`${what} exited during start-up; see ${join(this.dir, "logs", `${component}.log`)}`);
+      }
+      if (Date.now() > deadline) throw new Error(`${what} not ready after ${timeoutMs / 1000}s (logs: ${this.dir}/logs)`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+
+  private async httpOk(url: string): Promise<boolean> {
+    const { status } = await this.rawRequest("GET", url);
+    return status === 200;
+  }
+
+  /** A request to the API server as the test admin (used before any client library is set up). */
+  apiRequest(method: string, path: string, body?: unknown): Promise<{ status: number; body: string }> {
+    return this.rawRequest(method, `${this.server}${path}`, body);
+  }
+
+  private rawRequest(method: string, url: string, body?: unknown): Promise<{ status: number; body: string }> {
+    if (url.startsWith("http://")) {
+      return fetch(url, { method }).then(async (r) => ({ status: r.status, body: await r.text() }));
+    }
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    return new Promise((resolve, reject) => {
+      const req = request(
+        url,
+        {
+          method,
+          ca: readFileSync(this.caFile),
+          headers: {
+            authorization: `Bearer ${this.adminToken}`,
+            ...(payload ? { "content-type": "application/json" } : {}),
+          },
+          timeout: 5000,
+        },
+        (res) => {
+          let text = "";
+          res.setEncoding("utf8");
+          res.on("data", (chunk: string) => (text += chunk));
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text }));
+        },
+      );
+      req.on("timeout", () => req.destroy(new Error("timeout")));
+      req.on("error", reject);
+      req.end(payload);
+    });
+  }
+}
+
+export function kubeconfigYaml(server: string, ca: Buffer, user: string, token: string, namespace = "default"): string {
+  return stringify({
+    apiVersion: "v1",
+    kind: "Config",
+    clusters: [{ name: "userland-test", cluster: { server, "certificate-authority-data": ca.toString("base64") } }],
+    users: [{ name: user, user: { token } }],
+    contexts: [{ name: user, context: { cluster: "userland-test", user, namespace } }],
+    "current-context": user,
+  });
+}

@@ -1,0 +1,101 @@
+/**
+ * What a test needs from the shared control plane started by test/run.ts: an admin client,
+ * a namespace of its own (deleted afterwards), identities with real ServiceAccount tokens, and
+ * the audit log to count requests. A test run without a reachable control plane fails loudly.
+ */
+import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import type { TestContext } from "node:test";
+import { k8s } from "../../lib/kube.ts";
+import { kubeconfigYaml, type ControlPlaneInfo } from "../cluster/controlPlane.ts";
+
+export const CLUSTER_INFO_ENV = "USERLAND_TEST_CLUSTER";
+
+export interface TestCluster {
+  info: ControlPlaneInfo;
+  /** Cluster-admin client configuration. */
+  kc: k8s.KubeConfig;
+  /** A client configuration that authenticates with `token`. */
+  kubeConfigForToken(token: string, namespace?: string): k8s.KubeConfig;
+}
+
+let cached: Promise<TestCluster> | undefined;
+
+/** Connects to the control plane of this test run; rejects with a clear message when there is none. */
+export function testCluster(): Promise<TestCluster> {
+  cached ??= connect(process.env[CLUSTER_INFO_ENV]);
+  return cached;
+}
+
+export async function connect(infoFile: string | undefined): Promise<TestCluster> {
+  if (!infoFile) {
+    throw new Error(`${CLUSTER_INFO_ENV} is not set: run the tests with \`npm test\`, which starts the control plane`);
+  }
+  const info = JSON.parse(readFileSync(infoFile, "utf8")) as ControlPlaneInfo;
+  const ca = readFileSync(info.caFile);
+  const kubeConfigForToken = (token: string, namespace = "default"): k8s.KubeConfig => {
+    const kc = new k8s.KubeConfig();
+    kc.loadFromString(kubeconfigYaml(info.server, ca, "test", token, namespace));
+    return kc;
+  };
+  const kc = kubeConfigForToken(info.adminToken);
+  // Fail now, with the address, rather than in the middle of a test.
+  const version = kc.makeApiClient(k8s.VersionApi);
+  await version.getCode().catch((error: unknown) => {
+    throw new Error(`the test control plane at ${info.server} is unreachable: ${(error as Error).message}`);
+  });
+  return { info, kc, kubeConfigForToken };
+}
+
+/** A fresh namespace for one test, deleted when the test ends. */
+export async function testNamespace(t: TestContext, prefix = "t"): Promise<string> {
+  const { kc } = await testCluster();
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const name = `${prefix}-${randomBytes(4).toString("hex")}`;
+  await core.createNamespace({ body: { metadata: { name, labels: { "userland.dev/test": "true" } } } });
+  t.after(async () => {
+    await core.deleteNamespace({ name }).catch(() => undefined);
+  });
+  return name;
+}
+
+/** A real token for a ServiceAccount (created if missing), from the TokenRequest API. */
+export async function serviceAccountToken(namespace: string, name: string): Promise<string> {
+  const { kc } = await testCluster();
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } }).catch((error: unknown) => {
+    if ((error as { code?: number }).code !== 409) throw error;
+  });
+  const request = await core.createNamespacedServiceAccountToken({
+    namespace,
+    name,
+    body: { spec: { audiences: [], expirationSeconds: 3600 } },
+  });
+  const token = request.status?.token;
+  if (!token) throw new Error(`no token issued for ServiceAccount ${namespace}/${name}`);
+  return token;
+}
+
+/** Polls `check` until it returns a value other than undefined/false, or fails with `what`. */
+export async function eventually<T>(
+  what: string,
+  check: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 30_000,
+  intervalMs = 100,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined && value !== false) return value;
+    } catch (error) {
+      lastError = error;
+    }
+    if (Date.now() > deadline) {
+      const detail = lastError ? ` (last error: ${(lastError as Error).message})` : "";
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${detail}`);
+    }
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
