@@ -26,11 +26,18 @@ export function stableJson(value: unknown): string {
   return JSON.stringify(value) ?? "null";
 }
 
+/** Maps that must match exactly: an extra key in a selector changes which pods get traffic. */
+const EXACT_KEYS = new Set(["selector", "matchLabels"]);
+
 /**
  * True when every value in `desired` is present and equal in `actual`. Arrays must have the same
- * length (a removed list entry is a difference); maps may have extra keys in `actual`.
+ * length (a removed list entry is a difference); maps may have extra keys in `actual`, except
+ * selectors.
  */
-export function isSubset(desired: unknown, actual: unknown): boolean {
+export function isSubset(desired: unknown, actual: unknown, key = ""): boolean {
+  if (EXACT_KEYS.has(key) && desired !== undefined) {
+    return isSubset(desired, actual) && isSubset(actual, desired);
+  }
   if (desired === undefined) return true;
   if (Array.isArray(desired)) {
     return (
@@ -40,7 +47,7 @@ export function isSubset(desired: unknown, actual: unknown): boolean {
   if (desired && typeof desired === "object") {
     if (!actual || typeof actual !== "object" || Array.isArray(actual)) return false;
     const a = actual as Record<string, unknown>;
-    return Object.entries(desired).every(([k, v]) => isSubset(v, a[k]));
+    return Object.entries(desired).every(([k, v]) => isSubset(v, a[k], k));
   }
   if (desired === actual) return true;
   // Quantities come back normalised ("0.5" → "500m", "1024Mi" → "1Gi").

@@ -20,7 +20,10 @@ export const StringEnum = <const T extends string[]>(values: [...T], options: Re
 
 /** A port number or port name, as in Service targetPort. */
 export const IntOrString = (options: Record<string, unknown> = {}): TUnsafe<number | string> =>
-  Type.Unsafe<number | string>({ "x-kubernetes-int-or-string": true, ...options });
+  Type.Unsafe<number | string>({ ...INT_OR_STRING, ...options });
+
+/** The structural-schema spelling of int-or-string, for nested plain schemas. */
+export const INT_OR_STRING = { "x-kubernetes-int-or-string": true, anyOf: [{ type: "integer" }, { type: "string" }] };
 
 /**
  * An embedded Kubernetes structure (PodSpec, PersistentVolumeClaimSpec, ...) kept as the API server

@@ -4,7 +4,7 @@
  * volumes[].name/pvcSpec), so an ESC Template works after changing only its apiVersion.
  */
 import type { V1PersistentVolumeClaimSpec, V1PodSpec, V1ResourceRequirements, V1ServiceSpec } from "@kubernetes/client-node";
-import { Conditions, Embedded, IntOrString, StringEnum, StringMap, Type, type Static } from "./schema.ts";
+import { Conditions, Embedded, INT_OR_STRING, IntOrString, StringEnum, StringMap, Type, type Static } from "./schema.ts";
 
 /** Template names become part of host names and Service names (DNS-1035 labels of 63 characters). */
 export const TEMPLATE_NAME_PATTERN = "^[a-z]([-a-z0-9]{0,22}[a-z0-9])?$";
@@ -77,7 +77,7 @@ export const TemplateSpecSchema = Type.Object({
             properties: {
               name: { type: "string" },
               port: { type: "integer", minimum: 1, maximum: 65535 },
-              targetPort: { "x-kubernetes-int-or-string": true },
+              targetPort: INT_OR_STRING,
             },
           },
         },

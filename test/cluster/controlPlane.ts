@@ -58,6 +58,8 @@ export interface ControlPlaneInfo {
   kubeconfig: string;
   auditLog: string;
   dir: string;
+  /** The control-plane binaries, kubectl among them. */
+  binDir: string;
   pids: number[];
 }
 
@@ -108,6 +110,7 @@ export class ControlPlane {
       kubeconfig: this.kubeconfigPath,
       auditLog: this.auditLogPath,
       dir: this.dir,
+      binDir: this.bin,
       pids: [...this.processes.values()].map((p) => p.child.pid ?? 0).filter((pid) => pid > 0),
     };
   }

@@ -60,8 +60,8 @@ export async function testNamespace(t: TestContext, prefix = "t"): Promise<strin
 }
 
 /** A real token for a ServiceAccount (created if missing), from the TokenRequest API. */
-export async function serviceAccountToken(namespace: string, name: string): Promise<string> {
-  const { kc } = await testCluster();
+export async function serviceAccountToken(namespace: string, name: string, cluster?: TestCluster): Promise<string> {
+  const { kc } = cluster ?? (await testCluster());
   const core = kc.makeApiClient(k8s.CoreV1Api);
   await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } }).catch((error: unknown) => {
     if ((error as { code?: number }).code !== 409) throw error;

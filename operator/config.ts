@@ -1,0 +1,48 @@
+/** Operator settings, from the environment (validated at start-up). */
+import { parse, type Settings } from "../lib/config.ts";
+
+export const operatorSettings = {
+  namespace: {
+    env: "USERLAND_NAMESPACE",
+    description: "Namespace whose Templates and Userlands this operator manages (default: its own namespace)",
+    parse: parse.string,
+    default: "",
+  },
+  workers: { env: "OPERATOR_WORKERS", description: "Concurrent reconciles", parse: parse.integer(1, 64), default: 4 },
+  resyncPeriod: {
+    env: "OPERATOR_RESYNC_PERIOD",
+    description: "How often every object is reconciled again even without changes",
+    parse: parse.duration,
+    default: 10 * 60_000,
+  },
+  cullInterval: {
+    env: "OPERATOR_CULL_INTERVAL",
+    description: "How often idle Userlands are looked for",
+    parse: parse.duration,
+    default: 60_000,
+  },
+  httpAddress: {
+    env: "OPERATOR_HTTP_ADDRESS",
+    description: "Address for /healthz, /readyz and /metrics",
+    parse: parse.string,
+    default: "0.0.0.0",
+  },
+  httpPort: { env: "OPERATOR_HTTP_PORT", description: "Port for /healthz, /readyz and /metrics", parse: parse.integer(0, 65535), default: 8080 },
+  leaderElection: {
+    env: "OPERATOR_LEADER_ELECTION",
+    description: "Take a coordination.k8s.io Lease before reconciling (needed for more than one replica)",
+    parse: parse.boolean,
+    default: true,
+  },
+  leaseName: { env: "OPERATOR_LEASE_NAME", description: "Name of the leader Lease", parse: parse.string, default: "userland-operator" },
+  leaseDuration: { env: "OPERATOR_LEASE_DURATION", description: "How long a leader's Lease is valid without renewal", parse: parse.duration, default: 15_000 },
+  renewDeadline: { env: "OPERATOR_RENEW_DEADLINE", description: "How long the leader keeps trying to renew before it gives up", parse: parse.duration, default: 10_000 },
+  retryPeriod: { env: "OPERATOR_RETRY_PERIOD", description: "How often Lease acquisition and renewal are tried", parse: parse.duration, default: 2_000 },
+  identity: { env: "POD_NAME", description: "This replica's identity in the Lease (default: host name and process id)", parse: parse.string, default: "" },
+  freezeCache: {
+    env: "OPERATOR_FREEZE_CACHE",
+    description: "Deep-freeze cached objects so an accidental mutation throws (for tests)",
+    parse: parse.boolean,
+    default: false,
+  },
+} satisfies Settings;

@@ -1,0 +1,137 @@
+/**
+ * Runs the real operator (operator/main.ts) as a child process against the test control plane,
+ * under a real ServiceAccount token, scoped to one test namespace.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { TestContext } from "node:test";
+import { customResourceDefinitions } from "../../api/crds.ts";
+import { k8s } from "../../lib/kube.ts";
+import { kubeconfigYaml, repoRoot } from "../cluster/controlPlane.ts";
+import { freePort } from "../cluster/controlPlane.ts";
+import { eventually, serviceAccountToken, testCluster, type TestCluster } from "./cluster.ts";
+import { adminRest, tryGet } from "./resources.ts";
+import { readFileSync } from "node:fs";
+
+let crdsInstalled: Promise<void> | undefined;
+
+/** Creates or updates the generated CRDs and waits until the API server serves them. */
+export function installCrds(): Promise<void> {
+  crdsInstalled ??= (async () => {
+    // Raw JSON: the typed client would drop the x-kubernetes-* keys it spells in camelCase.
+    const rest = await adminRest();
+    const base = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    for (const crd of customResourceDefinitions) {
+      const name = crd.metadata?.name ?? "";
+      const existing = await tryGet<{ metadata: { resourceVersion: string } }>(`${base}/${name}`);
+      if (existing) await rest.replace(`${base}/${name}`, { ...crd, metadata: { ...crd.metadata, resourceVersion: existing.metadata.resourceVersion } });
+      else await rest.create(base, crd);
+      await eventually(`CRD ${name} to be established`, async () => {
+        const c = await rest.get<{ status?: { conditions?: { type: string; status: string }[] } }>(`${base}/${name}`);
+        return c.status?.conditions?.some((x) => x.type === "Established" && x.status === "True");
+      });
+    }
+  })();
+  return crdsInstalled;
+}
+
+export interface OperatorProcess {
+  child: ChildProcess;
+  port: number;
+  username: string;
+  logs: () => string;
+  readyz(): Promise<{ leader: boolean; synced: boolean; identity: string } | undefined>;
+  metrics(): Promise<string>;
+  /** Sends a signal and waits for the process to exit. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+export interface OperatorOptions {
+  cluster?: TestCluster;
+  env?: Record<string, string>;
+  identity?: string;
+  /** Wait until this replica leads with synced caches (default true). */
+  waitForLeader?: boolean;
+}
+
+/** The operator's ServiceAccount in `namespace`, bound to the namespace-scoped admin powers it needs. */
+export async function operatorKubeconfig(namespace: string, cluster?: TestCluster): Promise<{ path: string; username: string }> {
+  const c = cluster ?? (await testCluster());
+  const rbac = c.kc.makeApiClient(k8s.RbacAuthorizationV1Api);
+  await rbac
+    .createNamespacedRoleBinding({
+      namespace,
+      body: {
+        metadata: { name: "userland-operator" },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "cluster-admin" },
+        subjects: [{ kind: "ServiceAccount", name: "userland-operator", namespace }],
+      },
+    })
+    .catch((error: unknown) => {
+      if ((error as { code?: number }).code !== 409) throw error;
+    });
+  const token = await serviceAccountToken(namespace, "userland-operator", c);
+  const dir = mkdtempSync(join(tmpdir(), "userland-operator-"));
+  const path = join(dir, "kubeconfig");
+  writeFileSync(path, kubeconfigYaml(c.info.server, readFileSync(c.info.caFile), "userland-operator", token, namespace));
+  return { path, username: `system:serviceaccount:${namespace}:userland-operator` };
+}
+
+export async function startOperator(t: TestContext, namespace: string, opts: OperatorOptions = {}): Promise<OperatorProcess> {
+  await installCrds();
+  const { path, username } = await operatorKubeconfig(namespace, opts.cluster);
+  const port = await freePort();
+  let output = "";
+  const child = spawn(process.execPath, [join(repoRoot, "operator", "main.ts")], {
+    cwd: repoRoot,
+    env: {
+      ...process.env,
+      KUBECONFIG: path,
+      USERLAND_NAMESPACE: namespace,
+      OPERATOR_HTTP_ADDRESS: "127.0.0.1",
+      OPERATOR_HTTP_PORT: String(port),
+      OPERATOR_FREEZE_CACHE: "true",
+      POD_NAME: opts.identity ?? `operator-${port}`,
+      LOG_LEVEL: "debug",
+      ...opts.env,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
+  child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const base = `http://127.0.0.1:${port}`;
+  const handle: OperatorProcess = {
+    child,
+    port,
+    username,
+    logs: () => output,
+    readyz: async () => {
+      try {
+        const r = await fetch(`${base}/readyz`);
+        return (await r.json()) as { leader: boolean; synced: boolean; identity: string };
+      } catch {
+        return undefined;
+      }
+    },
+    metrics: async () => (await fetch(`${base}/metrics`)).text(),
+    stop: async (signal = "SIGTERM") => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+  t.after(async () => {
+    await handle.stop("SIGKILL");
+    if (process.env.SHOW_OPERATOR_LOGS) console.log(output);
+  });
+  if (opts.waitForLeader !== false) {
+    await eventually("the operator to lead with synced caches", async () => {
+      if (child.exitCode !== null) throw new Error(`operator exited:\n${output.slice(-3000)}`);
+      const r = await handle.readyz();
+      return r?.leader && r.synced;
+    }, 30_000);
+  }
+  return handle;
+}
