@@ -69,7 +69,8 @@ export const parse = {
     (min: number, max: number) =>
     (raw: string): number => {
       const n = Number(raw);
-      if (!Number.isInteger(n) || n < min || n > max) throw new Error(`expected a whole number from ${min} to ${max}`);
+      if (!Number.isInteger(n) || n < min || n > max)
+        throw new Error(`expected a whole number from ${min} to ${max}`);
       return n;
     },
   boolean: (raw: string): boolean => {

@@ -40,7 +40,7 @@ export class Informer<T extends k8s.KubernetesObject> {
       const result = await rest.list<T>(opts.path, { query: { labelSelector: opts.labelSelector } });
       // ListWatch fills its cache right after this promise settles, within the same macrotask.
       setImmediate(() => this.markSynced());
-      return result as unknown as k8s.KubernetesListObject<T>;
+      return result;
     };
     this.listWatch = new k8s.ListWatch<T>(opts.path, new k8s.Watch(kc), list, false, opts.labelSelector);
     this.syncedPromise = new Promise((resolve) => (this.syncedResolve = resolve));

@@ -26,7 +26,8 @@ export async function currentNamespace(): Promise<string> {
 
 /** The HTTP status of a failed API call (client-node's ApiException and KubeRest's KubeError carry `code`). */
 export function statusCode(error: unknown): number | undefined {
-  if (error && typeof error === "object" && "code" in error && typeof error.code === "number") return error.code;
+  if (error && typeof error === "object" && "code" in error && typeof error.code === "number")
+    return error.code;
   return undefined;
 }
 

@@ -62,17 +62,33 @@ export class KubeRest {
   }
 
   async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
-    const https: { headers?: Record<string, string>; ca?: Buffer | string; cert?: Buffer | string; key?: Buffer | string; rejectUnauthorized?: boolean } = {};
+    const https: {
+      headers?: Record<string, string>;
+      ca?: Buffer | string;
+      cert?: Buffer | string;
+      key?: Buffer | string;
+      rejectUnauthorized?: boolean;
+    } = {};
     // Re-applied per request: tokens (e.g. projected ServiceAccount tokens) are refreshed by client-node.
     await this.kc.applyToHTTPSOptions(https);
     this.agent ??= new Agent({
-      connect: { ca: https.ca, cert: https.cert, key: https.key, rejectUnauthorized: https.rejectUnauthorized ?? true },
+      connect: {
+        ca: https.ca,
+        cert: https.cert,
+        key: https.key,
+        rejectUnauthorized: https.rejectUnauthorized ?? true,
+      },
       connections: 64,
       keepAliveTimeout: 30_000,
     });
     const url = new URL(this.server + path);
-    for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
-    const headers: Record<string, string> = { accept: "application/json", "user-agent": this.userAgent, ...https.headers };
+    for (const [k, v] of Object.entries(opts.query ?? {}))
+      if (v !== undefined) url.searchParams.set(k, String(v));
+    const headers: Record<string, string> = {
+      accept: "application/json",
+      "user-agent": this.userAgent,
+      ...https.headers,
+    };
     let body: string | undefined;
     if (opts.body !== undefined) {
       body = JSON.stringify(opts.body);
@@ -82,7 +98,7 @@ export class KubeRest {
     let response: Response;
     try {
       // undici's own fetch, so the pooled agent is accepted as dispatcher.
-      response = (await fetch(url, { method, headers, body, dispatcher: this.agent, signal })) as unknown as Response;
+      response = await fetch(url, { method, headers, body, dispatcher: this.agent, signal });
     } catch (error) {
       this.onRequest?.(method, 0);
       throw new KubeError(0, "ConnectionFailed", `${method} ${path}: ${(error as Error).message}`, undefined);
@@ -114,7 +130,12 @@ export class KubeRest {
   replace<T>(path: string, body: unknown, query?: RequestOptions["query"]): Promise<T> {
     return this.request<T>("PUT", path, { body, query });
   }
-  patch<T>(path: string, patch: unknown, type: PatchType = "merge", query?: RequestOptions["query"]): Promise<T> {
+  patch<T>(
+    path: string,
+    patch: unknown,
+    type: PatchType = "merge",
+    query?: RequestOptions["query"],
+  ): Promise<T> {
     return this.request<T>("PATCH", path, { body: patch, contentType: patchContentTypes[type], query });
   }
   delete<T>(path: string, body?: unknown, query?: RequestOptions["query"]): Promise<T> {
@@ -137,7 +158,14 @@ function safeJson(text: string): unknown {
 
 /** API paths of the resources the platform works with. */
 export const paths = {
-  namespaced: (group: string, version: string, plural: string, namespace: string, name?: string, sub?: string): string => {
+  namespaced: (
+    group: string,
+    version: string,
+    plural: string,
+    namespace: string,
+    name?: string,
+    sub?: string,
+  ): string => {
     const base = group === "" ? `/api/${version}` : `/apis/${group}/${version}`;
     return `${base}/namespaces/${encodeURIComponent(namespace)}/${plural}${name ? `/${encodeURIComponent(name)}` : ""}${sub ? `/${sub}` : ""}`;
   },

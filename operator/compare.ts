@@ -41,7 +41,9 @@ export function isSubset(desired: unknown, actual: unknown, key = ""): boolean {
   if (desired === undefined) return true;
   if (Array.isArray(desired)) {
     return (
-      Array.isArray(actual) && actual.length === desired.length && desired.every((d, i) => isSubset(d, actual[i]))
+      Array.isArray(actual) &&
+      actual.length === desired.length &&
+      desired.every((d, i) => isSubset(d, actual[i]))
     );
   }
   if (desired && typeof desired === "object") {
@@ -79,7 +81,9 @@ const SUFFIXES: Record<string, number> = {
 export function parseQuantity(value: unknown): number | undefined {
   if (typeof value === "number") return value;
   if (typeof value !== "string") return undefined;
-  const m = /^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?)$/.exec(value);
+  const m = /^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?)$/.exec(
+    value,
+  );
   if (!m) return undefined;
   const base = Number(m[1] + (m[2] ?? ""));
   return base * (SUFFIXES[m[3] ?? ""] ?? 1);

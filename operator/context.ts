@@ -25,6 +25,10 @@ export interface OperatorContext {
   /** Names of the Userlands that use a Template. */
   userlandsOfTemplate(namespace: string, template: string): string[];
   /** Cached Deployments or Services that carry a Userland's name annotation. */
-  childrenOf<K extends "Deployment" | "Service">(kind: K, namespace: string, userland: string): (K extends "Deployment" ? V1Deployment : V1Service)[];
+  childrenOf<K extends "Deployment" | "Service">(
+    kind: K,
+    namespace: string,
+    userland: string,
+  ): (K extends "Deployment" ? V1Deployment : V1Service)[];
   now(): Date;
 }

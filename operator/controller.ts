@@ -8,7 +8,7 @@ import type { V1Deployment, V1PersistentVolumeClaim, V1Service } from "@kubernet
 import { LABELS, MANAGED_BY } from "../api/naming.ts";
 import type { Template, Userland } from "../api/v1alpha1/index.ts";
 import { Informer } from "../lib/informer.ts";
-import { k8s } from "../lib/kube.ts";
+import type { k8s } from "../lib/kube.ts";
 import { paths, type KubeRest } from "../lib/kubeRest.ts";
 import type { Logger } from "../lib/logger.ts";
 import type { Caches, OperatorContext } from "./context.ts";
@@ -48,7 +48,10 @@ export class Controller {
   /** Template name by "namespace/userland", to see a template switch. */
   private readonly templateOf = new Map<string, string>();
   /** Child names by kind and "namespace/userland". */
-  private readonly children = { Deployment: new Map<string, Set<string>>(), Service: new Map<string, Set<string>>() };
+  private readonly children = {
+    Deployment: new Map<string, Set<string>>(),
+    Service: new Map<string, Set<string>>(),
+  };
   private workers: Promise<void>[] = [];
   private resyncTimer: NodeJS.Timeout | undefined;
 
@@ -56,7 +59,12 @@ export class Controller {
     this.opts = opts;
     this.log = opts.log;
     const { kc, rest, namespace } = opts;
-    const informer = <T extends k8s.KubernetesObject>(group: string, version: string, plural: string, labelSelector?: string) =>
+    const informer = <T extends k8s.KubernetesObject>(
+      group: string,
+      version: string,
+      plural: string,
+      labelSelector?: string,
+    ) =>
       new Informer<T>(kc, rest, {
         path: paths.namespaced(group, version, plural, namespace),
         labelSelector,
@@ -83,7 +91,9 @@ export class Controller {
       childrenOf: <K extends "Deployment" | "Service">(kind: K, ns: string, userland: string) => {
         const names = this.children[kind].get(`${ns}/${userland}`) ?? new Set<string>();
         const cache = kind === "Deployment" ? this.caches.deployments : this.caches.services;
-        return [...names].map((n) => cache.get(n, ns)).filter((o) => o !== undefined) as (K extends "Deployment" ? V1Deployment : V1Service)[];
+        return [...names]
+          .map((n) => cache.get(n, ns))
+          .filter((o) => o !== undefined) as (K extends "Deployment" ? V1Deployment : V1Service)[];
       },
       now: () => new Date(),
     };
@@ -136,20 +146,21 @@ export class Controller {
     templates.on("update", onTemplate);
     templates.on("delete", onTemplate);
 
-    const onChild = (kind: "Deployment" | "Service" | undefined, removed: boolean) => (o: k8s.KubernetesObject) => {
-      const ns = o.metadata?.namespace ?? "";
-      const owner = o.metadata?.annotations?.[USERLAND_NAME_ANNOTATION];
-      if (!owner) return;
-      if (kind) {
-        const key = `${ns}/${owner}`;
-        const set = this.children[kind].get(key) ?? new Set<string>();
-        if (removed) set.delete(o.metadata?.name ?? "");
-        else set.add(o.metadata?.name ?? "");
-        if (set.size > 0) this.children[kind].set(key, set);
-        else this.children[kind].delete(key);
-      }
-      this.queue.add(userlandKey(ns, owner));
-    };
+    const onChild =
+      (kind: "Deployment" | "Service" | undefined, removed: boolean) => (o: k8s.KubernetesObject) => {
+        const ns = o.metadata?.namespace ?? "";
+        const owner = o.metadata?.annotations?.[USERLAND_NAME_ANNOTATION];
+        if (!owner) return;
+        if (kind) {
+          const key = `${ns}/${owner}`;
+          const set = this.children[kind].get(key) ?? new Set<string>();
+          if (removed) set.delete(o.metadata?.name ?? "");
+          else set.add(o.metadata?.name ?? "");
+          if (set.size > 0) this.children[kind].set(key, set);
+          else this.children[kind].delete(key);
+        }
+        this.queue.add(userlandKey(ns, owner));
+      };
     for (const [informer, kind] of [
       [deployments, "Deployment"],
       [services, "Service"],
@@ -169,7 +180,10 @@ export class Controller {
   /** Starts the informers, waits for their first lists, then starts the workers. */
   async start(): Promise<void> {
     await Promise.all(Object.values(this.caches).map((c: Informer<k8s.KubernetesObject>) => c.start()));
-    this.log.info({ namespace: this.opts.namespace, workers: this.opts.workers }, "caches synced; starting workers");
+    this.log.info(
+      { namespace: this.opts.namespace, workers: this.opts.workers },
+      "caches synced; starting workers",
+    );
     this.workers = Array.from({ length: this.opts.workers }, () => this.runWorker());
     if (this.opts.resyncPeriodMs > 0) {
       this.resyncTimer = setInterval(() => this.resync(), this.opts.resyncPeriodMs);
@@ -179,8 +193,10 @@ export class Controller {
 
   /** Re-queues every Template and Userland: a level-triggered safety net that costs no writes when all is in order. */
   resync(): void {
-    for (const t of this.caches.templates.list()) this.queue.add(templateKey(t.metadata.namespace ?? "", t.metadata.name ?? ""));
-    for (const u of this.caches.userlands.list()) this.queue.add(userlandKey(u.metadata.namespace ?? "", u.metadata.name ?? ""));
+    for (const t of this.caches.templates.list())
+      this.queue.add(templateKey(t.metadata.namespace ?? "", t.metadata.name ?? ""));
+    for (const u of this.caches.userlands.list())
+      this.queue.add(userlandKey(u.metadata.namespace ?? "", u.metadata.name ?? ""));
   }
 
   /** Finishes the reconciles in progress, then stops the informers. */
@@ -213,10 +229,16 @@ export class Controller {
       this.opts.metrics.reconciles.inc({ kind, result: "error" });
       const retries = this.queue.numRequeues(key);
       if (retries < MAX_RETRIES) {
-        this.log.warn({ key, err: (error as Error).message, retries }, "reconcile failed; retrying with back-off");
+        this.log.warn(
+          { key, err: (error as Error).message, retries },
+          "reconcile failed; retrying with back-off",
+        );
         this.queue.addRateLimited(key);
       } else {
-        this.log.error({ key, err: (error as Error).message }, "reconcile keeps failing; waiting for a change or resync");
+        this.log.error(
+          { key, err: (error as Error).message },
+          "reconcile keeps failing; waiting for a change or resync",
+        );
         this.queue.forget(key);
       }
     } finally {

@@ -5,9 +5,14 @@
  * and one that is still starting is never culled.
  */
 import { parseDuration } from "../api/duration.ts";
-import { UserlandAnnotations, UserlandConditions, type Template, type Userland } from "../api/v1alpha1/index.ts";
+import {
+  UserlandAnnotations,
+  UserlandConditions,
+  type Template,
+  type Userland,
+} from "../api/v1alpha1/index.ts";
 import { statusCode } from "../lib/kube.ts";
-import { findCondition, type ConditionValue } from "./conditions.ts";
+import { findCondition } from "./conditions.ts";
 import type { OperatorContext } from "./context.ts";
 import { userlandPath, userlandRef } from "./syncUserland.ts";
 
@@ -18,15 +23,20 @@ export interface IdleUserland {
 }
 
 /** The Ready, enabled Userlands idle for longer than their Template allows. */
-export function findIdle(userlands: readonly Userland[], template: (u: Userland) => Template | undefined, now: number): IdleUserland[] {
+export function findIdle(
+  userlands: readonly Userland[],
+  template: (u: Userland) => Template | undefined,
+  now: number,
+): IdleUserland[] {
   const idle: IdleUserland[] = [];
   for (const userland of userlands) {
     if (userland.spec.enabled === false || userland.status?.phase !== "Ready") continue;
     const timeout = template(userland)?.spec.idleTimeout;
     const timeoutMs = timeout ? parseDuration(timeout) : undefined;
     if (!timeout || !timeoutMs) continue;
-    const ready = findCondition(userland.status.conditions as ConditionValue[] | undefined, UserlandConditions.Ready);
-    const lastActivity = Date.parse(userland.metadata.annotations?.[UserlandAnnotations.lastActivity] ?? "") || 0;
+    const ready = findCondition(userland.status.conditions, UserlandConditions.Ready);
+    const lastActivity =
+      Date.parse(userland.metadata.annotations?.[UserlandAnnotations.lastActivity] ?? "") || 0;
     const readySince = Date.parse(ready?.lastTransitionTime ?? "") || 0;
     const last = Math.max(lastActivity, readySince);
     if (last > 0 && now - last > timeoutMs) idle.push({ userland, idleMs: now - last, timeout });

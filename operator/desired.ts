@@ -75,11 +75,18 @@ export function desiredChildren(userland: Userland, template: Template): Desired
   });
 
   const volumes = template.spec.volumes ?? [];
-  const podSpec = structuredClone(template.spec.template.spec) as V1PodSpec;
+  const podSpec = structuredClone<V1PodSpec>(template.spec.template.spec);
   podSpec.containers = podSpec.containers.map((c) => withDefaults(c, template, userland));
-  if (podSpec.initContainers) podSpec.initContainers = podSpec.initContainers.map((c) => withDefaults(c, template, userland));
-  const claimVolumes = volumes.map((v) => ({ name: v.name, persistentVolumeClaim: { claimName: names.pvc(v.name) } }));
-  podSpec.volumes = [...(podSpec.volumes ?? []).filter((v) => !volumes.some((t) => t.name === v.name)), ...claimVolumes];
+  if (podSpec.initContainers)
+    podSpec.initContainers = podSpec.initContainers.map((c) => withDefaults(c, template, userland));
+  const claimVolumes = volumes.map((v) => ({
+    name: v.name,
+    persistentVolumeClaim: { claimName: names.pvc(v.name) },
+  }));
+  podSpec.volumes = [
+    ...(podSpec.volumes ?? []).filter((v) => !volumes.some((t) => t.name === v.name)),
+    ...claimVolumes,
+  ];
   if (podSpec.volumes.length === 0) delete podSpec.volumes;
   // User containers are untrusted: no API credentials and no environment variables describing every
   // Service in the namespace, unless the Template asks for them.
@@ -108,7 +115,7 @@ export function desiredChildren(userland: Userland, template: Template): Desired
   };
 
   const ports = servicePorts(template, podSpec);
-  const serviceSpec = structuredClone(template.spec.service ?? {}) as NonNullable<V1Service["spec"]>;
+  const serviceSpec = structuredClone<NonNullable<V1Service["spec"]>>(template.spec.service ?? {});
   const service: V1Service = {
     apiVersion: "v1",
     kind: "Service",
@@ -135,7 +142,10 @@ export function desiredChildren(userland: Userland, template: Template): Desired
 
   for (const object of [deployment, service, ...pvcs]) {
     const metadata = object.metadata ?? {};
-    metadata.annotations = { ...metadata.annotations, [DESIRED_HASH_ANNOTATION]: desiredHash({ metadata, spec: object.spec }) };
+    metadata.annotations = {
+      ...metadata.annotations,
+      [DESIRED_HASH_ANNOTATION]: desiredHash({ metadata, spec: object.spec }),
+    };
   }
   return { names, deployment, service, pvcs, proxyPort: proxyPort(template, ports) };
 }
@@ -146,7 +156,11 @@ function withDefaults(container: V1Container, template: Template, userland: User
   if (defaults && !c.resources) c.resources = structuredClone(defaults);
   // The environment can tell whose it is without trusting a request header.
   const env = (c.env ?? []).filter((e) => e.name !== "USERLAND_USER" && e.name !== "USERLAND_NAME");
-  c.env = [...env, { name: "USERLAND_USER", value: userland.spec.user }, { name: "USERLAND_NAME", value: userland.metadata.name ?? "" }];
+  c.env = [
+    ...env,
+    { name: "USERLAND_USER", value: userland.spec.user },
+    { name: "USERLAND_NAME", value: userland.metadata.name ?? "" },
+  ];
   return c;
 }
 

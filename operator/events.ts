@@ -56,8 +56,10 @@ export class EventRecorder {
       count: 1,
     };
     this.log.info({ kind: target.kind, name: target.metadata.name, namespace, reason, type }, message);
-    this.rest.create(`/api/v1/namespaces/${encodeURIComponent(namespace)}/events`, event).catch((error: unknown) => {
-      this.log.warn({ err: (error as Error).message, reason }, "could not record event");
-    });
+    this.rest
+      .create(`/api/v1/namespaces/${encodeURIComponent(namespace)}/events`, event)
+      .catch((error: unknown) => {
+        this.log.warn({ err: (error as Error).message, reason }, "could not record event");
+      });
   }
 }

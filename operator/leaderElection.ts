@@ -3,7 +3,8 @@
  * - a candidate takes the Lease when it is free or its holder has not renewed it for
  *   leaseDuration, judged by when *this* replica last saw the record change (no clock comparison
  *   between machines);
- * - the leader renews every retryPeriod; if it cannot renew for renewDeadline it stops leading;
+ * - the leader renews every retryPeriod; if it cannot renew for renewDeadline it stops leading and
+ *   campaigns again (an API server outage must not leave the operator dead until someone restarts it);
  * - on shutdown the leader releases the Lease so another replica takes over at once.
  * Writes are guarded by resourceVersion, so two candidates never both win.
  */
@@ -84,9 +85,11 @@ export class LeaderElector {
     }
     if (this.leading && Date.now() - this.lastRenew > this.opts.renewDeadlineMs) {
       this.leading = false;
-      this.opts.log.error({ identity: this.opts.identity }, "could not renew the lease in time; leadership lost");
+      this.opts.log.error(
+        { identity: this.opts.identity },
+        "could not renew the lease in time; leadership lost",
+      );
       this.opts.onStoppedLeading();
-      return;
     }
     this.schedule();
   }
@@ -106,16 +109,28 @@ export class LeaderElector {
       current = await rest.get<LeaseJson>(this.path);
     } catch (error) {
       if (!isNotFound(error)) throw error;
-      const body = { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: { name, namespace }, spec: spec(0, microTime(now)) };
+      const body = {
+        apiVersion: "coordination.k8s.io/v1",
+        kind: "Lease",
+        metadata: { name, namespace },
+        spec: spec(0, microTime(now)),
+      };
       try {
-        this.lease = await rest.create<LeaseJson>(paths.namespaced("coordination.k8s.io", "v1", "leases", namespace), body);
+        this.lease = await rest.create<LeaseJson>(
+          paths.namespaced("coordination.k8s.io", "v1", "leases", namespace),
+          body,
+        );
         return true;
       } catch (createError) {
         if (statusCode(createError) === 409) return false;
         throw createError;
       }
     }
-    const record = JSON.stringify([current.spec.holderIdentity, current.spec.renewTime, current.spec.leaseTransitions]);
+    const record = JSON.stringify([
+      current.spec.holderIdentity,
+      current.spec.renewTime,
+      current.spec.leaseTransitions,
+    ]);
     if (!this.observed || this.observed.record !== record) this.observed = { record, at: Date.now() };
     const holder = current.spec.holderIdentity ?? "";
     const durationMs = (current.spec.leaseDurationSeconds ?? 0) * 1000;
@@ -125,7 +140,10 @@ export class LeaderElector {
     const transitions = (current.spec.leaseTransitions ?? 0) + (iHold ? 0 : 1);
     const acquireTime = iHold ? (current.spec.acquireTime ?? microTime(now)) : microTime(now);
     try {
-      this.lease = await rest.replace<LeaseJson>(this.path, { ...current, spec: spec(transitions, acquireTime) });
+      this.lease = await rest.replace<LeaseJson>(this.path, {
+        ...current,
+        spec: spec(transitions, acquireTime),
+      });
       return true;
     } catch (error) {
       if (statusCode(error) === 409) return false;
@@ -144,7 +162,12 @@ export class LeaderElector {
       if (current.spec.holderIdentity !== this.opts.identity) return;
       await this.opts.rest.replace(this.path, {
         ...current,
-        spec: { ...current.spec, holderIdentity: null, leaseDurationSeconds: 1, renewTime: microTime(new Date()) },
+        spec: {
+          ...current.spec,
+          holderIdentity: null,
+          leaseDurationSeconds: 1,
+          renewTime: microTime(new Date()),
+        },
       });
       this.opts.log.info({ identity: this.opts.identity }, "released the lease");
     } catch (error) {

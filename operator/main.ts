@@ -4,7 +4,7 @@
  */
 import { createServer } from "node:http";
 import { hostname } from "node:os";
-import { ConfigError, describeSettings, loadConfig } from "../lib/config.ts";
+import { ConfigError, describeSettings, loadConfig, type ConfigOf } from "../lib/config.ts";
 import { currentNamespace, loadKubeConfig } from "../lib/kube.ts";
 import { KubeRest } from "../lib/kubeRest.ts";
 import { createLogger } from "../lib/logger.ts";
@@ -15,11 +15,13 @@ import { LeaderElector } from "./leaderElection.ts";
 import { OperatorMetrics } from "./metrics.ts";
 
 if (process.argv.includes("--help")) {
-  console.log(`Usage: node operator/main.ts\n\nReconciles userland.dev Templates and Userlands. Settings (environment variables):\n${describeSettings(operatorSettings)}\n\nKUBECONFIG selects a kubeconfig file; without it the in-cluster ServiceAccount is used.`);
+  console.log(
+    `Usage: node operator/main.ts\n\nReconciles userland.dev Templates and Userlands. Settings (environment variables):\n${describeSettings(operatorSettings)}\n\nKUBECONFIG selects a kubeconfig file; without it the in-cluster ServiceAccount is used.`,
+  );
   process.exit(0);
 }
 
-let config;
+let config: ConfigOf<typeof operatorSettings>;
 try {
   config = loadConfig("userland-operator", operatorSettings);
 } catch (error) {
@@ -36,24 +38,41 @@ rest.onRequest = (verb, code) => metrics.apiRequests.inc({ verb, code: String(co
 const namespace = config.namespace || (await currentNamespace());
 const identity = config.identity || `${hostname()}-${process.pid}`;
 
-const controller = new Controller({
-  kc,
-  rest,
-  namespace,
-  workers: config.workers,
-  resyncPeriodMs: config.resyncPeriod,
-  log,
-  metrics,
-  freezeCache: config.freezeCache,
-});
-const culler = new Culler(controller.ctx, config.cullInterval);
-let leading = false;
+// One controller per leadership term: a replica that loses the Lease drains and drops its caches,
+// and starts from a fresh list if it leads again.
+const newController = () =>
+  new Controller({
+    kc,
+    rest,
+    namespace,
+    workers: config.workers,
+    resyncPeriodMs: config.resyncPeriod,
+    log,
+    metrics,
+    freezeCache: config.freezeCache,
+  });
+let controller: Controller | undefined;
+let culler: Culler | undefined;
+let term: Promise<void> = Promise.resolve();
 
-async function lead(): Promise<void> {
-  leading = true;
-  metrics.leader.set(1);
-  await controller.start();
-  culler.start();
+function lead(): void {
+  term = term.then(async () => {
+    metrics.leader.set(1);
+    controller = newController();
+    culler = new Culler(controller.ctx, config.cullInterval);
+    await controller.start();
+    culler.start();
+  });
+}
+
+function stopLeading(): void {
+  term = term.then(async () => {
+    metrics.leader.set(0);
+    await culler?.stop();
+    await controller?.stop();
+    controller = undefined;
+    culler = undefined;
+  });
 }
 
 const elector = config.leaderElection
@@ -66,9 +85,8 @@ const elector = config.leaderElection
       renewDeadlineMs: config.renewDeadline,
       retryPeriodMs: config.retryPeriod,
       log,
-      onStartedLeading: () => void lead(),
-      // Another replica may already be reconciling: stop at once and let the Deployment restart us.
-      onStoppedLeading: () => process.exit(1),
+      onStartedLeading: lead,
+      onStoppedLeading: stopLeading,
     })
   : undefined;
 
@@ -80,11 +98,19 @@ const server = createServer((req, res) => {
   if (req.url === "/healthz") return send(200, "ok\n");
   if (req.url === "/readyz") {
     // A standby replica is ready too: it is healthy and waiting for the Lease.
-    const ready = !leading || controller.synced;
-    return send(ready ? 200 : 503, JSON.stringify({ leader: leading, synced: controller.synced, identity }) + "\n", "application/json");
+    const leader = controller !== undefined;
+    const synced = controller?.synced ?? false;
+    return send(
+      !leader || synced ? 200 : 503,
+      JSON.stringify({ leader, synced, identity }) + "\n",
+      "application/json",
+    );
   }
   if (req.url === "/metrics") {
-    metrics.registry.metrics().then((text) => send(200, text, metrics.registry.contentType), () => send(500, "error\n"));
+    metrics.registry.metrics().then(
+      (text) => send(200, text, metrics.registry.contentType),
+      () => send(500, "error\n"),
+    );
     return;
   }
   send(404, "not found\n");
@@ -102,8 +128,8 @@ async function shutdown(signal: string): Promise<void> {
   }
   shuttingDown = true;
   log.info({ signal }, "shutting down: finishing reconciles in progress");
-  await culler.stop();
-  await controller.stop();
+  stopLeading();
+  await term;
   await elector?.stop();
   server.close();
   await rest.close();
@@ -114,4 +140,4 @@ process.on("SIGTERM", () => void shutdown("SIGTERM"));
 process.on("SIGINT", () => void shutdown("SIGINT"));
 
 if (elector) elector.start();
-else await lead();
+else lead();

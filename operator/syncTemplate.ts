@@ -3,11 +3,17 @@
  * server-side dry run of the Deployment and Service a user would get) once per generation, and
  * count the Userlands that use it.
  */
-import { API_VERSION, TemplateConditions, type Template, type TemplateStatus, type Userland } from "../api/v1alpha1/index.ts";
+import {
+  API_VERSION,
+  TemplateConditions,
+  type Template,
+  type TemplateStatus,
+  type Userland,
+} from "../api/v1alpha1/index.ts";
 import { statusCode } from "../lib/kube.ts";
 import { paths } from "../lib/kubeRest.ts";
 import { stableJson } from "./compare.ts";
-import { findCondition, setCondition, type ConditionValue } from "./conditions.ts";
+import { findCondition, setCondition } from "./conditions.ts";
 import type { OperatorContext } from "./context.ts";
 import { desiredChildren, TemplateError } from "./desired.ts";
 
@@ -19,9 +25,11 @@ export async function syncTemplate(ctx: OperatorContext, namespace: string, name
   if (!template || template.metadata.deletionTimestamp) return;
   const generation = template.metadata.generation;
   const previous = template.status ?? {};
-  let conditions = (previous.conditions ?? []) as ConditionValue[];
+  let conditions = previous.conditions ?? [];
 
-  const validated = previous.observedGeneration === generation && findCondition(conditions, TemplateConditions.PodTemplateValid);
+  const validated =
+    previous.observedGeneration === generation &&
+    findCondition(conditions, TemplateConditions.PodTemplateValid);
   if (!validated) {
     const problem = await validate(ctx, template);
     conditions = setCondition(conditions, {
@@ -33,7 +41,7 @@ export async function syncTemplate(ctx: OperatorContext, namespace: string, name
     });
     const ref = { apiVersion: API_VERSION, kind: "Template", metadata: template.metadata };
     if (problem) ctx.events.warning(ref, "InvalidTemplate", problem);
-    else if (findCondition(previous.conditions as ConditionValue[] | undefined, TemplateConditions.PodTemplateValid)?.status === "False") {
+    else if (findCondition(previous.conditions, TemplateConditions.PodTemplateValid)?.status === "False") {
       ctx.events.normal(ref, "ValidTemplate", "The Template is valid again");
     }
   }
@@ -66,7 +74,11 @@ async function validate(ctx: OperatorContext, template: Template): Promise<strin
   const checks: [string, string, unknown][] = [
     ["Deployment", paths.namespaced("apps", "v1", "deployments", namespace), children.deployment],
     ["Service", paths.namespaced("", "v1", "services", namespace), children.service],
-    ...children.pvcs.map((pvc): [string, string, unknown] => ["PersistentVolumeClaim", paths.namespaced("", "v1", "persistentvolumeclaims", namespace), pvc]),
+    ...children.pvcs.map((pvc): [string, string, unknown] => [
+      "PersistentVolumeClaim",
+      paths.namespaced("", "v1", "persistentvolumeclaims", namespace),
+      pvc,
+    ]),
   ];
   for (const [kind, path, object] of checks) {
     // A dry run needs no owner: the probe Userland does not exist.
@@ -76,7 +88,8 @@ async function validate(ctx: OperatorContext, template: Template): Promise<strin
       await ctx.rest.create(path, body, { dryRun: "All" });
     } catch (error) {
       const code = statusCode(error);
-      if (code === 422 || code === 400) return `${kind}: ${(error as Error).message.replace(/^POST \S+: \d+ /, "")}`;
+      if (code === 422 || code === 400)
+        return `${kind}: ${(error as Error).message.replace(/^POST \S+: \d+ /, "")}`;
       // 409: a real object with the probe's name exists; the dry run told us nothing about validity.
       if (code !== 409) throw error;
     }

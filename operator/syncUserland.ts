@@ -4,12 +4,20 @@
  * it reads the current state from the caches every time and writes only what differs.
  */
 import type { V1Deployment, V1PersistentVolumeClaim, V1Service } from "@kubernetes/client-node";
-import { API_VERSION, UserlandAnnotations, UserlandConditions, type Template, type Userland, type UserlandPhase, type UserlandStatus } from "../api/v1alpha1/index.ts";
+import {
+  API_VERSION,
+  UserlandAnnotations,
+  UserlandConditions,
+  type Template,
+  type Userland,
+  type UserlandPhase,
+  type UserlandStatus,
+} from "../api/v1alpha1/index.ts";
 import { TemplateConditions } from "../api/v1alpha1/template.ts";
 import { isNotFound, statusCode } from "../lib/kube.ts";
 import { paths } from "../lib/kubeRest.ts";
 import { DESIRED_HASH_ANNOTATION, isSubset, stableJson } from "./compare.ts";
-import { findCondition, setCondition, type ConditionValue } from "./conditions.ts";
+import { findCondition, setCondition } from "./conditions.ts";
 import type { OperatorContext } from "./context.ts";
 import { desiredChildren, TemplateError, USER_HASH_LABEL, type DesiredChildren } from "./desired.ts";
 
@@ -53,8 +61,20 @@ export async function syncUserland(ctx: OperatorContext, namespace: string, name
   try {
     desired = resolveDesired(userland, template);
     await ensurePvcs(ctx, userland, desired);
-    deployment = await ensureChild(ctx, userland, "Deployment", desired.deployment, ctx.caches.deployments.get(desired.names.deployment, namespace));
-    await ensureChild(ctx, userland, "Service", desired.service, ctx.caches.services.get(desired.names.service, namespace));
+    deployment = await ensureChild(
+      ctx,
+      userland,
+      "Deployment",
+      desired.deployment,
+      ctx.caches.deployments.get(desired.names.deployment, namespace),
+    );
+    await ensureChild(
+      ctx,
+      userland,
+      "Service",
+      desired.service,
+      ctx.caches.services.get(desired.names.service, namespace),
+    );
     await removeStaleChildren(ctx, userland, desired);
   } catch (error) {
     if (!(error instanceof Blocked)) throw error;
@@ -74,20 +94,30 @@ function resolveDesired(userland: Userland, template: Template | undefined): Des
   }
   const valid = findCondition(template.status?.conditions, TemplateConditions.PodTemplateValid);
   if (valid?.status === "False" && template.status?.observedGeneration === template.metadata.generation) {
-    throw new Blocked(UserlandConditions.TemplateAvailable, "TemplateInvalid", `Template "${templateName}" is invalid: ${valid.message}`);
+    throw new Blocked(
+      UserlandConditions.TemplateAvailable,
+      "TemplateInvalid",
+      `Template "${templateName}" is invalid: ${valid.message}`,
+    );
   }
   try {
     return desiredChildren(userland, template);
   } catch (error) {
     if (error instanceof TemplateError) {
-      throw new Blocked(UserlandConditions.TemplateAvailable, "TemplateInvalid", `Template "${templateName}" is invalid: ${error.message}`);
+      throw new Blocked(
+        UserlandConditions.TemplateAvailable,
+        "TemplateInvalid",
+        `Template "${templateName}" is invalid: ${error.message}`,
+      );
     }
     throw error;
   }
 }
 
 function isControlledBy(object: Child, userland: Userland): boolean {
-  return (object.metadata?.ownerReferences ?? []).some((r) => r.controller && r.uid === userland.metadata.uid);
+  return (object.metadata?.ownerReferences ?? []).some(
+    (r) => r.controller && r.uid === userland.metadata.uid,
+  );
 }
 
 /** Claims are created once and never rewritten (their spec is immutable); only ownership follows the reclaim policy. */
@@ -111,13 +141,18 @@ async function ensurePvcs(ctx: OperatorContext, userland: Userland, desired: Des
     const wantedOwners = pvc.metadata?.ownerReferences ?? [];
     const owned = isControlledBy(actual, userland);
     if (owned !== wantedOwners.length > 0) {
-      const ownerReferences = wantedOwners.length > 0
-        ? [...(actual.metadata?.ownerReferences ?? []).filter((r) => !r.controller), ...wantedOwners]
-        : (actual.metadata?.ownerReferences ?? []).filter((r) => r.uid !== userland.metadata.uid);
+      const ownerReferences =
+        wantedOwners.length > 0
+          ? [...(actual.metadata?.ownerReferences ?? []).filter((r) => !r.controller), ...wantedOwners]
+          : (actual.metadata?.ownerReferences ?? []).filter((r) => r.uid !== userland.metadata.uid);
       await ctx.rest.patch(childPath("PersistentVolumeClaim", namespace, name), {
         metadata: { ownerReferences, resourceVersion: actual.metadata?.resourceVersion },
       });
-      ctx.events.normal(userlandRef(userland), "VolumeRetention", `PersistentVolumeClaim ${name} is now ${wantedOwners.length > 0 ? "deleted" : "kept"} with the Userland`);
+      ctx.events.normal(
+        userlandRef(userland),
+        "VolumeRetention",
+        `PersistentVolumeClaim ${name} is now ${wantedOwners.length > 0 ? "deleted" : "kept"} with the Userland`,
+      );
     }
   }
 }
@@ -164,7 +199,12 @@ async function ensureChild<T extends Child>(
   return result;
 }
 
-async function create<T extends Child>(ctx: OperatorContext, userland: Userland, kind: ChildKind, desired: T): Promise<T> {
+async function create<T extends Child>(
+  ctx: OperatorContext,
+  userland: Userland,
+  kind: ChildKind,
+  desired: T,
+): Promise<T> {
   const name = desired.metadata?.name ?? "";
   const namespace = desired.metadata?.namespace ?? "";
   try {
@@ -176,7 +216,11 @@ async function create<T extends Child>(ctx: OperatorContext, userland: Userland,
       // The cache has not seen it yet, or someone else's object has this name.
       const existing = await ctx.rest.get<T>(childPath(kind, namespace, name));
       if (kind === "PersistentVolumeClaim" || isControlledBy(existing, userland)) return existing;
-      throw new Blocked(UserlandConditions.Ready, "NameConflict", `${kind} ${name} already exists and does not belong to this Userland`);
+      throw new Blocked(
+        UserlandConditions.Ready,
+        "NameConflict",
+        `${kind} ${name} already exists and does not belong to this Userland`,
+      );
     }
     if (statusCode(error) === 422 || statusCode(error) === 400) {
       throw new Blocked(
@@ -190,18 +234,32 @@ async function create<T extends Child>(ctx: OperatorContext, userland: Userland,
 }
 
 /** After a template switch: delete the old Deployment and Service (never a claim: data is kept). */
-async function removeStaleChildren(ctx: OperatorContext, userland: Userland, desired: DesiredChildren): Promise<void> {
+async function removeStaleChildren(
+  ctx: OperatorContext,
+  userland: Userland,
+  desired: DesiredChildren,
+): Promise<void> {
   const namespace = userland.metadata.namespace ?? "";
   const name = userland.metadata.name ?? "";
   const stale: [ChildKind, Child][] = [
-    ...ctx.childrenOf("Deployment", namespace, name).filter((d) => d.metadata?.name !== desired.names.deployment).map((d): [ChildKind, Child] => ["Deployment", d]),
-    ...ctx.childrenOf("Service", namespace, name).filter((s) => s.metadata?.name !== desired.names.service).map((s): [ChildKind, Child] => ["Service", s]),
+    ...ctx
+      .childrenOf("Deployment", namespace, name)
+      .filter((d) => d.metadata?.name !== desired.names.deployment)
+      .map((d): [ChildKind, Child] => ["Deployment", d]),
+    ...ctx
+      .childrenOf("Service", namespace, name)
+      .filter((s) => s.metadata?.name !== desired.names.service)
+      .map((s): [ChildKind, Child] => ["Service", s]),
   ].filter(([, object]) => isControlledBy(object, userland));
   for (const [kind, object] of stale) {
     const childName = object.metadata?.name ?? "";
     try {
       await ctx.rest.delete(childPath(kind, namespace, childName), { propagationPolicy: "Background" });
-      ctx.events.normal(userlandRef(userland), "Deleted", `Deleted ${kind} ${childName} of the previous Template`);
+      ctx.events.normal(
+        userlandRef(userland),
+        "Deleted",
+        `Deleted ${kind} ${childName} of the previous Template`,
+      );
     } catch (error) {
       if (!isNotFound(error)) throw error;
     }
@@ -221,7 +279,7 @@ function computeStatus(
   blocked: Blocked | undefined,
 ): UserlandStatus {
   const previous = userland.status ?? {};
-  let conditions = (previous.conditions ?? []) as ConditionValue[];
+  let conditions = previous.conditions ?? [];
   const generation = userland.metadata.generation;
   const set = (type: string, status: "True" | "False", reason: string, message: string) => {
     conditions = setCondition(conditions, { type, status, reason, message, observedGeneration: generation });
@@ -231,7 +289,12 @@ function computeStatus(
   if (blocked?.condition === UserlandConditions.TemplateAvailable) {
     set(UserlandConditions.TemplateAvailable, "False", blocked.reason, blocked.message);
   } else if (template) {
-    set(UserlandConditions.TemplateAvailable, "True", "TemplateFound", `Template "${templateName}" is available`);
+    set(
+      UserlandConditions.TemplateAvailable,
+      "True",
+      "TemplateFound",
+      `Template "${templateName}" is available`,
+    );
   }
 
   let phase: UserlandPhase;
@@ -262,7 +325,12 @@ function computeStatus(
       phase = "Failed";
       readyReason = "ProgressDeadlineExceeded";
       message = `The environment did not start: ${progressing.message ?? ""}`.trim();
-    } else if (current && (status.updatedReplicas ?? 0) >= 1 && (status.availableReplicas ?? 0) >= 1 && (status.replicas ?? 0) === (status.updatedReplicas ?? 0)) {
+    } else if (
+      current &&
+      (status.updatedReplicas ?? 0) >= 1 &&
+      (status.availableReplicas ?? 0) >= 1 &&
+      (status.replicas ?? 0) === (status.updatedReplicas ?? 0)
+    ) {
       phase = "Ready";
       readyReason = "Available";
       message = "The environment is ready";
@@ -287,5 +355,8 @@ function computeStatus(
 
 async function writeStatus(ctx: OperatorContext, userland: Userland, status: UserlandStatus): Promise<void> {
   if (stableJson(userland.status ?? {}) === stableJson(status)) return;
-  await ctx.rest.patch(userlandPath(userland.metadata.namespace ?? "", userland.metadata.name ?? "", "status"), { status });
+  await ctx.rest.patch(
+    userlandPath(userland.metadata.namespace ?? "", userland.metadata.name ?? "", "status"),
+    { status },
+  );
 }

@@ -9,7 +9,13 @@ import { ControlPlane, repoRoot } from "./cluster/controlPlane.ts";
 import { CLUSTER_INFO_ENV } from "./support/cluster.ts";
 import { writeFileSync } from "node:fs";
 
-const defaultPatterns = ["test/**/*.test.ts", "operator/**/*.test.ts", "services/**/*.test.ts", "lib/**/*.test.ts", "api/**/*.test.ts"];
+const defaultPatterns = [
+  "test/**/*.test.ts",
+  "operator/**/*.test.ts",
+  "services/**/*.test.ts",
+  "lib/**/*.test.ts",
+  "api/**/*.test.ts",
+];
 
 const args = process.argv.slice(2);
 const patterns = args.filter((a) => !a.startsWith("-"));
@@ -20,7 +26,9 @@ let stopping = false;
 async function shutdown(code: number): Promise<never> {
   if (!stopping) {
     stopping = true;
-    await controlPlane.stop({ keepFiles: code !== 0 }).catch((e: unknown) => console.error("stopping control plane:", e));
+    await controlPlane
+      .stop({ keepFiles: code !== 0 })
+      .catch((e: unknown) => console.error("stopping control plane:", e));
   }
   process.exit(code);
 }

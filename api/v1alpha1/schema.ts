@@ -12,18 +12,27 @@ export type { Static, TSchema } from "typebox";
 
 /** A map of strings (labels, annotations, resource quantities). */
 export const StringMap = (options: Record<string, unknown> = {}): TUnsafe<Record<string, string>> =>
-  Type.Unsafe<Record<string, string>>({ type: "object", additionalProperties: { type: "string" }, ...options });
+  Type.Unsafe<Record<string, string>>({
+    type: "object",
+    additionalProperties: { type: "string" },
+    ...options,
+  });
 
 /** A string enum; Kubernetes needs the `type` beside `enum`. */
-export const StringEnum = <const T extends string[]>(values: [...T], options: Record<string, unknown> = {}): TUnsafe<T[number]> =>
-  Type.Unsafe<T[number]>({ type: "string", enum: values, ...options });
+export const StringEnum = <const T extends string[]>(
+  values: [...T],
+  options: Record<string, unknown> = {},
+): TUnsafe<T[number]> => Type.Unsafe<T[number]>({ type: "string", enum: values, ...options });
 
 /** A port number or port name, as in Service targetPort. */
 export const IntOrString = (options: Record<string, unknown> = {}): TUnsafe<number | string> =>
   Type.Unsafe<number | string>({ ...INT_OR_STRING, ...options });
 
 /** The structural-schema spelling of int-or-string, for nested plain schemas. */
-export const INT_OR_STRING = { "x-kubernetes-int-or-string": true, anyOf: [{ type: "integer" }, { type: "string" }] };
+export const INT_OR_STRING = {
+  "x-kubernetes-int-or-string": true,
+  anyOf: [{ type: "integer" }, { type: "string" }],
+};
 
 /**
  * An embedded Kubernetes structure (PodSpec, PersistentVolumeClaimSpec, ...) kept as the API server
@@ -35,7 +44,11 @@ export const Embedded = <T>(options: Record<string, unknown> = {}): TUnsafe<T> =
 
 /** metav1.Condition, the standard condition shape. */
 export const Condition = Type.Object({
-  type: Type.String({ maxLength: 316, pattern: "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$" }),
+  type: Type.String({
+    maxLength: 316,
+    pattern:
+      "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$",
+  }),
   status: StringEnum(["True", "False", "Unknown"]),
   observedGeneration: Type.Optional(Type.Integer({ minimum: 0, format: "int64" })),
   lastTransitionTime: Type.String({ format: "date-time" }),

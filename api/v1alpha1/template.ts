@@ -3,8 +3,23 @@
  * environment. Field names follow koba1t/ESC's esc.k06.in/v1alpha2 Template (template, service,
  * volumes[].name/pvcSpec), so an ESC Template works after changing only its apiVersion.
  */
-import type { V1PersistentVolumeClaimSpec, V1PodSpec, V1ResourceRequirements, V1ServiceSpec } from "@kubernetes/client-node";
-import { Conditions, Embedded, INT_OR_STRING, IntOrString, StringEnum, StringMap, Type, type Static } from "./schema.ts";
+import type {
+  V1ObjectMeta,
+  V1PersistentVolumeClaimSpec,
+  V1PodSpec,
+  V1ResourceRequirements,
+  V1ServiceSpec,
+} from "@kubernetes/client-node";
+import {
+  Conditions,
+  Embedded,
+  INT_OR_STRING,
+  IntOrString,
+  StringEnum,
+  StringMap,
+  Type,
+  type Static,
+} from "./schema.ts";
 
 /** Template names become part of host names and Service names (DNS-1035 labels of 63 characters). */
 export const TEMPLATE_NAME_PATTERN = "^[a-z]([-a-z0-9]{0,22}[a-z0-9])?$";
@@ -22,7 +37,8 @@ export const PodTemplateSpecSchema = Type.Object(
       }),
     ),
     spec: Embedded<V1PodSpec>({
-      description: "A Pod spec (core/v1 PodSpec); validated in full by the operator with a server-side dry run.",
+      description:
+        "A Pod spec (core/v1 PodSpec); validated in full by the operator with a server-side dry run.",
       required: ["containers"],
       properties: {
         containers: {
@@ -43,7 +59,8 @@ export const PodTemplateSpecSchema = Type.Object(
 
 export const TemplateVolumeSchema = Type.Object({
   name: Type.String({
-    description: "Volume name; containers mount it with volumeMounts[].name. One PersistentVolumeClaim per user.",
+    description:
+      "Volume name; containers mount it with volumeMounts[].name. One PersistentVolumeClaim per user.",
     pattern: "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
     maxLength: 63,
   }),
@@ -60,8 +77,12 @@ export const TemplateVolumeSchema = Type.Object({
 });
 
 export const TemplateSpecSchema = Type.Object({
-  displayName: Type.Optional(Type.String({ maxLength: 100, description: "Shown to students on start pages." })),
-  description: Type.Optional(Type.String({ maxLength: 2000, description: "Shown to students on start pages." })),
+  displayName: Type.Optional(
+    Type.String({ maxLength: 100, description: "Shown to students on start pages." }),
+  ),
+  description: Type.Optional(
+    Type.String({ maxLength: 2000, description: "Shown to students on start pages." }),
+  ),
   template: PodTemplateSpecSchema,
   service: Type.Optional(
     Embedded<V1ServiceSpec>({
@@ -112,7 +133,9 @@ export const TemplateSpecSchema = Type.Object({
 export const TemplateStatusSchema = Type.Object({
   observedGeneration: Type.Optional(Type.Integer({ format: "int64" })),
   conditions: Type.Optional(Conditions),
-  userlands: Type.Optional(Type.Integer({ minimum: 0, description: "How many Userlands use this Template." })),
+  userlands: Type.Optional(
+    Type.Integer({ minimum: 0, description: "How many Userlands use this Template." }),
+  ),
 });
 
 export type TemplateSpec = Static<typeof TemplateSpecSchema>;
@@ -122,7 +145,7 @@ export type TemplateVolume = Static<typeof TemplateVolumeSchema>;
 export interface Template {
   apiVersion: "userland.dev/v1alpha1";
   kind: "Template";
-  metadata: import("@kubernetes/client-node").V1ObjectMeta;
+  metadata: V1ObjectMeta;
   spec: TemplateSpec;
   status?: TemplateStatus;
 }

@@ -30,7 +30,10 @@ export const UserlandSpecSchema = Type.Object({
     description: "The Template (same namespace) that defines this environment.",
   }),
   enabled: Type.Optional(
-    Type.Boolean({ default: true, description: "false stops the environment and keeps its data (default true)." }),
+    Type.Boolean({
+      default: true,
+      description: "false stops the environment and keeps its data (default true).",
+    }),
   ),
 });
 

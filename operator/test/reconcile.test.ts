@@ -46,7 +46,10 @@ test("a Userland gets its Deployment, Service and status; kubectl shows USER, TE
   assert.equal(owner?.controller, true);
   assert.equal(owner?.uid, ready.metadata.uid);
   const container = deployment?.spec?.template.spec?.containers[0];
-  assert.deepEqual(container?.env?.find((e) => e.name === "USERLAND_USER"), { name: "USERLAND_USER", value: "Alice@uni.example" });
+  assert.deepEqual(
+    container?.env?.find((e) => e.name === "USERLAND_USER"),
+    { name: "USERLAND_USER", value: "Alice@uni.example" },
+  );
   assert.equal(deployment?.spec?.template.spec?.automountServiceAccountToken, false);
 
   const service = await getService(ns, names.service);
@@ -56,11 +59,17 @@ test("a Userland gets its Deployment, Service and status; kubectl shows USER, TE
   // The printer columns, through the real kubectl.
   const { info } = await testCluster();
   const kubectl = join(info.binDir, "kubectl");
-  const out = execFileSync(kubectl, ["--kubeconfig", info.kubeconfig, "-n", ns, "get", "userlands"], { encoding: "utf8" });
+  const out = execFileSync(kubectl, ["--kubeconfig", info.kubeconfig, "-n", ns, "get", "userlands"], {
+    encoding: "utf8",
+  });
   const [header, row] = out.trim().split("\n");
   assert.match(header ?? "", /^NAME\s+USER\s+TEMPLATE\s+PHASE\s+AGE$/);
   assert.match(row ?? "", /^alice\s+Alice@uni\.example\s+code\s+Ready\s+\d+s$/);
-  const short = execFileSync(kubectl, ["--kubeconfig", info.kubeconfig, "-n", ns, "get", "ul,tpl", "-o", "name"], { encoding: "utf8" });
+  const short = execFileSync(
+    kubectl,
+    ["--kubeconfig", info.kubeconfig, "-n", ns, "get", "ul,tpl", "-o", "name"],
+    { encoding: "utf8" },
+  );
   assert.match(short, /userland\.userland\.dev\/alice/);
   assert.match(short, /template\.userland\.dev\/code/);
 });
@@ -85,9 +94,16 @@ test("deleted and hand-edited children are restored", async (t) => {
   await eventually("the Service to be re-created", () => getService(ns, names.service));
 
   // Hand edits of managed fields: image, replicas, Service selector.
-  await rest.patch(deploymentsPath(ns, names.deployment), {
-    spec: { replicas: 3, template: { spec: { containers: [{ name: "ide", image: "evil.invalid/other:6" }] } } },
-  }, "strategic");
+  await rest.patch(
+    deploymentsPath(ns, names.deployment),
+    {
+      spec: {
+        replicas: 3,
+        template: { spec: { containers: [{ name: "ide", image: "evil.invalid/other:6" }] } },
+      },
+    },
+    "strategic",
+  );
   await rest.patch(servicesPath(ns, names.service), { spec: { selector: { app: "someone-else" } } }, "merge");
   await eventually("the hand edits to be reverted", async () => {
     const d = await getDeployment(ns, names.deployment);
@@ -112,7 +128,17 @@ test("a Template change rolls out to every Userland that uses it", async (t) => 
   await createUserland(ns, "bystander", "bystander", "other");
   for (const u of users) await waitForPhase(ns, u, "Ready");
 
-  await patchTemplate(ns, "code", { spec: { template: { spec: { containers: [{ name: "ide", image: "registry.invalid/ide:2", ports: [{ containerPort: 8080, name: "http" }] }] } } } });
+  await patchTemplate(ns, "code", {
+    spec: {
+      template: {
+        spec: {
+          containers: [
+            { name: "ide", image: "registry.invalid/ide:2", ports: [{ containerPort: 8080, name: "http" }] },
+          ],
+        },
+      },
+    },
+  });
   for (const u of users) {
     await eventually(`${u} to run image 2`, async () => {
       const d = await getDeployment(ns, childNames("code", u).deployment);
@@ -121,8 +147,14 @@ test("a Template change rolls out to every Userland that uses it", async (t) => 
     await waitForPhase(ns, u, "Ready");
   }
   const other = await getDeployment(ns, childNames("other", "bystander").deployment);
-  assert.equal(other?.spec?.template.spec?.containers[0]?.image, "registry.invalid/other:1", "other Templates' users are untouched");
-  const template = await (await adminRest()).get<{ status?: { userlands?: number } }>(`/apis/userland.dev/v1alpha1/namespaces/${ns}/templates/code`);
+  assert.equal(
+    other?.spec?.template.spec?.containers[0]?.image,
+    "registry.invalid/other:1",
+    "other Templates' users are untouched",
+  );
+  const template = await (
+    await adminRest()
+  ).get<{ status?: { userlands?: number } }>(`/apis/userland.dev/v1alpha1/namespaces/${ns}/templates/code`);
   assert.equal(template.status?.userlands, 3);
 });
 
@@ -130,32 +162,56 @@ test("switching templateName removes the old Deployment and Service and keeps th
   const ns = await testNamespace(t);
   await startOperator(t, ns);
   const withVolume = simpleTemplateSpec("registry.invalid/ide:1", {
-    volumes: [{ name: "home", pvcSpec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } } }],
+    volumes: [
+      {
+        name: "home",
+        pvcSpec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } },
+      },
+    ],
   });
   await createTemplate(ns, "code", withVolume);
   await createTemplate(ns, "jupyter", simpleTemplateSpec("registry.invalid/jupyter:1"));
   await createUserland(ns, "carol", "carol", "code");
   const oldNames = childNames("code", "carol");
   const newNames = childNames("jupyter", "carol");
-  await eventually("the code Deployment and claim", async () => (await getDeployment(ns, oldNames.deployment)) && getPvc(ns, oldNames.pvc("home")));
+  await eventually(
+    "the code Deployment and claim",
+    async () => (await getDeployment(ns, oldNames.deployment)) && getPvc(ns, oldNames.pvc("home")),
+  );
 
   await patchUserland(ns, "carol", { spec: { templateName: "jupyter" } });
   await waitForPhase(ns, "carol", "Ready");
   assert.ok(await getDeployment(ns, newNames.deployment));
   assert.ok(await getService(ns, newNames.service));
-  await eventually("the old Deployment and Service to be gone", async () => !(await getDeployment(ns, oldNames.deployment)) && !(await getService(ns, oldNames.service)));
+  await eventually(
+    "the old Deployment and Service to be gone",
+    async () => !(await getDeployment(ns, oldNames.deployment)) && !(await getService(ns, oldNames.service)),
+  );
   const pvc = await getPvc(ns, oldNames.pvc("home"));
   assert.ok(pvc && !pvc.metadata?.deletionTimestamp, "the old Template's volume is kept");
   const events = await listEvents(ns, "carol");
-  assert.ok(events.some((e) => e.reason === "Deleted"), "an Event says what was removed");
+  assert.ok(
+    events.some((e) => e.reason === "Deleted"),
+    "an Event says what was removed",
+  );
 });
 
 test("enabled: false scales to zero and keeps the data; enabling starts it again", async (t) => {
   const ns = await testNamespace(t);
   await startOperator(t, ns);
-  await createTemplate(ns, "code", simpleTemplateSpec("registry.invalid/ide:1", {
-    volumes: [{ name: "home", pvcSpec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } }, reclaimPolicy: "Delete" }],
-  }));
+  await createTemplate(
+    ns,
+    "code",
+    simpleTemplateSpec("registry.invalid/ide:1", {
+      volumes: [
+        {
+          name: "home",
+          pvcSpec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } },
+          reclaimPolicy: "Delete",
+        },
+      ],
+    }),
+  );
   await createUserland(ns, "dave", "dave", "code", false);
   const names = childNames("code", "dave");
   const stopped = await waitForPhase(ns, "dave", "Stopped");
@@ -166,11 +222,21 @@ test("enabled: false scales to zero and keeps the data; enabling starts it again
   assert.ok(pvc);
 
   await patchUserland(ns, "dave", { spec: { enabled: true } });
-  await eventually("replicas 1", async () => (await getDeployment(ns, names.deployment))?.spec?.replicas === 1);
+  await eventually(
+    "replicas 1",
+    async () => (await getDeployment(ns, names.deployment))?.spec?.replicas === 1,
+  );
   await patchUserland(ns, "dave", { spec: { enabled: false } });
-  await eventually("replicas 0", async () => (await getDeployment(ns, names.deployment))?.spec?.replicas === 0);
+  await eventually(
+    "replicas 0",
+    async () => (await getDeployment(ns, names.deployment))?.spec?.replicas === 0,
+  );
   await waitForPhase(ns, "dave", "Stopped");
-  assert.equal((await getPvc(ns, names.pvc("home")))?.metadata?.uid, pvc.metadata?.uid, "the same claim: no data lost");
+  assert.equal(
+    (await getPvc(ns, names.pvc("home")))?.metadata?.uid,
+    pvc.metadata?.uid,
+    "the same claim: no data lost",
+  );
 });
 
 test("a missing Template is a status condition and an Event, then heals when the Template appears", async (t) => {
@@ -182,10 +248,17 @@ test("a missing Template is a status condition and an Event, then heals when the
   assert.equal(condition?.status, "False");
   assert.equal(condition?.reason, "TemplateNotFound");
   assert.match(failed.status?.message ?? "", /Template "nonexistent" does not exist/);
-  await eventually("a Warning Event", async () => (await listEvents(ns, "erin")).some((e) => e.type === "Warning" && e.reason === "TemplateNotFound"));
+  await eventually("a Warning Event", async () =>
+    (await listEvents(ns, "erin")).some((e) => e.type === "Warning" && e.reason === "TemplateNotFound"),
+  );
 
   // No hot loop: the operator waits for a change instead of retrying.
-  const reconciles = async () => Number(/userland_operator_reconcile_total\{kind="Userland",result="success"\} (\d+)/.exec(await operator.metrics())?.[1] ?? 0);
+  const reconciles = async () =>
+    Number(
+      /userland_operator_reconcile_total\{kind="Userland",result="success"\} (\d+)/.exec(
+        await operator.metrics(),
+      )?.[1] ?? 0,
+    );
   const r1 = await reconciles();
   await new Promise((r) => setTimeout(r, 2000));
   assert.ok((await reconciles()) - r1 <= 1, "no reconcile loop while the Template is missing");
@@ -203,15 +276,34 @@ test("an invalid pod template is reported on the Template and its Userlands, che
   await createTemplate(ns, "broken", invalid);
   await createUserland(ns, "frank", "frank", "broken");
   const template = await eventually("the Template to be marked invalid", async () => {
-    const tpl = await (await adminRest()).get<{ status?: { conditions?: { type: string; status: string; message: string }[] } }>(`/apis/userland.dev/v1alpha1/namespaces/${ns}/templates/broken`);
+    const tpl = await (
+      await adminRest()
+    ).get<{ status?: { conditions?: { type: string; status: string; message: string }[] } }>(
+      `/apis/userland.dev/v1alpha1/namespaces/${ns}/templates/broken`,
+    );
     return tpl.status?.conditions?.find((c) => c.type === "PodTemplateValid" && c.status === "False");
   });
   assert.match(template.message, /Not_A_DNS_Label/);
   const failed = await waitForPhase(ns, "frank", "Failed");
-  assert.equal(failed.status?.conditions?.find((c) => c.type === "TemplateAvailable")?.reason, "TemplateInvalid");
-  assert.equal(await getDeployment(ns, childNames("broken", "frank").deployment), undefined, "nothing half-created");
+  assert.equal(
+    failed.status?.conditions?.find((c) => c.type === "TemplateAvailable")?.reason,
+    "TemplateInvalid",
+  );
+  assert.equal(
+    await getDeployment(ns, childNames("broken", "frank").deployment),
+    undefined,
+    "nothing half-created",
+  );
 
-  await patchTemplate(ns, "broken", { spec: { template: { spec: { containers: [{ name: "ide", image: "registry.invalid/ide:1", ports: [{ containerPort: 8080 }] }] } } } });
+  await patchTemplate(ns, "broken", {
+    spec: {
+      template: {
+        spec: {
+          containers: [{ name: "ide", image: "registry.invalid/ide:1", ports: [{ containerPort: 8080 }] }],
+        },
+      },
+    },
+  });
   await waitForPhase(ns, "frank", "Ready");
 });
 
@@ -219,7 +311,12 @@ test("the CRDs reject bad objects with clear messages", async (t) => {
   const ns = await testNamespace(t);
   await installCrds();
   const rest = await adminRest();
-  const userland = (spec: Record<string, unknown>, name = "x") => ({ apiVersion: "userland.dev/v1alpha1", kind: "Userland", metadata: { name }, spec });
+  const userland = (spec: Record<string, unknown>, name = "x") => ({
+    apiVersion: "userland.dev/v1alpha1",
+    kind: "Userland",
+    metadata: { name },
+    spec,
+  });
   const rejects = async (body: unknown, path: string, pattern: RegExp) => {
     await assert.rejects(rest.create(path, body), (error: Error & { code?: number }) => {
       assert.equal(error.code, 422, error.message);
@@ -231,12 +328,37 @@ test("the CRDs reject bad objects with clear messages", async (t) => {
   await rejects(userland({ user: "a\nb", templateName: "code" }), userlandsPath(ns), /spec\.user/);
   await rejects(userland({ user: " padded", templateName: "code" }), userlandsPath(ns), /spec\.user/);
   await rejects(userland({ user: "a", templateName: "Code" }), userlandsPath(ns), /spec\.templateName/);
-  await rejects(userland({ user: "a", templateName: "code", enabled: "yes" }), userlandsPath(ns), /spec\.enabled/);
-  const template = (name: string, spec: unknown) => ({ apiVersion: "userland.dev/v1alpha1", kind: "Template", metadata: { name }, spec });
-  await rejects(template("a-very-long-template-name-x", simpleTemplateSpec()), `/apis/userland.dev/v1alpha1/namespaces/${ns}/templates`, /at most 24 characters/);
-  await rejects(template("code", { template: { spec: { containers: [] } } }), `/apis/userland.dev/v1alpha1/namespaces/${ns}/templates`, /containers/);
-  await rejects(template("code", { template: { spec: {} } }), `/apis/userland.dev/v1alpha1/namespaces/${ns}/templates`, /containers: Required value/);
-  await rejects(template("code", { ...simpleTemplateSpec(), idleTimeout: "soon" }), `/apis/userland.dev/v1alpha1/namespaces/${ns}/templates`, /idleTimeout/);
+  await rejects(
+    userland({ user: "a", templateName: "code", enabled: "yes" }),
+    userlandsPath(ns),
+    /spec\.enabled/,
+  );
+  const template = (name: string, spec: unknown) => ({
+    apiVersion: "userland.dev/v1alpha1",
+    kind: "Template",
+    metadata: { name },
+    spec,
+  });
+  await rejects(
+    template("a-very-long-template-name-x", simpleTemplateSpec()),
+    `/apis/userland.dev/v1alpha1/namespaces/${ns}/templates`,
+    /at most 24 characters/,
+  );
+  await rejects(
+    template("code", { template: { spec: { containers: [] } } }),
+    `/apis/userland.dev/v1alpha1/namespaces/${ns}/templates`,
+    /containers/,
+  );
+  await rejects(
+    template("code", { template: { spec: {} } }),
+    `/apis/userland.dev/v1alpha1/namespaces/${ns}/templates`,
+    /containers: Required value/,
+  );
+  await rejects(
+    template("code", { ...simpleTemplateSpec(), idleTimeout: "soon" }),
+    `/apis/userland.dev/v1alpha1/namespaces/${ns}/templates`,
+    /idleTimeout/,
+  );
 
   // spec.user is immutable: an environment never changes hands.
   await rest.create(userlandsPath(ns), userland({ user: "grace", templateName: "code" }, "grace"));
@@ -248,26 +370,53 @@ test("the CRDs reject bad objects with clear messages", async (t) => {
 test("deleting a Userland collects its Deployment, Service and Delete-policy volume, and keeps Retain volumes", async (t) => {
   const ns = await testNamespace(t);
   await startOperator(t, ns);
-  await createTemplate(ns, "code", simpleTemplateSpec("registry.invalid/ide:1", {
-    volumes: [
-      { name: "home", pvcSpec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } } },
-      { name: "scratch", pvcSpec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } }, reclaimPolicy: "Delete" },
-    ],
-  }));
+  await createTemplate(
+    ns,
+    "code",
+    simpleTemplateSpec("registry.invalid/ide:1", {
+      volumes: [
+        {
+          name: "home",
+          pvcSpec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } },
+        },
+        {
+          name: "scratch",
+          pvcSpec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } },
+          reclaimPolicy: "Delete",
+        },
+      ],
+    }),
+  );
   await createUserland(ns, "heidi", "heidi", "code");
   const names = childNames("code", "heidi");
-  await eventually("all children", async () => (await getDeployment(ns, names.deployment)) && (await getService(ns, names.service)) && (await getPvc(ns, names.pvc("home"))) && getPvc(ns, names.pvc("scratch")));
+  await eventually(
+    "all children",
+    async () =>
+      (await getDeployment(ns, names.deployment)) &&
+      (await getService(ns, names.service)) &&
+      (await getPvc(ns, names.pvc("home"))) &&
+      getPvc(ns, names.pvc("scratch")),
+  );
   const home = await getPvc(ns, names.pvc("home"));
   assert.equal(home?.metadata?.ownerReferences, undefined, "Retain volumes have no owner");
 
   await (await adminRest()).delete(userlandsPath(ns, "heidi"));
-  await eventually("the garbage collector to remove the owned children", async () =>
-    !(await getDeployment(ns, names.deployment)) && !(await getService(ns, names.service)) && !(await getPvc(ns, names.pvc("scratch"))));
-  assert.equal((await getPvc(ns, names.pvc("home")))?.metadata?.uid, home?.metadata?.uid, "Retain keeps the data");
+  await eventually(
+    "the garbage collector to remove the owned children",
+    async () =>
+      !(await getDeployment(ns, names.deployment)) &&
+      !(await getService(ns, names.service)) &&
+      !(await getPvc(ns, names.pvc("scratch"))),
+  );
+  assert.equal(
+    (await getPvc(ns, names.pvc("home")))?.metadata?.uid,
+    home?.metadata?.uid,
+    "Retain keeps the data",
+  );
 
   // The same user coming back gets the same data; a different user with that name does not.
   await createUserland(ns, "heidi", "heidi", "code");
-  await eventually("the retained claim to be reused", async () => (await getDeployment(ns, names.deployment)));
+  await eventually("the retained claim to be reused", async () => await getDeployment(ns, names.deployment));
   await (await adminRest()).delete(userlandsPath(ns, "heidi"));
   await eventually("heidi gone", async () => !(await getDeployment(ns, names.deployment)));
   await createUserland(ns, "heidi", "not-heidi", "code");
@@ -318,7 +467,9 @@ spec:
   assert.equal(names.deployment, "vscode-koba1t");
   assert.equal(names.service, "vscode-koba1t-svc");
   assert.equal(names.pvc("user-volume"), "vscode-koba1t-pvc-user-volume");
-  assert.deepEqual(deployment.spec?.template.spec?.volumes, [{ name: "user-volume", persistentVolumeClaim: { claimName: "vscode-koba1t-pvc-user-volume" } }]);
+  assert.deepEqual(deployment.spec?.template.spec?.volumes, [
+    { name: "user-volume", persistentVolumeClaim: { claimName: "vscode-koba1t-pvc-user-volume" } },
+  ]);
   assert.equal((await getPvc(ns, names.pvc("user-volume")))?.spec?.storageClassName, "longhorn");
   assert.ok(await getService(ns, names.service));
   const u: Userland = await getUserland(ns, "koba1t");

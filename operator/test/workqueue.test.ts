@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { BucketRateLimiter, ExponentialFailureRateLimiter, MaxOfRateLimiter, WorkQueue } from "../workqueue.ts";
+import {
+  BucketRateLimiter,
+  ExponentialFailureRateLimiter,
+  MaxOfRateLimiter,
+  WorkQueue,
+} from "../workqueue.ts";
 
 test("a key waits in the queue once however often it is added", async () => {
   const q = new WorkQueue();

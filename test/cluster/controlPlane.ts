@@ -36,7 +36,9 @@ export async function freePort(): Promise<number> {
     server.once("error", reject);
     server.listen(0, "127.0.0.1", () => {
       const address = server.address();
-      server.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port"))));
+      server.close(() =>
+        typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port")),
+      );
     });
   });
 }
@@ -167,13 +169,51 @@ export class ControlPlane {
     const pki = join(this.dir, "pki");
     mkdirSync(pki, { recursive: true });
     const openssl = (...args: string[]) => execFileSync("openssl", args, { cwd: pki, stdio: "pipe" });
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "30",
-      "-subj", "/CN=userland-test-ca");
+    openssl(
+      "req",
+      "-x509",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-keyout",
+      "ca.key",
+      "-out",
+      "ca.crt",
+      "-days",
+      "30",
+      "-subj",
+      "/CN=userland-test-ca",
+    );
     writeFileSync(join(pki, "san.ext"), "subjectAltName=IP:127.0.0.1,IP:::1,DNS:localhost\n");
-    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "apiserver.key", "-out", "apiserver.csr",
-      "-subj", "/CN=kube-apiserver");
-    openssl("x509", "-req", "-in", "apiserver.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-      "-out", "apiserver.crt", "-days", "30", "-extfile", "san.ext");
+    openssl(
+      "req",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-keyout",
+      "apiserver.key",
+      "-out",
+      "apiserver.csr",
+      "-subj",
+      "/CN=kube-apiserver",
+    );
+    openssl(
+      "x509",
+      "-req",
+      "-in",
+      "apiserver.csr",
+      "-CA",
+      "ca.crt",
+      "-CAkey",
+      "ca.key",
+      "-CAcreateserial",
+      "-out",
+      "apiserver.crt",
+      "-days",
+      "30",
+      "-extfile",
+      "san.ext",
+    );
     // ServiceAccount token signing key (TokenRequest API issues real tokens signed with it).
     const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
     writeFileSync(join(pki, "sa.key"), privateKey.export({ type: "pkcs8", format: "pem" }));
@@ -335,15 +375,20 @@ export class ControlPlane {
   private async nodesReady(count: number): Promise<boolean> {
     const { status, body } = await this.apiRequest("GET", "/api/v1/nodes");
     if (status !== 200) return false;
-    const nodes = (JSON.parse(body) as { items: { status?: { conditions?: { type: string; status: string }[] } }[] }).items;
-    const ready = nodes.filter((n) => n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"));
+    const nodes = (
+      JSON.parse(body) as { items: { status?: { conditions?: { type: string; status: string }[] } }[] }
+    ).items;
+    const ready = nodes.filter((n) =>
+      n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"),
+    );
     return ready.length >= count;
   }
 
   private async waitForServiceAccount(name: string): Promise<void> {
     await this.waitFor(
       `ServiceAccount ${name}`,
-      async () => (await this.apiRequest("GET", `/api/v1/namespaces/default/serviceaccounts/${name}`)).status === 200,
+      async () =>
+        (await this.apiRequest("GET", `/api/v1/namespaces/default/serviceaccounts/${name}`)).status === 200,
       60_000,
     );
   }
@@ -386,7 +431,8 @@ export class ControlPlane {
       if (["etcd", "kube-apiserver", "kwok"].includes(component) && !this.processes.has(component)) {
         throw new Error(`${what} exited during start-up; see ${join(this.dir, "logs", `${component}.log`)}`);
       }
-      if (Date.now() > deadline) throw new Error(`${what} not ready after ${timeoutMs / 1000}s (logs: ${this.dir}/logs)`);
+      if (Date.now() > deadline)
+        throw new Error(`${what} not ready after ${timeoutMs / 1000}s (logs: ${this.dir}/logs)`);
       await new Promise((r) => setTimeout(r, 200));
     }
   }
@@ -432,11 +478,19 @@ export class ControlPlane {
   }
 }
 
-export function kubeconfigYaml(server: string, ca: Buffer, user: string, token: string, namespace = "default"): string {
+export function kubeconfigYaml(
+  server: string,
+  ca: Buffer,
+  user: string,
+  token: string,
+  namespace = "default",
+): string {
   return stringify({
     apiVersion: "v1",
     kind: "Config",
-    clusters: [{ name: "userland-test", cluster: { server, "certificate-authority-data": ca.toString("base64") } }],
+    clusters: [
+      { name: "userland-test", cluster: { server, "certificate-authority-data": ca.toString("base64") } },
+    ],
     users: [{ name: user, user: { token } }],
     contexts: [{ name: user, context: { cluster: "userland-test", user, namespace } }],
     "current-context": user,

@@ -28,7 +28,9 @@ test("a Deployment's pod is scheduled onto a kwok node and becomes Ready", async
   });
   const pod = await eventually("a Ready pod", async () => {
     const pods = await core.listNamespacedPod({ namespace, labelSelector: "app=smoke" });
-    return pods.items.find((p) => p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"));
+    return pods.items.find((p) =>
+      p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"),
+    );
   });
   assert.match(pod.spec?.nodeName ?? "", /^kwok-node-/);
   const deployment = await eventually("the Deployment to report 1 available replica", async () => {
@@ -48,7 +50,9 @@ test("the garbage collector deletes an owned object after its owner", async (t) 
     body: {
       metadata: {
         name: "owned",
-        ownerReferences: [{ apiVersion: "v1", kind: "ConfigMap", name: "owner", uid: owner.metadata?.uid ?? "" }],
+        ownerReferences: [
+          { apiVersion: "v1", kind: "ConfigMap", name: "owner", uid: owner.metadata?.uid ?? "" },
+        ],
       },
     },
   });
@@ -68,7 +72,10 @@ test("RBAC is enforced for real ServiceAccount tokens", async (t) => {
   const namespace = await testNamespace(t);
   const token = await serviceAccountToken(namespace, "nobody");
   const core = kubeConfigForToken(token, namespace).makeApiClient(k8s.CoreV1Api);
-  await assert.rejects(core.listNamespacedSecret({ namespace }), (error: { code?: number }) => error.code === 403);
+  await assert.rejects(
+    core.listNamespacedSecret({ namespace }),
+    (error: { code?: number }) => error.code === 403,
+  );
   // The token is real: the API server knows who it belongs to.
   const auth = kubeConfigForToken(token).makeApiClient(k8s.AuthenticationV1Api);
   const review = await auth.createSelfSubjectReview({ body: {} });

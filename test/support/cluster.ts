@@ -16,7 +16,7 @@ export interface TestCluster {
   /** Cluster-admin client configuration. */
   kc: k8s.KubeConfig;
   /** A client configuration that authenticates with `token`. */
-  kubeConfigForToken(token: string, namespace?: string): k8s.KubeConfig;
+  kubeConfigForToken: (token: string, namespace?: string) => k8s.KubeConfig;
 }
 
 let cached: Promise<TestCluster> | undefined;
@@ -29,7 +29,9 @@ export function testCluster(): Promise<TestCluster> {
 
 export async function connect(infoFile: string | undefined): Promise<TestCluster> {
   if (!infoFile) {
-    throw new Error(`${CLUSTER_INFO_ENV} is not set: run the tests with \`npm test\`, which starts the control plane`);
+    throw new Error(
+      `${CLUSTER_INFO_ENV} is not set: run the tests with \`npm test\`, which starts the control plane`,
+    );
   }
   const info = JSON.parse(readFileSync(infoFile, "utf8")) as ControlPlaneInfo;
   const ca = readFileSync(info.caFile);
@@ -48,8 +50,8 @@ export async function connect(infoFile: string | undefined): Promise<TestCluster
 }
 
 /** A fresh namespace for one test, deleted when the test ends. */
-export async function testNamespace(t: TestContext, prefix = "t"): Promise<string> {
-  const { kc } = await testCluster();
+export async function testNamespace(t: TestContext, prefix = "t", cluster?: TestCluster): Promise<string> {
+  const { kc } = cluster ?? (await testCluster());
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const name = `${prefix}-${randomBytes(4).toString("hex")}`;
   await core.createNamespace({ body: { metadata: { name, labels: { "userland.dev/test": "true" } } } });
@@ -60,12 +62,18 @@ export async function testNamespace(t: TestContext, prefix = "t"): Promise<strin
 }
 
 /** A real token for a ServiceAccount (created if missing), from the TokenRequest API. */
-export async function serviceAccountToken(namespace: string, name: string, cluster?: TestCluster): Promise<string> {
+export async function serviceAccountToken(
+  namespace: string,
+  name: string,
+  cluster?: TestCluster,
+): Promise<string> {
   const { kc } = cluster ?? (await testCluster());
   const core = kc.makeApiClient(k8s.CoreV1Api);
-  await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } }).catch((error: unknown) => {
-    if ((error as { code?: number }).code !== 409) throw error;
-  });
+  await core
+    .createNamespacedServiceAccount({ namespace, body: { metadata: { name } } })
+    .catch((error: unknown) => {
+      if ((error as { code?: number }).code !== 409) throw error;
+    });
   const request = await core.createNamespacedServiceAccountToken({
     namespace,
     name,

@@ -12,29 +12,42 @@ import { k8s } from "../../lib/kube.ts";
 import { kubeconfigYaml, repoRoot } from "../cluster/controlPlane.ts";
 import { freePort } from "../cluster/controlPlane.ts";
 import { eventually, serviceAccountToken, testCluster, type TestCluster } from "./cluster.ts";
-import { adminRest, tryGet } from "./resources.ts";
+import { adminRest } from "./resources.ts";
+import { KubeRest } from "../../lib/kubeRest.ts";
 import { readFileSync } from "node:fs";
 
-let crdsInstalled: Promise<void> | undefined;
+const crdsInstalled = new Map<string, Promise<void>>();
 
 /** Creates or updates the generated CRDs and waits until the API server serves them. */
-export function installCrds(): Promise<void> {
-  crdsInstalled ??= (async () => {
-    // Raw JSON: the typed client would drop the x-kubernetes-* keys it spells in camelCase.
-    const rest = await adminRest();
-    const base = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
-    for (const crd of customResourceDefinitions) {
-      const name = crd.metadata?.name ?? "";
-      const existing = await tryGet<{ metadata: { resourceVersion: string } }>(`${base}/${name}`);
-      if (existing) await rest.replace(`${base}/${name}`, { ...crd, metadata: { ...crd.metadata, resourceVersion: existing.metadata.resourceVersion } });
-      else await rest.create(base, crd);
-      await eventually(`CRD ${name} to be established`, async () => {
-        const c = await rest.get<{ status?: { conditions?: { type: string; status: string }[] } }>(`${base}/${name}`);
-        return c.status?.conditions?.some((x) => x.type === "Established" && x.status === "True");
-      });
-    }
-  })();
-  return crdsInstalled;
+export function installCrds(cluster?: TestCluster): Promise<void> {
+  const key = cluster?.info.server ?? "shared";
+  const pending =
+    crdsInstalled.get(key) ??
+    (async () => {
+      // Raw JSON: the typed client would drop the x-kubernetes-* keys it spells in camelCase.
+      const rest = cluster ? new KubeRest(cluster.kc, "userland-tests") : await adminRest();
+      const base = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+      for (const crd of customResourceDefinitions) {
+        const name = crd.metadata?.name ?? "";
+        const existing = await rest
+          .get<{ metadata: { resourceVersion: string } }>(`${base}/${name}`)
+          .catch(() => undefined);
+        if (existing)
+          await rest.replace(`${base}/${name}`, {
+            ...crd,
+            metadata: { ...crd.metadata, resourceVersion: existing.metadata.resourceVersion },
+          });
+        else await rest.create(base, crd);
+        await eventually(`CRD ${name} to be established`, async () => {
+          const c = await rest.get<{ status?: { conditions?: { type: string; status: string }[] } }>(
+            `${base}/${name}`,
+          );
+          return c.status?.conditions?.some((x) => x.type === "Established" && x.status === "True");
+        });
+      }
+    })();
+  crdsInstalled.set(key, pending);
+  return pending;
 }
 
 export interface OperatorProcess {
@@ -42,10 +55,10 @@ export interface OperatorProcess {
   port: number;
   username: string;
   logs: () => string;
-  readyz(): Promise<{ leader: boolean; synced: boolean; identity: string } | undefined>;
-  metrics(): Promise<string>;
+  readyz: () => Promise<{ leader: boolean; synced: boolean; identity: string } | undefined>;
+  metrics: () => Promise<string>;
   /** Sends a signal and waits for the process to exit. */
-  stop(signal?: NodeJS.Signals): Promise<number | null>;
+  stop: (signal?: NodeJS.Signals) => Promise<number | null>;
 }
 
 export interface OperatorOptions {
@@ -57,7 +70,10 @@ export interface OperatorOptions {
 }
 
 /** The operator's ServiceAccount in `namespace`, bound to the namespace-scoped admin powers it needs. */
-export async function operatorKubeconfig(namespace: string, cluster?: TestCluster): Promise<{ path: string; username: string }> {
+export async function operatorKubeconfig(
+  namespace: string,
+  cluster?: TestCluster,
+): Promise<{ path: string; username: string }> {
   const c = cluster ?? (await testCluster());
   const rbac = c.kc.makeApiClient(k8s.RbacAuthorizationV1Api);
   await rbac
@@ -75,12 +91,19 @@ export async function operatorKubeconfig(namespace: string, cluster?: TestCluste
   const token = await serviceAccountToken(namespace, "userland-operator", c);
   const dir = mkdtempSync(join(tmpdir(), "userland-operator-"));
   const path = join(dir, "kubeconfig");
-  writeFileSync(path, kubeconfigYaml(c.info.server, readFileSync(c.info.caFile), "userland-operator", token, namespace));
+  writeFileSync(
+    path,
+    kubeconfigYaml(c.info.server, readFileSync(c.info.caFile), "userland-operator", token, namespace),
+  );
   return { path, username: `system:serviceaccount:${namespace}:userland-operator` };
 }
 
-export async function startOperator(t: TestContext, namespace: string, opts: OperatorOptions = {}): Promise<OperatorProcess> {
-  await installCrds();
+export async function startOperator(
+  t: TestContext,
+  namespace: string,
+  opts: OperatorOptions = {},
+): Promise<OperatorProcess> {
+  await installCrds(opts.cluster);
   const { path, username } = await operatorKubeconfig(namespace, opts.cluster);
   const port = await freePort();
   let output = "";
@@ -127,11 +150,15 @@ export async function startOperator(t: TestContext, namespace: string, opts: Ope
     if (process.env.SHOW_OPERATOR_LOGS) console.log(output);
   });
   if (opts.waitForLeader !== false) {
-    await eventually("the operator to lead with synced caches", async () => {
-      if (child.exitCode !== null) throw new Error(`operator exited:\n${output.slice(-3000)}`);
-      const r = await handle.readyz();
-      return r?.leader && r.synced;
-    }, 30_000);
+    await eventually(
+      "the operator to lead with synced caches",
+      async () => {
+        if (child.exitCode !== null) throw new Error(`operator exited:\n${output.slice(-3000)}`);
+        const r = await handle.readyz();
+        return r?.leader && r.synced;
+      },
+      30_000,
+    );
   }
   return handle;
 }

@@ -11,28 +11,48 @@ export async function adminRest(): Promise<KubeRest> {
   return restClient;
 }
 
-export const templatesPath = (ns: string, name?: string) => paths.namespaced("userland.dev", "v1alpha1", "templates", ns, name);
-export const userlandsPath = (ns: string, name?: string) => paths.namespaced("userland.dev", "v1alpha1", "userlands", ns, name);
-export const deploymentsPath = (ns: string, name?: string) => paths.namespaced("apps", "v1", "deployments", ns, name);
+export const templatesPath = (ns: string, name?: string) =>
+  paths.namespaced("userland.dev", "v1alpha1", "templates", ns, name);
+export const userlandsPath = (ns: string, name?: string) =>
+  paths.namespaced("userland.dev", "v1alpha1", "userlands", ns, name);
+export const deploymentsPath = (ns: string, name?: string) =>
+  paths.namespaced("apps", "v1", "deployments", ns, name);
 export const servicesPath = (ns: string, name?: string) => paths.namespaced("", "v1", "services", ns, name);
-export const pvcsPath = (ns: string, name?: string) => paths.namespaced("", "v1", "persistentvolumeclaims", ns, name);
+export const pvcsPath = (ns: string, name?: string) =>
+  paths.namespaced("", "v1", "persistentvolumeclaims", ns, name);
 
 /** A minimal Template: one container on port 8080, no volumes. */
-export function simpleTemplateSpec(image = "registry.invalid/ide:1", extra: Partial<TemplateSpec> = {}): TemplateSpec {
+export function simpleTemplateSpec(
+  image = "registry.invalid/ide:1",
+  extra: Partial<TemplateSpec> = {},
+): TemplateSpec {
   return {
     displayName: "Test IDE",
-    template: { spec: { containers: [{ name: "ide", image, ports: [{ containerPort: 8080, name: "http" }] }] } },
+    template: {
+      spec: { containers: [{ name: "ide", image, ports: [{ containerPort: 8080, name: "http" }] }] },
+    },
     service: { ports: [{ name: "http", port: 80, targetPort: 8080 }] },
     ...extra,
-  } as TemplateSpec;
+  };
 }
 
 export async function createTemplate(ns: string, name: string, spec: TemplateSpec): Promise<Template> {
   const rest = await adminRest();
-  return rest.create<Template>(templatesPath(ns), { apiVersion: "userland.dev/v1alpha1", kind: "Template", metadata: { name }, spec });
+  return rest.create<Template>(templatesPath(ns), {
+    apiVersion: "userland.dev/v1alpha1",
+    kind: "Template",
+    metadata: { name },
+    spec,
+  });
 }
 
-export async function createUserland(ns: string, name: string, user: string, templateName: string, enabled?: boolean): Promise<Userland> {
+export async function createUserland(
+  ns: string,
+  name: string,
+  user: string,
+  templateName: string,
+  enabled?: boolean,
+): Promise<Userland> {
   const rest = await adminRest();
   return rest.create<Userland>(userlandsPath(ns), {
     apiVersion: "userland.dev/v1alpha1",
@@ -54,11 +74,22 @@ export async function patchTemplate(ns: string, name: string, patch: unknown): P
   return (await adminRest()).patch<Template>(templatesPath(ns, name), patch);
 }
 
-export async function waitForPhase(ns: string, name: string, phase: string, timeoutMs = 30_000): Promise<Userland> {
-  return eventually(`Userland ${name} to be ${phase}`, async () => {
-    const u = await getUserland(ns, name);
-    return u.status?.phase === phase && u.status.observedGeneration === u.metadata.generation ? u : undefined;
-  }, timeoutMs);
+export async function waitForPhase(
+  ns: string,
+  name: string,
+  phase: string,
+  timeoutMs = 30_000,
+): Promise<Userland> {
+  return eventually(
+    `Userland ${name} to be ${phase}`,
+    async () => {
+      const u = await getUserland(ns, name);
+      return u.status?.phase === phase && u.status.observedGeneration === u.metadata.generation
+        ? u
+        : undefined;
+    },
+    timeoutMs,
+  );
 }
 
 export async function tryGet<T>(path: string): Promise<T | undefined> {
@@ -70,14 +101,21 @@ export async function tryGet<T>(path: string): Promise<T | undefined> {
   }
 }
 
-export const getDeployment = async (ns: string, name: string) => tryGet<V1Deployment>(deploymentsPath(ns, name));
+export const getDeployment = async (ns: string, name: string) =>
+  tryGet<V1Deployment>(deploymentsPath(ns, name));
 export const getService = async (ns: string, name: string) => tryGet<V1Service>(servicesPath(ns, name));
 export const getPvc = async (ns: string, name: string) => tryGet<V1PersistentVolumeClaim>(pvcsPath(ns, name));
 
 export interface AuditEvent {
   verb: string;
   user: { username: string };
-  objectRef?: { resource?: string; namespace?: string; name?: string; subresource?: string; apiGroup?: string };
+  objectRef?: {
+    resource?: string;
+    namespace?: string;
+    name?: string;
+    subresource?: string;
+    apiGroup?: string;
+  };
   requestURI: string;
   stageTimestamp: string;
 }

@@ -1,0 +1,23 @@
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { test } from "node:test";
+import { CRD_DIR, crdFiles } from "../crds.ts";
+
+test("the checked-in CRDs are exactly what api/ generates (run `npm run generate` after changing api/)", () => {
+  const generated = crdFiles();
+  assert.deepEqual(readdirSync(CRD_DIR).sort(), [...generated.keys()].sort());
+  for (const [name, text] of generated) {
+    assert.equal(readFileSync(join(CRD_DIR, name), "utf8"), text, `${name} drifted from api/`);
+  }
+});
+
+test("the CRDs carry printer columns, short names, status subresources and the ESC field names", () => {
+  const text = [...crdFiles().values()].join("\n");
+  for (const column of ["name: User", "name: Template", "name: Phase", "name: Age"])
+    assert.ok(text.includes(column), column);
+  assert.match(text, /shortNames:\n\s+- ul/);
+  assert.match(text, /status: \{\}/);
+  for (const field of ["pvcSpec:", "templateName:", "volumes:", "service:"])
+    assert.ok(text.includes(field), field);
+});

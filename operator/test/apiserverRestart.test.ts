@@ -1,0 +1,78 @@
+/**
+ * Watches survive an API server restart: this test owns a private control plane, because stopping
+ * the shared one would break every other test running beside it.
+ */
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { test } from "node:test";
+import { childNames } from "../../api/naming.ts";
+import type { Userland } from "../../api/v1alpha1/index.ts";
+import { KubeRest, paths } from "../../lib/kubeRest.ts";
+import { ControlPlane, repoRoot } from "../../test/cluster/controlPlane.ts";
+import { connect, eventually, testNamespace } from "../../test/support/cluster.ts";
+import { startOperator } from "../../test/support/operator.ts";
+import { simpleTemplateSpec } from "../../test/support/resources.ts";
+
+test("the operator keeps reconciling after kube-apiserver restarts mid-run", async (t) => {
+  const controlPlane = new ControlPlane({
+    dir: join(repoRoot, ".userland", `restart-${randomBytes(3).toString("hex")}`),
+    nodes: 1,
+  });
+  const info = await controlPlane.start();
+  t.after(() => controlPlane.stop());
+  const infoFile = join(info.dir, "cluster.json");
+  writeFileSync(infoFile, JSON.stringify(info));
+  const cluster = await connect(infoFile);
+  const ns = await testNamespace(t, "restart", cluster);
+  const operator = await startOperator(t, ns, { cluster });
+  const rest = new KubeRest(cluster.kc, "userland-tests");
+  t.after(() => rest.close());
+  const ul = (name: string) => paths.namespaced("userland.dev", "v1alpha1", "userlands", ns, name);
+  const create = (name: string) =>
+    rest.create(paths.namespaced("userland.dev", "v1alpha1", "userlands", ns), {
+      apiVersion: "userland.dev/v1alpha1",
+      kind: "Userland",
+      metadata: { name },
+      spec: { user: name, templateName: "code" },
+    });
+  const phase = (name: string) => async () =>
+    (await rest.get<Userland>(ul(name))).status?.phase === "Ready" ? true : undefined;
+
+  await rest.create(paths.namespaced("userland.dev", "v1alpha1", "templates", ns), {
+    apiVersion: "userland.dev/v1alpha1",
+    kind: "Template",
+    metadata: { name: "code" },
+    spec: simpleTemplateSpec(),
+  });
+  await create("before");
+  await eventually("before to be Ready", phase("before"));
+
+  await controlPlane.stopApiServer();
+  await new Promise((r) => setTimeout(r, 3000));
+  await controlPlane.startApiServer();
+  assert.equal(operator.child.exitCode, null, "the operator survived the outage");
+
+  await create("after");
+  await eventually("after to be Ready", phase("after"), 60_000);
+  // The watches on owned objects work again too: a deleted Deployment comes back.
+  const deployment = paths.namespaced(
+    "apps",
+    "v1",
+    "deployments",
+    ns,
+    childNames("code", "before").deployment,
+  );
+  const old = await rest.get<{ metadata: { uid: string } }>(deployment);
+  await rest.delete(deployment);
+  await eventually(
+    "the Deployment to be restored",
+    async () => {
+      const d = await rest.get<{ metadata: { uid: string } }>(deployment).catch(() => undefined);
+      return d && d.metadata.uid !== old.metadata.uid;
+    },
+    60_000,
+  );
+  assert.match(operator.logs(), /watch failed; re-listing/, "the outage was noticed and recovered from");
+});

@@ -1,0 +1,166 @@
+/** The operator as a process: steady state, leader election, shutdown and idle culling. */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { UserlandAnnotations } from "../../api/v1alpha1/index.ts";
+import { eventually, testNamespace } from "../../test/support/cluster.ts";
+import { listEvents } from "../../test/support/events.ts";
+import { startOperator } from "../../test/support/operator.ts";
+import {
+  adminRest,
+  auditEvents,
+  createTemplate,
+  createUserland,
+  getUserland,
+  patchUserland,
+  simpleTemplateSpec,
+  waitForPhase,
+  WRITE_VERBS,
+} from "../../test/support/resources.ts";
+
+const reconcileCount = async (metrics: () => Promise<string>) =>
+  [
+    ...(await metrics()).matchAll(/userland_operator_reconcile_total\{kind="\w+",result="success"\} (\d+)/g),
+  ].reduce((n, m) => n + Number(m[1]), 0);
+
+test("a resync over unchanged objects sends zero write requests to the API server", async (t) => {
+  const ns = await testNamespace(t);
+  const operator = await startOperator(t, ns, { env: { OPERATOR_RESYNC_PERIOD: "500ms" } });
+  await createTemplate(
+    ns,
+    "code",
+    simpleTemplateSpec("registry.invalid/ide:1", {
+      volumes: [
+        {
+          name: "home",
+          pvcSpec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } },
+        },
+      ],
+      defaultResources: { requests: { cpu: "0.5", memory: "1024Mi" } },
+    }),
+  );
+  for (const u of ["a", "b", "c"]) await createUserland(ns, u, u, "code");
+  await createUserland(ns, "off", "off", "code", false);
+  await createUserland(ns, "lost", "lost", "missing-template");
+  for (const u of ["a", "b", "c"])
+    await waitForPhase(ns, u, "Starting").catch(() => waitForPhase(ns, u, "Ready"));
+  await waitForPhase(ns, "off", "Stopped");
+  await waitForPhase(ns, "lost", "Failed");
+  // Pods cannot start (their claims never bind without a storage provisioner): the Userlands stay
+  // Starting, a state the operator must also leave alone.
+  await new Promise((r) => setTimeout(r, 2000));
+
+  const since = new Date();
+  const before = await reconcileCount(operator.metrics);
+  await new Promise((r) => setTimeout(r, 4000));
+  const after = await reconcileCount(operator.metrics);
+  assert.ok(after - before >= 5 * 4, `resyncs happened (${after - before} reconciles in 4 s)`);
+  await new Promise((r) => setTimeout(r, 1500)); // the audit log is written in batches of up to 1 s
+  const writes = (await auditEvents(operator.username, since)).filter(
+    (e) => WRITE_VERBS.has(e.verb) && e.objectRef?.resource !== "leases",
+  );
+  assert.deepEqual(
+    writes.map((e) => `${e.verb} ${e.requestURI}`),
+    [],
+    "no writes in steady state",
+  );
+  const leaseWrites = (await auditEvents(operator.username, since)).filter(
+    (e) => e.objectRef?.resource === "leases" && WRITE_VERBS.has(e.verb),
+  );
+  t.diagnostic(`${after - before} reconciles in 4 s; writes: 0 (plus ${leaseWrites.length} Lease renewals)`);
+});
+
+test("two replicas: one leads, the other takes over when the leader dies or shuts down", async (t) => {
+  const ns = await testNamespace(t);
+  const env = {
+    OPERATOR_LEASE_DURATION: "4s",
+    OPERATOR_RENEW_DEADLINE: "3s",
+    OPERATOR_RETRY_PERIOD: "500ms",
+  };
+  const first = await startOperator(t, ns, { env, identity: "replica-1" });
+  const second = await startOperator(t, ns, { env, identity: "replica-2", waitForLeader: false });
+  await eventually(
+    "the second replica to run as a standby",
+    async () => (await second.readyz())?.leader === false,
+  );
+  await new Promise((r) => setTimeout(r, 1500));
+  assert.equal((await first.readyz())?.leader, true);
+  assert.equal((await second.readyz())?.leader, false, "only one leader");
+  const lease = await (
+    await adminRest()
+  ).get<{ spec: { holderIdentity: string } }>(
+    `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases/userland-operator`,
+  );
+  assert.equal(lease.spec.holderIdentity, "replica-1");
+
+  // Graceful shutdown releases the Lease: the standby takes over well before the Lease would expire.
+  await createTemplate(ns, "code", simpleTemplateSpec());
+  const stoppedAt = Date.now();
+  assert.equal(await first.stop("SIGTERM"), 0, "clean exit on SIGTERM");
+  await eventually(
+    "replica-2 to lead",
+    async () => (await second.readyz())?.leader && (await second.readyz())?.synced,
+    10_000,
+  );
+  const takeover = Date.now() - stoppedAt;
+  assert.ok(takeover < 4000, `takeover after release took ${takeover} ms`);
+  await createUserland(ns, "after-release", "after-release", "code");
+  await waitForPhase(ns, "after-release", "Ready");
+
+  // A killed leader cannot release: the third replica waits for the Lease to expire, then leads.
+  const third = await startOperator(t, ns, { env, identity: "replica-3", waitForLeader: false });
+  await eventually("replica-3 to be a standby", async () => (await third.readyz())?.leader === false);
+  const killedAt = Date.now();
+  await second.stop("SIGKILL");
+  await eventually(
+    "replica-3 to lead",
+    async () => (await third.readyz())?.leader && (await third.readyz())?.synced,
+    20_000,
+  );
+  const failover = Date.now() - killedAt;
+  assert.ok(failover >= 2000, `the Lease was respected (${failover} ms)`);
+  await createUserland(ns, "after-kill", "after-kill", "code");
+  await waitForPhase(ns, "after-kill", "Ready");
+  t.diagnostic(`release takeover ${takeover} ms, failover after kill ${failover} ms`);
+});
+
+test("a second signal exits at once", async (t) => {
+  const ns = await testNamespace(t);
+  const operator = await startOperator(t, ns);
+  operator.child.kill("SIGTERM");
+  operator.child.kill("SIGTERM");
+  const code = await operator.stop("SIGTERM");
+  assert.ok(code === 0 || code === 1, `exited (${code})`);
+});
+
+test("an idle Userland is stopped with an Event and a status reason; an active one is not", async (t) => {
+  const ns = await testNamespace(t);
+  await startOperator(t, ns, { env: { OPERATOR_CULL_INTERVAL: "300ms" } });
+  await createTemplate(ns, "code", simpleTemplateSpec("registry.invalid/ide:1", { idleTimeout: "3s" }));
+  await createTemplate(ns, "forever", simpleTemplateSpec("registry.invalid/ide:1"));
+  await createUserland(ns, "idle", "idle", "code");
+  await createUserland(ns, "busy", "busy", "code");
+  await createUserland(ns, "nolimit", "nolimit", "forever");
+  await waitForPhase(ns, "idle", "Ready");
+  await waitForPhase(ns, "busy", "Ready");
+
+  // The proxy reports activity for "busy" every 500 ms.
+  const keepBusy = setInterval(() => {
+    void patchUserland(ns, "busy", {
+      metadata: { annotations: { [UserlandAnnotations.lastActivity]: new Date().toISOString() } },
+    }).catch(() => undefined);
+  }, 500);
+  t.after(() => clearInterval(keepBusy));
+
+  const stopped = await waitForPhase(ns, "idle", "Stopped", 15_000);
+  assert.equal(stopped.spec.enabled, false);
+  assert.equal(stopped.metadata.annotations?.[UserlandAnnotations.stoppedReason], "IdleTimeout");
+  assert.equal(stopped.status?.conditions?.find((c) => c.type === "Ready")?.reason, "IdleTimeout");
+  assert.match(stopped.status?.message ?? "", /without activity/);
+  await eventually("an IdleTimeout Event", async () =>
+    (await listEvents(ns, "idle")).some((e) => e.reason === "IdleTimeout"),
+  );
+
+  await new Promise((r) => setTimeout(r, 1500));
+  assert.equal((await getUserland(ns, "busy")).spec.enabled, true, "active environments keep running");
+  assert.equal((await getUserland(ns, "nolimit")).spec.enabled, true, "no idle timeout, no culling");
+});
