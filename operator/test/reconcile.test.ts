@@ -472,7 +472,8 @@ spec:
   ]);
   assert.equal((await getPvc(ns, names.pvc("user-volume")))?.spec?.storageClassName, "longhorn");
   assert.ok(await getService(ns, names.service));
-  const u: Userland = await getUserland(ns, "koba1t");
-  assert.ok(u.status?.phase, "status is reported");
+  // The claim never binds here (no "longhorn" provisioner), so the pod waits: Starting.
+  const u: Userland = await waitForPhase(ns, "koba1t", "Starting");
+  assert.equal(u.status?.service?.port, 80);
   assert.ok(deployment.metadata?.annotations?.[DESIRED_HASH_ANNOTATION]);
 });

@@ -98,20 +98,20 @@ export async function operatorKubeconfig(
   return { path, username: `system:serviceaccount:${namespace}:userland-operator` };
 }
 
-export async function startOperator(
-  t: TestContext,
+/** Starts operator/main.ts with `kubeconfig`; logs are kept in memory (LOG_LEVEL from `env`). */
+export async function spawnOperator(
+  kubeconfig: string,
+  username: string,
   namespace: string,
-  opts: OperatorOptions = {},
+  opts: { env?: Record<string, string>; identity?: string } = {},
 ): Promise<OperatorProcess> {
-  await installCrds(opts.cluster);
-  const { path, username } = await operatorKubeconfig(namespace, opts.cluster);
   const port = await freePort();
   let output = "";
   const child = spawn(process.execPath, [join(repoRoot, "operator", "main.ts")], {
     cwd: repoRoot,
     env: {
       ...process.env,
-      KUBECONFIG: path,
+      KUBECONFIG: kubeconfig,
       USERLAND_NAMESPACE: namespace,
       OPERATOR_HTTP_ADDRESS: "127.0.0.1",
       OPERATOR_HTTP_PORT: String(port),
@@ -126,7 +126,7 @@ export async function startOperator(
   child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   const base = `http://127.0.0.1:${port}`;
-  const handle: OperatorProcess = {
+  return {
     child,
     port,
     username,
@@ -145,20 +145,33 @@ export async function startOperator(
       return exited;
     },
   };
+}
+
+export async function waitForLeadership(operator: OperatorProcess, timeoutMs = 30_000): Promise<void> {
+  await eventually(
+    "the operator to lead with synced caches",
+    async () => {
+      if (operator.child.exitCode !== null) throw new Error(`operator exited:\n${operator.logs().slice(-3000)}`);
+      const r = await operator.readyz();
+      return r?.leader && r.synced;
+    },
+    timeoutMs,
+  );
+}
+
+/** The operator for one test: its own ServiceAccount and namespace, stopped when the test ends. */
+export async function startOperator(
+  t: TestContext,
+  namespace: string,
+  opts: OperatorOptions = {},
+): Promise<OperatorProcess> {
+  await installCrds(opts.cluster);
+  const { path, username } = await operatorKubeconfig(namespace, opts.cluster);
+  const handle = await spawnOperator(path, username, namespace, opts);
   t.after(async () => {
     await handle.stop("SIGKILL");
-    if (process.env.SHOW_OPERATOR_LOGS) console.log(output);
+    if (process.env.SHOW_OPERATOR_LOGS) console.log(handle.logs());
   });
-  if (opts.waitForLeader !== false) {
-    await eventually(
-      "the operator to lead with synced caches",
-      async () => {
-        if (child.exitCode !== null) throw new Error(`operator exited:\n${output.slice(-3000)}`);
-        const r = await handle.readyz();
-        return r?.leader && r.synced;
-      },
-      30_000,
-    );
-  }
+  if (opts.waitForLeader !== false) await waitForLeadership(handle);
   return handle;
 }

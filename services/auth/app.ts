@@ -1,0 +1,110 @@
+/**
+ * Builds the auth service's fastify app from a validated configuration, without listening, so
+ * main.ts serves it and tests run it in-process.
+ */
+import fastifyCookie from "@fastify/cookie";
+import fastifyFormbody from "@fastify/formbody";
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import Fastify, { LogController } from "fastify";
+import { ConfigError } from "../../lib/config.ts";
+import type { Logger } from "../../lib/logger.ts";
+import {
+  createSessionSigner,
+  createSessionVerifier,
+  loadSigningKeys,
+  publicJwks,
+  type SigningKeys,
+} from "../../lib/session.ts";
+import type { AuthConfig } from "./config.ts";
+import { endpoint, type AuthContext } from "./context.ts";
+import { createGitHubClient } from "./github.ts";
+import { createMetrics, type Metrics } from "./metrics.ts";
+import { createOidcClient } from "./oidc.ts";
+import { createProvisioner } from "./provision.ts";
+import { loginRoutes } from "./routes.ts";
+import { sessionRoutes } from "./session-routes.ts";
+import { createTransactionSealer } from "./transaction.ts";
+
+export interface AppOptions {
+  log: Logger;
+  metrics?: Metrics;
+}
+
+async function signingKeys(config: AuthConfig): Promise<SigningKeys> {
+  try {
+    return await loadSigningKeys(config.sessionKeysFile);
+  } catch (error) {
+    throw new ConfigError("auth", [
+      `AUTH_SESSION_KEYS_FILE=${JSON.stringify(config.sessionKeysFile)} is unusable: ${(error as Error).message} (create one with: node scripts/session-keys.ts > keys.json)`,
+    ]);
+  }
+}
+
+export async function buildApp(config: AuthConfig, options: AppOptions) {
+  const { log } = options;
+  const keys = await signingKeys(config);
+  const jwks = publicJwks(keys);
+  const metrics = options.metrics ?? createMetrics();
+  const ctx: AuthContext = {
+    config,
+    log,
+    metrics,
+    jwks,
+    signer: createSessionSigner(keys),
+    verifier: createSessionVerifier(jwks),
+    transactions: createTransactionSealer(keys, config.loginTimeoutSeconds),
+    oidc: config.oidc && createOidcClient(config.oidc, endpoint(config, "callback/oidc")),
+    github: config.github && createGitHubClient(config.github, endpoint(config, "callback/github")),
+    provisioner: config.provision && createProvisioner(config.provision, log, metrics),
+  };
+
+  const app = Fastify({
+    loggerInstance: log,
+    // Logged below without query strings: callbacks carry authorization codes.
+    logController: new LogController({ disableRequestLogging: true }),
+    trustProxy: false,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  await app.register(fastifyCookie);
+  await app.register(fastifyFormbody);
+
+  app.addHook("onSend", async (_request, reply, payload) => {
+    if (!reply.hasHeader("cache-control")) reply.header("cache-control", "no-store");
+    reply.header("x-content-type-options", "nosniff");
+    reply.header("referrer-policy", "no-referrer");
+    reply.header("x-frame-options", "DENY");
+    reply.header(
+      "content-security-policy",
+      "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
+    );
+    return payload;
+  });
+  app.addHook("onResponse", async (request, reply) => {
+    const path = (request.raw.url ?? "").split("?")[0];
+    if (path === "/healthz" || path === "/readyz" || path === "/metrics") return;
+    log.debug(
+      { method: request.method, path, status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+      "request",
+    );
+  });
+
+  app.get("/healthz", () => ({ status: "ok" }));
+  app.get("/readyz", async (_request, reply) => {
+    // Ready once the OIDC provider's metadata is known; GitHub needs no discovery.
+    if (ctx.oidc && !(await ctx.oidc.ready()))
+      return reply.code(503).send({ status: "waiting for the OpenID Connect provider" });
+    return { status: "ready" };
+  });
+  app.get("/metrics", async (_request, reply) => {
+    return reply
+      .header("cache-control", "no-store")
+      .type(metrics.registry.contentType)
+      .send(await metrics.registry.metrics());
+  });
+
+  await app.register(sessionRoutes, { ctx });
+  await app.register(loginRoutes, { ctx });
+  return app;
+}
+
+export type AuthApp = Awaited<ReturnType<typeof buildApp>>;

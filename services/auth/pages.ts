@@ -1,0 +1,120 @@
+/**
+ * The few HTML pages a person sees (errors, refusals, provider choice, logout). Every interpolated
+ * value is escaped by the `html` tag; only values that are themselves `html` results pass through.
+ */
+
+export class Html {
+  readonly text: string;
+  constructor(text: string) {
+    this.text = text;
+  }
+  toString(): string {
+    return this.text;
+  }
+}
+
+export function escapeHtml(value: string): string {
+  return value.replace(/[&<>"'`]/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+function render(value: unknown): string {
+  if (value instanceof Html) return value.text;
+  if (Array.isArray(value)) return value.map(render).join("");
+  if (typeof value === "string") return escapeHtml(value);
+  if (typeof value === "number" || value === true) return String(value);
+  // Anything else (undefined, null, false, objects) renders as nothing rather than "[object Object]".
+  return "";
+}
+
+export function html(strings: TemplateStringsArray, ...values: unknown[]): Html {
+  let out = strings[0] ?? "";
+  values.forEach((value, i) => {
+    out += render(value) + (strings[i + 1] ?? "");
+  });
+  return new Html(out);
+}
+
+const style = `
+  body { font: 16px/1.5 system-ui, sans-serif; margin: 0; background: #f4f5f7; color: #1d2430; }
+  main { max-width: 34rem; margin: 12vh auto; background: #fff; padding: 2rem 2.25rem; border-radius: 10px;
+         box-shadow: 0 1px 3px rgba(0,0,0,.12); }
+  h1 { font-size: 1.35rem; margin: 0 0 1rem; }
+  p { margin: .75rem 0; }
+  .actions { display: flex; flex-wrap: wrap; gap: .75rem; margin-top: 1.5rem; }
+  a.button, button { font: inherit; padding: .55rem 1.1rem; border-radius: 6px; border: 1px solid #2456c7;
+         background: #2456c7; color: #fff; text-decoration: none; cursor: pointer; }
+  a.secondary { background: #fff; color: #2456c7; }
+  code { background: #eef0f3; padding: 0 .3em; border-radius: 4px; }
+`;
+
+export function page(title: string, body: Html): string {
+  return html`<!doctype html>
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <meta name="referrer" content="no-referrer" />
+        <title>${title}</title>
+        <style>
+          ${new Html(style)}
+        </style>
+      </head>
+      <body>
+        <main>
+          <h1>${title}</h1>
+          ${body}
+        </main>
+      </body>
+    </html> `.text;
+}
+
+export function messagePage(
+  title: string,
+  message: string,
+  action?: { href: string; label: string },
+): string {
+  return page(
+    title,
+    html`<p>${message}</p>
+      ${action ? html`<div class="actions"><a class="button" href="${action.href}">${action.label}</a></div>` : ""}`,
+  );
+}
+
+export function chooserPage(options: { href: string; label: string }[]): string {
+  return page(
+    "Sign in",
+    html`<p>Choose how to sign in.</p>
+      <div class="actions">
+        ${options.map((o) => html`<a class="button" href="${o.href}">${o.label}</a>`)}
+      </div>`,
+  );
+}
+
+export function logoutPage(action: string, rd: string | undefined, user: string | undefined): string {
+  return page(
+    "Sign out",
+    html`<p>${user ? html`You are signed in as <code>${user}</code>.` : "You are not signed in."}</p>
+      <form method="post" action="${action}">
+        ${rd ? html`<input type="hidden" name="rd" value="${rd}" />` : ""}
+        <div class="actions"><button type="submit">Sign out</button></div>
+      </form>`,
+  );
+}
+
+export function landingPage(
+  session: { user: string; expiresAt: string } | undefined,
+  links: { login: string; logout: string },
+): string {
+  if (!session) {
+    return page(
+      "Not signed in",
+      html`<p>You are not signed in.</p>
+        <div class="actions"><a class="button" href="${links.login}">Sign in</a></div>`,
+    );
+  }
+  return page(
+    "Signed in",
+    html`<p>You are signed in as <code>${session.user}</code> until ${session.expiresAt}.</p>
+      <div class="actions"><a class="button secondary" href="${links.logout}">Sign out</a></div>`,
+  );
+}

@@ -1,0 +1,293 @@
+/**
+ * The browser login flow: /login, the provider callbacks, /logout and the landing page.
+ */
+import type { FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
+import Type from "typebox";
+import * as client from "openid-client";
+import { SESSION_COOKIE } from "../../lib/session.ts";
+import { decideGitHub, decideOidc } from "./allowlist.ts";
+import { endpoint, sessionCookieOptions, transactionCookieOptions, type AuthContext } from "./context.ts";
+import { GitHubError } from "./github.ts";
+import type { Outcome } from "./identity.ts";
+import type { Provider } from "./metrics.ts";
+import { describeOidcError } from "./oidc.ts";
+import { chooserPage, landingPage, logoutPage, messagePage } from "./pages.ts";
+import { safeRedirect } from "./redirects.ts";
+import { transactionCookieName, type LoginTransaction } from "./transaction.ts";
+
+const ReturnTo = Type.String({ maxLength: 4096 });
+
+export function sendPage(reply: FastifyReply, status: number, body: string): FastifyReply {
+  return reply.code(status).type("text/html; charset=utf-8").send(body);
+}
+
+export const loginRoutes: FastifyPluginCallbackTypebox<{ ctx: AuthContext }> = (app, { ctx }, done) => {
+  const { config, metrics, log } = ctx;
+  const providers: Provider[] = [
+    ...(ctx.oidc ? ["oidc" as const] : []),
+    ...(ctx.github ? ["github" as const] : []),
+  ];
+  const labels: Record<Provider, string> = {
+    oidc: config.oidc?.displayName ?? "Single sign-on",
+    github: "GitHub",
+  };
+
+  const loginUrl = (returnTo: string, provider?: Provider): string => {
+    const url = endpoint(config, "login");
+    url.searchParams.set("rd", returnTo);
+    if (provider) url.searchParams.set("provider", provider);
+    return url.href;
+  };
+
+  // Bad query strings reach people, not programs: answer with a page, not JSON.
+  app.setErrorHandler(
+    (error: { statusCode?: number; validation?: unknown; message: string }, request, reply) => {
+      if (error.validation) return sendPage(reply, 400, messagePage("Bad request", error.message));
+      const status = error.statusCode ?? 500;
+      if (status >= 400 && status < 500)
+        return sendPage(reply, status, messagePage("Bad request", error.message));
+      log.error({ err: error, path: request.routeOptions.url }, "login flow failed");
+      return sendPage(
+        reply,
+        500,
+        messagePage("Something went wrong", "Signing in failed unexpectedly. Please try again."),
+      );
+    },
+  );
+
+  async function currentSession(request: FastifyRequest) {
+    return ctx.verifier.verify(request.cookies[SESSION_COOKIE]);
+  }
+
+  app.get(
+    "/login",
+    {
+      schema: {
+        querystring: Type.Object({
+          rd: Type.Optional(ReturnTo),
+          provider: Type.Optional(Type.Union([Type.Literal("oidc"), Type.Literal("github")])),
+        }),
+      },
+    },
+    async (request, reply) => {
+      const returnTo = safeRedirect(request.query.rd, config.redirects);
+      if (await currentSession(request)) return reply.redirect(returnTo, 302);
+      const wanted = request.query.provider;
+      if (wanted && !providers.includes(wanted)) {
+        return sendPage(
+          reply,
+          400,
+          messagePage("Unknown sign-in method", `Signing in with ${wanted} is not enabled here.`, {
+            href: loginUrl(returnTo),
+            label: "Sign in",
+          }),
+        );
+      }
+      const provider = wanted ?? (providers.length === 1 ? providers[0] : undefined);
+      if (!provider)
+        return sendPage(
+          reply,
+          200,
+          chooserPage(providers.map((p) => ({ href: loginUrl(returnTo, p), label: labels[p] }))),
+        );
+      return start(reply, provider, returnTo);
+    },
+  );
+
+  async function start(reply: FastifyReply, provider: Provider, returnTo: string) {
+    const tx: LoginTransaction = {
+      provider,
+      state: client.randomState(),
+      verifier: client.randomPKCECodeVerifier(),
+      returnTo,
+    };
+    let target: URL;
+    if (provider === "oidc" && ctx.oidc) {
+      tx.nonce = client.randomNonce();
+      try {
+        target = await ctx.oidc.authorizationUrl({ state: tx.state, nonce: tx.nonce, verifier: tx.verifier });
+      } catch (error) {
+        log.error({ err: error }, "OpenID Connect provider unreachable");
+        return sendPage(
+          reply,
+          503,
+          messagePage(
+            "Sign-in unavailable",
+            "The identity provider cannot be reached right now. Please try again in a minute.",
+            { href: loginUrl(returnTo, provider), label: "Try again" },
+          ),
+        );
+      }
+    } else if (provider === "github" && ctx.github) {
+      target = ctx.github.authorizationUrl({
+        state: tx.state,
+        codeChallenge: await client.calculatePKCECodeChallenge(tx.verifier),
+      });
+    } else {
+      throw new Error(`provider ${provider} is not configured`);
+    }
+    const name = transactionCookieName(tx.state) as string;
+    reply.setCookie(
+      name,
+      await ctx.transactions.seal(tx),
+      transactionCookieOptions(config, config.loginTimeoutSeconds),
+    );
+    metrics.loginsStarted.inc({ provider });
+    return reply.redirect(target.href, 302);
+  }
+
+  /** The transaction this callback belongs to (its cookie is cleared: a transaction is used once). */
+  async function takeTransaction(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    provider: Provider,
+    query: URLSearchParams,
+  ) {
+    const state = query.get("state");
+    const name = transactionCookieName(state);
+    if (!name) return undefined;
+    const token = request.cookies[name];
+    if (token !== undefined) reply.clearCookie(name, transactionCookieOptions(config));
+    const tx = await ctx.transactions.open(token);
+    return tx && tx.state === state && tx.provider === provider ? tx : undefined;
+  }
+
+  function staleLogin(reply: FastifyReply, provider: Provider) {
+    metrics.logins.inc({ provider, result: "error" });
+    return sendPage(
+      reply,
+      400,
+      messagePage(
+        "Sign-in link expired",
+        "This sign-in response does not belong to a sign-in started in this browser: it has expired, was already used, or was started elsewhere. Please start again.",
+        { href: loginUrl(config.redirects.defaultRedirect, provider), label: "Sign in again" },
+      ),
+    );
+  }
+
+  function failed(
+    reply: FastifyReply,
+    provider: Provider,
+    tx: LoginTransaction,
+    detail: string,
+    error?: unknown,
+  ) {
+    metrics.logins.inc({ provider, result: "error" });
+    log.warn({ provider, err: error, detail }, "login failed");
+    return sendPage(
+      reply,
+      400,
+      messagePage("Sign-in failed", `Signing in did not work: ${detail}. Please start again.`, {
+        href: loginUrl(tx.returnTo, provider),
+        label: "Sign in again",
+      }),
+    );
+  }
+
+  async function finish(
+    reply: FastifyReply,
+    provider: Provider,
+    tx: LoginTransaction,
+    decision: Outcome<string>,
+    subject: string,
+  ) {
+    if (!decision.ok) {
+      metrics.logins.inc({ provider, result: "refused" });
+      log.info({ provider, subject, reason: decision.reason }, "login refused");
+      return sendPage(reply, 403, messagePage("Access denied", decision.reason));
+    }
+    const user = decision.value;
+    const token = await ctx.signer.sign(user, config.sessionTtlSeconds);
+    reply.setCookie(SESSION_COOKIE, token, sessionCookieOptions(config, config.sessionTtlSeconds));
+    metrics.logins.inc({ provider, result: "success" });
+    log.info({ provider, user }, "login");
+    // Awaited (with its own timeout) so the user's environment exists by the time they arrive.
+    if (ctx.provisioner) await ctx.provisioner.provision(user);
+    return reply.redirect(tx.returnTo, 302);
+  }
+
+  function callbackQuery(request: FastifyRequest): URLSearchParams {
+    const raw = request.raw.url ?? "";
+    const q = raw.indexOf("?");
+    return new URLSearchParams(q >= 0 ? raw.slice(q + 1) : "");
+  }
+
+  app.get("/callback/oidc", async (request, reply) => {
+    const oidc = ctx.oidc;
+    const rules = config.oidc;
+    if (!oidc || !rules)
+      return sendPage(reply, 404, messagePage("Not found", "OpenID Connect login is not enabled."));
+    const query = callbackQuery(request);
+    const tx = await takeTransaction(request, reply, "oidc", query);
+    if (!tx) return staleLogin(reply, "oidc");
+    let claims: Record<string, unknown>;
+    try {
+      claims = await oidc.finish(query, tx);
+    } catch (error) {
+      return failed(reply, "oidc", tx, describeOidcError(error), error);
+    }
+    return finish(reply, "oidc", tx, decideOidc(claims, rules, config.allow), String(claims.sub));
+  });
+
+  app.get("/callback/github", async (request, reply) => {
+    const github = ctx.github;
+    const rules = config.github;
+    if (!github || !rules)
+      return sendPage(reply, 404, messagePage("Not found", "GitHub login is not enabled."));
+    const query = callbackQuery(request);
+    const tx = await takeTransaction(request, reply, "github", query);
+    if (!tx) return staleLogin(reply, "github");
+    const code = query.get("code");
+    if (!code) {
+      const error = query.get("error") ?? "no authorization code";
+      return failed(
+        reply,
+        "github",
+        tx,
+        `GitHub answered ${error}${query.get("error_description") ? `: ${query.get("error_description")}` : ""}`,
+      );
+    }
+    let account;
+    try {
+      account = await github.finish(code, tx.verifier);
+    } catch (error) {
+      const detail = error instanceof GitHubError ? error.message : "GitHub could not be reached";
+      return failed(reply, "github", tx, detail, error);
+    }
+    return finish(reply, "github", tx, decideGitHub(account, rules, config.allow), account.login);
+  });
+
+  app.get(
+    "/logout",
+    { schema: { querystring: Type.Object({ rd: Type.Optional(ReturnTo) }) } },
+    async (request, reply) => {
+      const session = await currentSession(request);
+      const rd =
+        request.query.rd === undefined ? undefined : safeRedirect(request.query.rd, config.redirects);
+      return sendPage(reply, 200, logoutPage(endpoint(config, "logout").href, rd, session?.user));
+    },
+  );
+
+  app.post("/logout", async (request, reply) => {
+    const session = await currentSession(request);
+    reply.clearCookie(SESSION_COOKIE, sessionCookieOptions(config));
+    if (session) log.info({ user: session.user }, "logout");
+    // The body is optional (a bare POST logs out too); safeRedirect accepts only a string rd.
+    const rd = (request.body as { rd?: unknown } | null | undefined)?.rd;
+    return reply.redirect(safeRedirect(rd, config.redirects), 303);
+  });
+
+  app.get("/", async (request, reply) => {
+    const session = await currentSession(request);
+    return sendPage(
+      reply,
+      200,
+      landingPage(session && { user: session.user, expiresAt: new Date(session.exp * 1000).toISOString() }, {
+        login: endpoint(config, "login").href,
+        logout: endpoint(config, "logout").href,
+      }),
+    );
+  });
+  done();
+};
