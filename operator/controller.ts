@@ -6,7 +6,7 @@
  */
 import type { V1Deployment, V1PersistentVolumeClaim, V1Service } from "@kubernetes/client-node";
 import { LABELS, MANAGED_BY } from "../api/naming.ts";
-import type { Template, Userland } from "../api/v1alpha1/index.ts";
+import { TemplateConditions, type Template, type Userland } from "../api/v1alpha1/index.ts";
 import { Informer } from "../lib/informer.ts";
 import type { k8s } from "../lib/kube.ts";
 import { paths, type KubeRest } from "../lib/kubeRest.ts";
@@ -34,6 +34,8 @@ export interface ControllerOptions {
 const userlandKey = (namespace: string, name: string) => `U/${namespace}/${name}`;
 const templateKey = (namespace: string, name: string) => `T/${namespace}/${name}`;
 
+const RECOUNT_DELAY_MS = 1000;
+
 /** After this many failed attempts in a row a key waits for the next change or resync. */
 const MAX_RETRIES = 15;
 
@@ -45,6 +47,8 @@ export class Controller {
   private readonly context: OperatorContext;
   /** Userland names by "namespace/template". */
   private readonly byTemplate = new Map<string, Set<string>>();
+  /** What Userlands depend on in each Template, to fan out only on changes that matter. */
+  private readonly templateFingerprints = new Map<string, string>();
   /** Template name by "namespace/userland", to see a template switch. */
   private readonly templateOf = new Map<string, string>();
   /** Child names by kind and "namespace/userland". */
@@ -118,13 +122,13 @@ export class Controller {
           const set = this.byTemplate.get(`${ns}/${before}`);
           set?.delete(name);
           if (set?.size === 0) this.byTemplate.delete(`${ns}/${before}`);
-          this.queue.add(templateKey(ns, before));
+          this.recount(ns, before);
         }
         if (after !== undefined) {
           const set = this.byTemplate.get(`${ns}/${after}`) ?? new Set<string>();
           this.byTemplate.set(`${ns}/${after}`, set.add(name));
           this.templateOf.set(key, after);
-          this.queue.add(templateKey(ns, after));
+          this.recount(ns, after);
         } else {
           this.templateOf.delete(key);
         }
@@ -135,16 +139,24 @@ export class Controller {
     userlands.on("update", (u) => onUserland(u));
     userlands.on("delete", (u) => onUserland(u, true));
 
-    const onTemplate = (t: Template) => {
+    const onTemplate = (t: Template, removed = false) => {
       const ns = t.metadata.namespace ?? "";
       const name = t.metadata.name ?? "";
       this.queue.add(templateKey(ns, name));
-      // A Template change reaches every Userland that uses it.
+      // A change of the spec or of its validity reaches every Userland that uses it; a status
+      // update that only recounts Userlands must not fan out to all of them.
+      const valid = t.status?.conditions?.find((c) => c.type === TemplateConditions.PodTemplateValid);
+      const fingerprint = removed
+        ? ""
+        : `${t.metadata.uid}/${t.metadata.generation}/${valid?.status}/${valid?.observedGeneration}`;
+      if (this.templateFingerprints.get(`${ns}/${name}`) === fingerprint) return;
+      if (removed) this.templateFingerprints.delete(`${ns}/${name}`);
+      else this.templateFingerprints.set(`${ns}/${name}`, fingerprint);
       for (const u of this.byTemplate.get(`${ns}/${name}`) ?? []) this.queue.add(userlandKey(ns, u));
     };
-    templates.on("add", onTemplate);
-    templates.on("update", onTemplate);
-    templates.on("delete", onTemplate);
+    templates.on("add", (t) => onTemplate(t));
+    templates.on("update", (t) => onTemplate(t));
+    templates.on("delete", (t) => onTemplate(t, true));
 
     const onChild =
       (kind: "Deployment" | "Service" | undefined, removed: boolean) => (o: k8s.KubernetesObject) => {
@@ -171,6 +183,11 @@ export class Controller {
       inf.on("update", onChild(kind, false));
       inf.on("delete", onChild(kind, true));
     }
+  }
+
+  /** Template status carries a Userland count: batch recounts so 1,000 new Userlands cost a few writes, not 1,000. */
+  private recount(namespace: string, template: string): void {
+    this.queue.addAfter(templateKey(namespace, template), RECOUNT_DELAY_MS);
   }
 
   get synced(): boolean {

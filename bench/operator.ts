@@ -1,0 +1,230 @@
+/**
+ * Operator benchmark on a private kwok control plane (loopback only):
+ *   node bench/operator.ts [N ...]            (default: 1000 5000)
+ * For each N: N Userlands created at once; time until every Deployment and Service exists and
+ * until every Userland is Ready, API requests per Userland (counted by the API server's audit log),
+ * and the operator's peak memory. Baseline: the same N Deployments and Services created directly
+ * by a client, without the operator (what the cluster itself needs).
+ */
+import { randomBytes } from "node:crypto";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Userland } from "../api/v1alpha1/index.ts";
+import { desiredChildren } from "../operator/desired.ts";
+import { KubeRest, paths } from "../lib/kubeRest.ts";
+import { ControlPlane, repoRoot } from "../test/cluster/controlPlane.ts";
+import { connect } from "../test/support/cluster.ts";
+import {
+  installCrds,
+  operatorKubeconfig,
+  spawnOperator,
+  waitForLeadership,
+} from "../test/support/operator.ts";
+import { simpleTemplateSpec } from "../test/support/resources.ts";
+import type { Template } from "../api/v1alpha1/index.ts";
+
+const sizes = process.argv
+  .slice(2)
+  .map(Number)
+  .filter((n) => n > 0);
+const counts = sizes.length > 0 ? sizes : [1000, 5000];
+const TIMEOUT_MS = 15 * 60_000;
+
+const controlPlane = new ControlPlane({
+  dir: join(repoRoot, ".userland", "bench-operator"),
+  nodes: 2,
+  log: (line) => console.error(`[control-plane] ${line}`),
+});
+const info = await controlPlane.start();
+const infoFile = join(info.dir, "cluster.json");
+writeFileSync(infoFile, JSON.stringify(info));
+const cluster = await connect(infoFile);
+const rest = new KubeRest(cluster.kc, "userland-bench");
+await installCrds(cluster);
+
+/** Runs `fn` over `items` with at most `limit` in flight. */
+async function pool<T>(items: T[], limit: number, fn: (item: T) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: limit }, async () => {
+      while (next < items.length) await fn(items[next++] as T);
+    }),
+  );
+}
+
+async function waitUntil(what: string, check: () => Promise<boolean>, started: number): Promise<number> {
+  for (;;) {
+    if (await check()) return (Date.now() - started) / 1000;
+    if (Date.now() - started > TIMEOUT_MS) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+async function count(path: string, predicate: (o: never) => boolean = () => true): Promise<number> {
+  const list = await rest.list<never>(path, { timeoutMs: 120_000 });
+  return list.items.filter(predicate).length;
+}
+
+const available = (d: { status?: { availableReplicas?: number } }) => (d.status?.availableReplicas ?? 0) >= 1;
+
+async function newNamespace(prefix: string): Promise<string> {
+  const name = `${prefix}-${randomBytes(3).toString("hex")}`;
+  await rest.create("/api/v1/namespaces", { metadata: { name } });
+  return name;
+}
+
+function auditCount(username: string, since: number): { total: number; writes: number } {
+  let total = 0;
+  let writes = 0;
+  for (const line of readFileSync(info.auditLog, "utf8").split("\n")) {
+    if (!line.includes(username)) continue;
+    const e = JSON.parse(line) as {
+      verb: string;
+      user: { username: string };
+      stageTimestamp: string;
+      objectRef?: { resource?: string };
+    };
+    if (
+      e.user.username !== username ||
+      Date.parse(e.stageTimestamp) < since ||
+      e.objectRef?.resource === "leases"
+    )
+      continue;
+    total++;
+    if (["create", "update", "patch", "delete"].includes(e.verb)) writes++;
+  }
+  return { total, writes };
+}
+
+interface Row {
+  n: number;
+  baselineExist: number;
+  baselineReady: number;
+  exist: number;
+  ready: number;
+  requests: number;
+  writes: number;
+  peakMiB: number;
+}
+
+async function baseline(n: number): Promise<{ exist: number; ready: number }> {
+  const ns = await newNamespace("bench-direct");
+  const template: Template = {
+    apiVersion: "userland.dev/v1alpha1",
+    kind: "Template",
+    metadata: { name: "code", namespace: ns },
+    spec: simpleTemplateSpec(),
+  };
+  const started = Date.now();
+  await pool([...Array(n).keys()], 50, async (i) => {
+    const userland: Userland = {
+      apiVersion: "userland.dev/v1alpha1",
+      kind: "Userland",
+      metadata: { name: `user-${i}`, namespace: ns, uid: "" },
+      spec: { user: `user-${i}`, templateName: "code" },
+    };
+    const children = desiredChildren(userland, template);
+    for (const o of [children.deployment, children.service]) delete o.metadata?.ownerReferences;
+    await rest.create(paths.namespaced("apps", "v1", "deployments", ns), children.deployment);
+    await rest.create(paths.namespaced("", "v1", "services", ns), children.service);
+  });
+  const exist = (Date.now() - started) / 1000;
+  const ready = await waitUntil(
+    "direct Deployments available",
+    async () => (await count(paths.namespaced("apps", "v1", "deployments", ns), available)) === n,
+    started,
+  );
+  await rest.delete(`/api/v1/namespaces/${ns}`);
+  return { exist, ready };
+}
+
+async function withOperator(n: number): Promise<Omit<Row, "n" | "baselineExist" | "baselineReady">> {
+  const ns = await newNamespace("bench-operator");
+  const { path, username } = await operatorKubeconfig(ns, cluster);
+  const operator = await spawnOperator(path, username, ns, {
+    env: { LOG_LEVEL: "warn", OPERATOR_FREEZE_CACHE: "false" },
+  });
+  let peakKiB = 0;
+  const sampler = setInterval(() => {
+    try {
+      const status = readFileSync(`/proc/${operator.child.pid}/status`, "utf8");
+      peakKiB = Math.max(peakKiB, Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0));
+    } catch {
+      /* exited */
+    }
+  }, 500);
+  try {
+    await waitForLeadership(operator);
+    await rest.create(paths.namespaced("userland.dev", "v1alpha1", "templates", ns), {
+      apiVersion: "userland.dev/v1alpha1",
+      kind: "Template",
+      metadata: { name: "code" },
+      spec: simpleTemplateSpec(),
+    });
+    const since = Date.now();
+    await pool([...Array(n).keys()], 50, (i) =>
+      rest.create(paths.namespaced("userland.dev", "v1alpha1", "userlands", ns), {
+        apiVersion: "userland.dev/v1alpha1",
+        kind: "Userland",
+        metadata: { name: `user-${i}` },
+        spec: { user: `user-${i}`, templateName: "code" },
+      }),
+    );
+    const started = since;
+    const exist = await waitUntil(
+      "children",
+      async () =>
+        (await count(paths.namespaced("apps", "v1", "deployments", ns))) === n &&
+        (await count(paths.namespaced("", "v1", "services", ns))) === n,
+      started,
+    );
+    const ready = await waitUntil(
+      "Ready",
+      async () =>
+        (await count(
+          paths.namespaced("userland.dev", "v1alpha1", "userlands", ns),
+          (u: Userland) => u.status?.phase === "Ready",
+        )) === n,
+      started,
+    );
+    await new Promise((r) => setTimeout(r, 2000)); // audit batches
+    const audit = auditCount(username, since);
+    return { exist, ready, requests: audit.total / n, writes: audit.writes / n, peakMiB: peakKiB / 1024 };
+  } finally {
+    clearInterval(sampler);
+    await operator.stop("SIGTERM");
+    await rest.delete(`/api/v1/namespaces/${ns}`).catch(() => undefined);
+  }
+}
+
+const rows: Row[] = [];
+try {
+  for (const n of counts) {
+    console.error(`N=${n}: baseline (Deployments and Services created directly)…`);
+    const base = await baseline(n);
+    console.error(`N=${n}: with the operator…`);
+    const op = await withOperator(n);
+    rows.push({ n, baselineExist: base.exist, baselineReady: base.ready, ...op });
+  }
+} finally {
+  await rest.close();
+  await controlPlane.stop();
+}
+
+const fmt = (x: number, d = 1) => x.toFixed(d);
+console.log("\nOperator benchmark (kwok control plane on loopback, 2 cores)\n");
+console.log(
+  "| Userlands | children exist: direct / operator (s) | all Ready: direct / operator (s) | ratio Ready | API requests per Userland (writes) | operator peak RSS (MiB) |",
+);
+console.log("| ---: | ---: | ---: | ---: | ---: | ---: |");
+for (const r of rows) {
+  console.log(
+    `| ${r.n} | ${fmt(r.baselineExist)} / ${fmt(r.exist)} | ${fmt(r.baselineReady)} / ${fmt(r.ready)} | ${fmt(r.ready / r.baselineReady, 2)}× | ${fmt(r.requests, 2)} (${fmt(r.writes, 2)}) | ${fmt(r.peakMiB, 0)} |`,
+  );
+}
+console.log(
+  "\ndirect: a client creates the same Deployments and Services itself (no operator); Ready: Deployment available (direct) or Userland phase Ready (operator).",
+);
+console.log(
+  "API requests: everything the operator's ServiceAccount sent, from the API server's audit log, except Lease renewals.",
+);
