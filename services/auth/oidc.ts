@@ -24,7 +24,12 @@ export type Claims = Record<string, unknown>;
 export interface OidcClient {
   /** Discovers the provider if not done yet; false (and retried next time) if it is unreachable. */
   ready(): Promise<boolean>;
-  authorizationUrl(tx: { state: string; nonce: string; verifier: string }): Promise<URL>;
+  authorizationUrl(tx: {
+    state: string;
+    nonce: string;
+    verifier: string;
+    forceLogin?: boolean;
+  }): Promise<URL>;
   /** Exchanges the code in `query` and returns the validated claims; throws on any failure. */
   finish(query: URLSearchParams, tx: LoginTransaction): Promise<Claims>;
 }
@@ -79,6 +84,7 @@ export function createOidcClient(settings: OidcSettings, redirectUri: URL): Oidc
         nonce: tx.nonce,
         code_challenge: await client.calculatePKCECodeChallenge(tx.verifier),
         code_challenge_method: "S256",
+        ...(tx.forceLogin ? { prompt: "login" } : {}),
       });
     },
 

@@ -6,6 +6,9 @@ import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebo
 import Type from "typebox";
 import * as client from "openid-client";
 import { SESSION_COOKIE } from "../../lib/session.ts";
+
+/** Set by sign-out: the next OpenID Connect login sends prompt=login, so a shared computer is really signed out. */
+export const SIGNED_OUT_COOKIE = "userland_signed_out";
 import { decideGitHub, decideOidc } from "./allowlist.ts";
 import { endpoint, sessionCookieOptions, transactionCookieOptions, type AuthContext } from "./context.ts";
 import { GitHubError } from "./github.ts";
@@ -91,11 +94,12 @@ export const loginRoutes: FastifyPluginCallbackTypebox<{ ctx: AuthContext }> = (
           200,
           chooserPage(providers.map((p) => ({ href: loginUrl(returnTo, p), label: labels[p] }))),
         );
-      return start(reply, provider, returnTo);
+      // After a sign-out, the provider must ask for credentials again instead of reusing its own session.
+      return start(reply, provider, returnTo, request.cookies[SIGNED_OUT_COOKIE] !== undefined);
     },
   );
 
-  async function start(reply: FastifyReply, provider: Provider, returnTo: string) {
+  async function start(reply: FastifyReply, provider: Provider, returnTo: string, forceLogin: boolean) {
     const tx: LoginTransaction = {
       provider,
       state: client.randomState(),
@@ -106,7 +110,12 @@ export const loginRoutes: FastifyPluginCallbackTypebox<{ ctx: AuthContext }> = (
     if (provider === "oidc" && ctx.oidc) {
       tx.nonce = client.randomNonce();
       try {
-        target = await ctx.oidc.authorizationUrl({ state: tx.state, nonce: tx.nonce, verifier: tx.verifier });
+        target = await ctx.oidc.authorizationUrl({
+          state: tx.state,
+          nonce: tx.nonce,
+          verifier: tx.verifier,
+          forceLogin,
+        });
       } catch (error) {
         log.error({ err: error }, "OpenID Connect provider unreachable");
         return sendPage(
@@ -200,6 +209,7 @@ export const loginRoutes: FastifyPluginCallbackTypebox<{ ctx: AuthContext }> = (
     const user = decision.value;
     const token = await ctx.signer.sign(user, config.sessionTtlSeconds);
     reply.setCookie(SESSION_COOKIE, token, sessionCookieOptions(config, config.sessionTtlSeconds));
+    reply.clearCookie(SIGNED_OUT_COOKIE, sessionCookieOptions(config));
     metrics.logins.inc({ provider, result: "success" });
     log.info({ provider, user }, "login");
     // Awaited (with its own timeout) so the user's environment exists by the time they arrive.
@@ -272,6 +282,7 @@ export const loginRoutes: FastifyPluginCallbackTypebox<{ ctx: AuthContext }> = (
   app.post("/logout", async (request, reply) => {
     const session = await currentSession(request);
     reply.clearCookie(SESSION_COOKIE, sessionCookieOptions(config));
+    reply.setCookie(SIGNED_OUT_COOKIE, "1", sessionCookieOptions(config, config.sessionTtlSeconds));
     if (session) log.info({ user: session.user }, "logout");
     // The body is optional (a bare POST logs out too); safeRedirect accepts only a string rd.
     const rd = (request.body as { rd?: unknown } | null | undefined)?.rd;
