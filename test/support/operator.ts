@@ -151,7 +151,8 @@ export async function waitForLeadership(operator: OperatorProcess, timeoutMs = 3
   await eventually(
     "the operator to lead with synced caches",
     async () => {
-      if (operator.child.exitCode !== null) throw new Error(`operator exited:\n${operator.logs().slice(-3000)}`);
+      if (operator.child.exitCode !== null)
+        throw new Error(`operator exited:\n${operator.logs().slice(-3000)}`);
       const r = await operator.readyz();
       return r?.leader && r.synced;
     },
