@@ -197,30 +197,26 @@ async function withOperator(n: number): Promise<Omit<Row, "n" | "baselineExist" 
   }
 }
 
-const rows: Row[] = [];
-try {
-  for (const n of counts) {
-    console.error(`N=${n}: baseline (Deployments and Services created directly)…`);
-    const base = await baseline(n);
-    console.error(`N=${n}: with the operator…`);
-    const op = await withOperator(n);
-    rows.push({ n, baselineExist: base.exist, baselineReady: base.ready, ...op });
-  }
-} finally {
-  await rest.close();
-  await controlPlane.stop();
-}
-
 const fmt = (x: number, d = 1) => x.toFixed(d);
 console.log("\nOperator benchmark (kwok control plane on loopback, 2 cores)\n");
 console.log(
   "| Userlands | children exist: direct / operator (s) | all Ready: direct / operator (s) | ratio Ready | API requests per Userland (writes) | operator peak RSS (MiB) |",
 );
 console.log("| ---: | ---: | ---: | ---: | ---: | ---: |");
-for (const r of rows) {
-  console.log(
-    `| ${r.n} | ${fmt(r.baselineExist)} / ${fmt(r.exist)} | ${fmt(r.baselineReady)} / ${fmt(r.ready)} | ${fmt(r.ready / r.baselineReady, 2)}× | ${fmt(r.requests, 2)} (${fmt(r.writes, 2)}) | ${fmt(r.peakMiB, 0)} |`,
-  );
+try {
+  for (const n of counts) {
+    console.error(`N=${n}: baseline (Deployments and Services created directly)…`);
+    const base = await baseline(n);
+    console.error(`N=${n}: with the operator…`);
+    const r: Row = { n, baselineExist: base.exist, baselineReady: base.ready, ...(await withOperator(n)) };
+    // One row as soon as it is measured: a long run that is cut short still reports.
+    console.log(
+      `| ${r.n} | ${fmt(r.baselineExist)} / ${fmt(r.exist)} | ${fmt(r.baselineReady)} / ${fmt(r.ready)} | ${fmt(r.ready / r.baselineReady, 2)}× | ${fmt(r.requests, 2)} (${fmt(r.writes, 2)}) | ${fmt(r.peakMiB, 0)} |`,
+    );
+  }
+} finally {
+  await rest.close();
+  await controlPlane.stop();
 }
 console.log(
   "\ndirect: a client creates the same Deployments and Services itself (no operator); Ready: Deployment available (direct) or Userland phase Ready (operator).",

@@ -1,30 +1,39 @@
 /**
- * `npm start`: the platform on this machine. Starts a real control plane on loopback and prints how
- * to reach it; stops everything on Ctrl-C.
+ * `npm start`: the whole platform on this machine (see dev/platform.ts). Prints the URL to open;
+ * Ctrl-C stops everything (a second Ctrl-C exits at once).
  */
 import { join } from "node:path";
-import { ControlPlane, repoRoot } from "../test/cluster/controlPlane.ts";
+import { startPlatform } from "../dev/platform.ts";
+import { repoRoot } from "../test/cluster/controlPlane.ts";
 
-const controlPlane = new ControlPlane({ dir: join(repoRoot, ".userland", "dev-cluster") });
+const base = Number(process.env.USERLAND_PORT ?? 4180);
+const platform = await startPlatform({
+  dir: join(repoRoot, ".userland", "platform"),
+  ports: { proxy: base, auth: base + 1, userManager: base + 2, identityProvider: base + 3 },
+});
+
 let stopping = false;
 async function stop(): Promise<void> {
-  if (stopping) process.exit(130); // a second Ctrl-C exits at once
+  if (stopping) process.exit(130);
   stopping = true;
   console.log("\nstopping…");
-  await controlPlane.stop({ keepFiles: true });
+  await platform.stop();
   process.exit(0);
 }
 process.on("SIGINT", () => void stop());
 process.on("SIGTERM", () => void stop());
 
-const info = await controlPlane.start();
+const kubectl = join(platform.controlPlane.binDir, "kubectl");
 console.log(`
-Userland is running on loopback.
+Userland is running on this machine (loopback only).
 
-  Kubernetes API   ${info.server}
-  kubeconfig       ${info.kubeconfig}
-  logs             ${join(info.dir, "logs")}
+  Open            ${platform.url}
+                  (log in with any name: the local identity provider is for trying it out, never for production)
+  Auth service    ${platform.authUrl}
+  User manager    ${platform.userManagerUrl}   (API: ${platform.userManagerUrl}/openapi.json)
+  Kubernetes API  ${platform.controlPlane.server}
+  Logs            ${platform.logsDir}
 
-Try:  KUBECONFIG=${info.kubeconfig} ${join(controlPlane.binDir, "kubectl")} get nodes
+  kubectl:        KUBECONFIG=${platform.controlPlane.kubeconfig} ${kubectl} -n ${platform.namespace} get userlands
 
 Press Ctrl-C to stop.`);

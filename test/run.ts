@@ -21,7 +21,10 @@ const args = process.argv.slice(2);
 const patterns = args.filter((a) => !a.startsWith("-"));
 const flags = args.filter((a) => a.startsWith("-"));
 
-const controlPlane = new ControlPlane({ dir: join(repoRoot, ".userland", "test-cluster") });
+// USERLAND_TEST_CLUSTER_DIR lets two test runs in one checkout keep their control planes apart.
+const controlPlane = new ControlPlane({
+  dir: process.env.USERLAND_TEST_CLUSTER_DIR ?? join(repoRoot, ".userland", "test-cluster"),
+});
 let stopping = false;
 async function shutdown(code: number): Promise<never> {
   if (!stopping) {

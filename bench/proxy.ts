@@ -1,0 +1,430 @@
+/**
+ * Proxy benchmark, loopback only, about 2-3 minutes:
+ *
+ *   node bench/proxy.ts                 direct, configurable-http-proxy, userland proxy (sessions on)
+ *   BENCH_SECONDS=1 node bench/proxy.ts shorter cells
+ *   BENCH_BARE=0 node bench/proxy.ts    without the bare-library rows
+ *
+ * Besides the three targets the issue asks for, it runs the same tiny server around bare
+ * http-proxy 1.18.1 and bare http-proxy-3: the measurement behind docs/decisions/0003-proxy-library.md.
+ *
+ * Every server runs in its own child process on 127.0.0.1 (the load generator is this process);
+ * all of them share one upstream process. For each target: requests/s and p50/p99 latency with
+ * 1, 10 and 100 keep-alive connections for a small and a 1 MiB response, WebSocket round-trip
+ * latency and messages/s, and RSS and open file descriptors of each child after the run.
+ *
+ * The userland proxy runs createProxyServer with its real session verification, header rules,
+ * activity recording, metrics and access log (to /dev/null); the Kubernetes side is a static view
+ * of one Ready Userland (no API server needed; the informer is not on the request path anyway).
+ */
+import { fork, type ChildProcess } from "node:child_process";
+import { readFileSync, readdirSync } from "node:fs";
+import { createServer, request as httpRequest, Agent } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { fileURLToPath } from "node:url";
+import { createRequire } from "node:module";
+import { Pool } from "undici";
+import { WebSocket, WebSocketServer } from "ws";
+
+const here = fileURLToPath(import.meta.url);
+const repoRoot = join(here, "..", "..");
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 2.5);
+const HOST = "code.bench.test";
+const SMALL = Buffer.from(JSON.stringify({ ok: true, text: "hello from the environment".repeat(3) }));
+const BIG = Buffer.alloc(1024 * 1024, 120);
+
+type Role = "upstream" | "userland" | "chp-wrapper" | "hp1" | "hp3";
+
+// ---------------------------------------------------------------- child roles
+
+async function runUpstream(): Promise<number> {
+  const server = createServer((req, res) => {
+    const body = req.url === "/big" ? BIG : SMALL;
+    res.writeHead(200, { "content-type": "application/octet-stream", "content-length": body.length });
+    res.end(body);
+  });
+  server.keepAliveTimeout = 60_000;
+  const wss = new WebSocketServer({ server });
+  wss.on("connection", (ws) => ws.on("message", (data: Buffer) => ws.send(data)));
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return (server.address() as AddressInfo).port;
+}
+
+async function runUserland(upstreamPort: number, publicJwks: string): Promise<number> {
+  const { createSessionVerifier, parseVerificationKeys } = await import("../lib/session.ts");
+  const { createProxyServer } = await import("../services/proxy/server.ts");
+  const { requestSessions } = await import("../services/proxy/session.ts");
+  const { overrideResolver } = await import("../services/proxy/resolver.ts");
+  const { createMetrics } = await import("../services/proxy/metrics.ts");
+  const { trustedProxies } = await import("../services/proxy/headers.ts");
+  const { UserlandIndex } = await import("../services/proxy/routing.ts");
+  const { createLogger } = await import("../lib/logger.ts");
+  const index = new UserlandIndex();
+  index.upsert({
+    apiVersion: "userland.dev/v1alpha1",
+    kind: "Userland",
+    metadata: { name: "bench", namespace: "bench", generation: 1 },
+    spec: { user: "bench-user", templateName: "code" },
+    status: { phase: "Ready", observedGeneration: 1, service: { name: "code-bench-svc", port: 80 } },
+  });
+  const activity = new Map<string, number>();
+  const proxy = createProxyServer({
+    config: {
+      loginUrl: new URL("https://auth.bench.test/login"),
+      hostTemplates: new Map([[HOST, "code"]]),
+      baseDomain: undefined,
+      defaultTemplate: undefined,
+      trustedProxies: trustedProxies([]),
+      allowedOrigins: [],
+      upstreamTimeoutMs: 60_000,
+      connectTimeoutMs: 5_000,
+      websocketIdleTimeoutMs: 15 * 60_000,
+      startOnAccess: false,
+      accessLog: true,
+    },
+    cluster: {
+      namespace: "bench",
+      findUserland: (u, t) => index.find(u, t),
+      getTemplate: () => undefined,
+      synced: () => true,
+    },
+    sessions: requestSessions(createSessionVerifier(parseVerificationKeys(JSON.parse(publicJwks)))),
+    resolver: overrideResolver(
+      new Map([["bench/code-bench-svc", new URL(`http://127.0.0.1:${upstreamPort}`)]]),
+    ),
+    activity: { touch: (ns, name, now = Date.now()) => void activity.set(`${ns}/${name}`, now) },
+    metrics: createMetrics(),
+    log: createLogger("proxy"),
+  });
+  const { url } = await proxy.listen({ host: "127.0.0.1", port: 0, adminHost: "127.0.0.1", adminPort: 0 });
+  return Number(new URL(url).port);
+}
+
+/** The same few lines around http-proxy 1.18.1 or http-proxy-3: the libraries alone. */
+async function runBare(kind: "hp1" | "hp3", upstreamPort: number): Promise<number> {
+  const target = `http://127.0.0.1:${upstreamPort}`;
+  const agent = new Agent({ keepAlive: true, maxSockets: 512, maxFreeSockets: 64 });
+  type Bare = {
+    web(req: unknown, res: unknown, opts: unknown, cb: (e: Error) => void): void;
+    ws(req: unknown, socket: unknown, head: unknown, opts: unknown, cb: (e: Error) => void): void;
+  };
+  let proxy: Bare;
+  if (kind === "hp3") {
+    const { ProxyServer } = await import("http-proxy-3");
+    proxy = new ProxyServer({ agent }) as unknown as Bare;
+  } else {
+    // http-proxy 1.18.1 ships no types; a devDependency only for this comparison.
+    const httpProxy1 = createRequire(import.meta.url)("http-proxy") as {
+      createProxyServer(o: unknown): Bare;
+    };
+    proxy = httpProxy1.createProxyServer({ agent });
+  }
+  const server = createServer((req, res) => proxy.web(req, res, { target }, () => res.destroy()));
+  server.on("upgrade", (req, socket, head) =>
+    proxy.ws(req, socket, head, { target, agent: false }, () => socket.destroy()),
+  );
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return (server.address() as AddressInfo).port;
+}
+
+// ---------------------------------------------------------------- the load generator
+
+interface Child {
+  name: string;
+  process: ChildProcess;
+  port: number;
+}
+
+function startChild(
+  name: string,
+  role: Role,
+  args: string[] = [],
+  env: Record<string, string> = {},
+): Promise<Child> {
+  const child = fork(here, ["--role", role, ...args], {
+    stdio: ["ignore", "ignore", "inherit", "ipc"],
+    env: { ...process.env, ...env },
+  });
+  return new Promise((resolve, reject) => {
+    child.once("message", (m: { port: number }) => resolve({ name, process: child, port: m.port }));
+    child.once("exit", (code) => reject(new Error(`${name} exited with ${code}`)));
+  });
+}
+
+async function startChp(upstreamPort: number): Promise<Child> {
+  const port = await freePort();
+  const apiPort = await freePort();
+  const bin = join(repoRoot, "node_modules", "configurable-http-proxy", "bin", "configurable-http-proxy");
+  const child = fork(
+    bin,
+    [
+      "--ip",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--api-ip",
+      "127.0.0.1",
+      "--api-port",
+      String(apiPort),
+      "--default-target",
+      `http://127.0.0.1:${upstreamPort}`,
+      "--log-level",
+      "error",
+    ],
+    {
+      stdio: ["ignore", "ignore", "inherit", "ipc"],
+      env: { ...process.env, CONFIGPROXY_AUTH_TOKEN: "bench-token" },
+    },
+  );
+  for (let i = 0; i < 100; i++) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const req = httpRequest(
+        { host: "127.0.0.1", port, path: "/small" },
+        (res) => (res.resume(), resolve(res.statusCode === 200)),
+      );
+      req.on("error", () => resolve(false));
+      req.end();
+    });
+    if (ok) return { name: "configurable-http-proxy", process: child, port };
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  child.kill();
+  throw new Error("configurable-http-proxy did not start");
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address() as AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+}
+
+interface Cell {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+}
+
+async function httpCell(
+  port: number,
+  path: string,
+  connections: number,
+  headers: Record<string, string>,
+): Promise<Cell> {
+  const pool = new Pool(`http://127.0.0.1:${port}`, { connections, pipelining: 1, keepAliveTimeout: 30_000 });
+  const latencies: number[] = [];
+  let errors = 0;
+  const run = async (until: number, record: boolean) => {
+    const worker = async () => {
+      while (performance.now() < until) {
+        const t0 = performance.now();
+        try {
+          const { statusCode, body } = await pool.request({ method: "GET", path, headers });
+          for await (const _ of body) void _;
+          if (statusCode !== 200) errors++;
+        } catch {
+          errors++;
+        }
+        if (record) latencies.push(performance.now() - t0);
+      }
+    };
+    await Promise.all(Array.from({ length: connections }, worker));
+  };
+  await run(performance.now() + 300, false);
+  const start = performance.now();
+  await run(start + SECONDS * 1000, true);
+  const elapsed = (performance.now() - start) / 1000;
+  await pool.close();
+  latencies.sort((a, b) => a - b);
+  return {
+    rps: latencies.length / elapsed,
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    errors,
+  };
+}
+
+async function openWs(port: number, headers: Record<string, string>): Promise<WebSocket> {
+  const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`, { headers, origin: `http://${HOST}` });
+  await new Promise((resolve, reject) => (ws.once("open", resolve), ws.once("error", reject)));
+  return ws;
+}
+
+async function wsCell(
+  port: number,
+  headers: Record<string, string>,
+): Promise<{ rttP50: number; rttP99: number; msgsPerSec: number }> {
+  const payload = Buffer.alloc(64, 97);
+  const one = await openWs(port, headers);
+  const rtts: number[] = [];
+  const rttUntil = performance.now() + Math.min(2000, SECONDS * 1000);
+  while (performance.now() < rttUntil) {
+    const t0 = performance.now();
+    await new Promise((resolve) => (one.once("message", resolve), one.send(payload)));
+    rtts.push(performance.now() - t0);
+  }
+  one.close();
+  rtts.sort((a, b) => a - b);
+  const sockets = await Promise.all(Array.from({ length: 20 }, () => openWs(port, headers)));
+  let count = 0;
+  const until = performance.now() + SECONDS * 1000;
+  await Promise.all(
+    sockets.map(
+      (ws) =>
+        new Promise<void>((resolve) => {
+          ws.on("message", () => {
+            count++;
+            if (performance.now() < until) ws.send(payload);
+            else resolve();
+          });
+          // 8 messages in flight per socket.
+          for (let i = 0; i < 8; i++) ws.send(payload);
+        }),
+    ),
+  );
+  for (const ws of sockets) ws.terminate();
+  return { rttP50: percentile(rtts, 50), rttP99: percentile(rtts, 99), msgsPerSec: count / SECONDS };
+}
+
+function processStats(pid: number | undefined): { rssMiB: number; fds: number } {
+  if (!pid) return { rssMiB: NaN, fds: NaN };
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const rss = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN) / 1024;
+  return { rssMiB: rss, fds: readdirSync(`/proc/${pid}/fd`).length };
+}
+
+const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : "-");
+const ratio = (a: number, b: number) =>
+  Number.isFinite(a) && Number.isFinite(b) && b > 0 ? `${(a / b).toFixed(2)}x` : "-";
+
+async function main(): Promise<void> {
+  const started = performance.now();
+  const { generateSigningKey, parseSigningKeys, publicJwks, createSessionSigner } =
+    await import("../lib/session.ts");
+  const keys = await parseSigningKeys({ keys: [await generateSigningKey("bench")] });
+  const token = await createSessionSigner(keys).sign("bench-user", 3600);
+
+  const upstream = await startChild("upstream", "upstream");
+  const children: Child[] = [upstream];
+  const targets: { name: string; port: number; child?: Child; headers: Record<string, string> }[] = [
+    { name: "direct", port: upstream.port, headers: {} },
+  ];
+  try {
+    const chp = await startChp(upstream.port);
+    children.push(chp);
+    targets.push({ name: "configurable-http-proxy", port: chp.port, child: chp, headers: {} });
+    const userland = await startChild("userland proxy", "userland", [String(upstream.port)], {
+      BENCH_JWKS: JSON.stringify(publicJwks(keys)),
+    });
+    children.push(userland);
+    targets.push({
+      name: "userland proxy",
+      port: userland.port,
+      child: userland,
+      headers: { host: HOST, cookie: `userland_session=${token}` },
+    });
+    if (process.env.BENCH_BARE !== "0") {
+      for (const [name, role] of [
+        ["http-proxy 1.18.1 (bare)", "hp1"],
+        ["http-proxy-3 (bare)", "hp3"],
+      ] as const) {
+        const child = await startChild(name, role, [String(upstream.port)]);
+        children.push(child);
+        targets.push({ name, port: child.port, child, headers: {} });
+      }
+    }
+    const before = new Map(children.map((c) => [c.name, processStats(c.process.pid)]));
+
+    const sizes = [
+      ["small", "/small"],
+      ["1 MiB", "/big"],
+    ] as const;
+    const results = new Map<string, Cell>();
+    for (const [size, path] of sizes) {
+      for (const connections of [1, 10, 100]) {
+        for (const target of targets) {
+          const cell = await httpCell(target.port, path, connections, target.headers);
+          results.set(`${target.name}|${size}|${connections}`, cell);
+          process.stderr.write(
+            `  ${target.name} ${size} c=${connections}: ${fmt(cell.rps)} req/s p50 ${fmt(cell.p50, 2)} ms p99 ${fmt(cell.p99, 2)} ms${cell.errors ? ` errors ${cell.errors}` : ""}\n`,
+          );
+        }
+      }
+    }
+    const ws = new Map<string, Awaited<ReturnType<typeof wsCell>>>();
+    for (const target of targets) {
+      ws.set(target.name, await wsCell(target.port, target.headers));
+      process.stderr.write(`  ${target.name} websocket done\n`);
+    }
+    await new Promise((r) => setTimeout(r, 1500));
+
+    const chpName = "configurable-http-proxy";
+    console.log(
+      `\nProxy benchmark: loopback, ${SECONDS} s per cell, Node ${process.version}, ${(await import("node:os")).cpus().length} CPUs (load generator, proxy and upstream share them)\n`,
+    );
+    console.log(
+      "| target | size | conns | req/s | p50 ms | p99 ms | req/s vs direct | req/s vs CHP | p99 vs CHP |",
+    );
+    console.log("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    for (const [size] of sizes) {
+      for (const connections of [1, 10, 100]) {
+        const direct = results.get(`direct|${size}|${connections}`);
+        const chp = results.get(`${chpName}|${size}|${connections}`);
+        for (const target of targets) {
+          const c = results.get(`${target.name}|${size}|${connections}`);
+          if (!c) continue;
+          console.log(
+            `| ${target.name} | ${size} | ${connections} | ${fmt(c.rps)} | ${fmt(c.p50, 2)} | ${fmt(c.p99, 2)} | ${ratio(c.rps, direct?.rps ?? NaN)} | ${ratio(c.rps, chp?.rps ?? NaN)} | ${ratio(c.p99, chp?.p99 ?? NaN)} |` +
+              (c.errors ? ` errors: ${c.errors}` : ""),
+          );
+        }
+      }
+    }
+    console.log(
+      "\n| target | WS RTT p50 ms | WS RTT p99 ms | WS msgs/s (20 sockets × 8 in flight) | msgs/s vs direct | msgs/s vs CHP | RSS after (MiB) | fds before → after |",
+    );
+    console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    for (const target of targets) {
+      const w = ws.get(target.name);
+      const child = target.child ?? upstream;
+      const after = processStats(child.process.pid);
+      const b = before.get(child.name);
+      console.log(
+        `| ${target.name} | ${fmt(w?.rttP50 ?? NaN, 3)} | ${fmt(w?.rttP99 ?? NaN, 3)} | ${fmt(w?.msgsPerSec ?? NaN)} | ${ratio(w?.msgsPerSec ?? NaN, ws.get("direct")?.msgsPerSec ?? NaN)} | ${ratio(w?.msgsPerSec ?? NaN, ws.get(chpName)?.msgsPerSec ?? NaN)} | ${fmt(after.rssMiB, 1)} | ${b?.fds ?? "-"} → ${after.fds} |`,
+      );
+    }
+    console.log(
+      `\n(direct's RSS and fds are the upstream's.) Total time ${fmt((performance.now() - started) / 1000)} s.`,
+    );
+  } finally {
+    for (const child of children) child.process.kill();
+  }
+}
+
+// Last, so every declaration above is initialised before it runs.
+if (process.argv[2] === "--role") {
+  const role = process.argv[3] as Role;
+  const upstreamPort = Number(process.argv[4] ?? 0);
+  const port =
+    role === "upstream"
+      ? await runUpstream()
+      : role === "userland"
+        ? await runUserland(upstreamPort, process.env.BENCH_JWKS ?? "")
+        : await runBare(role === "hp1" ? "hp1" : "hp3", upstreamPort);
+  process.send?.({ port });
+  process.on("disconnect", () => process.exit(0));
+} else {
+  await main();
+}

@@ -1,0 +1,186 @@
+{{/* Chart name. */}}
+{{- define "userland.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Prefix of every namespaced object: the release name, or "<release>-userland". */}}
+{{- define "userland.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 40 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := include "userland.name" . -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Prefix of cluster-scoped objects: unique per release and namespace. */}}
+{{- define "userland.clusterPrefix" -}}
+{{- printf "%s-%s" .Release.Namespace (include "userland.fullname" .) | trunc 50 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Name of one component's objects: (dict "root" $ "component" "proxy"). */}}
+{{- define "userland.componentName" -}}
+{{- printf "%s-%s" (include "userland.fullname" .root) .component -}}
+{{- end -}}
+
+{{- define "userland.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "userland.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{- define "userland.labels" -}}
+{{ include "userland.selectorLabels" . }}
+app.kubernetes.io/part-of: userland
+app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{/* Labels of objects that belong to no single component. */}}
+{{- define "userland.commonLabels" -}}
+app.kubernetes.io/name: {{ include "userland.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/part-of: userland
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{- define "userland.image" -}}
+{{- $tag := .Values.image.tag | default .Chart.AppVersion -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" .Values.image.repository $tag -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The ServiceAccount user name of a component, as the API server sees it. */}}
+{{- define "userland.serviceAccountUser" -}}
+{{- printf "system:serviceaccount:%s:%s" .root.Release.Namespace (include "userland.componentName" .) -}}
+{{- end -}}
+
+{{- define "userland.publicUrl" -}}
+{{- printf "%s://%s" .root.Values.publicScheme .host -}}
+{{- end -}}
+
+{{- define "userland.authHost" -}}
+{{- printf "auth.%s" .Values.baseDomain -}}
+{{- end -}}
+
+{{- define "userland.userManagerUrl" -}}
+{{- printf "http://%s.%s.svc.%s" (include "userland.componentName" (dict "root" . "component" "user-manager")) .Release.Namespace .Values.clusterDomain -}}
+{{- end -}}
+
+{{/*
+The pod spec parts every component shares: (dict "root" $ "component" "proxy" "values" .Values.proxy).
+*/}}
+{{- define "userland.podCommon" -}}
+{{- $root := .root -}}
+{{- with $root.Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+securityContext:
+  {{- toYaml $root.Values.podSecurityContext | nindent 2 }}
+{{- with $root.Values.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with $root.Values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $root.Values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $root.Values.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+# Replicas on different nodes where possible, so one node's loss is not an outage.
+topologySpreadConstraints:
+  - maxSkew: 1
+    topologyKey: kubernetes.io/hostname
+    whenUnsatisfiable: ScheduleAnyway
+    labelSelector:
+      matchLabels:
+        {{- include "userland.selectorLabels" . | nindent 8 }}
+{{- end -}}
+
+{{/* Pod metadata: (dict "root" $ "component" "proxy"). */}}
+{{- define "userland.podMetadata" -}}
+labels:
+  {{- include "userland.labels" . | nindent 2 }}
+  {{- with .root.Values.podLabels }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+{{- with .root.Values.podAnnotations }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* Container fields every component shares: (dict "root" $ "component" "proxy" "values" .Values.proxy). */}}
+{{- define "userland.containerCommon" -}}
+image: {{ include "userland.image" .root }}
+imagePullPolicy: {{ .root.Values.image.pullPolicy }}
+securityContext:
+  {{- toYaml .root.Values.securityContext | nindent 2 }}
+resources:
+  {{- toYaml .values.resources | nindent 2 }}
+{{- end -}}
+
+{{/* Env vars every component gets. */}}
+{{- define "userland.commonEnv" -}}
+- name: LOG_LEVEL
+  value: {{ .Values.logLevel | quote }}
+- name: USERLAND_NAMESPACE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+- name: POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+- name: NODE_ENV
+  value: production
+{{- end -}}
+
+{{/* A PodDisruptionBudget when a component runs more than one replica. */}}
+{{- define "userland.pdb" -}}
+{{- if gt (int .values.replicas) 1 }}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: {{ include "userland.componentName" . }}
+  namespace: {{ .root.Release.Namespace }}
+  labels:
+    {{- include "userland.labels" . | nindent 4 }}
+spec:
+  {{- $pdb := .values.podDisruptionBudget | default dict }}
+  maxUnavailable: {{ hasKey $pdb "maxUnavailable" | ternary $pdb.maxUnavailable 1 }}
+  selector:
+    matchLabels:
+      {{- include "userland.selectorLabels" . | nindent 6 }}
+{{- end }}
+{{- end -}}
+
+{{/*
+The chart's env vars (a YAML list in .base) with .extra appended; an extra entry replaces the chart's
+entry of the same name, so each name appears once (server-side apply rejects duplicate keys).
+*/}}
+{{- define "userland.mergeEnv" -}}
+{{- $extra := .extra | default list -}}
+{{- $names := list -}}
+{{- range $extra }}{{ $names = append $names .name }}{{ end -}}
+{{- $out := list -}}
+{{- range (fromYamlArray .base) }}{{ if not (has .name $names) }}{{ $out = append $out . }}{{ end }}{{ end -}}
+{{- toYaml (concat $out $extra) -}}
+{{- end -}}

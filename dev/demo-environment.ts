@@ -1,0 +1,66 @@
+/**
+ * Stands in for a student's IDE container on the local platform: an HTTP page that shows whose
+ * environment it is and the X-User header it received, and a WebSocket echo. It listens on
+ * 127.0.0.1; the proxy reaches it through its upstream override (the resolver seam), never
+ * through a cluster address.
+ */
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { WebSocketServer } from "ws";
+
+export interface DemoEnvironment {
+  url: string;
+  close(): Promise<void>;
+}
+
+const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+export async function startDemoEnvironment(owner: {
+  userland: string;
+  user: string;
+  template: string;
+}): Promise<DemoEnvironment> {
+  const server: Server = createServer((req, res) => {
+    const xUser = req.headers["x-user"];
+    const received = Array.isArray(xUser) ? xUser.join(", ") : (xUser ?? "(none)");
+    if (req.url === "/whoami.json") {
+      res
+        .writeHead(200, { "content-type": "application/json" })
+        .end(JSON.stringify({ ...owner, xUser: received, path: req.url }));
+      return;
+    }
+    res.writeHead(200, { "content-type": "text/html; charset=utf-8" })
+      .end(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escape(owner.user)}'s environment</title>
+<style>body{font:16px system-ui,sans-serif;margin:2rem;background:#10151f;color:#e8ecf3}code{background:#1d2533;padding:.1rem .3rem;border-radius:4px}
+#log{white-space:pre;background:#1d2533;padding:1rem;border-radius:8px;min-height:3rem}</style></head><body>
+<h1>Demo environment of <span id="owner">${escape(owner.user)}</span></h1>
+<p>Userland <code>${escape(owner.userland)}</code>, Template <code>${escape(owner.template)}</code>.</p>
+<p>X-User received: <strong id="x-user">${escape(received)}</strong></p>
+<p>This page stands in for an IDE. WebSocket echo: <button id="ping">send</button></p><div id="log"></div>
+<script>
+const log = (m) => (document.getElementById("log").textContent += m + "\\n");
+const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/echo");
+ws.onopen = () => log("connected"); ws.onmessage = (e) => log("echo: " + e.data); ws.onclose = () => log("closed");
+document.getElementById("ping").onclick = () => ws.send("hello from " + document.getElementById("owner").textContent);
+</script></body></html>`);
+  });
+  const wss = new WebSocketServer({ server });
+  wss.on("connection", (socket, req) => {
+    const xUser = req.headers["x-user"];
+    socket.on("message", (data: Buffer) =>
+      socket.send(
+        `${data.toString("utf8")} (X-User: ${Array.isArray(xUser) ? xUser.join(",") : (xUser ?? "none")})`,
+      ),
+    );
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: async () => {
+      for (const client of wss.clients) client.terminate();
+      wss.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

@@ -1,0 +1,144 @@
+/**
+ * A local OpenID provider for trying Userland out (oidc-provider, the same library the tests use):
+ * its login page accepts ANY name without a password. Never use it in production: it exists so
+ * `npm start` works on a machine with no real identity provider.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { exportJWK, generateKeyPair } from "jose";
+import Provider from "oidc-provider";
+
+export interface DevIdentityProvider {
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+  close(): Promise<void>;
+}
+
+const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+function loginPage(uid: string, error = ""): string {
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+<title>Sign in — local development</title>
+<style>body{font:16px system-ui,sans-serif;background:#f4f5f7;margin:0;display:grid;place-items:center;min-height:100vh}
+main{background:#fff;padding:2rem 2.5rem;border-radius:12px;box-shadow:0 2px 12px #0002;max-width:26rem}
+.warn{background:#fff3cd;border:1px solid #e0c36a;padding:.6rem .8rem;border-radius:6px;font-size:.9rem}
+input{font:inherit;padding:.5rem;width:100%;box-sizing:border-box;margin:.5rem 0 1rem}button{font:inherit;padding:.5rem 1.2rem;background:#2b5fd9;color:#fff;border:0;border-radius:6px}
+.err{color:#b00020}</style></head><body><main>
+<h1>Sign in to Userland</h1>
+<p class="warn"><strong>Local development identity provider.</strong> Anyone can sign in as anyone: not for production.</p>
+${error ? `<p class="err">${escape(error)}</p>` : ""}
+<form method="post" action="/interaction/${escape(uid)}/login">
+<label for="name">Your name (any name works)</label>
+<input id="name" name="name" autofocus required maxlength="64" placeholder="e.g. alice">
+<button type="submit">Sign in</button></form></main></body></html>`;
+}
+
+async function readForm(req: IncomingMessage): Promise<URLSearchParams> {
+  let body = "";
+  for await (const chunk of req) {
+    body += String(chunk);
+    if (body.length > 4096) break;
+  }
+  return new URLSearchParams(body);
+}
+
+export async function startDevIdentityProvider(opts: {
+  port: number;
+  redirectUris: string[];
+}): Promise<DevIdentityProvider> {
+  let handle: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) =>
+    void res.writeHead(503).end();
+  const server = createServer((req, res) => handle(req, res));
+  await new Promise<void>((resolve) => server.listen(opts.port, "127.0.0.1", resolve));
+  const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const { privateKey } = await generateKeyPair("RS256", { extractable: true });
+  const clientId = "userland-local";
+  const clientSecret = "local-development-only-secret";
+  const provider = new Provider(issuer, {
+    clients: [
+      {
+        client_id: clientId,
+        client_secret: clientSecret,
+        redirect_uris: opts.redirectUris,
+        grant_types: ["authorization_code"],
+        response_types: ["code"],
+      },
+    ],
+    jwks: { keys: [{ ...(await exportJWK(privateKey)), kid: "local", alg: "RS256", use: "sig" }] },
+    cookies: { keys: ["local-development-only"] },
+    claims: { openid: ["sub"], profile: ["preferred_username", "name"], email: ["email", "email_verified"] },
+    features: { devInteractions: { enabled: false } },
+    interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
+    findAccount: (_ctx, id) => ({
+      accountId: id,
+      claims: () => ({
+        sub: id,
+        preferred_username: id,
+        name: id,
+        email: `${id}@example.invalid`,
+        email_verified: true,
+      }),
+    }),
+  });
+  const callback = provider.callback();
+
+  async function interaction(req: IncomingMessage, res: ServerResponse, uid: string): Promise<void> {
+    const details = await provider.interactionDetails(req, res);
+    if (details.prompt.name === "login") {
+      if (req.method !== "POST") {
+        res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(loginPage(uid));
+        return;
+      }
+      const name = ((await readForm(req)).get("name") ?? "").trim();
+      if (!/^[A-Za-z0-9._@-]{1,64}$/.test(name)) {
+        res
+          .writeHead(400, { "content-type": "text/html; charset=utf-8" })
+          .end(loginPage(uid, "Use letters, digits, '.', '_', '@' or '-'."));
+        return;
+      }
+      await provider.interactionFinished(
+        req,
+        res,
+        { login: { accountId: name } },
+        { mergeWithLastSubmission: false },
+      );
+      return;
+    }
+    // Consent: a first-party app, granted what it asked for.
+    const grant = details.grantId
+      ? await provider.Grant.find(details.grantId)
+      : new provider.Grant({
+          accountId: details.session?.accountId,
+          clientId: String(details.params.client_id),
+        });
+    if (!grant) throw new Error("grant not found");
+    const missing = details.prompt.details as { missingOIDCScope?: string[]; missingOIDCClaims?: string[] };
+    if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(" "));
+    if (missing.missingOIDCClaims) grant.addOIDCClaims(missing.missingOIDCClaims);
+    await provider.interactionFinished(
+      req,
+      res,
+      { consent: { grantId: await grant.save() } },
+      { mergeWithLastSubmission: true },
+    );
+  }
+
+  handle = (req, res) => {
+    const match = /^\/interaction\/([^/?]+)/.exec(req.url ?? "");
+    if (match?.[1]) {
+      interaction(req, res, match[1]).catch((error: unknown) =>
+        res.writeHead(500, { "content-type": "text/plain" }).end(String(error)),
+      );
+      return;
+    }
+    void callback(req, res);
+  };
+
+  return {
+    issuer,
+    clientId,
+    clientSecret,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}

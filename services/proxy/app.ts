@@ -1,0 +1,119 @@
+/**
+ * Wires the proxy for a process: informers for Userlands and Templates (the routing index is fed
+ * by their events), session verification from the public JWKS, the resolver chosen by the
+ * configuration, activity publishing and the HTTP servers. main.ts runs it; tests run it in-process.
+ */
+import type { Template, Userland } from "../../api/v1alpha1/index.ts";
+import { Informer } from "../../lib/informer.ts";
+import type { k8s } from "../../lib/kube.ts";
+import { KubeRest, paths } from "../../lib/kubeRest.ts";
+import type { Logger } from "../../lib/logger.ts";
+import { createSessionVerifier, loadVerificationKeys } from "../../lib/session.ts";
+import { ActivityRecorder } from "./activity.ts";
+import type { ProxyConfig } from "./config.ts";
+import { createMetrics, type ProxyMetrics } from "./metrics.ts";
+import {
+  clusterDnsResolver,
+  fileOverrideResolver,
+  overrideResolver,
+  type UpstreamResolver,
+} from "./resolver.ts";
+import { UserlandIndex, type ClusterView } from "./routing.ts";
+import { createProxyServer, type RunningProxy } from "./server.ts";
+import { requestSessions } from "./session.ts";
+import { userManagerClient } from "./userManager.ts";
+
+export interface ProxyAppOptions {
+  kc: k8s.KubeConfig;
+  log: Logger;
+  /** The namespace served (config.namespace, or the caller's own). */
+  namespace: string;
+  metrics?: ProxyMetrics;
+  /** Replaces the resolver the configuration describes (tests). */
+  resolver?: UpstreamResolver;
+}
+
+export interface ProxyApp {
+  proxy: RunningProxy;
+  activity: ActivityRecorder;
+  cluster: ClusterView;
+  metrics: ProxyMetrics;
+  resolver: UpstreamResolver;
+  /** Resolves once both caches hold their first list. */
+  synced: Promise<void>;
+  /** Graceful stop: drain requests, flush activity, stop watches. */
+  close(graceMs?: number): Promise<void>;
+}
+
+export function resolverFor(config: ProxyConfig, log: Logger): UpstreamResolver {
+  if (config.upstreamOverridesFile) return fileOverrideResolver(config.upstreamOverridesFile, log);
+  if (config.upstreamOverrides) return overrideResolver(config.upstreamOverrides);
+  return clusterDnsResolver(config.clusterDomain);
+}
+
+export async function buildProxyApp(config: ProxyConfig, options: ProxyAppOptions): Promise<ProxyApp> {
+  const { kc, log, namespace } = options;
+  const metrics = options.metrics ?? createMetrics();
+  const verifier = createSessionVerifier(await loadVerificationKeys(config.sessionKeysFile));
+  const resolver = options.resolver ?? resolverFor(config, log);
+  const rest = new KubeRest(kc, "userland-proxy");
+
+  const userlands = new Informer<Userland>(kc, rest, {
+    path: paths.namespaced("userland.dev", "v1alpha1", "userlands", namespace),
+    log,
+  });
+  const templates = new Informer<Template>(kc, rest, {
+    path: paths.namespaced("userland.dev", "v1alpha1", "templates", namespace),
+    log,
+  });
+  const index = new UserlandIndex();
+  const indexChanged = () => metrics.userlands.set(index.size);
+  userlands.on("add", (u) => (index.upsert(u), indexChanged()));
+  userlands.on("update", (u) => (index.upsert(u), indexChanged()));
+  userlands.on("delete", (u) => (index.remove(u), indexChanged()));
+
+  const cluster: ClusterView = {
+    namespace,
+    findUserland: (user, template) => index.find(user, template),
+    getTemplate: (name) => templates.get(name, namespace),
+    synced: () => userlands.hasSynced && templates.hasSynced,
+  };
+  const activity = new ActivityRecorder({
+    rest,
+    log,
+    metrics,
+    flushMs: config.activityFlushMs,
+    cached: (ns, name) => userlands.get(name, ns),
+  });
+  const proxy = createProxyServer({
+    config,
+    cluster,
+    sessions: requestSessions(verifier),
+    resolver,
+    activity,
+    metrics,
+    log,
+    userManager: config.userManager ? userManagerClient(config.userManager) : undefined,
+  });
+
+  const synced = Promise.all([userlands.start(), templates.start()]).then(() => {
+    log.info({ namespace, userlands: index.size }, "caches synced");
+  });
+  activity.start();
+
+  return {
+    proxy,
+    activity,
+    cluster,
+    metrics,
+    resolver,
+    synced,
+    async close(graceMs) {
+      await proxy.close(graceMs);
+      await activity.stop();
+      await Promise.all([userlands.stop(), templates.stop()]);
+      resolver.close();
+      await rest.close();
+    },
+  };
+}

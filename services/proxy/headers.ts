@@ -1,0 +1,217 @@
+/**
+ * What an environment may believe about a request. Environments trust `X-User` (the original
+ * esc-proxy design; code-server, Jupyter and phpMyAdmin set-ups do the same), so the proxy is the
+ * only one allowed to say who a request is from:
+ *
+ * - every client-supplied identity header is removed, matched after lowercasing and turning "_"
+ *   into "-" (CGI/WSGI servers and nginx treat X_User like X-User, so both spellings are refused);
+ * - the session cookie is removed (an environment could otherwise act as the student elsewhere);
+ * - X-Forwarded-For/Proto/Host and Forwarded are believed only from PROXY_TRUSTED_PROXIES and are
+ *   otherwise replaced with what this proxy saw itself;
+ * - `X-User` is set from the verified session, last.
+ */
+import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
+import { BlockList, isIP } from "node:net";
+import type { TLSSocket } from "node:tls";
+
+/** Identity headers of common auth proxies (oauth2-proxy, Apache, Grafana/WebAuth, ...), normalised. */
+export const IDENTITY_HEADERS: ReadonlySet<string> = new Set([
+  "x-user",
+  "x-forwarded-user",
+  "x-forwarded-email",
+  "x-forwarded-preferred-username",
+  "x-forwarded-groups",
+  "x-forwarded-access-token",
+  "x-auth-user",
+  "x-auth-email",
+  "x-email",
+  "x-username",
+  "remote-user",
+  "remote-email",
+  "remote-groups",
+  "remote-name",
+]);
+
+/** Whole families of identity headers (oauth2-proxy, Apache, cloud load balancers, ours). */
+export const IDENTITY_PREFIXES: readonly string[] = [
+  "x-auth-request-",
+  "x-remote-",
+  "x-webauth-",
+  "x-user-",
+  "x-userland-",
+  "x-ms-client-principal",
+  "x-goog-authenticated-user-",
+  "cf-access-authenticated-user-",
+  "x-amzn-oidc-",
+];
+
+const FORWARDING_HEADERS: ReadonlySet<string> = new Set([
+  "forwarded",
+  "x-real-ip",
+  "x-client-ip",
+  "true-client-ip",
+]);
+
+export function normaliseHeaderName(name: string): string {
+  return name.toLowerCase().replace(/_/g, "-");
+}
+
+export function isIdentityHeader(name: string): boolean {
+  const n = normaliseHeaderName(name);
+  return IDENTITY_HEADERS.has(n) || IDENTITY_PREFIXES.some((p) => n.startsWith(p));
+}
+
+function isForwardingHeader(normalised: string): boolean {
+  return normalised.startsWith("x-forwarded-") || FORWARDING_HEADERS.has(normalised);
+}
+
+export interface TrustedProxies {
+  readonly cidrs: readonly string[];
+  trusts(address: string | undefined): boolean;
+}
+
+function splitCidr(cidr: string): { address: string; prefix: number; type: "ipv4" | "ipv6" } {
+  const [address = "", bits, ...rest] = cidr.split("/");
+  const version = isIP(address);
+  if (version === 0 || rest.length > 0)
+    throw new Error(`"${cidr}" is not a CIDR such as 10.0.0.0/8 or fd00::/8`);
+  const max = version === 4 ? 32 : 128;
+  const prefix = bits === undefined ? max : Number(bits);
+  if (
+    !Number.isInteger(prefix) ||
+    prefix < 0 ||
+    prefix > max ||
+    (bits !== undefined && !/^\d+$/.test(bits))
+  ) {
+    throw new Error(`"${cidr}": the prefix length must be 0 to ${max}`);
+  }
+  return { address, prefix, type: version === 4 ? "ipv4" : "ipv6" };
+}
+
+/** Validates a comma-separated CIDR list (a bare address means just that address). */
+export function cidrList(raw: string): string[] {
+  const list = raw
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+  list.forEach(splitCidr);
+  return list;
+}
+
+/** "::ffff:10.1.2.3" (how a dual-stack socket reports an IPv4 peer) → "10.1.2.3". */
+function plainAddress(address: string): string {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  return mapped?.[1] ?? address;
+}
+
+export function trustedProxies(cidrs: readonly string[]): TrustedProxies {
+  const list = new BlockList();
+  for (const cidr of cidrs) {
+    const { address, prefix, type } = splitCidr(cidr);
+    list.addSubnet(address, prefix, type);
+  }
+  return {
+    cidrs,
+    trusts(address) {
+      if (!address || cidrs.length === 0) return false;
+      const plain = plainAddress(address);
+      const version = isIP(plain);
+      return version !== 0 && list.check(plain, version === 4 ? "ipv4" : "ipv6");
+    },
+  };
+}
+
+/** What the proxy believes about the client: from the socket, or from a trusted proxy's headers. */
+export interface ClientInfo {
+  /** The direct peer is a trusted proxy. */
+  trusted: boolean;
+  /** The direct peer's address. */
+  peer: string;
+  proto: "http" | "https";
+  /** Host (and port) the client asked for, lowercase. */
+  host: string;
+}
+
+function first(value: string | string[] | undefined): string | undefined {
+  const v = Array.isArray(value) ? value[0] : value;
+  const item = v?.split(",")[0]?.trim();
+  return item === "" ? undefined : item;
+}
+
+export function clientInfo(req: IncomingMessage, trusted: TrustedProxies): ClientInfo {
+  const peer = plainAddress(req.socket.remoteAddress ?? "");
+  const isTrusted = trusted.trusts(peer);
+  const ownProto = (req.socket as Partial<TLSSocket>).encrypted ? "https" : "http";
+  let proto: "http" | "https" = ownProto;
+  let host = req.headers.host ?? "";
+  if (isTrusted) {
+    const fwdProto = first(req.headers["x-forwarded-proto"])?.toLowerCase();
+    if (fwdProto === "https" || fwdProto === "http") proto = fwdProto;
+    host = first(req.headers["x-forwarded-host"]) ?? host;
+  }
+  return { trusted: isTrusted, peer, proto, host: host.toLowerCase() };
+}
+
+function isSessionCookieName(name: string, sessionCookie: string): boolean {
+  const n = name.trim().toLowerCase();
+  const s = sessionCookie.toLowerCase();
+  // Prefixed and case variants are not ours, but no environment has a reason to receive them.
+  return n === s || n === `__host-${s}` || n === `__secure-${s}`;
+}
+
+/** The Cookie header without the session cookie (undefined when nothing else is left). */
+export function withoutSessionCookie(cookie: string, sessionCookie: string): string | undefined {
+  const kept = cookie
+    .split(";")
+    .map((pair) => pair.trim())
+    .filter((pair) => pair !== "" && !isSessionCookieName(pair.split("=", 1)[0] ?? "", sessionCookie));
+  return kept.length > 0 ? kept.join("; ") : undefined;
+}
+
+/** Every value of the cookie `name` (a browser may send two: host-only and domain-wide). */
+export function cookieValues(cookie: string | undefined, name: string): string[] {
+  if (!cookie) return [];
+  const values: string[] = [];
+  for (const pair of cookie.split(";")) {
+    const eq = pair.indexOf("=");
+    if (eq < 0 || pair.slice(0, eq).trim() !== name) continue;
+    let value = pair.slice(eq + 1).trim();
+    if (value.startsWith('"') && value.endsWith('"') && value.length >= 2) value = value.slice(1, -1);
+    values.push(value);
+  }
+  return values;
+}
+
+/**
+ * Rewrites `headers` (a request's own header object, which http-proxy-3 copies) for the upstream.
+ * Runs for every proxied request and WebSocket upgrade.
+ */
+export function prepareUpstreamHeaders(
+  headers: IncomingHttpHeaders,
+  user: string,
+  client: ClientInfo,
+  sessionCookie: string,
+): void {
+  const forwardedFor = client.trusted ? headers["x-forwarded-for"] : undefined;
+  for (const name of Object.keys(headers)) {
+    const normalised = normaliseHeaderName(name);
+    if (IDENTITY_HEADERS.has(normalised) || IDENTITY_PREFIXES.some((p) => normalised.startsWith(p))) {
+      delete headers[name];
+    } else if (isForwardingHeader(normalised) && (!client.trusted || normalised !== name)) {
+      // From a trusted proxy only the canonical spellings pass; X_Forwarded_For never does.
+      delete headers[name];
+    }
+  }
+  // Node answers "Expect: 100-continue" itself; the upstream gets the body without it.
+  delete headers.expect;
+  if (headers.cookie !== undefined) {
+    const cookie = withoutSessionCookie(headers.cookie, sessionCookie);
+    if (cookie === undefined) delete headers.cookie;
+    else headers.cookie = cookie;
+  }
+  const chain = Array.isArray(forwardedFor) ? forwardedFor.join(", ") : forwardedFor;
+  headers["x-forwarded-for"] = chain ? `${chain}, ${client.peer}` : client.peer;
+  headers["x-forwarded-proto"] = client.proto;
+  if (client.host) headers["x-forwarded-host"] = client.host;
+  headers["x-user"] = user;
+}

@@ -1,0 +1,264 @@
+/**
+ * The pages a student sees instead of their environment: starting, stopped, missing, failed,
+ * unreachable (502) and too slow (504). Plain HTML and CSS, one small inline script on the
+ * starting page (allowed by its hash in the Content-Security-Policy), and a meta refresh so every
+ * page also works without JavaScript. Every interpolated value is escaped by the `html` tag.
+ */
+import { createHash } from "node:crypto";
+
+class Html {
+  readonly text: string;
+  constructor(text: string) {
+    this.text = text;
+  }
+}
+
+export function escapeHtml(value: string): string {
+  return value.replace(/[&<>"'`]/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+function render(value: unknown): string {
+  if (value instanceof Html) return value.text;
+  if (Array.isArray(value)) return value.map(render).join("");
+  if (value === undefined || value === null || value === false) return "";
+  return escapeHtml(typeof value === "string" ? value : JSON.stringify(value));
+}
+
+function html(strings: TemplateStringsArray, ...values: unknown[]): Html {
+  let out = strings[0] ?? "";
+  values.forEach((value, i) => (out += render(value) + (strings[i + 1] ?? "")));
+  return new Html(out);
+}
+
+const style = `
+  :root { color-scheme: light dark; --bg: #f4f5f7; --card: #fff; --fg: #1d2430; --muted: #5b6474; --accent: #2456c7; }
+  @media (prefers-color-scheme: dark) { :root { --bg: #14171c; --card: #1f232a; --fg: #e6e8eb; --muted: #9aa3af; --accent: #6d95f0; } }
+  body { font: 16px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0; background: var(--bg); color: var(--fg); }
+  main { max-width: 36rem; margin: 12vh auto; background: var(--card); padding: 2rem 2.25rem; border-radius: 12px;
+         box-shadow: 0 1px 3px rgba(0,0,0,.12), 0 8px 24px rgba(0,0,0,.06); }
+  h1 { font-size: 1.35rem; margin: 0 0 .75rem; display: flex; align-items: center; gap: .6rem; }
+  p { margin: .6rem 0; }
+  .muted { color: var(--muted); font-size: .92rem; }
+  .status { font-family: ui-monospace, monospace; font-size: .9rem; background: rgba(127,127,127,.12); padding: .1rem .4rem; border-radius: 4px; }
+  .actions { display: flex; flex-wrap: wrap; gap: .75rem; margin-top: 1.5rem; }
+  button, a.button { font: inherit; padding: .55rem 1.2rem; border-radius: 6px; border: 1px solid var(--accent);
+         background: var(--accent); color: #fff; text-decoration: none; cursor: pointer; }
+  a.secondary { background: transparent; color: var(--accent); }
+  .spinner { width: 1.1rem; height: 1.1rem; border: 3px solid rgba(127,127,127,.25); border-top-color: var(--accent);
+         border-radius: 50%; animation: spin .9s linear infinite; flex: none; }
+  @keyframes spin { to { transform: rotate(360deg); } }
+  @media (prefers-reduced-motion: reduce) { .spinner { animation: none; } }
+`;
+
+/** Follows /_userland/status; reloads into the environment once it is ready (or needs a new page). */
+const startingScript = `(function () {
+  var phase = document.getElementById("phase"), message = document.getElementById("message"), delay = 1000;
+  function poll() {
+    fetch("/_userland/status", { credentials: "same-origin", cache: "no-store", headers: { accept: "application/json" } })
+      .then(function (r) { if (!r.ok && r.status !== 503) throw new Error(String(r.status)); return r.json(); })
+      .then(function (s) {
+        if (s.state !== "starting") { location.reload(); return; }
+        phase.textContent = s.phase || "Pending";
+        message.textContent = s.message || "";
+        delay = 1000;
+        setTimeout(poll, delay);
+      })
+      .catch(function () { delay = Math.min(delay * 2, 10000); setTimeout(poll, delay); });
+  }
+  setTimeout(poll, delay);
+})();`;
+
+// The CSP hash covers the element's text byte for byte, so the element is built here, outside
+// the html`` templates (a formatter re-indenting those would silently block the script).
+const scriptHash = `sha256-${createHash("sha256").update(startingScript).digest("base64")}`;
+const startingScriptElement = new Html(`<script>${startingScript}</script>`);
+
+/** Headers every page gets: no caching (a page stands in for the environment), a strict CSP. */
+export function pageHeaders(withScript: boolean): Record<string, string> {
+  return {
+    "content-type": "text/html; charset=utf-8",
+    "cache-control": "no-store",
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "content-security-policy":
+      `default-src 'none'; style-src 'unsafe-inline'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'` +
+      (withScript ? `; script-src '${scriptHash}'` : ""),
+  };
+}
+
+export interface Page {
+  status: number;
+  title: string;
+  body: string;
+  /** Extra response headers (Retry-After). */
+  headers?: Record<string, string>;
+  /** The same information for API clients (Accept: application/json). */
+  json: Record<string, unknown>;
+  script?: boolean;
+}
+
+function document(
+  title: string,
+  body: Html,
+  options: { refreshSeconds?: number; script?: boolean; spinner?: boolean },
+): string {
+  const refresh = options.refreshSeconds
+    ? html`<meta http-equiv="refresh" content="${options.refreshSeconds}" />`
+    : "";
+  return html`<!doctype html>
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <meta name="robots" content="noindex" />
+        <title>${title}</title>
+        ${options.script ? html`<noscript>${refresh}</noscript>` : refresh}
+        <style>
+          ${new Html(style)}
+        </style>
+      </head>
+      <body>
+        <main>
+          <h1>${options.spinner ? html`<span class="spinner" aria-hidden="true"></span>` : ""}${title}</h1>
+          ${body}
+        </main>
+        ${options.script ? startingScriptElement : ""}
+      </body>
+    </html> `.text;
+}
+
+export interface EnvironmentInfo {
+  /** The Template's display name, or its name. */
+  title: string;
+  template: string;
+  user: string;
+}
+
+export function startingPage(env: EnvironmentInfo, phase: string, message: string | undefined): Page {
+  const title = `Your ${env.title} environment is starting`;
+  const body = html`<p>
+      This usually takes less than a minute. This page continues to your environment by itself once it is
+      ready.
+    </p>
+    <p class="muted">
+      Status: <span class="status" id="phase">${phase}</span> <span id="message">${message ?? ""}</span>
+    </p>
+    <p class="muted">Signed in as ${env.user}.</p>`;
+  return {
+    status: 503,
+    title,
+    body: document(title, body, { refreshSeconds: 5, script: true, spinner: true }),
+    headers: { "retry-after": "2" },
+    json: { state: "starting", template: env.template, phase, message: message ?? "" },
+    script: true,
+  };
+}
+
+export function stoppedPage(
+  env: EnvironmentInfo,
+  options: { canStart: boolean; returnPath: string; reason?: string | undefined },
+): Page {
+  const title = `Your ${env.title} environment is stopped`;
+  const why =
+    options.reason === "IdleTimeout"
+      ? html`<p>It was stopped after a while without use. Your files are kept.</p>`
+      : html`<p>Your files are kept while it is stopped.</p>`;
+  const action = options.canStart
+    ? html`<form method="post" action="/_userland/start" class="actions">
+        <input type="hidden" name="rd" value="${options.returnPath}" />
+        <button type="submit">Start my environment</button>
+      </form>`
+    : html`<p class="muted">Ask your course administrator to start it again.</p>`;
+  return {
+    status: 503,
+    title,
+    body: document(
+      title,
+      html`${why}${action}
+        <p class="muted">Signed in as ${env.user}.</p>`,
+      {},
+    ),
+    json: { state: "stopped", template: env.template, canStart: options.canStart },
+  };
+}
+
+export function missingPage(env: EnvironmentInfo): Page {
+  const title = `You have no ${env.title} environment`;
+  const body = html`<p>
+      There is no <strong>${env.title}</strong> environment for your account, so there is nothing to open
+      here.
+    </p>
+    <p>If you expected one, ask your course administrator to add you; mention your user name below.</p>
+    <p class="muted">Signed in as <span class="status">${env.user}</span>.</p>`;
+  return {
+    status: 404,
+    title,
+    body: document(title, body, {}),
+    json: { state: "missing", template: env.template },
+  };
+}
+
+export function failedPage(env: EnvironmentInfo, message: string | undefined): Page {
+  const title = `Your ${env.title} environment could not start`;
+  const body = html`<p>
+      Something is wrong with this environment. Your course administrator has been told by the platform; this
+      page checks again every 30 seconds.
+    </p>
+    ${message ? html`<p class="muted">Details: ${message}</p>` : ""}
+    <p class="muted">Signed in as ${env.user}.</p>`;
+  return {
+    status: 503,
+    title,
+    body: document(title, body, { refreshSeconds: 30 }),
+    headers: { "retry-after": "30" },
+    json: { state: "failed", template: env.template, message: message ?? "" },
+  };
+}
+
+export function unknownHostPage(host: string): Page {
+  const title = "Nothing is served at this address";
+  const body = html`<p>
+    No environment belongs to <span class="status">${host}</span>. Check the address you were given.
+  </p>`;
+  return { status: 404, title, body: document(title, body, {}), json: { state: "unknown-host", host } };
+}
+
+export function upstreamErrorPage(
+  status: 502 | 504,
+  env: EnvironmentInfo | undefined,
+  returnPath: string,
+): Page {
+  const title =
+    status === 504 ? "Your environment is taking too long to answer" : "Your environment is not answering";
+  const what = env ? env.title : "environment";
+  const body =
+    status === 504
+      ? html`<p>Your ${what} environment did not answer in time. It may be busy; try again in a moment.</p>`
+      : html`<p>
+          Your ${what} environment is running but refused the connection. It may still be starting up inside,
+          or it may have crashed; this page tries again every 10 seconds.
+        </p>`;
+  return {
+    status,
+    title,
+    body: document(
+      title,
+      html`${body}
+        <div class="actions"><a class="button" href="${returnPath}">Try again</a></div>`,
+      {
+        refreshSeconds: status === 502 ? 10 : undefined,
+      },
+    ),
+    headers: { "retry-after": status === 502 ? "10" : "5" },
+    json: { state: status === 504 ? "timeout" : "unreachable" },
+  };
+}
+
+export function simplePage(status: number, title: string, message: string): Page {
+  return {
+    status,
+    title,
+    body: document(title, html`<p>${message}</p>`, {}),
+    json: { error: title, message },
+  };
+}

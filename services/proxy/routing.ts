@@ -1,0 +1,113 @@
+/**
+ * Routing in two steps, neither of which can reach another student's environment:
+ *
+ * 1. the Host name picks a Template (PROXY_HOST_TEMPLATES, then <template>.<PROXY_BASE_DOMAIN>,
+ *    then PROXY_DEFAULT_TEMPLATE), so every application is served at the root path, unmodified;
+ * 2. the verified session's user and that Template pick the Userland, from an index kept up to
+ *    date by the Userland informer's events (no API call per request).
+ *
+ * Identities are looked up exactly (api/naming.ts: names are never guessed from identities).
+ */
+import type { Template, Userland } from "../../api/v1alpha1/index.ts";
+import { TEMPLATE_NAME_PATTERN } from "../../api/v1alpha1/template.ts";
+import { normaliseHost } from "./config.ts";
+
+const templatePattern = new RegExp(TEMPLATE_NAME_PATTERN);
+
+export interface HostRoutes {
+  hostTemplates: ReadonlyMap<string, string>;
+  baseDomain?: string | undefined;
+  defaultTemplate?: string | undefined;
+}
+
+/** The Template a Host header selects, or undefined. Map entries may name a port; otherwise it is ignored. */
+export function templateForHost(hostHeader: string | undefined, routes: HostRoutes): string | undefined {
+  const lower = hostHeader ? hostHeader.trim().toLowerCase() : "";
+  const withDot = stripPort(lower);
+  const port = lower.slice(withDot.length);
+  const host = normaliseHost(withDot);
+  if (host) {
+    const exact = routes.hostTemplates.get(host + port) ?? routes.hostTemplates.get(host);
+    if (exact) return exact;
+    if (routes.baseDomain && host.endsWith(`.${routes.baseDomain}`)) {
+      const label = host.slice(0, -routes.baseDomain.length - 1);
+      // One label only: "a.b.example.org" is not the Template "a.b".
+      if (templatePattern.test(label)) return label;
+    }
+  }
+  return routes.defaultTemplate;
+}
+
+function stripPort(host: string): string {
+  if (host.startsWith("[")) return host.slice(0, host.indexOf("]") + 1);
+  const colon = host.lastIndexOf(":");
+  return colon >= 0 ? host.slice(0, colon) : host;
+}
+
+const key = (u: Userland) => `${u.metadata.namespace ?? ""}/${u.metadata.name ?? ""}`;
+const slot = (user: string, template: string) => `${template}\u0000${user}`;
+
+/** Oldest first, then by name: every replica picks the same one among duplicates. */
+function older(a: Userland, b: Userland): boolean {
+  // Plain JSON from the informer: a string, whatever V1ObjectMeta's Date type says.
+  const ta = Date.parse(String(a.metadata.creationTimestamp)) || 0;
+  const tb = Date.parse(String(b.metadata.creationTimestamp)) || 0;
+  if (ta !== tb) return ta < tb;
+  return (a.metadata.name ?? "") < (b.metadata.name ?? "");
+}
+
+/**
+ * Userlands by (spec.user, spec.templateName). Fed by informer add/update/delete events; a
+ * Userland whose templateName changes moves to its new slot. Two Userlands for the same user and
+ * Template (an admin's mistake) resolve to the oldest, so the choice is stable.
+ */
+export class UserlandIndex {
+  private readonly bySlot = new Map<string, Map<string, Userland>>();
+  private readonly slotOf = new Map<string, string>();
+
+  upsert(userland: Userland): void {
+    const k = key(userland);
+    const s = slot(userland.spec.user, userland.spec.templateName);
+    const previous = this.slotOf.get(k);
+    if (previous !== undefined && previous !== s) this.removeFromSlot(previous, k);
+    this.slotOf.set(k, s);
+    let entries = this.bySlot.get(s);
+    if (!entries) this.bySlot.set(s, (entries = new Map<string, Userland>()));
+    entries.set(k, userland);
+  }
+
+  remove(userland: Userland): void {
+    const k = key(userland);
+    const s = this.slotOf.get(k);
+    if (s === undefined) return;
+    this.slotOf.delete(k);
+    this.removeFromSlot(s, k);
+  }
+
+  private removeFromSlot(s: string, k: string): void {
+    const entries = this.bySlot.get(s);
+    entries?.delete(k);
+    if (entries?.size === 0) this.bySlot.delete(s);
+  }
+
+  /** The user's Userland for a Template, or undefined. */
+  find(user: string, templateName: string): Userland | undefined {
+    const entries = this.bySlot.get(slot(user, templateName));
+    if (!entries) return undefined;
+    let best: Userland | undefined;
+    for (const u of entries.values()) if (!best || older(u, best)) best = u;
+    return best;
+  }
+
+  get size(): number {
+    return this.slotOf.size;
+  }
+}
+
+/** What the proxy needs from the cluster: the index, the Templates and whether caches are synced. */
+export interface ClusterView {
+  namespace: string;
+  findUserland(user: string, templateName: string): Userland | undefined;
+  getTemplate(name: string): Template | undefined;
+  synced(): boolean;
+}

@@ -1,0 +1,284 @@
+/** The proxy's pure parts: host routing, the Userland index, header rules, the resolver seam, settings. */
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { test } from "node:test";
+import type { Userland } from "../../../api/v1alpha1/index.ts";
+import { ConfigError } from "../../../lib/config.ts";
+import { pageHeaders, startingPage } from "../pages.ts";
+import { createLogger } from "../../../lib/logger.ts";
+import { eventually } from "../../../test/support/cluster.ts";
+import { loadProxyConfig } from "../config.ts";
+import {
+  cookieValues,
+  isIdentityHeader,
+  prepareUpstreamHeaders,
+  trustedProxies,
+  withoutSessionCookie,
+} from "../headers.ts";
+import { clusterDnsResolver, fileOverrideResolver, overrideResolver, parseOverrides } from "../resolver.ts";
+import { templateForHost, UserlandIndex } from "../routing.ts";
+import { environmentState, originAllowed, safeReturnPath } from "../server.ts";
+import { testKeys } from "./support.ts";
+
+const routes = {
+  hostTemplates: new Map([
+    ["code.example.org", "code"],
+    ["ide.example.org:8443", "cloud9"],
+  ]),
+  baseDomain: "apps.example.org",
+  defaultTemplate: undefined,
+};
+
+test("the Host picks the Template: map, then <template>.<base domain>, then the default", () => {
+  assert.equal(templateForHost("code.example.org", routes), "code");
+  assert.equal(
+    templateForHost("CODE.Example.ORG.:443", routes),
+    "code",
+    "case, trailing dot and port do not matter",
+  );
+  assert.equal(templateForHost("ide.example.org:8443", routes), "cloud9", "a mapped port is matched exactly");
+  assert.equal(templateForHost("ide.example.org", routes), undefined);
+  assert.equal(templateForHost("jupyter.apps.example.org", routes), "jupyter");
+  assert.equal(templateForHost("a.b.apps.example.org", routes), undefined, "one label only");
+  assert.equal(templateForHost("Bad_Name.apps.example.org", routes), undefined);
+  assert.equal(templateForHost("apps.example.org", routes), undefined);
+  assert.equal(templateForHost("evil.org", { ...routes, defaultTemplate: "code" }), "code");
+  assert.equal(templateForHost(undefined, routes), undefined);
+});
+
+function userland(name: string, user: string, templateName: string, created: string): Userland {
+  return {
+    apiVersion: "userland.dev/v1alpha1",
+    kind: "Userland",
+    metadata: { name, namespace: "ns", creationTimestamp: created as unknown as Date },
+    spec: { user, templateName },
+  };
+}
+
+test("the index finds Userlands by exact identity and Template; duplicates resolve to the oldest", () => {
+  const index = new UserlandIndex();
+  index.upsert(userland("b", "Koba1t", "code", "2026-01-02T00:00:00Z"));
+  index.upsert(userland("a", "koba1t", "code", "2026-01-01T00:00:00Z"));
+  assert.equal(index.find("Koba1t", "code")?.metadata.name, "b");
+  assert.equal(index.find("koba1t", "code")?.metadata.name, "a");
+  assert.equal(index.find("KOBA1T", "code"), undefined);
+  index.upsert(userland("c", "Koba1t", "code", "2026-01-01T00:00:00Z"));
+  assert.equal(index.find("Koba1t", "code")?.metadata.name, "c", "the oldest of two");
+  index.upsert(userland("c", "Koba1t", "jupyter", "2026-01-01T00:00:00Z"));
+  assert.equal(index.find("Koba1t", "code")?.metadata.name, "b", "a templateName change moves the Userland");
+  assert.equal(index.find("Koba1t", "jupyter")?.metadata.name, "c");
+  index.remove(userland("b", "Koba1t", "code", ""));
+  assert.equal(index.find("Koba1t", "code"), undefined);
+  assert.equal(index.size, 2);
+});
+
+test("environment states follow phase, enabled and observedGeneration", () => {
+  const u = (status: Userland["status"], enabled?: boolean, generation = 1): Userland => ({
+    ...userland("a", "a", "code", ""),
+    spec: { user: "a", templateName: "code", ...(enabled === undefined ? {} : { enabled }) },
+    metadata: { name: "a", generation },
+    status,
+  });
+  const service = { name: "s", port: 80 };
+  assert.equal(environmentState(undefined), "missing");
+  assert.equal(environmentState(u({ phase: "Ready", service, observedGeneration: 1 })), "ready");
+  assert.equal(environmentState(u({ phase: "Ready", service, observedGeneration: 1 }, false)), "stopped");
+  assert.equal(
+    environmentState(u({ phase: "Ready", service, observedGeneration: 1 }, true, 2)),
+    "starting",
+    "status of an older spec",
+  );
+  assert.equal(environmentState(u({ phase: "Failed", observedGeneration: 1 })), "failed");
+  assert.equal(environmentState(u({ phase: "Starting", observedGeneration: 1 })), "starting");
+  assert.equal(environmentState(u(undefined)), "starting");
+});
+
+test("identity headers are recognised in every spelling", () => {
+  for (const name of [
+    "X-User",
+    "x_user",
+    "X_USER",
+    "X-Forwarded-User",
+    "x_forwarded_user",
+    "X-Auth-Request-User",
+    "X-Auth-Request-Email",
+    "X-Forwarded-Email",
+    "X-Remote-User",
+    "Remote-User",
+    "REMOTE_USER",
+    "X-WebAuth-User",
+    "X-Forwarded-Preferred-Username",
+    "X-Auth-User",
+    "X-Auth-Request-Groups",
+    "X-Goog-Authenticated-User-Email",
+    "X-Amzn-Oidc-Identity",
+    "Cf-Access-Authenticated-User-Email",
+  ]) {
+    assert.ok(isIdentityHeader(name), name);
+  }
+  for (const name of ["Authorization", "X-Requested-With", "User-Agent", "X-Xsrftoken"])
+    assert.ok(!isIdentityHeader(name), name);
+});
+
+test("upstream headers: identity and forwarding headers replaced, session cookie removed", () => {
+  const headers: Record<string, string | string[] | undefined> = {
+    "x-user": "mallory, admin",
+    x_user: "mallory",
+    "x-forwarded-for": "10.0.0.1",
+    x_forwarded_for: "10.0.0.2",
+    "x-forwarded-host": "evil.example",
+    forwarded: "for=1.2.3.4",
+    expect: "100-continue",
+    cookie: "a=1; userland_session=tok; __Host-userland_session=x; b=2",
+  };
+  prepareUpstreamHeaders(
+    headers,
+    "alice",
+    { trusted: false, peer: "192.0.2.7", proto: "http", host: "code.example.org" },
+    "userland_session",
+  );
+  assert.deepEqual(headers, {
+    "x-user": "alice",
+    "x-forwarded-for": "192.0.2.7",
+    "x-forwarded-proto": "http",
+    "x-forwarded-host": "code.example.org",
+    cookie: "a=1; b=2",
+  });
+  const trusted: Record<string, string | string[] | undefined> = {
+    "x-forwarded-for": "198.51.100.1",
+    x_forwarded_for: "1.1.1.1",
+    "x-forwarded-proto": "https",
+  };
+  prepareUpstreamHeaders(
+    trusted,
+    "alice",
+    { trusted: true, peer: "10.1.2.3", proto: "https", host: "code.example.org" },
+    "userland_session",
+  );
+  assert.equal(trusted["x-forwarded-for"], "198.51.100.1, 10.1.2.3", "a trusted proxy's chain is extended");
+  assert.equal(
+    trusted.x_forwarded_for,
+    undefined,
+    "only canonical spellings pass, even from a trusted proxy",
+  );
+  assert.equal(withoutSessionCookie("userland_session=x", "userland_session"), undefined);
+  assert.deepEqual(cookieValues('a=1; userland_session="q"; userland_session=r', "userland_session"), [
+    "q",
+    "r",
+  ]);
+});
+
+test("trusted proxies are CIDRs, IPv4-mapped addresses included", () => {
+  const trust = trustedProxies(["10.0.0.0/8", "fd00::/8", "192.0.2.1"]);
+  assert.ok(trust.trusts("10.2.3.4"));
+  assert.ok(trust.trusts("::ffff:10.2.3.4"));
+  assert.ok(trust.trusts("fd00::1"));
+  assert.ok(trust.trusts("192.0.2.1"));
+  assert.ok(!trust.trusts("192.0.2.2"));
+  assert.ok(!trust.trusts("11.0.0.1"));
+  assert.ok(!trustedProxies([]).trusts("127.0.0.1"));
+});
+
+test("the resolver seam: cluster DNS in production, loopback-only overrides otherwise", async (t) => {
+  assert.equal(
+    clusterDnsResolver("cluster.local").resolve("ns", "code-a-svc", 8080)?.href,
+    "http://code-a-svc.ns.svc.cluster.local:8080/",
+  );
+  const overrides = parseOverrides("ns/code-a-svc=http://127.0.0.1:8081, ns/other=http://[::1]:9000");
+  const resolver = overrideResolver(overrides);
+  assert.equal(resolver.resolve("ns", "code-a-svc", 80)?.href, "http://127.0.0.1:8081/");
+  assert.equal(resolver.resolve("ns", "unknown", 80), undefined, "no fallback to cluster DNS");
+  for (const bad of [
+    "ns/x=http://10.0.0.1:80",
+    "ns/x=http://198.18.0.10:80",
+    "ns/x=https://127.0.0.1:8443",
+    "ns/x=http://127.0.0.1",
+    "x=http://127.0.0.1:1",
+    "ns/x=http://127.0.0.1:1/path",
+  ]) {
+    assert.throws(() => parseOverrides(bad), Error, bad);
+  }
+  assert.throws(() => resolver.set("ns", "y", "http://198.18.0.1:80"), /loopback/);
+
+  const keys = await testKeys(t);
+  const file = join(keys.dir, "overrides.json");
+  await writeFile(file, JSON.stringify({ "ns/a": "http://127.0.0.1:1001" }));
+  const fromFile = fileOverrideResolver(file, createLogger("test", "silent"), 50);
+  t.after(() => fromFile.close());
+  assert.equal(fromFile.resolve("ns", "a", 80)?.port, "1001");
+  await writeFile(file, JSON.stringify({ "ns/a": "http://127.0.0.1:1002", "ns/b": "http://127.0.0.1:1003" }));
+  await eventually(
+    "the file to be re-read",
+    () => fromFile.resolve("ns", "b", 80)?.port === "1003",
+    5000,
+    20,
+  );
+  await writeFile(file, "{ broken");
+  await new Promise((r) => setTimeout(r, 200));
+  assert.equal(fromFile.resolve("ns", "a", 80)?.port, "1002", "a broken edit keeps the previous map");
+});
+
+test("origins, return paths", () => {
+  const client = { trusted: false, peer: "127.0.0.1", proto: "http" as const, host: "code.example.org" };
+  assert.ok(originAllowed("https://code.example.org", client, []));
+  assert.ok(originAllowed(undefined, client, []));
+  assert.ok(!originAllowed("https://code.example.org.evil.example", client, []));
+  assert.ok(!originAllowed("null", client, []));
+  assert.ok(originAllowed("https://portal.example.org", client, ["https://portal.example.org"]));
+  assert.equal(safeReturnPath("/a?b=1"), "/a?b=1");
+  for (const bad of ["//evil.example/", "/\\evil.example", "https://evil.example/", "", undefined, "/a\nb"])
+    assert.equal(safeReturnPath(bad), "/", String(bad));
+});
+
+test("settings: every problem at once, with the variable to fix", () => {
+  assert.throws(
+    () =>
+      loadProxyConfig({
+        PROXY_UPSTREAM_OVERRIDES: "ns/a=http://10.0.0.1:80",
+        PROXY_TRUSTED_PROXIES: "10.0.0.0/33",
+      }),
+    (error: unknown) => {
+      assert.ok(error instanceof ConfigError);
+      const text = error.problems.join("\n");
+      assert.match(text, /PROXY_SESSION_PUBLIC_KEYS_FILE/);
+      assert.match(text, /PROXY_LOGIN_URL/);
+      assert.match(text, /PROXY_UPSTREAM_OVERRIDES=.*loopback/);
+      assert.match(text, /PROXY_TRUSTED_PROXIES=/);
+      return true;
+    },
+  );
+  assert.throws(
+    () =>
+      loadProxyConfig({
+        PROXY_SESSION_PUBLIC_KEYS_FILE: "/k",
+        PROXY_LOGIN_URL: "https://auth.example.org/login",
+      }),
+    /PROXY_HOST_TEMPLATES, PROXY_BASE_DOMAIN and\/or PROXY_DEFAULT_TEMPLATE/,
+  );
+  const config = loadProxyConfig({
+    PROXY_SESSION_PUBLIC_KEYS_FILE: "/k",
+    PROXY_LOGIN_URL: "https://auth.example.org/login",
+    PROXY_BASE_DOMAIN: "*.Example.org",
+    PROXY_UPSTREAM_TIMEOUT: "2m",
+  });
+  assert.equal(config.baseDomain, "example.org");
+  assert.equal(config.upstreamTimeoutMs, 120_000);
+  assert.equal(config.activityFlushMs, 30_000);
+  assert.equal(config.adminPort, 9090);
+});
+
+test("the starting page's script is allowed by exactly the hash in its CSP", () => {
+  const page = startingPage({ template: "code", user: "alice", title: "VS Code" }, "Starting", "");
+  const scripts = [...page.body.matchAll(/<script>([\s\S]*?)<\/script>/g)].map((m) => m[1] ?? "");
+  assert.equal(scripts.length, 1, "one inline script");
+  const hash = `sha256-${createHash("sha256")
+    .update(scripts[0] ?? "")
+    .digest("base64")}`;
+  const csp = pageHeaders(true)["content-security-policy"] ?? "";
+  assert.ok(
+    csp.includes(`script-src '${hash}'`),
+    `the browser hashes the element's text as is; CSP was ${csp}, the element hashes to ${hash}`,
+  );
+});

@@ -1,0 +1,307 @@
+/**
+ * Authentication and authorization of every API call by Kubernetes itself: the bearer token is
+ * checked with a TokenReview, and the caller's right to act on Userlands with a
+ * LocalSubjectAccessReview. Admins, teachers' tools and other services use their own Kubernetes
+ * identities (a ServiceAccount token, `kubectl create token`, an OIDC token the API server accepts),
+ * and RBAC Roles decide who may do what; this service keeps no user list of its own.
+ *
+ * LocalSubjectAccessReview rather than the cluster-scoped SubjectAccessReview: it answers the same
+ * question for one namespace and needs only a namespaced Role, so the service cannot probe anyone's
+ * permissions elsewhere in the cluster. TokenReview has no namespaced form.
+ */
+import { createHash } from "node:crypto";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { GROUP } from "../../api/v1alpha1/index.ts";
+import type { KubeRest } from "../../lib/kubeRest.ts";
+import { HttpError } from "./errors.ts";
+import { retryTooManyRequests } from "./store.ts";
+import type { Metrics } from "./metrics.ts";
+
+export type Verb = "get" | "list" | "create" | "patch" | "delete";
+
+export interface Caller {
+  username: string;
+  uid?: string;
+  groups: string[];
+  extra?: Record<string, string[]>;
+}
+
+declare module "fastify" {
+  interface FastifyRequest {
+    /** The authenticated caller; null only on public routes. */
+    caller: Caller | null;
+    /** Throws 403 unless the caller may `verb` Userlands (named `name`, if given). */
+    authorize(verb: Verb, name?: string): Promise<void>;
+  }
+  interface FastifyContextConfig {
+    /** Served without authentication (probes, metrics, the OpenAPI document). */
+    public?: boolean;
+    /** What the caller must be allowed to do on userlands.userland.dev before the handler runs. */
+    permissions?: Verb[];
+    /** The route parameter holding the Userland name, so Roles with resourceNames apply. */
+    nameParam?: string;
+  }
+}
+
+/** A small time-bounded cache with a size cap (oldest entries go first). */
+export class TtlCache<V> {
+  private readonly entries = new Map<string, { value: V; expires: number }>();
+  private readonly max: number;
+  constructor(max = 10_000) {
+    this.max = max;
+  }
+  get(key: string, now = Date.now()): V | undefined {
+    const entry = this.entries.get(key);
+    if (!entry) return undefined;
+    if (entry.expires <= now) {
+      this.entries.delete(key);
+      return undefined;
+    }
+    return entry.value;
+  }
+  set(key: string, value: V, expires: number): void {
+    this.entries.delete(key);
+    if (this.entries.size >= this.max) {
+      const oldest = this.entries.keys().next();
+      if (!oldest.done) this.entries.delete(oldest.value);
+    }
+    this.entries.set(key, { value, expires });
+  }
+  delete(key: string): void {
+    this.entries.delete(key);
+  }
+  get size(): number {
+    return this.entries.size;
+  }
+}
+
+interface TokenReviewStatus {
+  authenticated?: boolean;
+  user?: { username?: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> };
+  audiences?: string[];
+  error?: string;
+}
+
+export interface AuthenticatorOptions {
+  rest: KubeRest;
+  ttlMs: number;
+  audiences: string[];
+  metrics: Metrics;
+}
+
+/** Bearer tokens → Kubernetes identities via TokenReview, cached by a hash of the token. */
+export class TokenAuthenticator {
+  private readonly opts: AuthenticatorOptions;
+  // Keyed by a SHA-256 of the token so the cache never holds a usable credential.
+  private readonly cache = new TtlCache<Promise<Caller | undefined>>();
+
+  constructor(opts: AuthenticatorOptions) {
+    this.opts = opts;
+  }
+
+  /** The caller, or undefined for a token Kubernetes does not accept. Throws when Kubernetes cannot be asked. */
+  authenticate(token: string): Promise<Caller | undefined> {
+    const key = createHash("sha256").update(token).digest("base64url");
+    const cached = this.cache.get(key);
+    if (cached) return cached;
+    const pending = this.review(token);
+    // In-flight requests with the same token share one review; a failed review is not remembered.
+    this.cache.set(key, pending, Date.now() + Math.max(this.opts.ttlMs, 1_000));
+    pending.then(
+      () => {
+        const expires = Math.min(Date.now() + this.opts.ttlMs, jwtExpiry(token) ?? Infinity);
+        if (expires > Date.now()) this.cache.set(key, pending, expires);
+        else this.cache.delete(key);
+      },
+      () => this.cache.delete(key),
+    );
+    return pending;
+  }
+
+  private async review(token: string): Promise<Caller | undefined> {
+    const { rest, audiences, metrics } = this.opts;
+    let status: TokenReviewStatus | undefined;
+    try {
+      const body = {
+        apiVersion: "authentication.k8s.io/v1",
+        kind: "TokenReview",
+        spec: { token, ...(audiences.length > 0 ? { audiences } : {}) },
+      };
+      const review = await retryTooManyRequests(() =>
+        rest.create<{ status?: TokenReviewStatus }>("/apis/authentication.k8s.io/v1/tokenreviews", body),
+      );
+      status = review.status;
+    } catch (error) {
+      metrics.tokenReviews.inc({ result: "error" });
+      throw error;
+    }
+    const username = status?.user?.username;
+    const audienceOk = audiences.length === 0 || (status?.audiences ?? []).some((a) => audiences.includes(a));
+    if (!status?.authenticated || !username || !audienceOk) {
+      metrics.tokenReviews.inc({ result: "rejected" });
+      return undefined;
+    }
+    metrics.tokenReviews.inc({ result: "authenticated" });
+    const user = status.user ?? {};
+    return {
+      username,
+      groups: user.groups ?? [],
+      ...(user.uid ? { uid: user.uid } : {}),
+      ...(user.extra ? { extra: user.extra } : {}),
+    };
+  }
+}
+
+/** The `exp` of a JWT (ServiceAccount and OIDC tokens are JWTs), so a cached token never outlives itself. */
+function jwtExpiry(token: string): number | undefined {
+  const payload = token.split(".")[1];
+  if (!payload) return undefined;
+  try {
+    const exp = (JSON.parse(Buffer.from(payload, "base64url").toString("utf8")) as { exp?: unknown }).exp;
+    return typeof exp === "number" ? exp * 1000 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export interface AccessReviewerOptions {
+  rest: KubeRest;
+  namespace: string;
+  ttlMs: number;
+  metrics: Metrics;
+}
+
+export interface Decision {
+  allowed: boolean;
+  reason?: string;
+}
+
+/** "May this caller do `verb` on userlands.userland.dev here?", asked of Kubernetes RBAC. */
+export class AccessReviewer {
+  private readonly opts: AccessReviewerOptions;
+  // Only grants are cached: a newly granted permission works at once, a revoked one within the TTL.
+  private readonly allowed = new TtlCache<true>();
+
+  constructor(opts: AccessReviewerOptions) {
+    this.opts = opts;
+  }
+
+  async review(caller: Caller, verb: Verb, name?: string): Promise<Decision> {
+    const { rest, namespace, ttlMs, metrics } = this.opts;
+    const key = JSON.stringify([
+      caller.username,
+      caller.uid ?? "",
+      [...caller.groups].sort(),
+      caller.extra ?? {},
+      verb,
+      name ?? "",
+    ]);
+    if (this.allowed.get(key)) return { allowed: true };
+    let status:
+      { allowed?: boolean; denied?: boolean; reason?: string; evaluationError?: string } | undefined;
+    try {
+      const review = await retryTooManyRequests(() =>
+        rest.create<{ status?: typeof status }>(
+          `/apis/authorization.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/localsubjectaccessreviews`,
+          {
+            apiVersion: "authorization.k8s.io/v1",
+            kind: "LocalSubjectAccessReview",
+            metadata: { namespace },
+            spec: {
+              user: caller.username,
+              groups: caller.groups,
+              ...(caller.uid ? { uid: caller.uid } : {}),
+              ...(caller.extra ? { extra: caller.extra } : {}),
+              resourceAttributes: {
+                namespace,
+                verb,
+                group: GROUP,
+                resource: "userlands",
+                ...(name ? { name } : {}),
+              },
+            },
+          },
+        ),
+      );
+      status = review.status;
+    } catch (error) {
+      metrics.accessReviews.inc({ verb, result: "error" });
+      throw error;
+    }
+    const allowed = status?.allowed === true;
+    metrics.accessReviews.inc({ verb, result: allowed ? "allowed" : "denied" });
+    if (allowed && ttlMs > 0) this.allowed.set(key, true, Date.now() + ttlMs);
+    return { allowed, ...(status?.reason ? { reason: status.reason } : {}) };
+  }
+}
+
+/** The bearer token of a request, undefined without one; 401 for a malformed Authorization header. */
+export function bearerToken(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  const match = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(header);
+  if (!match?.[1] || match[1].length > 16_384) {
+    throw new HttpError(401, "Unauthorized", 'malformed Authorization header: expected "Bearer <token>"');
+  }
+  return match[1];
+}
+
+export interface AuthOptions {
+  authenticator: TokenAuthenticator;
+  reviewer: AccessReviewer;
+  namespace: string;
+}
+
+/**
+ * Deny by default: every route, including unknown ones, needs a valid token unless its config says
+ * `public: true`. Runs in onRequest, before the body is read, so anonymous callers cannot make the
+ * service parse large uploads.
+ */
+export function installAuth(app: FastifyInstance, opts: AuthOptions): void {
+  const { authenticator, reviewer, namespace } = opts;
+
+  async function authorize(this: FastifyRequest, verb: Verb, name?: string): Promise<void> {
+    const caller = this.caller;
+    if (!caller) throw new HttpError(401, "Unauthorized", "authentication required");
+    const decision = await reviewer.review(caller, verb, name);
+    if (decision.allowed) return;
+    const what = name ? `userlands.${GROUP} "${name}"` : `userlands.${GROUP}`;
+    throw new HttpError(
+      403,
+      "Forbidden",
+      `${caller.username} may not ${verb} ${what} in namespace "${namespace}": ` +
+        `a Role bound to the caller must grant verb "${verb}" on resource "userlands" in API group "${GROUP}"`,
+      {
+        extra: {
+          permission: { verb, group: GROUP, resource: "userlands", namespace, ...(name ? { name } : {}) },
+        },
+      },
+    );
+  }
+
+  app.decorateRequest("caller", null);
+  app.decorateRequest("authorize", authorize);
+
+  app.addHook("onRequest", async (request) => {
+    const config = request.routeOptions.config;
+    if (config.public) return;
+    const token = bearerToken(request.headers.authorization);
+    if (!token)
+      throw new HttpError(
+        401,
+        "Unauthorized",
+        "authentication required: send Authorization: Bearer <Kubernetes token>",
+      );
+    const caller = await authenticator.authenticate(token);
+    if (!caller)
+      throw new HttpError(
+        401,
+        "Unauthorized",
+        "the bearer token was not accepted by Kubernetes (invalid, expired or for another audience)",
+      );
+    request.caller = caller;
+    const name = config.nameParam
+      ? (request.params as Record<string, string | undefined>)[config.nameParam]
+      : undefined;
+    for (const verb of config.permissions ?? []) await request.authorize(verb, name);
+  });
+}

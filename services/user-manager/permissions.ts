@@ -1,0 +1,75 @@
+/**
+ * The Kubernetes rights the user-manager's own ServiceAccount needs, in one place: the README and
+ * the chart's Role are written from this list, and the service checks it at start-up (with
+ * SelfSubjectAccessReviews, which every authenticated identity may ask) so a missing rule is a clear
+ * log line instead of a puzzling 500 later.
+ */
+import type { KubeRest } from "../../lib/kubeRest.ts";
+
+export interface Permission {
+  group: string;
+  resource: string;
+  verb: string;
+  /** Namespaced: granted by a Role in the managed namespace; otherwise a ClusterRole. */
+  namespaced: boolean;
+  why: string;
+}
+
+export const REQUIRED_PERMISSIONS: readonly Permission[] = [
+  {
+    group: "authentication.k8s.io",
+    resource: "tokenreviews",
+    verb: "create",
+    namespaced: false,
+    why: "authenticate callers' bearer tokens",
+  },
+  {
+    group: "authorization.k8s.io",
+    resource: "localsubjectaccessreviews",
+    verb: "create",
+    namespaced: true,
+    why: "ask RBAC what a caller may do",
+  },
+  ...(["get", "list", "create", "patch", "delete"] as const).map((verb) => ({
+    group: "userland.dev",
+    resource: "userlands",
+    verb,
+    namespaced: true,
+    why: "manage Userlands",
+  })),
+  {
+    group: "userland.dev",
+    resource: "templates",
+    verb: "get",
+    namespaced: true,
+    why: "check that a Template exists",
+  },
+];
+
+/** The required permissions this client lacks (empty when all is well). */
+export async function missingPermissions(rest: KubeRest, namespace: string): Promise<Permission[]> {
+  const missing: Permission[] = [];
+  for (const p of REQUIRED_PERMISSIONS) {
+    const review = await rest.create<{ status?: { allowed?: boolean } }>(
+      "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+      {
+        apiVersion: "authorization.k8s.io/v1",
+        kind: "SelfSubjectAccessReview",
+        spec: {
+          resourceAttributes: {
+            group: p.group,
+            resource: p.resource,
+            verb: p.verb,
+            ...(p.namespaced ? { namespace } : {}),
+          },
+        },
+      },
+    );
+    if (review.status?.allowed !== true) missing.push(p);
+  }
+  return missing;
+}
+
+export function describePermission(p: Permission, namespace: string): string {
+  return `${p.verb} ${p.resource}.${p.group}${p.namespaced ? ` in namespace "${namespace}"` : " (cluster-wide)"}: to ${p.why}`;
+}

@@ -1,0 +1,346 @@
+/**
+ * POST /api/v1/rosters/import: idempotent bulk import of a class roster (JSON or CSV).
+ *
+ * Order matters for "nothing half-done after an error": parse and validate every line, check the
+ * templates and the caller's rights (including delete, when pruning), read the current Userlands;
+ * only then write. A write that fails is reported for its user and the others go on: a re-run
+ * creates exactly what is still missing.
+ *
+ * Pruning deletes environments (and, with a Template's reclaimPolicy Delete, students' data), so it
+ * is a dry run unless `dryRun=false`, and never deletes when the roster has invalid lines.
+ */
+import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
+import { userlandNameFor } from "../../api/naming.ts";
+import type { Userland } from "../../api/v1alpha1/index.ts";
+import { isConflict } from "../../lib/kube.ts";
+import { Type, type Static } from "../../api/v1alpha1/schema.ts";
+import { HttpError, badRequest, notFound } from "./errors.ts";
+import type { Metrics } from "./metrics.ts";
+import {
+  csvRoster,
+  jsonRoster,
+  planImport,
+  validateRoster,
+  type RosterEntry,
+  type RosterRow,
+} from "./roster.ts";
+import { ErrorBody, TemplateNameSchema } from "./schemas.ts";
+import type { UserlandStore } from "./store.ts";
+
+export interface RosterRouteOptions {
+  store: UserlandStore;
+  metrics: Metrics;
+  maxRows: number;
+  maxBytes: number;
+  concurrency: number;
+}
+
+const JsonRosterBody = Type.Object(
+  {
+    templateName: Type.Optional(TemplateNameSchema),
+    users: Type.Array(
+      Type.Union([
+        Type.String({
+          description: "An identity; validated line by line (invalid ones are reported, not fatal).",
+        }),
+        Type.Object(
+          {
+            user: Type.String(),
+            templateName: Type.Optional(Type.String()),
+            enabled: Type.Optional(Type.Boolean()),
+          },
+          { additionalProperties: false },
+        ),
+      ]),
+      { description: "Identities, or objects with a template of their own." },
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const CsvRosterBody = Type.String({
+  description:
+    'CSV with a header row: a "user" column, optional "template" and "enabled" columns; other columns are ignored.',
+  examples: ["user,template\nKoba1t,code\na.b@uni.ac.jp,jupyter\n"],
+});
+
+const Query = Type.Object(
+  {
+    template: Type.Optional(TemplateNameSchema),
+    prune: Type.Optional(
+      Type.Boolean({
+        description:
+          "Also list (and with dryRun=false delete) Userlands of the template whose user is not on the roster.",
+      }),
+    ),
+    dryRun: Type.Optional(
+      Type.Boolean({
+        description:
+          "With prune: only report what would be deleted (default true). Creating is never a dry run.",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const Ref = Type.Object({ user: Type.String(), name: Type.String(), templateName: Type.String() });
+const LineRef = Type.Object({
+  line: Type.Integer(),
+  user: Type.String(),
+  name: Type.String(),
+  templateName: Type.String(),
+});
+
+const ImportResult = Type.Object({
+  created: Type.Array(LineRef),
+  existing: Type.Array(
+    Type.Object({
+      line: Type.Integer(),
+      user: Type.String(),
+      name: Type.String(),
+      templateName: Type.String({
+        description: "The template the existing Userland uses (it is not changed).",
+      }),
+      rosterTemplate: Type.Optional(Type.String({ description: "The roster's template, when different." })),
+    }),
+  ),
+  invalid: Type.Array(Type.Object({ line: Type.Integer(), user: Type.String(), reason: Type.String() })),
+  duplicates: Type.Array(Type.Object({ user: Type.String(), lines: Type.Array(Type.Integer()) })),
+  failed: Type.Array(
+    Type.Object(
+      { line: Type.Optional(Type.Integer()), user: Type.String(), reason: Type.String() },
+      { description: "Writes that failed (no line: a deletion)." },
+    ),
+  ),
+  toDelete: Type.Array(Ref),
+  deleted: Type.Array(Ref),
+  dryRun: Type.Boolean({ description: "True when deletions were only listed." }),
+  message: Type.Optional(Type.String()),
+});
+type ImportResult = Static<typeof ImportResult>;
+
+const ref = (u: Userland) => ({
+  user: u.spec.user,
+  name: u.metadata.name ?? "",
+  templateName: u.spec.templateName,
+});
+
+/** Runs `work` over `items` with at most `limit` in flight. */
+async function pool<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const index = next++;
+      const item = items[index];
+      if (item !== undefined) await work(item);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
+
+export const rosterRoutes: FastifyPluginCallbackTypebox<RosterRouteOptions> = (app, opts, done) => {
+  const { store, metrics, maxRows, maxBytes, concurrency } = opts;
+
+  app.addContentTypeParser("text/csv", { parseAs: "string", bodyLimit: maxBytes }, (_request, body, done) =>
+    done(null, body),
+  );
+
+  app.post(
+    "/api/v1/rosters/import",
+    {
+      bodyLimit: maxBytes,
+      config: { permissions: ["create", "list"] },
+      schema: {
+        tags: ["rosters"],
+        summary: "Import a class roster (idempotent)",
+        description:
+          "Creates a Userland for every valid user on the roster who has none, reports those who have one (and with which template), " +
+          "reports invalid lines with the reason and users listed twice. With prune=true also lists the template's Userlands whose user is not " +
+          `on the roster, and deletes them only with dryRun=false. At most ${maxRows} users and ${maxBytes} bytes (413 beyond).`,
+        querystring: Query,
+        body: {
+          content: { "application/json": { schema: JsonRosterBody }, "text/csv": { schema: CsvRosterBody } },
+        },
+        response: {
+          200: ImportResult,
+          400: ErrorBody,
+          401: ErrorBody,
+          403: ErrorBody,
+          404: ErrorBody,
+          413: ErrorBody,
+          415: ErrorBody,
+        },
+      },
+    },
+    async (request) => {
+      const query = request.query;
+      const body = request.body as Static<typeof JsonRosterBody> | string;
+      let rows: RosterRow[];
+      let defaultTemplate = query.template;
+      if (typeof body === "string") {
+        rows = csvRoster(body);
+      } else {
+        if (body.templateName && query.template && body.templateName !== query.template) {
+          throw badRequest(
+            `templateName "${body.templateName}" and ?template=${query.template} differ: give one`,
+            "templateName",
+          );
+        }
+        defaultTemplate = body.templateName ?? query.template;
+        if (body.users.length > maxRows) throw tooMany(body.users.length, maxRows);
+        rows = jsonRoster(body.users);
+      }
+      if (rows.length > maxRows) throw tooMany(rows.length, maxRows);
+      const prune = query.prune === true;
+      const dryRun = prune && query.dryRun !== false;
+      if (prune && !defaultTemplate) {
+        throw badRequest(
+          "prune needs the roster's template: set templateName (JSON) or ?template=",
+          "template",
+          "query",
+        );
+      }
+
+      const validated = validateRoster(rows, defaultTemplate);
+      const invalid = [...validated.invalid];
+      let entries: RosterEntry[] = validated.entries;
+
+      // Templates: the request's own must exist (404, nothing done); a line's unknown template makes that line invalid.
+      if (defaultTemplate && !(await store.getTemplate(defaultTemplate))) {
+        throw notFound(
+          `Template "${defaultTemplate}" does not exist in namespace "${store.namespace}"`,
+          typeof body === "string" ? "template" : "templateName",
+          typeof body === "string" ? "query" : "body",
+        );
+      }
+      const missing = new Set<string>();
+      for (const name of new Set(entries.map((e) => e.templateName))) {
+        if (name !== defaultTemplate && !(await store.getTemplate(name))) missing.add(name);
+      }
+      if (missing.size > 0) {
+        for (const e of entries) {
+          if (missing.has(e.templateName))
+            invalid.push({
+              line: e.line,
+              user: e.user,
+              reason: `Template "${e.templateName}" does not exist in namespace "${store.namespace}"`,
+            });
+        }
+        entries = entries.filter((e) => !missing.has(e.templateName));
+        invalid.sort((a, b) => a.line - b.line);
+      }
+
+      const deleting = prune && !dryRun && invalid.length === 0;
+      if (deleting) await request.authorize("delete");
+
+      const userlands = await store.listAll();
+      const plan = planImport(
+        entries,
+        userlands,
+        prune && defaultTemplate
+          ? { template: defaultTemplate, rosterUsers: new Set(rows.map((r) => r.user)) }
+          : undefined,
+      );
+      const result: ImportResult = {
+        created: [],
+        existing: plan.existing,
+        invalid,
+        duplicates: validated.duplicates,
+        failed: [],
+        toDelete: plan.toDelete.map(ref),
+        deleted: [],
+        dryRun: prune && !deleting,
+      };
+      if (prune && !dryRun && !deleting) {
+        result.message = `nothing was deleted: the roster has ${invalid.length} invalid line(s); fix them and import again with dryRun=false`;
+      }
+
+      const by = request.caller?.username ?? "";
+      await pool(plan.create, concurrency, async (entry) => {
+        const name = userlandNameFor(entry.user);
+        try {
+          const created = await store.create(entry.user, entry.templateName, entry.enabled, by);
+          metrics.created.inc({ source: "roster" });
+          result.created.push({
+            line: entry.line,
+            user: entry.user,
+            name: created.metadata.name ?? name,
+            templateName: entry.templateName,
+          });
+        } catch (error) {
+          if (isConflict(error)) {
+            // Created concurrently (another import, the auth service's auto-provisioning): it exists now.
+            const now = await store.get(name).catch(() => undefined);
+            if (now?.spec.user === entry.user) {
+              result.existing.push({
+                line: entry.line,
+                user: entry.user,
+                name,
+                templateName: now.spec.templateName,
+              });
+              return;
+            }
+            result.failed.push({
+              line: entry.line,
+              user: entry.user,
+              reason: `the name "${name}" is taken by a Userland of another user`,
+            });
+            return;
+          }
+          request.log.warn({ err: error, user: entry.user }, "roster import: create failed");
+          result.failed.push({ line: entry.line, user: entry.user, reason: (error as Error).message });
+        }
+      });
+
+      if (deleting) {
+        await pool(plan.toDelete, concurrency, async (u) => {
+          const name = u.metadata.name ?? "";
+          try {
+            if (await store.delete(name, u.metadata.uid)) {
+              metrics.deleted.inc({ source: "roster" });
+              result.deleted.push(ref(u));
+            }
+          } catch (error) {
+            if (isConflict(error)) return; // re-created since it was listed: not the one we meant
+            request.log.warn({ err: error, name }, "roster import: delete failed");
+            result.failed.push({ user: u.spec.user, reason: `delete failed: ${(error as Error).message}` });
+          }
+        });
+      }
+
+      const byLine = (a: { line?: number }, b: { line?: number }) =>
+        (a.line ?? Number.MAX_SAFE_INTEGER) - (b.line ?? Number.MAX_SAFE_INTEGER);
+      result.created.sort(byLine);
+      result.existing.sort(byLine);
+      result.failed.sort(byLine);
+      request.log.info(
+        {
+          by,
+          template: defaultTemplate,
+          created: result.created.length,
+          existing: result.existing.length,
+          invalid: result.invalid.length,
+          failed: result.failed.length,
+          toDelete: result.toDelete.length,
+          deleted: result.deleted.length,
+          dryRun: result.dryRun,
+        },
+        "roster imported",
+      );
+      return result;
+    },
+  );
+  done();
+};
+
+function tooMany(count: number, max: number): HttpError {
+  return new HttpError(
+    413,
+    "PayloadTooLarge",
+    `the roster has ${count} users; at most ${max} are accepted in one import (split it)`,
+    {
+      field: "users",
+      in: "body",
+    },
+  );
+}

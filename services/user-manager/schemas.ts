@@ -1,0 +1,148 @@
+/**
+ * Request and response schemas of the REST API. The identity and template rules are the CRD's own
+ * (USER_PATTERN, TEMPLATE_NAME_PATTERN from api/), so anything accepted here is accepted by the API
+ * server, and the same schemas generate the OpenAPI document.
+ */
+import {
+  TEMPLATE_NAME_MAX,
+  TEMPLATE_NAME_PATTERN,
+  USER_MAX,
+  USER_PATTERN,
+  UserlandAnnotations,
+  UserlandPhases,
+  type Userland,
+} from "../../api/v1alpha1/index.ts";
+import { StringEnum, Type, type Static } from "../../api/v1alpha1/schema.ts";
+
+const USER_RE = new RegExp(USER_PATTERN);
+const TEMPLATE_RE = new RegExp(TEMPLATE_NAME_PATTERN);
+
+export const UserSchema = Type.String({
+  minLength: 1,
+  maxLength: USER_MAX,
+  pattern: USER_PATTERN,
+  description:
+    "The identity exactly as the auth service reports it (case and punctuation matter): printable ASCII, no leading or trailing space, at most 256 characters.",
+  examples: ["Koba1t", "a.b@uni.ac.jp", "github:123"],
+});
+
+export const TemplateNameSchema = Type.String({
+  minLength: 1,
+  maxLength: TEMPLATE_NAME_MAX,
+  pattern: TEMPLATE_NAME_PATTERN,
+  description:
+    "A Template in the service's namespace: lowercase letters, digits and '-', starting with a letter, at most 24 characters.",
+  examples: ["code"],
+});
+
+/** Userland names are Kubernetes object names (DNS-1123 subdomains); hand-made ones need not be ours. */
+export const UserlandNameSchema = Type.String({
+  minLength: 1,
+  maxLength: 253,
+  pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
+  description: "The Userland's name (metadata.name).",
+});
+
+export const PhaseSchema = StringEnum([...UserlandPhases]);
+
+export const CreateUserlandBody = Type.Object(
+  {
+    user: UserSchema,
+    templateName: TemplateNameSchema,
+    enabled: Type.Optional(Type.Boolean({ description: "Start the environment now (default true)." })),
+  },
+  { additionalProperties: false },
+);
+export type CreateUserlandBody = Static<typeof CreateUserlandBody>;
+
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) =>
+  Type.Union([schema, Type.Null()]);
+
+export const UserlandView = Type.Object(
+  {
+    name: Type.String({
+      description:
+        "The Userland's name (from the identity: a readable part and a hash of the exact identity).",
+    }),
+    user: Type.String(),
+    templateName: Type.String(),
+    enabled: Type.Boolean(),
+    phase: Nullable(PhaseSchema),
+    message: Nullable(Type.String()),
+    service: Nullable(
+      Type.Object(
+        { name: Type.String(), port: Type.Integer() },
+        { description: "The Service the environment is reachable at (same namespace)." },
+      ),
+    ),
+    stoppedReason: Nullable(
+      Type.String({ description: 'Why the platform stopped it (e.g. "IdleTimeout").' }),
+    ),
+    createdAt: Type.String({ format: "date-time" }),
+  },
+  {
+    description:
+      "A Userland as the REST API shows it; phase, message and service are null until the operator has seen it.",
+  },
+);
+export type UserlandView = Static<typeof UserlandView>;
+
+export const UserlandList = Type.Object({ items: Type.Array(UserlandView) });
+
+export const ErrorBody = Type.Object(
+  {
+    error: Type.String({ description: "Short reason, e.g. BadRequest, NotFound, Conflict." }),
+    message: Type.String(),
+    field: Type.Optional(Type.String({ description: "The request field at fault." })),
+    in: Type.Optional(StringEnum(["body", "query", "params", "headers"])),
+  },
+  { additionalProperties: true, description: "An error" },
+);
+
+export const ConflictBody = Type.Object(
+  {
+    error: Type.String(),
+    message: Type.String(),
+    field: Type.Optional(Type.String()),
+    userland: Type.Optional(UserlandView),
+    names: Type.Optional(
+      Type.Array(Type.String(), { description: "When the user has several (hand-made) Userlands." }),
+    ),
+  },
+  { description: "The user already has a Userland" },
+);
+
+export function toView(u: Userland): UserlandView {
+  return {
+    name: u.metadata.name ?? "",
+    user: u.spec.user,
+    templateName: u.spec.templateName,
+    enabled: u.spec.enabled !== false,
+    phase: u.status?.phase ?? null,
+    message: u.status?.message ?? null,
+    service: u.status?.service ? { name: u.status.service.name, port: u.status.service.port } : null,
+    stoppedReason: u.metadata.annotations?.[UserlandAnnotations.stoppedReason] ?? null,
+    createdAt: String(u.metadata.creationTimestamp ?? ""),
+  };
+}
+
+/** Why `user` is not a valid identity, in words, or undefined when it is one. */
+export function invalidUserReason(user: unknown): string | undefined {
+  if (typeof user !== "string") return "must be a string";
+  if (user.length === 0) return "is empty";
+  if (user.length > USER_MAX) return `is longer than ${USER_MAX} characters`;
+  if (USER_RE.test(user)) return undefined;
+  if (/^[ ]|[ ]$/.test(user)) return "has a leading or trailing space";
+  if (/[\r\n]/.test(user)) return "contains a line break";
+  if ([...user].some((c) => c < " " || c === "\x7f")) return "contains a control character";
+  return "contains a character other than printable ASCII (identities are sent in the X-User header)";
+}
+
+/** Why `name` is not a valid Template name, in words, or undefined when it is one. */
+export function invalidTemplateReason(name: unknown): string | undefined {
+  if (typeof name !== "string") return "must be a string";
+  if (name.length === 0) return "is empty";
+  if (name.length > TEMPLATE_NAME_MAX) return `is longer than ${TEMPLATE_NAME_MAX} characters`;
+  if (TEMPLATE_RE.test(name)) return undefined;
+  return "must be lowercase letters, digits and '-', start with a letter and not end with '-'";
+}

@@ -1,0 +1,147 @@
+/**
+ * The Kubernetes side: Userlands (read and write) and Templates (read only) in one namespace, as
+ * plain JSON through KubeRest.
+ *
+ * Reads go to the API server on every request instead of an informer cache: a caller who has just
+ * created a Userland must see it in the next list, and the request rate of an admin API is tiny.
+ * The CRD has no selectable fields for spec.user or spec.templateName, so filters are applied
+ * here after a paginated list.
+ */
+import { userlandNameFor } from "../../api/naming.ts";
+import { API_VERSION, GROUP, VERSION, type Template, type Userland } from "../../api/v1alpha1/index.ts";
+import { isNotFound, statusCode } from "../../lib/kube.ts";
+import { paths, type KubeRest, type ListResult, type RequestOptions } from "../../lib/kubeRest.ts";
+
+/** Who created a Userland through this service (a Kubernetes user name), for audits. */
+export const CREATED_BY_ANNOTATION = "userland.dev/created-by";
+
+const PAGE = 500;
+
+/**
+ * Runs `call` again after a 429, as long as the API server asks for (at most 2 s, 4 tries). A 429
+ * means the request was not served: API Priority and Fairness sheds load this way, and a CRD's
+ * storage answers 429 for a moment after the CRD is updated (an upgrade), so even a create is safe
+ * to repeat.
+ */
+export async function retryTooManyRequests<T>(call: () => Promise<T>, attempts = 4): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await call();
+    } catch (error) {
+      if (statusCode(error) !== 429 || attempt >= attempts) throw error;
+      const body = (error as { body?: { details?: { retryAfterSeconds?: number } } }).body;
+      const seconds = Math.min(Math.max(body?.details?.retryAfterSeconds ?? 1, 0.1), 2);
+      await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+    }
+  }
+}
+
+export class UserlandStore {
+  readonly rest: KubeRest;
+  readonly namespace: string;
+
+  constructor(rest: KubeRest, namespace: string) {
+    this.rest = rest;
+    this.namespace = namespace;
+  }
+
+  userlandPath(name?: string): string {
+    return paths.namespaced(GROUP, VERSION, "userlands", this.namespace, name);
+  }
+
+  templatePath(name?: string): string {
+    return paths.namespaced(GROUP, VERSION, "templates", this.namespace, name);
+  }
+
+  private send<T>(method: string, path: string, opts?: RequestOptions): Promise<T> {
+    return retryTooManyRequests(() => this.rest.request<T>(method, path, opts));
+  }
+
+  /** Every Userland in the namespace, page by page (a consistent snapshot of one resourceVersion). */
+  async listAll(): Promise<Userland[]> {
+    const items: Userland[] = [];
+    let cont: string | undefined;
+    do {
+      const page = await this.send<ListResult<Userland>>("GET", this.userlandPath(), {
+        query: { limit: PAGE, continue: cont },
+      });
+      items.push(...page.items);
+      cont = page.metadata.continue || undefined;
+    } while (cont);
+    return items;
+  }
+
+  async get(name: string): Promise<Userland | undefined> {
+    try {
+      return await this.send<Userland>("GET", this.userlandPath(name));
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw error;
+    }
+  }
+
+  /** The Userlands whose spec.user is exactly `user` (normally one; hand-made duplicates are possible). */
+  async findByUser(user: string): Promise<Userland[]> {
+    return (await this.listAll()).filter((u) => u.spec.user === user);
+  }
+
+  async getTemplate(name: string): Promise<Template | undefined> {
+    try {
+      return await this.send<Template>("GET", this.templatePath(name));
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw error;
+    }
+  }
+
+  /** Creates the Userland named userlandNameFor(user); rejects with the API server's 409 if the name is taken. */
+  create(
+    user: string,
+    templateName: string,
+    enabled: boolean | undefined,
+    createdBy: string,
+  ): Promise<Userland> {
+    return this.send<Userland>("POST", this.userlandPath(), {
+      body: {
+        apiVersion: API_VERSION,
+        kind: "Userland",
+        metadata: { name: userlandNameFor(user), annotations: { [CREATED_BY_ANNOTATION]: createdBy } },
+        spec: { user, templateName, ...(enabled === undefined ? {} : { enabled }) },
+      },
+    });
+  }
+
+  /** A JSON merge patch; undefined when the Userland does not exist. */
+  async patch(name: string, patch: unknown): Promise<Userland | undefined> {
+    try {
+      return await this.send<Userland>("PATCH", this.userlandPath(name), {
+        body: patch,
+        contentType: "application/merge-patch+json",
+      });
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw error;
+    }
+  }
+
+  /**
+   * Deletes one Userland; false when it did not exist. `uid` guards against deleting a Userland
+   * re-created under the same name since it was looked at.
+   */
+  async delete(name: string, uid?: string): Promise<boolean> {
+    try {
+      await this.send("DELETE", this.userlandPath(name), {
+        body: {
+          apiVersion: "v1",
+          kind: "DeleteOptions",
+          propagationPolicy: "Background",
+          ...(uid ? { preconditions: { uid } } : {}),
+        },
+      });
+      return true;
+    } catch (error) {
+      if (isNotFound(error)) return false;
+      throw error;
+    }
+  }
+}

@@ -1,0 +1,199 @@
+/** Roster parsing, validation and planning, and the validation messages (no cluster needed). */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import type { Userland } from "../../../api/v1alpha1/index.ts";
+import { TtlCache, bearerToken } from "../auth.ts";
+import { HttpError, describeValidation } from "../errors.ts";
+import { csvRoster, jsonRoster, parseCsv, planImport, validateRoster } from "../roster.ts";
+
+test("CSV: quotes, escaped quotes, line breaks in quotes, CRLF, BOM, blank lines, trimming", () => {
+  const text =
+    '\uFEFFuser,note\r\n"Doe, Jane",x\r\n\r\n  alice  , "two\nlines"\n"say ""hi""",\n  "  spaced  "  ,\nlast';
+  assert.deepEqual(parseCsv(text), [
+    { line: 1, fields: ["user", "note"] },
+    { line: 2, fields: ["Doe, Jane", "x"] },
+    { line: 4, fields: ["alice", "two\nlines"] },
+    { line: 6, fields: ['say "hi"', ""] },
+    { line: 7, fields: ["  spaced  ", ""] },
+    { line: 8, fields: ["last"] },
+  ]);
+  assert.throws(
+    () => parseCsv('user\n"open'),
+    (e: unknown) =>
+      e instanceof HttpError &&
+      e.statusCode === 400 &&
+      /line 2: a quoted field is not closed/.test(e.message),
+  );
+  assert.throws(() => parseCsv('user\n"a"b'), /unexpected text after a quoted field/);
+});
+
+test("CSV roster: columns by header (any order, any case, extra columns ignored), too many fields reported", () => {
+  const rows = csvRoster(
+    "Name,Enabled,USER,Template\nJane Doe,no,jane,code\nBob,,bob,\nToo,many,fields,code,here\n",
+  );
+  assert.deepEqual(rows, [
+    { line: 2, user: "jane", template: "code", enabled: "no" },
+    { line: 3, user: "bob", template: undefined, enabled: undefined },
+    {
+      line: 4,
+      user: "fields",
+      template: "code",
+      enabled: "many",
+      problem: "has 5 fields but the header has 4 (quote values that contain commas)",
+    },
+  ]);
+  assert.deepEqual(csvRoster("user\n"), []);
+  assert.throws(
+    () => csvRoster("name,email\nx,y\n"),
+    (e: unknown) => e instanceof HttpError && e.field === "user" && /no "user" column/.test(e.message),
+  );
+  assert.throws(() => csvRoster(""), /empty/);
+  assert.throws(() => csvRoster("user,User\n"), /twice/);
+  assert.deepEqual(
+    csvRoster("user,templateName\nx,code\n")[0]?.template,
+    "code",
+    "templateName is an alias of template",
+  );
+});
+
+test("validation: every line valid or reported with its reason; duplicates reported once", () => {
+  const rows = [
+    ...jsonRoster([
+      "alice",
+      "Alice",
+      "alice",
+      "bad\nuser",
+      "",
+      " padded",
+      "x".repeat(300),
+      { user: "carol", templateName: "jupyter", enabled: false },
+    ]),
+    { line: 9, user: "dave", template: "Bad_Template" },
+    { line: 10, user: "erin", enabled: "maybe" },
+    { line: 11, user: "carol", template: "code" },
+    { line: 12, user: "frank", enabled: "No" },
+  ];
+  const v = validateRoster(rows, "code");
+  assert.deepEqual(
+    v.entries.map((e) => [e.line, e.user, e.templateName, e.enabled]),
+    [
+      [1, "alice", "code", undefined],
+      [2, "Alice", "code", undefined],
+      [8, "carol", "jupyter", false],
+      [12, "frank", "code", false],
+    ],
+  );
+  assert.deepEqual(
+    v.invalid.map((i) => [i.line, i.reason]),
+    [
+      [4, "user contains a line break"],
+      [5, "user is empty"],
+      [6, "user has a leading or trailing space"],
+      [7, "user is longer than 256 characters"],
+      [
+        9,
+        `template "Bad_Template" must be lowercase letters, digits and '-', start with a letter and not end with '-'`,
+      ],
+      [10, 'enabled must be true or false, not "maybe"'],
+      [11, 'listed again with different settings (line 8: template "jupyter"); the first line is used'],
+    ],
+  );
+  assert.deepEqual(v.duplicates, [
+    { user: "alice", lines: [1, 3] },
+    { user: "carol", lines: [8, 11] },
+  ]);
+  const noTemplate = validateRoster(jsonRoster(["x"]), undefined);
+  assert.match(noTemplate.invalid[0]?.reason ?? "", /no template/);
+});
+
+const userland = (name: string, user: string, templateName: string): Userland => ({
+  apiVersion: "userland.dev/v1alpha1",
+  kind: "Userland",
+  metadata: { name, uid: `uid-${name}` },
+  spec: { user, templateName },
+});
+
+test("plan: create the missing, report the existing with their template, prune only the template's absentees", () => {
+  const { entries } = validateRoster(
+    jsonRoster(["alice", "bob", { user: "carol", templateName: "jupyter" }]),
+    "code",
+  );
+  const existing = [
+    userland("bob-x", "bob", "code"),
+    userland("carol-x", "carol", "code"),
+    userland("zed-x", "zed", "code"),
+    userland("yan-x", "yan", "jupyter"),
+    userland("q-x", "Bad line", "code"),
+  ];
+  const plan = planImport(entries, existing, {
+    template: "code",
+    rosterUsers: new Set(["alice", "bob", "carol", "Bad line"]),
+  });
+  assert.deepEqual(
+    plan.create.map((e) => e.user),
+    ["alice"],
+  );
+  assert.deepEqual(plan.existing, [
+    { line: 2, user: "bob", name: "bob-x", templateName: "code" },
+    { line: 3, user: "carol", name: "carol-x", templateName: "code", rosterTemplate: "jupyter" },
+  ]);
+  assert.deepEqual(
+    plan.toDelete.map((u) => u.metadata.name),
+    ["zed-x"],
+    "other templates and users on any roster line are kept",
+  );
+  assert.deepEqual(planImport(entries, existing, undefined).toDelete, []);
+});
+
+test("validation errors name the field and say what is wrong", () => {
+  const body = { user: "a\tb", templateName: "code" };
+  const e = describeValidation([{ keyword: "pattern", instancePath: "/user", params: {} }], "body", body);
+  assert.deepEqual(e.body(), {
+    error: "BadRequest",
+    message: "user contains a control character",
+    field: "user",
+    in: "body",
+  });
+  const extra = describeValidation(
+    [
+      { keyword: "boolean", instancePath: "/users/0/x", params: {} },
+      { keyword: "additionalProperties", instancePath: "/users/0", params: { additionalProperties: ["x"] } },
+    ],
+    "body",
+    {},
+  );
+  assert.equal(extra.field, "users.0.x");
+  const q = describeValidation(
+    [{ keyword: "enum", instancePath: "/phase", params: { allowedValues: ["Ready", "Failed"] } }],
+    "querystring",
+    {},
+  );
+  assert.deepEqual(q.body(), {
+    error: "BadRequest",
+    message: "phase must be one of Ready, Failed (query)",
+    field: "phase",
+    in: "query",
+  });
+});
+
+test("bearer tokens and the TTL cache", () => {
+  assert.equal(bearerToken(undefined), undefined);
+  assert.equal(bearerToken("Bearer abc.def-_~+/="), "abc.def-_~+/=");
+  assert.equal(bearerToken("bearer  xyz"), "xyz");
+  for (const bad of ["Basic dTpw", "Bearer", "Bearer a b", "Bearer " + "x".repeat(20_000)]) {
+    assert.throws(
+      () => bearerToken(bad),
+      (e: unknown) => e instanceof HttpError && e.statusCode === 401,
+      bad,
+    );
+  }
+  const cache = new TtlCache<number>(2);
+  cache.set("a", 1, 1000);
+  assert.equal(cache.get("a", 999), 1);
+  assert.equal(cache.get("a", 1000), undefined, "expired");
+  cache.set("a", 1, 5000);
+  cache.set("b", 2, 5000);
+  cache.set("c", 3, 5000);
+  assert.equal(cache.size, 2, "bounded");
+  assert.equal(cache.get("a", 0), undefined, "the oldest went first");
+});

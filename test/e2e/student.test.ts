@@ -1,0 +1,209 @@
+/**
+ * The student's path in a real browser (Debian chromium driven by playwright-core) through the
+ * whole local platform: login at a real OpenID provider, auto-provisioning, the starting page,
+ * the environment with X-User, a WebSocket through the proxy, logout. A second student never
+ * reaches the first one's environment. An admin imports a roster and changes the image for all.
+ * Screenshots go to artifacts/e2e/.
+ */
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { childNames, userlandNameFor } from "../../api/naming.ts";
+import type { Userland } from "../../api/v1alpha1/index.ts";
+import { paths } from "../../lib/kubeRest.ts";
+import { DEMO_TEMPLATE, startPlatform, type Platform } from "../../dev/platform.ts";
+import { repoRoot } from "../cluster/controlPlane.ts";
+import { eventually } from "../support/cluster.ts";
+
+const artifacts = join(repoRoot, "artifacts", "e2e");
+let platform: Platform;
+let browser: Browser;
+
+before(async () => {
+  mkdirSync(artifacts, { recursive: true });
+  platform = await startPlatform({
+    dir: join(repoRoot, ".userland", `e2e-${randomBytes(3).toString("hex")}`),
+  });
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--no-first-run",
+      "--disable-gpu",
+    ],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  await platform?.stop();
+});
+
+const userland = (name: string) =>
+  platform.rest.get<Userland>(
+    paths.namespaced("userland.dev", "v1alpha1", "userlands", platform.namespace, name),
+  );
+
+/** Logs in at the local identity provider; returns the page after the redirects settle. */
+async function login(context: BrowserContext, name: string, screenshot?: string): Promise<Page> {
+  const page = await context.newPage();
+  await page.goto(platform.url);
+  // Sent to the identity provider's login page via the auth service.
+  await page.waitForSelector("input[name=name]");
+  assert.ok(page.url().startsWith(platform.identityProviderUrl), `on the login page: ${page.url()}`);
+  if (screenshot) await page.screenshot({ path: join(artifacts, screenshot), fullPage: true });
+  await page.fill("input[name=name]", name);
+  await Promise.all([
+    page.waitForURL((u) => u.toString().startsWith(platform.url)),
+    page.click("button[type=submit]"),
+  ]);
+  return page;
+}
+
+async function environmentOf(page: Page): Promise<{ owner: string; xUser: string }> {
+  try {
+    await page.waitForSelector("#owner", { timeout: 60_000 });
+  } catch (error) {
+    await page.screenshot({ path: join(artifacts, `failed-${Date.now()}.png`), fullPage: true });
+    throw new Error(
+      `no environment page at ${page.url()}: ${(await page.textContent("body"))?.slice(0, 500)}`,
+      { cause: error },
+    );
+  }
+  return {
+    owner: (await page.textContent("#owner")) ?? "",
+    xUser: (await page.textContent("#x-user")) ?? "",
+  };
+}
+
+test("a new student logs in, is provisioned, waits on the starting page, works in their own environment, logs out", async () => {
+  const context = await browser.newContext();
+  const page = await login(context, "alice", "01-login.png");
+
+  // The starting page, if the environment is not Ready yet when the student arrives.
+  const title = await page.title();
+  if (/starting/i.test(title))
+    await page.screenshot({ path: join(artifacts, "02-starting.png"), fullPage: true });
+  const env = await environmentOf(page);
+  assert.equal(env.owner, "alice");
+  assert.equal(env.xUser, "alice", "the environment received X-User from the proxy");
+  await page.screenshot({ path: join(artifacts, "03-environment.png"), fullPage: true });
+  const provisioned = await userland(userlandNameFor("alice"));
+  assert.equal(provisioned.spec.user, "alice");
+  assert.equal(provisioned.spec.templateName, DEMO_TEMPLATE);
+
+  // A WebSocket through the proxy, echoed by the environment with the X-User it saw.
+  await page.waitForFunction("document.getElementById('log')?.textContent?.includes('connected')");
+  await page.click("#ping");
+  await page.waitForFunction("document.getElementById('log')?.textContent?.includes('echo:')");
+  assert.match((await page.textContent("#log")) ?? "", /echo: hello from alice \(X-User: alice\)/);
+
+  // Logout at the auth service, then the platform sends the student back to the login page.
+  await page.goto(`${platform.authUrl}/logout`);
+  await Promise.all([page.waitForLoadState("load"), page.click("button[type=submit]")]);
+  await page.goto(platform.url);
+  await page.waitForSelector("input[name=name]");
+  assert.ok(page.url().startsWith(platform.identityProviderUrl), "locked out after logout");
+  const api = await context.request.get(`${platform.url}whoami.json`, {
+    headers: { accept: "application/json" },
+    maxRedirects: 0,
+  });
+  assert.equal(api.status(), 401, "an API client without a session gets 401");
+  await context.close();
+});
+
+test("a second student in a second browser context only ever reaches their own environment", async () => {
+  const alice = await browser.newContext();
+  const bob = await browser.newContext();
+  const alicePage = await login(alice, "alice");
+  const bobPage = await login(bob, "bob");
+  assert.deepEqual(await environmentOf(bobPage), { owner: "bob", xUser: "bob" });
+  assert.deepEqual(await environmentOf(alicePage), { owner: "alice", xUser: "alice" });
+
+  // Spoofed identity headers and another user's name in the path change nothing.
+  const spoofed = await bob.request.get(`${platform.url}whoami.json`, {
+    headers: { "X-User": "alice", x_user: "alice", "X-Forwarded-User": "alice" },
+  });
+  assert.equal(spoofed.status(), 200, (await spoofed.text()).slice(0, 300));
+  const seen = (await spoofed.json()) as { user: string; xUser: string };
+  assert.equal(seen.user, "bob");
+  assert.equal(seen.xUser, "bob");
+  const aliceService = childNames(DEMO_TEMPLATE, userlandNameFor("alice")).service;
+  for (const path of [`../${aliceService}/`, `%2e%2e/${aliceService}/`, `?user=alice`]) {
+    const tricked = await bob.request
+      .get(`${platform.url}${path}`, { headers: { host: `alice.127.0.0.1` } })
+      .catch(() => undefined);
+    if (tricked?.ok())
+      assert.match(await tricked.text(), /id="owner">bob</, `${path} stays in bob's environment`);
+  }
+  await alice.close();
+  await bob.close();
+});
+
+test("an admin imports a roster and changes the Template image; every environment follows", async () => {
+  const teacher = await platform.token("userland-teacher");
+  const roster = ["carol", "dave", "erin"];
+  const response = await fetch(`${platform.userManagerUrl}/api/v1/rosters/import`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${teacher}`, "content-type": "application/json" },
+    body: JSON.stringify({ templateName: DEMO_TEMPLATE, users: roster }),
+  });
+  assert.equal(response.status, 200, await response.clone().text());
+  const result = (await response.json()) as { created: unknown[] };
+  assert.equal(result.created.length, 3);
+
+  const template = paths.namespaced(
+    "userland.dev",
+    "v1alpha1",
+    "templates",
+    platform.namespace,
+    DEMO_TEMPLATE,
+  );
+  await platform.rest.patch(template, {
+    spec: {
+      template: {
+        spec: {
+          containers: [
+            {
+              name: "demo",
+              image: "registry.invalid/userland-demo:2",
+              ports: [{ name: "http", containerPort: 8080 }],
+            },
+          ],
+        },
+      },
+    },
+  });
+  const everyone = [...roster, "alice", "bob"];
+  for (const user of everyone) {
+    const name = userlandNameFor(user);
+    await eventually(
+      `${user}'s environment to run image 2 and be Ready`,
+      async () => {
+        const deployment = await platform.rest.get<{
+          spec: { template: { spec: { containers: { image: string }[] } } };
+        }>(
+          paths.namespaced(
+            "apps",
+            "v1",
+            "deployments",
+            platform.namespace,
+            childNames(DEMO_TEMPLATE, name).deployment,
+          ),
+        );
+        const u = await userland(name);
+        return (
+          deployment.spec.template.spec.containers[0]?.image === "registry.invalid/userland-demo:2" &&
+          u.status?.phase === "Ready"
+        );
+      },
+      60_000,
+    );
+  }
+});

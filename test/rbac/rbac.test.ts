@@ -1,0 +1,856 @@
+/**
+ * The chart's RBAC and the proxy's ValidatingAdmissionPolicy, proven with real requests: the chart
+ * is rendered with helm and applied to the real control plane, every identity gets a real
+ * ServiceAccount token (TokenRequest API), and each row of the table performs the request itself
+ * (create, get, patch, delete: not an access review) and states what must happen.
+ */
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test, type TestContext } from "node:test";
+import type { Template, Userland } from "../../api/v1alpha1/index.ts";
+import { KubeError, KubeRest, paths } from "../../lib/kubeRest.ts";
+import { missingPermissions } from "../../services/user-manager/permissions.ts";
+import { kubeconfigYaml } from "../cluster/controlPlane.ts";
+import { eventually, serviceAccountToken, testCluster, testNamespace } from "../support/cluster.ts";
+import { installCrds, spawnOperator, waitForLeadership } from "../support/operator.ts";
+import {
+  adminRest,
+  createTemplate,
+  createUserland,
+  deploymentsPath,
+  getUserland,
+  pvcsPath,
+  servicesPath,
+  simpleTemplateSpec,
+  templatesPath,
+  userlandsPath,
+  waitForPhase,
+} from "../support/resources.ts";
+import { installChart, type KubeObject } from "../chart/support.ts";
+
+const RELEASE = "ul";
+const PREFIX = "ul-userland"; // the chart's fullname for this release
+const LEASE = "userland-operator"; // values: operator.leaseName
+const ACTIVITY = "userland.dev/last-activity";
+
+const COMPONENTS = ["operator", "user-manager", "proxy", "auth"] as const;
+type Who = (typeof COMPONENTS)[number] | "template-admin" | "teacher";
+
+interface Ctx {
+  ns: string;
+  as: Record<Who, KubeRest>;
+}
+
+/** What must happen: the request succeeds, RBAC refuses it, or the admission policy refuses it. */
+type Outcome = "allowed" | "rbac-forbidden" | { policy: RegExp; status?: number };
+
+interface Row {
+  who: Who;
+  does: string;
+  expect: Outcome;
+  request: (c: Ctx) => Promise<unknown>;
+}
+
+const secretsPath = (ns: string, name?: string) => paths.namespaced("", "v1", "secrets", ns, name);
+const podsPath = (ns: string) => paths.namespaced("", "v1", "pods", ns);
+const leasesPath = (ns: string, name?: string) =>
+  paths.namespaced("coordination.k8s.io", "v1", "leases", ns, name);
+const eventsPath = (ns: string) => paths.namespaced("", "v1", "events", ns);
+const lsarPath = (ns: string) =>
+  paths.namespaced("authorization.k8s.io", "v1", "localsubjectaccessreviews", ns);
+
+const templateBody = (name: string) => ({
+  apiVersion: "userland.dev/v1alpha1",
+  kind: "Template",
+  metadata: { name },
+  spec: simpleTemplateSpec("registry.invalid/ide:2"),
+});
+const userlandBody = (name: string, user = name) => ({
+  apiVersion: "userland.dev/v1alpha1",
+  kind: "Userland",
+  metadata: { name },
+  spec: { user, templateName: "code" },
+});
+const deploymentBody = (name: string) => ({
+  apiVersion: "apps/v1",
+  kind: "Deployment",
+  metadata: { name, labels: { "app.kubernetes.io/managed-by": "userland-operator" } },
+  spec: {
+    replicas: 0,
+    selector: { matchLabels: { app: name } },
+    template: {
+      metadata: { labels: { app: name } },
+      spec: { containers: [{ name: "ide", image: "registry.invalid/ide:1" }] },
+    },
+  },
+});
+const lsar = (ns: string) => ({
+  apiVersion: "authorization.k8s.io/v1",
+  kind: "LocalSubjectAccessReview",
+  spec: {
+    user: "someone",
+    resourceAttributes: { namespace: ns, verb: "create", group: "userland.dev", resource: "userlands" },
+  },
+});
+const activityNow = () => ({ metadata: { annotations: { [ACTIVITY]: new Date().toISOString() } } });
+
+const POLICY_SPEC = /may change only the userland\.dev\/last-activity annotation.*spec must not change/;
+
+const rows: Row[] = [
+  // --- user-manager: Userlands, and nothing that decides what runs --------------------------------
+  {
+    who: "user-manager",
+    does: "cannot create a Template",
+    expect: "rbac-forbidden",
+    request: (c) => c.as["user-manager"].create(templatesPath(c.ns), templateBody("um-template")),
+  },
+  {
+    who: "user-manager",
+    does: "cannot change a Template's image",
+    expect: "rbac-forbidden",
+    request: (c) =>
+      c.as["user-manager"].patch(templatesPath(c.ns, "code"), {
+        spec: { template: { spec: { containers: [{ name: "ide", image: "evil.example/miner:1" }] } } },
+      }),
+  },
+  {
+    who: "user-manager",
+    does: "cannot delete a Template",
+    expect: "rbac-forbidden",
+    request: (c) => c.as["user-manager"].delete(templatesPath(c.ns, "code")),
+  },
+  {
+    who: "user-manager",
+    does: "cannot read a Secret",
+    expect: "rbac-forbidden",
+    request: (c) => c.as["user-manager"].get(secretsPath(c.ns, "db-password")),
+  },
+  {
+    who: "user-manager",
+    does: "cannot list Secrets",
+    expect: "rbac-forbidden",
+    request: (c) => c.as["user-manager"].list(secretsPath(c.ns)),
+  },
+  {
+    who: "user-manager",
+    does: "cannot create a Deployment",
+    expect: "rbac-forbidden",
+    request: (c) => c.as["user-manager"].create(deploymentsPath(c.ns), deploymentBody("um-deployment")),
+  },
+  {
+    who: "user-manager",
+    does: "cannot list Pods",
+    expect: "rbac-forbidden",
+    request: (c) => c.as["user-manager"].list(podsPath(c.ns)),
+  },
+  {
+    who: "user-manager",
+    does: "cannot write a Userland's status",
+    expect: "rbac-forbidden",
+    request: (c) =>
+      c.as["user-manager"].patch(userlandsPath(c.ns, "alice") + "/status", { status: { phase: "Ready" } }),
+  },
+  {
+    who: "user-manager",
+    does: "can create a Userland",
+    expect: "allowed",
+    request: (c) => c.as["user-manager"].create(userlandsPath(c.ns), userlandBody("um-created", "Carol")),
+  },
+  {
+    who: "user-manager",
+    does: "can list Userlands",
+    expect: "allowed",
+    request: (c) => c.as["user-manager"].list(userlandsPath(c.ns)),
+  },
+  {
+    who: "user-manager",
+    does: "can stop a Userland (patch spec.enabled)",
+    expect: "allowed",
+    request: (c) =>
+      c.as["user-manager"].patch(userlandsPath(c.ns, "um-created"), { spec: { enabled: false } }),
+  },
+  {
+    who: "user-manager",
+    does: "can delete a Userland",
+    expect: "allowed",
+    request: (c) => c.as["user-manager"].delete(userlandsPath(c.ns, "um-created")),
+  },
+  {
+    who: "user-manager",
+    does: "can read a Template (to answer 404 for an unknown one)",
+    expect: "allowed",
+    request: (c) => c.as["user-manager"].get(templatesPath(c.ns, "code")),
+  },
+  {
+    who: "user-manager",
+    does: "can review a caller's token (TokenReview)",
+    expect: "allowed",
+    request: (c) =>
+      c.as["user-manager"].create("/apis/authentication.k8s.io/v1/tokenreviews", {
+        apiVersion: "authentication.k8s.io/v1",
+        kind: "TokenReview",
+        spec: { token: "not-a-real-token" },
+      }),
+  },
+  {
+    who: "user-manager",
+    does: "can ask RBAC about a caller in its namespace (LocalSubjectAccessReview)",
+    expect: "allowed",
+    request: (c) => c.as["user-manager"].create(lsarPath(c.ns), lsar(c.ns)),
+  },
+  {
+    who: "user-manager",
+    does: "cannot probe anyone's rights in another namespace",
+    expect: "rbac-forbidden",
+    request: (c) => c.as["user-manager"].create(lsarPath("default"), lsar("default")),
+  },
+  {
+    who: "user-manager",
+    does: "has every right the service checks at start-up (services/user-manager/permissions.ts)",
+    expect: "allowed",
+    request: async (c) => {
+      const missing = await missingPermissions(c.as["user-manager"], c.ns);
+      assert.deepEqual(missing, [], "missing permissions");
+    },
+  },
+
+  // --- template admins: Templates, not students ------------------------------------------------------
+  {
+    who: "template-admin",
+    does: "cannot create a Userland",
+    expect: "rbac-forbidden",
+    request: (c) => c.as["template-admin"].create(userlandsPath(c.ns), userlandBody("ta-userland")),
+  },
+  {
+    who: "template-admin",
+    does: "cannot delete a Userland",
+    expect: "rbac-forbidden",
+    request: (c) => c.as["template-admin"].delete(userlandsPath(c.ns, "alice")),
+  },
+  {
+    who: "template-admin",
+    does: "can list Userlands",
+    expect: "allowed",
+    request: (c) => c.as["template-admin"].list(userlandsPath(c.ns)),
+  },
+  {
+    who: "template-admin",
+    does: "can create a Template",
+    expect: "allowed",
+    request: (c) => c.as["template-admin"].create(templatesPath(c.ns), templateBody("jupyter")),
+  },
+  {
+    who: "template-admin",
+    does: "can change a Template's image",
+    expect: "allowed",
+    request: (c) =>
+      c.as["template-admin"].patch(templatesPath(c.ns, "jupyter"), {
+        spec: { template: { spec: { containers: [{ name: "ide", image: "registry.invalid/ide:3" }] } } },
+      }),
+  },
+  {
+    who: "template-admin",
+    does: "can delete a Template",
+    expect: "allowed",
+    request: (c) => c.as["template-admin"].delete(templatesPath(c.ns, "jupyter")),
+  },
+  {
+    who: "template-admin",
+    does: "cannot read a Secret",
+    expect: "rbac-forbidden",
+    request: (c) => c.as["template-admin"].get(secretsPath(c.ns, "db-password")),
+  },
+
+  // --- teachers: students, not Templates ------------------------------------------------------------
+  {
+    who: "teacher",
+    does: "can create a Userland",
+    expect: "allowed",
+    request: (c) => c.as.teacher.create(userlandsPath(c.ns), userlandBody("teacher-created", "Dave")),
+  },
+  {
+    who: "teacher",
+    does: "can stop a student's environment (the policy binds only the proxy)",
+    expect: "allowed",
+    request: (c) => c.as.teacher.patch(userlandsPath(c.ns, "teacher-created"), { spec: { enabled: false } }),
+  },
+  {
+    who: "teacher",
+    does: "can read Templates",
+    expect: "allowed",
+    request: (c) => c.as.teacher.list(templatesPath(c.ns)),
+  },
+  {
+    who: "teacher",
+    does: "cannot create a Template",
+    expect: "rbac-forbidden",
+    request: (c) => c.as.teacher.create(templatesPath(c.ns), templateBody("teacher-template")),
+  },
+  {
+    who: "teacher",
+    does: "cannot change a Template",
+    expect: "rbac-forbidden",
+    request: (c) => c.as.teacher.patch(templatesPath(c.ns, "code"), { spec: { idleTimeout: "5m" } }),
+  },
+
+  // --- operator: its children, Userland and Template status, never a Template's spec ---------------
+  {
+    who: "operator",
+    does: "cannot change a Template's spec (patch)",
+    expect: "rbac-forbidden",
+    request: (c) => c.as.operator.patch(templatesPath(c.ns, "code"), { spec: { idleTimeout: "5m" } }),
+  },
+  {
+    who: "operator",
+    does: "cannot replace a Template (update)",
+    expect: "rbac-forbidden",
+    request: async (c) => {
+      const current = await (await adminRest()).get<Template>(templatesPath(c.ns, "code"));
+      return c.as.operator.replace(templatesPath(c.ns, "code"), {
+        ...current,
+        spec: { ...current.spec, displayName: "Changed by the operator" },
+      });
+    },
+  },
+  {
+    who: "operator",
+    does: "cannot create a Template",
+    expect: "rbac-forbidden",
+    request: (c) => c.as.operator.create(templatesPath(c.ns), templateBody("op-template")),
+  },
+  {
+    who: "operator",
+    does: "cannot delete a Template",
+    expect: "rbac-forbidden",
+    request: (c) => c.as.operator.delete(templatesPath(c.ns, "code")),
+  },
+  {
+    who: "operator",
+    does: "can watch Templates (list)",
+    expect: "allowed",
+    request: (c) => c.as.operator.list(templatesPath(c.ns)),
+  },
+  {
+    who: "operator",
+    does: "can write a Template's status",
+    expect: "allowed",
+    request: (c) =>
+      c.as.operator.patch(templatesPath(c.ns, "code") + "/status", { status: { userlands: 1 } }),
+  },
+  {
+    who: "operator",
+    does: "can write a Userland's status",
+    expect: "allowed",
+    request: (c) =>
+      c.as.operator.patch(userlandsPath(c.ns, "alice") + "/status", {
+        status: { phase: "Pending", message: "written by the rbac test" },
+      }),
+  },
+  {
+    who: "operator",
+    does: "can stop an idle Userland (patch spec.enabled)",
+    expect: "allowed",
+    request: (c) =>
+      c.as.operator.patch(userlandsPath(c.ns, "alice"), {
+        metadata: { annotations: { "userland.dev/stopped-reason": "IdleTimeout" } },
+        spec: { enabled: false },
+      }),
+  },
+  {
+    who: "operator",
+    does: "cannot create a Userland",
+    expect: "rbac-forbidden",
+    request: (c) => c.as.operator.create(userlandsPath(c.ns), userlandBody("op-userland")),
+  },
+  {
+    who: "operator",
+    does: "cannot delete a Userland",
+    expect: "rbac-forbidden",
+    request: (c) => c.as.operator.delete(userlandsPath(c.ns, "alice")),
+  },
+  {
+    who: "operator",
+    does: "can create a Deployment",
+    expect: "allowed",
+    request: (c) => c.as.operator.create(deploymentsPath(c.ns), deploymentBody("op-deployment")),
+  },
+  {
+    who: "operator",
+    does: "can delete a Deployment",
+    expect: "allowed",
+    request: (c) => c.as.operator.delete(deploymentsPath(c.ns, "op-deployment")),
+  },
+  {
+    who: "operator",
+    does: "can create a Service",
+    expect: "allowed",
+    request: (c) =>
+      c.as.operator.create(servicesPath(c.ns), {
+        apiVersion: "v1",
+        kind: "Service",
+        metadata: { name: "op-service" },
+        spec: { selector: { app: "x" }, ports: [{ port: 80 }] },
+      }),
+  },
+  {
+    who: "operator",
+    does: "can create a PersistentVolumeClaim",
+    expect: "allowed",
+    request: (c) =>
+      c.as.operator.create(pvcsPath(c.ns), {
+        apiVersion: "v1",
+        kind: "PersistentVolumeClaim",
+        metadata: { name: "op-pvc" },
+        spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } },
+      }),
+  },
+  {
+    who: "operator",
+    does: "can validate a pod template with a server-side dry run",
+    expect: "allowed",
+    request: (c) =>
+      c.as.operator.create(deploymentsPath(c.ns), deploymentBody("op-dry-run"), { dryRun: "All" }),
+  },
+  {
+    who: "operator",
+    does: "can record an Event",
+    expect: "allowed",
+    request: (c) =>
+      c.as.operator.create(eventsPath(c.ns), {
+        apiVersion: "v1",
+        kind: "Event",
+        metadata: { name: "alice.rbac-test" },
+        involvedObject: {
+          apiVersion: "userland.dev/v1alpha1",
+          kind: "Userland",
+          name: "alice",
+          namespace: c.ns,
+        },
+        type: "Normal",
+        reason: "Test",
+        message: "recorded by the rbac test",
+        source: { component: "userland-operator" },
+      }),
+  },
+  {
+    who: "operator",
+    does: "can take its leader Lease",
+    expect: "allowed",
+    request: (c) =>
+      c.as.operator.create(leasesPath(c.ns), {
+        apiVersion: "coordination.k8s.io/v1",
+        kind: "Lease",
+        metadata: { name: LEASE },
+        spec: { holderIdentity: "rbac-test", leaseDurationSeconds: 15 },
+      }),
+  },
+  {
+    who: "operator",
+    does: "can renew its leader Lease",
+    expect: "allowed",
+    request: async (c) => {
+      const lease = await c.as.operator.get<KubeObject & { spec: Record<string, unknown> }>(
+        leasesPath(c.ns, LEASE),
+      );
+      return c.as.operator.replace(leasesPath(c.ns, LEASE), {
+        ...lease,
+        spec: { ...lease.spec, renewTime: new Date().toISOString().replace(/Z$/, "000Z") },
+      });
+    },
+  },
+  {
+    who: "operator",
+    does: "cannot take over another component's Lease",
+    expect: "rbac-forbidden",
+    request: async (c) => {
+      const lease = await (await adminRest()).get<KubeObject>(leasesPath(c.ns, "someone-else"));
+      return c.as.operator.replace(leasesPath(c.ns, "someone-else"), {
+        ...lease,
+        spec: { holderIdentity: "userland-operator" },
+      });
+    },
+  },
+  {
+    who: "operator",
+    does: "cannot read a Secret",
+    expect: "rbac-forbidden",
+    request: (c) => c.as.operator.get(secretsPath(c.ns, "db-password")),
+  },
+  {
+    who: "operator",
+    does: "cannot create a Pod directly",
+    expect: "rbac-forbidden",
+    request: (c) =>
+      c.as.operator.create(podsPath(c.ns), {
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: "op-pod" },
+        spec: { containers: [{ name: "x", image: "registry.invalid/x:1" }] },
+      }),
+  },
+
+  // --- proxy: reads, and reports activity through one annotation ------------------------------------
+  {
+    who: "proxy",
+    does: "can list Userlands",
+    expect: "allowed",
+    request: (c) => c.as.proxy.list(userlandsPath(c.ns)),
+  },
+  {
+    who: "proxy",
+    does: "can list Templates",
+    expect: "allowed",
+    request: (c) => c.as.proxy.list(templatesPath(c.ns)),
+  },
+  {
+    who: "proxy",
+    does: "can record activity (the last-activity annotation)",
+    expect: "allowed",
+    request: async (c) => {
+      const stamp = new Date().toISOString();
+      await c.as.proxy.patch(userlandsPath(c.ns, "bob"), {
+        metadata: { annotations: { [ACTIVITY]: stamp } },
+      });
+      assert.equal((await getUserland(c.ns, "bob")).metadata.annotations?.[ACTIVITY], stamp);
+    },
+  },
+  {
+    who: "proxy",
+    does: "cannot start or stop an environment (spec.enabled)",
+    expect: { policy: POLICY_SPEC },
+    request: (c) => c.as.proxy.patch(userlandsPath(c.ns, "bob"), { spec: { enabled: false } }),
+  },
+  {
+    who: "proxy",
+    does: "cannot switch a student's Template (spec.templateName)",
+    expect: { policy: POLICY_SPEC },
+    request: (c) => c.as.proxy.patch(userlandsPath(c.ns, "bob"), { spec: { templateName: "other" } }),
+  },
+  {
+    who: "proxy",
+    does: "cannot slip a spec change into an activity patch",
+    expect: { policy: POLICY_SPEC },
+    request: (c) =>
+      c.as.proxy.patch(userlandsPath(c.ns, "bob"), { ...activityNow(), spec: { enabled: false } }),
+  },
+  {
+    who: "proxy",
+    does: "cannot set another annotation",
+    expect: { policy: /other annotations must not change/ },
+    request: (c) =>
+      c.as.proxy.patch(userlandsPath(c.ns, "bob"), {
+        metadata: { annotations: { "userland.dev/stopped-reason": "Proxy" } },
+      }),
+  },
+  {
+    who: "proxy",
+    does: "cannot remove another annotation",
+    expect: { policy: /other annotations must not change/ },
+    request: (c) =>
+      c.as.proxy.patch(userlandsPath(c.ns, "bob"), {
+        metadata: { annotations: { "example.org/note": null } },
+      }),
+  },
+  {
+    who: "proxy",
+    does: "cannot change labels",
+    expect: { policy: /labels must not change/ },
+    request: (c) =>
+      c.as.proxy.patch(userlandsPath(c.ns, "bob"), { metadata: { labels: { course: "hacked" } } }),
+  },
+  {
+    who: "proxy",
+    does: "cannot add a finalizer",
+    expect: { policy: /finalizers and owner references must not change/ },
+    request: (c) =>
+      c.as.proxy.patch(userlandsPath(c.ns, "bob"), { metadata: { finalizers: ["example.org/keep"] } }),
+  },
+  {
+    who: "proxy",
+    does: "cannot write a last-activity that is not a time",
+    expect: { policy: /must be an RFC 3339 time/, status: 422 },
+    request: (c) =>
+      c.as.proxy.patch(userlandsPath(c.ns, "bob"), { metadata: { annotations: { [ACTIVITY]: "forever" } } }),
+  },
+  {
+    who: "proxy",
+    does: "cannot replace a Userland (no update verb)",
+    expect: "rbac-forbidden",
+    request: async (c) => c.as.proxy.replace(userlandsPath(c.ns, "bob"), await getUserland(c.ns, "bob")),
+  },
+  {
+    who: "proxy",
+    does: "cannot create a Userland",
+    expect: "rbac-forbidden",
+    request: (c) => c.as.proxy.create(userlandsPath(c.ns), userlandBody("proxy-created")),
+  },
+  {
+    who: "proxy",
+    does: "cannot delete a Userland",
+    expect: "rbac-forbidden",
+    request: (c) => c.as.proxy.delete(userlandsPath(c.ns, "bob")),
+  },
+  {
+    who: "proxy",
+    does: "cannot write a Userland's status",
+    expect: "rbac-forbidden",
+    request: (c) => c.as.proxy.patch(userlandsPath(c.ns, "bob") + "/status", { status: { phase: "Ready" } }),
+  },
+  {
+    who: "proxy",
+    does: "cannot change a Template",
+    expect: "rbac-forbidden",
+    request: (c) => c.as.proxy.patch(templatesPath(c.ns, "code"), { spec: { idleTimeout: "1m" } }),
+  },
+  {
+    who: "proxy",
+    does: "cannot read a Secret",
+    expect: "rbac-forbidden",
+    request: (c) => c.as.proxy.get(secretsPath(c.ns, "db-password")),
+  },
+
+  // --- auth: no Kubernetes rights at all -------------------------------------------------------------
+  {
+    who: "auth",
+    does: "cannot list Userlands",
+    expect: "rbac-forbidden",
+    request: (c) => c.as.auth.list(userlandsPath(c.ns)),
+  },
+  {
+    who: "auth",
+    does: "cannot read a Template",
+    expect: "rbac-forbidden",
+    request: (c) => c.as.auth.get(templatesPath(c.ns, "code")),
+  },
+  {
+    who: "auth",
+    does: "cannot create a Userland",
+    expect: "rbac-forbidden",
+    request: (c) => c.as.auth.create(userlandsPath(c.ns), userlandBody("auth-created")),
+  },
+  {
+    who: "auth",
+    does: "cannot review tokens",
+    expect: "rbac-forbidden",
+    request: (c) =>
+      c.as.auth.create("/apis/authentication.k8s.io/v1/tokenreviews", {
+        apiVersion: "authentication.k8s.io/v1",
+        kind: "TokenReview",
+        spec: { token: "x" },
+      }),
+  },
+];
+
+const serviceAccount = (who: Who) =>
+  (COMPONENTS as readonly string[]).includes(who) ? `${PREFIX}-${who}` : who;
+
+async function expectOutcome(row: Row, c: Ctx): Promise<void> {
+  let error: Error | undefined;
+  try {
+    await row.request(c);
+  } catch (e) {
+    error = e instanceof Error ? e : new Error(String(e));
+  }
+  const user = `system:serviceaccount:${c.ns}:${serviceAccount(row.who)}`;
+  if (row.expect === "allowed") {
+    if (error) throw error;
+    return;
+  }
+  assert.ok(
+    error instanceof KubeError,
+    `expected the API server to refuse, got ${error?.message ?? "success"}`,
+  );
+  if (row.expect === "rbac-forbidden") {
+    assert.equal(error.code, 403, error.message);
+    // RBAC's own refusal (not the admission policy, not a missing object).
+    assert.match(error.message, new RegExp(`User "${user}" cannot `), error.message);
+    return;
+  }
+  assert.equal(error.code, row.expect.status ?? 403, error.message);
+  assert.match(error.message, /ValidatingAdmissionPolicy '[^']*proxy-activity-only'/, error.message);
+  assert.match(error.message, row.expect.policy);
+}
+
+/** Installs the chart into a fresh namespace and gives every identity a real token. */
+async function setUp(t: TestContext, prefix: string): Promise<Ctx & { objects: KubeObject[] }> {
+  const ns = await testNamespace(t, prefix);
+  await installCrds();
+  const objects = await installChart(t, RELEASE, ns);
+  const admin = await adminRest();
+  const rbac = (name: string, role: string) =>
+    admin.create(paths.namespaced("rbac.authorization.k8s.io", "v1", "rolebindings", ns), {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: { name },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role },
+      subjects: [{ kind: "ServiceAccount", name, namespace: ns }],
+    });
+  // People are bound to the chart's ClusterRoles per namespace, as NOTES.txt tells admins to.
+  await rbac("template-admin", `${ns}-template-admin`);
+  await rbac("teacher", `${ns}-teacher`);
+  const cluster = await testCluster();
+  const as = {} as Record<Who, KubeRest>;
+  for (const who of [...COMPONENTS, "template-admin", "teacher"] as const) {
+    const token = await serviceAccountToken(ns, serviceAccount(who));
+    as[who] = new KubeRest(cluster.kubeConfigForToken(token, ns), `rbac-test-${who}`);
+  }
+  t.after(async () => {
+    for (const rest of Object.values(as)) await rest.close();
+  });
+  return { ns, as, objects };
+}
+
+test("RBAC and the proxy's admission policy, request by request", async (t) => {
+  const c = await setUp(t, "rbac");
+  const admin = await adminRest();
+  await createTemplate(c.ns, "code", simpleTemplateSpec());
+  await createUserland(c.ns, "alice", "alice", "code");
+  const bob = await createUserland(c.ns, "bob", "Bob", "code");
+  await admin.patch(userlandsPath(c.ns, "bob"), {
+    metadata: { annotations: { "example.org/note": "keep" } },
+  });
+  await admin.create(secretsPath(c.ns), {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { name: "db-password" },
+    stringData: { password: "hunter2" },
+  });
+  await admin.create(leasesPath(c.ns), {
+    apiVersion: "coordination.k8s.io/v1",
+    kind: "Lease",
+    metadata: { name: "someone-else" },
+    spec: { holderIdentity: "another-controller" },
+  });
+
+  await t.test("the admission policy is in force, its CEL type-checked without warnings", async () => {
+    const name = `${c.ns}-${PREFIX}-proxy-activity-only`;
+    // The API server loads new policies asynchronously: wait until a forbidden patch is refused.
+    await eventually(
+      "the proxy's admission policy to refuse a label change",
+      async () => {
+        try {
+          await c.as.proxy.patch(userlandsPath(c.ns, "bob"), { metadata: { labels: { probe: "x" } } });
+          await admin.patch(userlandsPath(c.ns, "bob"), { metadata: { labels: { probe: null } } });
+          return false;
+        } catch (error) {
+          return error instanceof KubeError && /ValidatingAdmissionPolicy/.test(error.message);
+        }
+      },
+      30_000,
+      250,
+    );
+    const policy = await eventually(
+      "the policy's type-check to be reported",
+      async () => {
+        const p = await admin.get<{ status?: { observedGeneration?: number; typeChecking?: unknown } }>(
+          `/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/${name}`,
+        );
+        return p.status?.observedGeneration ? p : undefined;
+      },
+      30_000,
+      250,
+    );
+    // The API server type-checks the expressions (request.* fully; a custom resource's fields are
+    // dynamic to it, so the rows below are what proves the field checks).
+    assert.deepEqual(policy.status?.typeChecking ?? {}, {}, "CEL type-check warnings");
+  });
+
+  for (const row of rows) {
+    const expectation =
+      row.expect === "allowed"
+        ? "allowed"
+        : row.expect === "rbac-forbidden"
+          ? "403 from RBAC"
+          : "refused by the policy";
+    await t.test(`${row.who} ${row.does} → ${expectation}`, () => expectOutcome(row, c));
+  }
+
+  await t.test("nothing the refused requests tried has changed Bob's Userland", async () => {
+    const now = await getUserland(c.ns, "bob");
+    assert.deepEqual(now.spec, bob.spec);
+    assert.equal(now.metadata.labels?.course, undefined);
+    assert.deepEqual(now.metadata.finalizers ?? [], []);
+    assert.equal(now.metadata.annotations?.["example.org/note"], "keep");
+    assert.equal(now.metadata.annotations?.["userland.dev/stopped-reason"], undefined);
+  });
+});
+
+test("the operator does its whole job under the chart's Role, without a single 403", async (t) => {
+  const c = await setUp(t, "rbac-op");
+  const cluster = await testCluster();
+  const username = `system:serviceaccount:${c.ns}:${PREFIX}-operator`;
+  const token = await serviceAccountToken(c.ns, `${PREFIX}-operator`);
+  const dir = mkdtempSync(join(tmpdir(), "userland-rbac-"));
+  const kubeconfig = join(dir, "kubeconfig");
+  writeFileSync(
+    kubeconfig,
+    kubeconfigYaml(cluster.info.server, readFileSync(cluster.info.caFile), "operator", token, c.ns),
+  );
+  const since = new Date();
+  const operator = await spawnOperator(kubeconfig, username, c.ns, { identity: "chart-operator-0" });
+  t.after(async () => {
+    await operator.stop("SIGKILL");
+  });
+  await waitForLeadership(operator);
+
+  await createTemplate(c.ns, "code", simpleTemplateSpec());
+  // A Template with a volume, so every kind of child is made (kwok has no storage: the claim stays
+  // Pending, so this one is not expected to become Ready).
+  await createTemplate(
+    c.ns,
+    "data",
+    simpleTemplateSpec("registry.invalid/db:1", {
+      volumes: [
+        {
+          name: "home",
+          pvcSpec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } },
+        },
+      ],
+    }),
+  );
+  const userland = await createUserland(c.ns, "alice", "alice", "code");
+  const withData = await createUserland(c.ns, "bob", "bob", "data");
+  const ready = await waitForPhase(c.ns, "alice", "Ready", 60_000);
+  assert.ok(ready.status?.service?.name, "status names the Service");
+  const admin = await adminRest();
+  await eventually("the Template's status", async () => {
+    const template = await admin.get<Template>(templatesPath(c.ns, "code"));
+    return template.status?.conditions?.some((x) => x.type === "PodTemplateValid" && x.status === "True");
+  });
+  await eventually("Bob's volume claim", async () => {
+    const claims = await admin.list<KubeObject>(pvcsPath(c.ns));
+    return claims.items.some((pvc) => pvc.metadata.labels?.["userland.dev/userland"] === "bob");
+  });
+  const lease = await admin.get<{ spec: { holderIdentity?: string } }>(leasesPath(c.ns, LEASE));
+  assert.equal(lease.spec.holderIdentity, "chart-operator-0");
+  // Stopping keeps the data; deleting the Userland removes what it owns.
+  await admin.patch(userlandsPath(c.ns, "alice"), { spec: { enabled: false } });
+  await waitForPhase(c.ns, "alice", "Stopped", 60_000);
+  await admin.delete(userlandsPath(c.ns, userland.metadata.name ?? ""));
+  await admin.delete(userlandsPath(c.ns, withData.metadata.name ?? ""));
+
+  // The audit log holds every request the operator made: none was refused.
+  await new Promise((r) => setTimeout(r, 1500)); // the audit log is written in batches (≤ 1 s)
+  const refused = readFileSync(cluster.info.auditLog, "utf8")
+    .split("\n")
+    .filter((line) => line.includes(username))
+    .map(
+      (line) =>
+        JSON.parse(line) as {
+          user: { username: string };
+          verb: string;
+          requestURI: string;
+          responseStatus?: { code?: number };
+          stageTimestamp: string;
+        },
+    )
+    .filter((e) => e.user.username === username && Date.parse(e.stageTimestamp) >= since.getTime())
+    .filter((e) => e.responseStatus?.code === 403)
+    .map((e) => `${e.verb} ${e.requestURI}`);
+  assert.deepEqual(refused, [], `the operator was refused:\n${refused.join("\n")}`);
+  assert.doesNotMatch(operator.logs(), /forbidden/i);
+  const userlands = await admin.list<Userland>(userlandsPath(c.ns));
+  assert.equal(userlands.items.length, 0);
+});
