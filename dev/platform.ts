@@ -6,7 +6,15 @@
  * reaches demo environments through its upstream override file (the documented resolver seam).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
 import { customResourceDefinitions } from "../api/crds.ts";
@@ -17,6 +25,7 @@ import { createLogger } from "../lib/logger.ts";
 import { generateSigningKey, parseSigningKeys, publicJwks } from "../lib/session.ts";
 import {
   ControlPlane,
+  diesWithParent,
   freePort,
   kubeconfigYaml,
   repoRoot,
@@ -143,12 +152,6 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
   const dir = opts.dir;
   const logsDir = join(dir, "logs");
   mkdirSync(logsDir, { recursive: true });
-  const ports: PlatformPorts = {
-    proxy: opts.ports?.proxy ?? (await freePort()),
-    auth: opts.ports?.auth ?? (await freePort()),
-    userManager: opts.ports?.userManager ?? (await freePort()),
-    identityProvider: opts.ports?.identityProvider ?? (await freePort()),
-  };
   const children: { name: string; child: ChildProcess }[] = [];
   const demos = new Map<string, DemoEnvironment>();
   let idp: DevIdentityProvider | undefined;
@@ -252,6 +255,14 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       return path;
     };
 
+    // Picked only now, right before the components listen: a port chosen before the control
+    // plane started could be taken by then on a busy machine.
+    const ports: PlatformPorts = {
+      proxy: opts.ports?.proxy ?? (await freePort()),
+      auth: opts.ports?.auth ?? (await freePort()),
+      userManager: opts.ports?.userManager ?? (await freePort()),
+      identityProvider: opts.ports?.identityProvider ?? (await freePort()),
+    };
     // Session keys: the auth service signs, the proxy only verifies.
     const privateKeys = { keys: [await generateSigningKey()] };
     const privateFile = join(dir, "session-keys.private.json");
@@ -269,15 +280,15 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
 
     const run = (name: string, script: string, env: Record<string, string>) => {
       const out = join(logsDir, `${name}.log`);
-      writeFileSync(out, "");
-      const child = spawn(process.execPath, [join(repoRoot, script)], {
+      // Straight to the file, not through a pipe: a component must still be able to log its
+      // shutdown after this process has died (it then gets SIGTERM from the kernel).
+      const logFd = openSync(out, "w");
+      const child = spawn(...diesWithParent(process.execPath, [join(repoRoot, script)], "SIGTERM"), {
         cwd: repoRoot,
         env: { ...process.env, USERLAND_NAMESPACE: NAMESPACE, ...env },
-        stdio: ["ignore", "pipe", "pipe"],
+        stdio: ["ignore", logFd, logFd],
       });
-      const append = (chunk: Buffer) => writeFileSync(out, chunk, { flag: "a" });
-      child.stdout?.on("data", append);
-      child.stderr?.on("data", append);
+      closeSync(logFd);
       child.once("exit", (code, signal) => log(`${name} exited (${signal ?? code}); log: ${out}`));
       children.push({ name, child });
     };
@@ -285,7 +296,7 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
     run("operator", "operator/main.ts", {
       KUBECONFIG: await kubeconfigFor("userland-operator"),
       OPERATOR_HTTP_ADDRESS: "127.0.0.1",
-      OPERATOR_HTTP_PORT: String(await freePort()),
+      OPERATOR_HTTP_PORT: "0", // nothing here calls it; the log says where it listens
       OPERATOR_LEADER_ELECTION: "true",
     });
     run("user-manager", "services/user-manager/main.ts", {
@@ -318,7 +329,7 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       PROXY_HOST: "127.0.0.1",
       PROXY_PORT: String(ports.proxy),
       PROXY_ADMIN_HOST: "127.0.0.1",
-      PROXY_ADMIN_PORT: String(await freePort()),
+      PROXY_ADMIN_PORT: "0",
       PROXY_SESSION_PUBLIC_KEYS_FILE: publicFile,
       PROXY_LOGIN_URL: `${authUrl}/login`,
       PROXY_DEFAULT_TEMPLATE: DEMO_TEMPLATE,
@@ -370,9 +381,16 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
             ),
           ),
         );
-        return answers.every(Boolean) && children.every(({ child }) => child.exitCode === null);
+        return answers.every(Boolean);
       },
       60_000,
+      () => {
+        const exited = children.find(({ child }) => child.exitCode !== null || child.signalCode !== null);
+        if (!exited) return;
+        const out = join(logsDir, `${exited.name}.log`);
+        const tail = readFileSync(out, "utf8").trim().split("\n").slice(-3).join("\n");
+        throw new Error(`${exited.name} stopped while starting; its log (${out}) ends:\n${tail}`);
+      },
     );
 
     return {
@@ -409,9 +427,17 @@ function exampleTemplates(): unknown[] {
     .filter((d) => d?.kind === "Template");
 }
 
-async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+/** Polls `check` (errors count as "not yet") until it holds; `fatal` may throw to give up early. */
+async function waitFor(
+  what: string,
+  check: () => Promise<boolean>,
+  timeoutMs = 30_000,
+  fatal: () => void = () => undefined,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!(await check().catch(() => false))) {
+  for (;;) {
+    fatal();
+    if (await check().catch(() => false)) return;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 200));
   }

@@ -23,6 +23,20 @@ export const SERVICE_CIDR = "198.18.0.0/16";
 export const POD_CIDR = "198.19.0.0/16";
 const ADMIN_USER = "userland-test-admin";
 
+/**
+ * `command args`, wrapped in `setpriv --pdeathsig` where available: the kernel sends `signal` to the
+ * child when this process dies, even by SIGKILL, so no process outlives the run that started it.
+ */
+export function diesWithParent(
+  command: string,
+  args: string[],
+  signal: "SIGKILL" | "SIGTERM",
+): [string, string[]] {
+  return existsSync("/usr/bin/setpriv")
+    ? ["/usr/bin/setpriv", ["--pdeathsig", signal, "--", command, ...args]]
+    : [command, args];
+}
+
 /** Builds (first time) or finds the cached control-plane binaries; returns their directory. */
 export function ensureBinaries(): string {
   if (process.env.USERLAND_CONTROL_PLANE_BIN) return process.env.USERLAND_CONTROL_PLANE_BIN;
@@ -398,10 +412,8 @@ export class ControlPlane {
   private startComponent(name: string, args: string[]): void {
     const logFile = openSync(join(this.dir, "logs", `${name}.log`), "a");
     const binary = join(this.bin, name);
-    // setpriv --pdeathsig: if the test runner is killed outright, the kernel kills the control plane too.
-    const [command, commandArgs] = existsSync("/usr/bin/setpriv")
-      ? ["/usr/bin/setpriv", ["--pdeathsig", "SIGKILL", "--", binary, ...args]]
-      : [binary, args];
+    // If the test runner is killed outright, the kernel kills the control plane too.
+    const [command, commandArgs] = diesWithParent(binary, args, "SIGKILL");
     const child = spawn(command, commandArgs, { stdio: ["ignore", logFile, logFile] });
     const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
     child.once("exit", (code, signal) => {
