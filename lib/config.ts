@@ -18,6 +18,24 @@ export interface Setting<T> {
 }
 
 export type Settings = Record<string, Setting<unknown>>;
+
+/** A setting without a default: start-up fails with its description when it is unset. */
+export const required = <T>(env: string, description: string, p: (raw: string) => T): Setting<T> => ({
+  env,
+  description,
+  parse: p,
+});
+export const optional = <T>(
+  env: string,
+  description: string,
+  p: (raw: string) => T,
+): Setting<T | undefined> => ({ env, description, parse: p, default: undefined });
+export const withDefault = <T>(
+  env: string,
+  description: string,
+  p: (raw: string) => T,
+  dflt: T,
+): Setting<T> => ({ env, description, parse: p, default: dflt });
 export type ConfigOf<S extends Settings> = { [K in keyof S]: S[K] extends Setting<infer T> ? T : never };
 
 export class ConfigError extends Error {

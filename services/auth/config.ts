@@ -3,30 +3,20 @@
  * deployment gets one message that names every variable to set or fix.
  */
 import { TEMPLATE_NAME_PATTERN } from "../../api/v1alpha1/template.ts";
-import { ConfigError, loadConfig, parse, type ConfigOf, type Setting } from "../../lib/config.ts";
+import {
+  ConfigError,
+  loadConfig,
+  optional,
+  parse,
+  required,
+  withDefault,
+  type ConfigOf,
+} from "../../lib/config.ts";
 import type { AllowLists } from "./allowlist.ts";
 import type { GitHubSettings } from "./github.ts";
 import type { OidcSettings } from "./oidc.ts";
 import type { ProvisionSettings } from "./provision.ts";
 import { createRedirectPolicy, parseHostPattern, type RedirectPolicy } from "./redirects.ts";
-
-const required = <T>(env: string, description: string, p: (raw: string) => T): Setting<T> => ({
-  env,
-  description,
-  parse: p,
-});
-const optional = <T>(env: string, description: string, p: (raw: string) => T): Setting<T | undefined> => ({
-  env,
-  description,
-  parse: p,
-  default: undefined,
-});
-const withDefault = <T>(env: string, description: string, p: (raw: string) => T, dflt: T): Setting<T> => ({
-  env,
-  description,
-  parse: p,
-  default: dflt,
-});
 
 /** Keeps the text ("12h") so `--help` shows a readable default; converted after loading. */
 const durationText = (raw: string): string => {

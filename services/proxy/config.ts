@@ -3,30 +3,20 @@
  * deployment gets one message that names every variable to set or fix.
  */
 import { TEMPLATE_NAME_PATTERN } from "../../api/v1alpha1/template.ts";
-import { ConfigError, loadConfig, parse, type ConfigOf, type Setting } from "../../lib/config.ts";
+import {
+  ConfigError,
+  loadConfig,
+  optional,
+  parse,
+  required,
+  withDefault,
+  type ConfigOf,
+} from "../../lib/config.ts";
 import { cidrList, trustedProxies, type TrustedProxies } from "./headers.ts";
 import { parseOverrides, type UpstreamOverrides } from "./resolver.ts";
 
 const templatePattern = new RegExp(TEMPLATE_NAME_PATTERN);
 const hostPattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*(:\d{1,5})?$/;
-
-const required = <T>(env: string, description: string, p: (raw: string) => T): Setting<T> => ({
-  env,
-  description,
-  parse: p,
-});
-const optional = <T>(env: string, description: string, p: (raw: string) => T): Setting<T | undefined> => ({
-  env,
-  description,
-  parse: p,
-  default: undefined,
-});
-const withDefault = <T>(env: string, description: string, p: (raw: string) => T, dflt: T): Setting<T> => ({
-  env,
-  description,
-  parse: p,
-  default: dflt,
-});
 
 /** Keeps the text ("30s") so `--help` shows a readable default; converted after loading. */
 const durationText = (raw: string): string => {

@@ -3,29 +3,26 @@
  * environment, see `--help`). SIGTERM/SIGINT stop accepting connections and finish requests in
  * flight (a roster import runs to its end); a second signal exits at once.
  */
-import { ConfigError, describeSettings } from "../../lib/config.ts";
+import { ConfigError } from "../../lib/config.ts";
 import { currentNamespace, loadKubeConfig } from "../../lib/kube.ts";
 import { KubeRest } from "../../lib/kubeRest.ts";
 import { createLogger } from "../../lib/logger.ts";
+import { helpRequested, KUBECONFIG_HELP, runService } from "../../lib/service.ts";
 import { buildApp } from "./app.ts";
 import { loadUserManagerConfig, settings } from "./config.ts";
 import { createMetrics } from "./metrics.ts";
 import { describePermission, missingPermissions } from "./permissions.ts";
 
-if (process.argv.includes("--help") || process.argv.includes("-h")) {
-  process.stdout.write(
-    "userland user-manager: REST API to create, list, start, stop and delete Userlands and import class rosters.\n" +
-      "Callers authenticate with Kubernetes bearer tokens; Kubernetes RBAC on userlands.userland.dev decides what they may do.\n\n" +
-      `Settings (environment variables):\n${describeSettings(settings)}\n` +
-      `  ${"LOG_LEVEL".padEnd(34)} Log level: debug, info, warn, error (default: "info")\n` +
-      `  ${"KUBECONFIG".padEnd(34)} kubeconfig file (default: the in-cluster ServiceAccount)\n`,
-  );
-  process.exit(0);
-}
+helpRequested(
+  "userland user-manager: REST API to create, list, start, stop and delete Userlands and import class rosters.\n" +
+    "Callers authenticate with Kubernetes bearer tokens; Kubernetes RBAC on userlands.userland.dev decides what they may do.",
+  settings,
+  [KUBECONFIG_HELP],
+);
 
 const log = createLogger("user-manager");
 
-try {
+await runService("user-manager", log, async () => {
   const config = loadUserManagerConfig();
   let kc;
   try {
@@ -43,31 +40,6 @@ try {
   const namespace = config.namespace || (await currentNamespace());
   const app = await buildApp({ config, rest, namespace, log, metrics });
 
-  let stopping = false;
-  const stop = (signal: NodeJS.Signals) => {
-    if (stopping) {
-      log.warn({ signal }, "second signal: exiting now");
-      process.exit(1);
-    }
-    stopping = true;
-    log.info({ signal }, "shutting down: finishing requests in flight");
-    app
-      .close()
-      .then(() => rest.close())
-      .then(
-        () => {
-          log.info("stopped");
-          process.exit(0);
-        },
-        (error: unknown) => {
-          log.error({ err: error }, "shutdown failed");
-          process.exit(1);
-        },
-      );
-  };
-  process.on("SIGTERM", stop);
-  process.on("SIGINT", stop);
-
   const address = await app.listen({ host: config.host, port: config.port });
   log.info({ address, namespace }, "user-manager listening");
 
@@ -81,11 +53,8 @@ try {
     (error: unknown) =>
       log.warn({ err: (error as Error).message }, "could not check the ServiceAccount's permissions"),
   );
-} catch (error) {
-  if (error instanceof ConfigError) {
-    process.stderr.write(`${error.message}\n\nRun with --help to list every setting.\n`);
-    process.exit(2);
-  }
-  log.fatal({ err: error }, "user-manager failed to start");
-  process.exit(1);
-}
+  return {
+    stopping: "shutting down: finishing requests in flight",
+    stop: () => app.close().then(() => rest.close()),
+  };
+});
