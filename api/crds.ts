@@ -58,6 +58,13 @@ const definitions: ResourceDefinition[] = [
     description: "One user's environment: who it belongs to and which Template it runs.",
     spec: UserlandSpecSchema,
     status: UserlandStatusSchema,
+    rootValidations: [
+      {
+        rule: "self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",
+        message:
+          "Userland names are lowercase letters, digits and '-' (no dots): they become part of Deployment and Service names",
+      },
+    ],
     printerColumns: [
       { name: "User", type: "string", jsonPath: ".spec.user" },
       { name: "Template", type: "string", jsonPath: ".spec.templateName" },

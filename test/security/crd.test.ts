@@ -202,11 +202,14 @@ test("malformed CRD objects are refused with clear messages; the operator keeps 
     );
   });
   row(
-    "a Userland named a.b (valid name, invalid Service name): Failed with the API server's reason",
+    "a Userland named a.b (a valid object name, but no valid Service name): 422 naming the rule",
     async () => {
-      await createUserland(ns, "a.b", "dotted", "code");
-      const failed = await waitForPhase(ns, "a.b", "Failed");
-      assert.match(failed.status?.message ?? "", /Service "code-a\.b-svc" is invalid: metadata\.name/);
+      await refused(
+        userlandsPath(ns),
+        userland("a.b", ok),
+        422,
+        /Userland names are lowercase letters, digits and '-' \(no dots\)/,
+      );
     },
   );
   row("child names that collide across Templates: the second Userland is Failed, never adopts", async () => {
