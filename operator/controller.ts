@@ -161,7 +161,10 @@ export class Controller {
     const onChild =
       (kind: "Deployment" | "Service" | undefined, removed: boolean) => (o: k8s.KubernetesObject) => {
         const ns = o.metadata?.namespace ?? "";
-        const owner = o.metadata?.annotations?.[USERLAND_NAME_ANNOTATION];
+        // The name annotation, or the controller reference if a hand edit removed the annotation.
+        const owner =
+          o.metadata?.annotations?.[USERLAND_NAME_ANNOTATION] ??
+          o.metadata?.ownerReferences?.find((r) => r.controller && r.kind === "Userland")?.name;
         if (!owner) return;
         if (kind) {
           const key = `${ns}/${owner}`;

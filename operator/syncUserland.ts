@@ -164,7 +164,9 @@ async function ensureChild<T extends Child>(
   desired: T,
   actual: T | undefined,
 ): Promise<T> {
-  if (!actual) return create(ctx, userland, kind, desired);
+  // Not in the cache: create it. A 409 hands back the existing object, e.g. one whose labels were
+  // edited out of the label-selected watch; it is then compared and repaired like any other.
+  actual ??= await create(ctx, userland, kind, desired);
   if (!isControlledBy(actual, userland)) {
     throw new Blocked(
       UserlandConditions.Ready,
