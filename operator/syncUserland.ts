@@ -253,6 +253,26 @@ async function removeStaleChildren(
       .filter((s) => s.metadata?.name !== desired.names.service)
       .map((s): [ChildKind, Child] => ["Service", s]),
   ].filter(([, object]) => isControlledBy(object, userland));
+  // The previous Template's children, named after the Service in status (the Template of the last
+  // sync): one whose labels were edited out of the label-selected watch is not in the cache, but
+  // must go all the same. Read from the API only while a switch is in progress.
+  const previousService = userland.status?.service?.name;
+  if (previousService && previousService !== desired.names.service && previousService.endsWith("-svc")) {
+    const previous: [ChildKind, string][] = [
+      ["Deployment", previousService.slice(0, -"-svc".length)],
+      ["Service", previousService],
+    ];
+    for (const [kind, childName] of previous) {
+      if (stale.some(([k, o]) => k === kind && o.metadata?.name === childName)) continue;
+      const object = await ctx.rest
+        .get<Child>(childPath(kind, namespace, childName))
+        .catch((error: unknown) => {
+          if (isNotFound(error)) return undefined;
+          throw error;
+        });
+      if (object && isControlledBy(object, userland)) stale.push([kind, object]);
+    }
+  }
   for (const [kind, object] of stale) {
     const childName = object.metadata?.name ?? "";
     try {

@@ -154,8 +154,10 @@ export class WorkQueue {
 
   /** The next key to process, or undefined once the queue is shut down. */
   get(): Promise<string | undefined> {
-    if (this.length > 0) return Promise.resolve(this.take());
+    // Shutting down finishes the keys in progress, not the whole queue: a long queue must not hold
+    // up a SIGTERM (and with it the Lease) past the pod's grace period.
     if (this.shuttingDown) return Promise.resolve(undefined);
+    if (this.length > 0) return Promise.resolve(this.take());
     return new Promise((resolve) => this.waiters.push(resolve));
   }
 

@@ -86,3 +86,14 @@ test("shutdown drains work in progress and releases waiting workers", async () =
   q.add("late");
   assert.equal(q.length, 0, "no keys accepted after shutdown");
 });
+
+test("shutdown does not hand out queued keys that were not started", async () => {
+  const q = new WorkQueue();
+  q.add("a");
+  q.add("b");
+  const key = await q.get();
+  const drain = q.shutDownWithDrain();
+  assert.equal(await q.get(), undefined, "b waits for the next leader");
+  q.done(key ?? "");
+  await drain;
+});
