@@ -12,7 +12,7 @@ export const operatorSettings = {
     env: "OPERATOR_WORKERS",
     description: "Concurrent reconciles",
     parse: parse.integer(1, 64),
-    default: 4,
+    default: 16,
   },
   resyncPeriod: {
     env: "OPERATOR_RESYNC_PERIOD",

@@ -3,28 +3,16 @@
  * the shared one would break every other test running beside it.
  */
 import assert from "node:assert/strict";
-import { randomBytes } from "node:crypto";
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { test } from "node:test";
 import { childNames } from "../../api/naming.ts";
 import type { Userland } from "../../api/v1alpha1/index.ts";
 import { KubeRest, paths } from "../../lib/kubeRest.ts";
-import { ControlPlane, repoRoot } from "../../test/cluster/controlPlane.ts";
-import { connect, eventually, testNamespace } from "../../test/support/cluster.ts";
+import { eventually, privateControlPlane, testNamespace } from "../../test/support/cluster.ts";
 import { startOperator } from "../../test/support/operator.ts";
 import { simpleTemplateSpec } from "../../test/support/resources.ts";
 
 test("the operator keeps reconciling after kube-apiserver restarts mid-run", async (t) => {
-  const controlPlane = new ControlPlane({
-    dir: join(repoRoot, ".userland", `restart-${randomBytes(3).toString("hex")}`),
-    nodes: 1,
-  });
-  const info = await controlPlane.start();
-  t.after(() => controlPlane.stop());
-  const infoFile = join(info.dir, "cluster.json");
-  writeFileSync(infoFile, JSON.stringify(info));
-  const cluster = await connect(infoFile);
+  const { controlPlane, cluster } = await privateControlPlane(t, "restart");
   const ns = await testNamespace(t, "restart", cluster);
   const operator = await startOperator(t, ns, { cluster });
   const rest = new KubeRest(cluster.kc, "userland-tests");

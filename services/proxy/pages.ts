@@ -5,30 +5,7 @@
  * page also works without JavaScript. Every interpolated value is escaped by the `html` tag.
  */
 import { createHash } from "node:crypto";
-
-class Html {
-  readonly text: string;
-  constructor(text: string) {
-    this.text = text;
-  }
-}
-
-export function escapeHtml(value: string): string {
-  return value.replace(/[&<>"'`]/g, (c) => `&#${c.charCodeAt(0)};`);
-}
-
-function render(value: unknown): string {
-  if (value instanceof Html) return value.text;
-  if (Array.isArray(value)) return value.map(render).join("");
-  if (value === undefined || value === null || value === false) return "";
-  return escapeHtml(typeof value === "string" ? value : JSON.stringify(value));
-}
-
-function html(strings: TemplateStringsArray, ...values: unknown[]): Html {
-  let out = strings[0] ?? "";
-  values.forEach((value, i) => (out += render(value) + (strings[i + 1] ?? "")));
-  return new Html(out);
-}
+import { html, Html } from "../../lib/html.ts";
 
 const style = `
   :root { color-scheme: light dark; --bg: #f4f5f7; --card: #fff; --fg: #1d2430; --muted: #5b6474; --accent: #2456c7; }
@@ -188,12 +165,17 @@ export function missingPage(env: EnvironmentInfo): Page {
       There is no <strong>${env.title}</strong> environment for your account, so there is nothing to open
       here.
     </p>
-    <p>If you expected one, ask your course administrator to add you; mention your user name below.</p>
+    <p>
+      If you expected one, ask your course administrator to add you; mention your user name below. This page
+      checks again by itself.
+    </p>
     <p class="muted">Signed in as <span class="status">${env.user}</span>.</p>`;
   return {
     status: 404,
     title,
-    body: document(title, body, {}),
+    // Checks again by itself: an environment created at first login or by an admin right now may
+    // reach this replica's cache a moment after the student does.
+    body: document(title, body, { refreshSeconds: 5 }),
     json: { state: "missing", template: env.template },
   };
 }

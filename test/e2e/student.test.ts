@@ -86,10 +86,9 @@ test("a new student logs in, is provisioned, waits on the starting page, works i
   const context = await browser.newContext();
   const page = await login(context, "alice", "01-login.png");
 
-  // The starting page, if the environment is not Ready yet when the student arrives.
-  const title = await page.title();
-  if (/starting/i.test(title))
-    await page.screenshot({ path: join(artifacts, "02-starting.png"), fullPage: true });
+  // Just provisioned, so not Ready yet: the starting page, which follows the status by itself.
+  await page.waitForFunction("/is starting/.test(document.title)", undefined, { timeout: 15_000 });
+  await page.screenshot({ path: join(artifacts, "02-starting.png"), fullPage: true });
   const env = await environmentOf(page);
   assert.equal(env.owner, "alice");
   assert.equal(env.xUser, "alice", "the environment received X-User from the proxy");

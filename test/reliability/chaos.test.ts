@@ -5,12 +5,8 @@
  * control plane, because restarting the shared API server would break the tests running beside it.
  */
 import assert from "node:assert/strict";
-import { randomBytes } from "node:crypto";
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { test } from "node:test";
-import { ControlPlane, repoRoot } from "../cluster/controlPlane.ts";
-import { connect, testNamespace } from "../support/cluster.ts";
+import { privateControlPlane, testNamespace } from "../support/cluster.ts";
 import { installCrds } from "../support/operator.ts";
 import { Chaos, formatReport, PROCESS_FAULTS } from "./chaos.ts";
 
@@ -18,15 +14,7 @@ import { Chaos, formatReport, PROCESS_FAULTS } from "./chaos.ts";
 const CONVERGE_SECONDS = 90;
 
 test("after 30 s of faults every Userland converges to exactly its children; no claim is lost", async (t) => {
-  const controlPlane = new ControlPlane({
-    dir: join(repoRoot, ".userland", `chaos-${randomBytes(3).toString("hex")}`),
-    nodes: 1,
-  });
-  const info = await controlPlane.start();
-  t.after(() => controlPlane.stop());
-  const infoFile = join(info.dir, "cluster.json");
-  writeFileSync(infoFile, JSON.stringify(info));
-  const cluster = await connect(infoFile);
+  const { controlPlane, cluster } = await privateControlPlane(t, "chaos");
   await installCrds(cluster);
   const namespace = await testNamespace(t, "chaos", cluster);
 

@@ -37,7 +37,7 @@ import type { WebSocket } from "ws";
 import { childNames, userlandNameFor } from "../../api/naming.ts";
 import type { Userland } from "../../api/v1alpha1/index.ts";
 import { KubeRest } from "../../lib/kubeRest.ts";
-import { escapeHtml } from "../../services/proxy/pages.ts";
+import { escapeHtml } from "../../lib/html.ts";
 import {
   openWebSocket,
   proxyKubeConfig,

@@ -7,7 +7,9 @@ import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { TestContext } from "node:test";
 import { k8s } from "../../lib/kube.ts";
-import { kubeconfigYaml, type ControlPlaneInfo } from "../cluster/controlPlane.ts";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { ControlPlane, kubeconfigYaml, repoRoot, type ControlPlaneInfo } from "../cluster/controlPlane.ts";
 
 export const CLUSTER_INFO_ENV = "USERLAND_TEST_CLUSTER";
 
@@ -106,4 +108,23 @@ export async function eventually<T>(
     }
     await new Promise((r) => setTimeout(r, intervalMs));
   }
+}
+
+/**
+ * A control plane of the test's own, stopped when the test ends: for tests that restart
+ * kube-apiserver, which would break every test running beside them on the shared one.
+ */
+export async function privateControlPlane(
+  t: TestContext,
+  prefix: string,
+): Promise<{ controlPlane: ControlPlane; cluster: TestCluster }> {
+  const controlPlane = new ControlPlane({
+    dir: join(repoRoot, ".userland", `${prefix}-${randomBytes(3).toString("hex")}`),
+    nodes: 1,
+  });
+  const info = await controlPlane.start();
+  t.after(() => controlPlane.stop());
+  const infoFile = join(info.dir, "cluster.json");
+  writeFileSync(infoFile, JSON.stringify(info));
+  return { controlPlane, cluster: await connect(infoFile) };
 }

@@ -14,7 +14,8 @@ import {
   type AllowLists,
 } from "../allowlist.ts";
 import { toIdentity } from "../identity.ts";
-import { escapeHtml, html, messagePage } from "../pages.ts";
+import { escapeHtml, html } from "../../../lib/html.ts";
+import { messagePage } from "../pages.ts";
 
 const open: AllowLists = { domains: [], groups: [], orgs: [] };
 const rules = { usernameClaim: "preferred_username", userPrefix: "", groupsClaim: "groups" };
