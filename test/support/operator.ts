@@ -37,7 +37,11 @@ export function installCrds(cluster?: TestCluster): Promise<void> {
             ...crd,
             metadata: { ...crd.metadata, resourceVersion: existing.metadata.resourceVersion },
           });
-        else await rest.create(base, crd);
+        else
+          // Test files run in parallel processes: another one may create the same CRD first.
+          await rest.create(base, crd).catch((error: unknown) => {
+            if ((error as { code?: number }).code !== 409) throw error;
+          });
         await eventually(`CRD ${name} to be established`, async () => {
           const c = await rest.get<{ status?: { conditions?: { type: string; status: string }[] } }>(
             `${base}/${name}`,
