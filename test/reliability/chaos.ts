@@ -15,8 +15,8 @@
  *
  * Used by `npm run chaos` (scripts/chaos.ts, 1,000 Userlands) and test/reliability/chaos.test.ts.
  */
-import { createReadStream, readdirSync, rmSync } from "node:fs";
-import { basename, dirname, join } from "node:path";
+import { createReadStream, rmSync } from "node:fs";
+import { dirname } from "node:path";
 import { createInterface } from "node:readline";
 import type { V1Deployment, V1ObjectMeta, V1PersistentVolumeClaim, V1Service } from "@kubernetes/client-node";
 import { childNames } from "../../api/naming.ts";
@@ -875,19 +875,11 @@ export class Chaos {
 }
 
 /**
- * Every line of the audit log, the rotated files included: kube-apiserver's log writer rotates at
- * 100 MB when --audit-log-maxsize is not set, which a 1,000-Userland run exceeds.
+ * Every line of the audit log, streamed: a 1,000-Userland run writes over 100 MB (the control plane
+ * sets --audit-log-maxsize so the file is never rotated away).
  */
-async function* auditLines(path: string): AsyncGenerator<string> {
-  const dir = dirname(path);
-  const current = basename(path);
-  const stem = current.replace(/\.log$/, "");
-  const rotated = readdirSync(dir)
-    .filter((f) => f.startsWith(`${stem}-`) && f.endsWith(".log"))
-    .sort();
-  for (const file of [...rotated, current]) {
-    yield* createInterface({ input: createReadStream(join(dir, file), "utf8"), crlfDelay: Infinity });
-  }
+function auditLines(path: string): AsyncIterable<string> {
+  return createInterface({ input: createReadStream(path, "utf8"), crlfDelay: Infinity });
 }
 
 /** Why a Deployment or Service is not what the operator should have made it, or undefined. */

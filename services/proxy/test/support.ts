@@ -398,3 +398,42 @@ export function roundTrip(
     ws.send(message);
   });
 }
+
+/**
+ * Client-supplied identity headers in every spelling the proxy must strip: case, underscores, and
+ * the names other auth proxies and clouds use. One list for the unit, routing and hostile-input tests.
+ */
+export const SPOOFED_IDENTITY_HEADERS: readonly string[] = [
+  "X-User",
+  "x-user",
+  "X-USER",
+  "X_User",
+  "x_user",
+  "x_USER",
+  "X_USER",
+  "X-Forwarded-User",
+  "X_Forwarded_User",
+  "x_forwarded_user",
+  "X-Forwarded-Email",
+  "X-Forwarded-Preferred-Username",
+  "X-Forwarded-Groups",
+  "X-Auth-Request-User",
+  "x_auth_request_user",
+  "X-Auth-Request-Email",
+  "X-Auth-Request-Preferred-Username",
+  "X-Auth-Request-Groups",
+  "X-Remote-User",
+  "Remote-User",
+  "REMOTE_USER",
+  "Remote-Email",
+  "X-WebAuth-User",
+  "X-Auth-User",
+  "X-Username",
+  "X-Email",
+  "X-Userland-User",
+  "X-User-Id",
+  "X-Ms-Client-Principal-Name",
+  "X-Goog-Authenticated-User-Email",
+  "Cf-Access-Authenticated-User-Email",
+  "X-Amzn-Oidc-Identity",
+];

@@ -20,7 +20,7 @@ import {
 import { clusterDnsResolver, fileOverrideResolver, overrideResolver, parseOverrides } from "../resolver.ts";
 import { templateForHost, UserlandIndex } from "../routing.ts";
 import { environmentState, originAllowed, safeReturnPath } from "../server.ts";
-import { testKeys } from "./support.ts";
+import { SPOOFED_IDENTITY_HEADERS, testKeys } from "./support.ts";
 
 const routes = {
   hostTemplates: new Map([
@@ -96,26 +96,7 @@ test("environment states follow phase, enabled and observedGeneration", () => {
 });
 
 test("identity headers are recognised in every spelling", () => {
-  for (const name of [
-    "X-User",
-    "x_user",
-    "X_USER",
-    "X-Forwarded-User",
-    "x_forwarded_user",
-    "X-Auth-Request-User",
-    "X-Auth-Request-Email",
-    "X-Forwarded-Email",
-    "X-Remote-User",
-    "Remote-User",
-    "REMOTE_USER",
-    "X-WebAuth-User",
-    "X-Forwarded-Preferred-Username",
-    "X-Auth-User",
-    "X-Auth-Request-Groups",
-    "X-Goog-Authenticated-User-Email",
-    "X-Amzn-Oidc-Identity",
-    "Cf-Access-Authenticated-User-Email",
-  ]) {
+  for (const name of SPOOFED_IDENTITY_HEADERS) {
     assert.ok(isIdentityHeader(name), name);
   }
   for (const name of ["Authorization", "X-Requested-With", "User-Agent", "X-Xsrftoken"])
