@@ -44,6 +44,8 @@ export class LeaderElector {
   private leading = false;
   private stopped = false;
   private timer: NodeJS.Timeout | undefined;
+  /** The acquire/renew attempt under way, if any: stop() lets it finish before releasing. */
+  private attempt: Promise<void> = Promise.resolve();
   private observed: { record: string; at: number } | undefined;
   private lastRenew = 0;
   private lease: LeaseJson | undefined;
@@ -61,12 +63,14 @@ export class LeaderElector {
   }
 
   start(): void {
-    void this.tick();
+    this.attempt = this.tick();
   }
 
   private schedule(): void {
     if (this.stopped) return;
-    this.timer = setTimeout(() => void this.tick(), this.opts.retryPeriodMs);
+    this.timer = setTimeout(() => {
+      this.attempt = this.tick();
+    }, this.opts.retryPeriodMs);
   }
 
   private async tick(): Promise<void> {
@@ -155,6 +159,9 @@ export class LeaderElector {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
+    // A renewal still in flight would change the Lease's resourceVersion under the release below,
+    // which would then fail with 409 and leave the standby waiting for the Lease to expire.
+    await this.attempt;
     if (!this.leading || !this.lease) return;
     this.leading = false;
     try {
