@@ -12,7 +12,7 @@ import { join } from "node:path";
 import type { Userland } from "../api/v1alpha1/index.ts";
 import { desiredChildren } from "../operator/desired.ts";
 import { KubeRest, paths } from "../lib/kubeRest.ts";
-import { ControlPlane, repoRoot } from "../test/cluster/controlPlane.ts";
+import { ControlPlane, repoRoot } from "../cluster/controlPlane.ts";
 import { connect } from "../test/support/cluster.ts";
 import {
   installCrds,

@@ -30,7 +30,7 @@ import {
   kubeconfigYaml,
   repoRoot,
   type ControlPlaneInfo,
-} from "../test/cluster/controlPlane.ts";
+} from "../cluster/controlPlane.ts";
 import { startDemoEnvironment, type DemoEnvironment } from "./demo-environment.ts";
 import { startDevIdentityProvider, type DevIdentityProvider } from "./identity-provider.ts";
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs everything the platform and its tests need on a fresh machine, and nothing twice:
 #   - npm packages (npm ci when node_modules is missing or older than package-lock.json),
-#   - Debian packages (openssl for test certificates; chromium for the browser tests),
-#   - the Go-built control plane (test/cluster/build.sh, cached after the first build).
+#   - Debian packages: openssl (test certificates), chromium (browser tests), and what the real node
+#     needs (cluster/node): runc, the CNI plugins, nftables, conntrack, iproute2, socat, tini, curl,
+#     and for its images (cluster/images) mmdebstrap, umoci, jq, gcc and libc6-dev,
+#   - the Go-built control plane and node (cluster/build.sh, cached after the first build).
 # `npm start` and `npm test` call it first, so a fresh clone needs no other step.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,7 +14,9 @@ if [[ ! -f node_modules/.package-lock.json || package-lock.json -nt node_modules
   npm ci --no-audit --no-fund >&2
 fi
 
-debian_packages=(openssl chromium)
+debian_packages=(openssl chromium
+  runc containernetworking-plugins nftables conntrack iproute2 socat tini curl
+  mmdebstrap umoci jq gcc libc6-dev)
 missing=()
 for p in "${debian_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -25,4 +29,4 @@ if ((${#missing[@]} > 0)); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
 
-bash test/cluster/build.sh >/dev/null
+bash cluster/build.sh >/dev/null

@@ -6,7 +6,7 @@ import { randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { KubeRest } from "../lib/kubeRest.ts";
-import { ControlPlane, repoRoot } from "../test/cluster/controlPlane.ts";
+import { ControlPlane, repoRoot } from "../cluster/controlPlane.ts";
 import { Chaos, formatReport } from "../test/reliability/chaos.ts";
 import { connect } from "../test/support/cluster.ts";
 import { installCrds } from "../test/support/operator.ts";

@@ -5,7 +5,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { ControlPlane, repoRoot } from "../test/cluster/controlPlane.ts";
+import { ControlPlane, repoRoot } from "../cluster/controlPlane.ts";
 import { connect } from "../test/support/cluster.ts";
 import { formatSoakReport, runSoak } from "../test/reliability/soak.ts";
 

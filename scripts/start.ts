@@ -4,7 +4,7 @@
  */
 import { join } from "node:path";
 import { startPlatform } from "../dev/platform.ts";
-import { repoRoot } from "../test/cluster/controlPlane.ts";
+import { repoRoot } from "../cluster/controlPlane.ts";
 
 const base = Number(process.env.USERLAND_PORT ?? 4180);
 const platform = await startPlatform({

@@ -1,11 +1,15 @@
 /**
- * The one test command (`npm test`): starts a real control plane once for the whole run, runs every
- * test file with node's test runner against it, and tears the control plane down at the end, also
- * when the run is interrupted. Arguments are passed to `node --test` (e.g. a file to run alone).
+ * The one test command (`npm test`): starts a real control plane and a real node once for the whole
+ * run, runs every test file with node's test runner against them, and tears both down at the end,
+ * also when the run is interrupted. Arguments are passed to `node --test` (e.g. a file to run alone).
+ *
+ * USERLAND_REAL_NODE=off leaves the real node out (its tests then fail, saying so); any other value
+ * or none starts it, and a machine that cannot run it fails the run with the reason.
  */
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
-import { ControlPlane, repoRoot } from "./cluster/controlPlane.ts";
+import { ControlPlane, repoRoot } from "../cluster/controlPlane.ts";
+import { RealNode } from "../cluster/node/realNode.ts";
 import { CLUSTER_INFO_ENV } from "./support/cluster.ts";
 import { writeFileSync } from "node:fs";
 
@@ -25,10 +29,17 @@ const flags = args.filter((a) => a.startsWith("-"));
 const controlPlane = new ControlPlane({
   dir: process.env.USERLAND_TEST_CLUSTER_DIR ?? join(repoRoot, ".userland", "test-cluster"),
 });
+const realNode =
+  process.env.USERLAND_REAL_NODE === "off"
+    ? undefined
+    : new RealNode({ controlPlane, dir: join(controlPlane.dir, "node") });
 let stopping = false;
 async function shutdown(code: number): Promise<never> {
   if (!stopping) {
     stopping = true;
+    await realNode
+      ?.stop({ keepFiles: code !== 0 })
+      .catch((e: unknown) => console.error("stopping the real node:", e));
     await controlPlane
       .stop({ keepFiles: code !== 0 })
       .catch((e: unknown) => console.error("stopping control plane:", e));
@@ -36,14 +47,27 @@ async function shutdown(code: number): Promise<never> {
   process.exit(code);
 }
 
+// Registered before anything starts: an interrupted start-up cleans up as well.
+let child: ChildProcess | undefined = undefined;
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+  process.on(signal, () => {
+    child?.kill(signal);
+    void shutdown(130);
+  });
+}
+
 const info = await controlPlane.start().catch(async (error: unknown) => {
   console.error(`could not start the test control plane: ${(error as Error).message}`);
   return shutdown(1);
 });
+const nodeInfo = await realNode?.start().catch(async (error: unknown) => {
+  console.error(`could not start the real node: ${(error as Error).message}`);
+  return shutdown(1);
+});
 const infoFile = join(controlPlane.dir, "cluster.json");
-writeFileSync(infoFile, JSON.stringify(info, null, 2));
+writeFileSync(infoFile, JSON.stringify({ ...info, realNode: nodeInfo }, null, 2));
 
-const child = spawn(
+child = spawn(
   process.execPath,
   [
     "--test",
@@ -55,10 +79,4 @@ const child = spawn(
   ],
   { stdio: "inherit", cwd: repoRoot, env: { ...process.env, [CLUSTER_INFO_ENV]: infoFile } },
 );
-for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
-  process.on(signal, () => {
-    child.kill(signal);
-    void shutdown(130);
-  });
-}
 child.on("exit", (code, signal) => void shutdown(code ?? (signal ? 1 : 0)));

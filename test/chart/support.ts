@@ -1,6 +1,6 @@
 /**
  * Helm and kubectl for the chart and RBAC tests: both are built from Go modules with the control
- * plane (test/cluster/build.sh), run as child processes, and talk only to the test control plane on
+ * plane (cluster/build.sh), run as child processes, and talk only to the test control plane on
  * 127.0.0.1 (helm itself never contacts a cluster here: lint and template are offline).
  */
 import { execFile } from "node:child_process";
@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TestContext } from "node:test";
 import { parseAllDocuments } from "yaml";
-import { repoRoot } from "../cluster/controlPlane.ts";
+import { repoRoot } from "../../cluster/controlPlane.ts";
 import { testCluster } from "../support/cluster.ts";
 
 export const chartDir = join(repoRoot, "charts", "userland");
@@ -47,7 +47,7 @@ export async function helm(args: string[]): Promise<RunResult> {
   const { info } = await testCluster();
   const binary = join(info.binDir, "helm");
   if (!existsSync(binary)) {
-    throw new Error(`${binary} is missing: test/cluster/build.sh builds it with the control plane`);
+    throw new Error(`${binary} is missing: cluster/build.sh builds it with the control plane`);
   }
   if (!helmHome) {
     const home = mkdtempSync(join(tmpdir(), "userland-helm-"));

@@ -15,7 +15,7 @@ import { childNames, userlandNameFor } from "../../api/naming.ts";
 import type { Userland } from "../../api/v1alpha1/index.ts";
 import { paths } from "../../lib/kubeRest.ts";
 import { DEMO_TEMPLATE, startPlatform, type Platform } from "../../dev/platform.ts";
-import { repoRoot } from "../cluster/controlPlane.ts";
+import { repoRoot } from "../../cluster/controlPlane.ts";
 import { eventually } from "../support/cluster.ts";
 
 const artifacts = join(repoRoot, "artifacts", "e2e");

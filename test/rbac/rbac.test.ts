@@ -12,7 +12,7 @@ import { test, type TestContext } from "node:test";
 import type { Template, Userland } from "../../api/v1alpha1/index.ts";
 import { KubeError, KubeRest, paths } from "../../lib/kubeRest.ts";
 import { missingPermissions } from "../../services/user-manager/permissions.ts";
-import { kubeconfigYaml } from "../cluster/controlPlane.ts";
+import { kubeconfigYaml } from "../../cluster/controlPlane.ts";
 import { eventually, serviceAccountToken, testCluster, testNamespace } from "../support/cluster.ts";
 import { installCrds, spawnOperator, waitForLeadership } from "../support/operator.ts";
 import {

@@ -30,7 +30,7 @@ import {
   USER_HASH_LABEL,
   USERLAND_NAME_ANNOTATION,
 } from "../../operator/desired.ts";
-import type { ControlPlane } from "../cluster/controlPlane.ts";
+import type { ControlPlane } from "../../cluster/controlPlane.ts";
 import type { TestCluster } from "../support/cluster.ts";
 import { operatorKubeconfig, spawnOperator, type OperatorProcess } from "../support/operator.ts";
 import {

@@ -46,7 +46,7 @@ import {
   type CleanupScope,
   type Upstream,
 } from "../../services/proxy/test/support.ts";
-import { freePort, repoRoot } from "../cluster/controlPlane.ts";
+import { freePort, repoRoot } from "../../cluster/controlPlane.ts";
 import type { TestCluster } from "../support/cluster.ts";
 import {
   installCrds,

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { test } from "node:test";
-import { repoRoot } from "../cluster/controlPlane.ts";
+import { repoRoot } from "../../cluster/controlPlane.ts";
 
 const bin = (name: string) => join(repoRoot, "node_modules", ".bin", name);
 const run = (command: string, args: string[]) => {

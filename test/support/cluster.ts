@@ -9,12 +9,14 @@ import type { TestContext } from "node:test";
 import { k8s } from "../../lib/kube.ts";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { ControlPlane, kubeconfigYaml, repoRoot, type ControlPlaneInfo } from "../cluster/controlPlane.ts";
+import { ControlPlane, kubeconfigYaml, repoRoot, type ControlPlaneInfo } from "../../cluster/controlPlane.ts";
+import type { RealNodeInfo } from "../../cluster/node/realNode.ts";
 
 export const CLUSTER_INFO_ENV = "USERLAND_TEST_CLUSTER";
 
 export interface TestCluster {
-  info: ControlPlaneInfo;
+  /** The control plane, and the real node when test/run.ts started one. */
+  info: ControlPlaneInfo & { realNode?: RealNodeInfo };
   /** Cluster-admin client configuration. */
   kc: k8s.KubeConfig;
   /** A client configuration that authenticates with `token`. */
@@ -35,7 +37,7 @@ export async function connect(infoFile: string | undefined): Promise<TestCluster
       `${CLUSTER_INFO_ENV} is not set: run the tests with \`npm test\`, which starts the control plane`,
     );
   }
-  const info = JSON.parse(readFileSync(infoFile, "utf8")) as ControlPlaneInfo;
+  const info = JSON.parse(readFileSync(infoFile, "utf8")) as TestCluster["info"];
   const ca = readFileSync(info.caFile);
   const kubeConfigForToken = (token: string, namespace = "default"): k8s.KubeConfig => {
     const kc = new k8s.KubeConfig();

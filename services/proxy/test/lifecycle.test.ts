@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { test, type TestContext } from "node:test";
 import { childNames } from "../../../api/naming.ts";
 import { UserlandAnnotations } from "../../../api/v1alpha1/index.ts";
-import { freePort } from "../../../test/cluster/controlPlane.ts";
+import { freePort } from "../../../cluster/controlPlane.ts";
 import { eventually, testNamespace } from "../../../test/support/cluster.ts";
 import { installCrds, startOperator } from "../../../test/support/operator.ts";
 import {

@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test, type TestContext } from "node:test";
-import { kubeconfigYaml, repoRoot } from "../../../test/cluster/controlPlane.ts";
+import { kubeconfigYaml, repoRoot } from "../../../cluster/controlPlane.ts";
 import {
   eventually,
   serviceAccountToken,

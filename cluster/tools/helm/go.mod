@@ -1,6 +1,6 @@
 // Builds helm (lint and template for charts/userland in the tests) from Go modules.
 // Kept apart from ../kubernetes so helm compiles against the client libraries it was released with.
-module userland.dev/test/cluster/tools/helm
+module userland.dev/cluster/tools/helm
 
 go 1.26.0
 

@@ -1,6 +1,6 @@
 // Builds kwok (simulated nodes and pods for the test control plane) from Go modules.
 // Kept apart from ../kubernetes so each command compiles against the client libraries it was released with.
-module userland.dev/test/cluster/tools/kwok
+module userland.dev/cluster/tools/kwok
 
 go 1.26.0
 

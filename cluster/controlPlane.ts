@@ -7,35 +7,26 @@
  * benchmarking block 198.18.0.0/15, which is never routed, so an address handed out by the
  * cluster cannot reach a real host even by mistake.
  */
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { generateKeyPairSync, randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:https";
 import { createServer } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
+import { KUBERNETES_SERVICE_IP, KWOK_POD_CIDR, NODE_IP, SERVICE_CIDR } from "./addresses.ts";
+import { ProcessGroup, waitFor } from "./processes.ts";
+
+export { diesWithParent } from "./processes.ts";
 
 const here = dirname(fileURLToPath(import.meta.url));
-export const repoRoot = join(here, "..", "..");
+export const repoRoot = join(here, "..");
 
-export const SERVICE_CIDR = "198.18.0.0/16";
-export const POD_CIDR = "198.19.0.0/16";
+export { SERVICE_CIDR, POD_CIDR } from "./addresses.ts";
 const ADMIN_USER = "userland-test-admin";
-
-/**
- * `command args`, wrapped in `setpriv --pdeathsig` where available: the kernel sends `signal` to the
- * child when this process dies, even by SIGKILL, so no process outlives the run that started it.
- */
-export function diesWithParent(
-  command: string,
-  args: string[],
-  signal: "SIGKILL" | "SIGTERM",
-): [string, string[]] {
-  return existsSync("/usr/bin/setpriv")
-    ? ["/usr/bin/setpriv", ["--pdeathsig", signal, "--", command, ...args]]
-    : [command, args];
-}
+/** The real node's name (cluster/node), known here because its kubelet's identity is. */
+export const REAL_NODE_NAME = "userland-node";
 
 /** Builds (first time) or finds the cached control-plane binaries; returns their directory. */
 export function ensureBinaries(): string {
@@ -79,25 +70,21 @@ export interface ControlPlaneInfo {
   pids: number[];
 }
 
-interface Managed {
-  name: string;
-  child: ChildProcess;
-  exited: Promise<void>;
-}
-
 export class ControlPlane {
   readonly dir: string;
   private readonly opts: ControlPlaneOptions;
   private readonly log: (line: string) => void;
   private bin = "";
-  private readonly processes = new Map<string, Managed>();
+  private readonly processes: ProcessGroup;
   private ports = { etcd: 0, etcdPeer: 0, apiserver: 0 };
   private adminToken = "";
+  private nodeTokens = { kubelet: "", kubeProxy: "", addons: "" };
 
   constructor(opts: ControlPlaneOptions) {
     this.opts = opts;
     this.dir = opts.dir;
     this.log = opts.log ?? ((line) => process.stderr.write(`[control-plane] ${line}\n`));
+    this.processes = new ProcessGroup(join(this.dir, "logs"), this.log);
   }
 
   /** Where the control-plane binaries (and kubectl) are; known after start(). */
@@ -127,8 +114,13 @@ export class ControlPlane {
       auditLog: this.auditLogPath,
       dir: this.dir,
       binDir: this.bin,
-      pids: [...this.processes.values()].map((p) => p.child.pid ?? 0).filter((pid) => pid > 0),
+      pids: this.processes.pids(),
     };
+  }
+
+  /** Tokens for a real node's components (cluster/node), valid once start() has run. */
+  get realNodeTokens(): { kubelet: string; kubeProxy: string; addons: string } {
+    return { ...this.nodeTokens };
   }
 
   async start(): Promise<ControlPlaneInfo> {
@@ -162,7 +154,7 @@ export class ControlPlane {
 
   /** Stops kube-apiserver alone, as an outage; etcd and the controllers keep running. */
   async stopApiServer(): Promise<void> {
-    await this.stopProcess("kube-apiserver");
+    await this.processes.stop("kube-apiserver");
   }
 
   async restartApiServer(): Promise<void> {
@@ -171,9 +163,13 @@ export class ControlPlane {
   }
 
   async stop(opts: { keepFiles?: boolean } = {}): Promise<void> {
-    for (const name of ["kwok", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"]) {
-      await this.stopProcess(name);
-    }
+    await this.processes.stopAll([
+      "kwok",
+      "kube-scheduler",
+      "kube-controller-manager",
+      "kube-apiserver",
+      "etcd",
+    ]);
     if (!opts.keepFiles) rmSync(this.dir, { recursive: true, force: true });
   }
 
@@ -198,7 +194,20 @@ export class ControlPlane {
       "-subj",
       "/CN=userland-test-ca",
     );
-    writeFileSync(join(pki, "san.ext"), "subjectAltName=IP:127.0.0.1,IP:::1,DNS:localhost\n");
+    // The real node (cluster/node) and its pods reach this API server at the node's address and
+    // at the `kubernetes` Service, and verify it like on any cluster.
+    const names = [
+      "IP:127.0.0.1",
+      "IP:::1",
+      "DNS:localhost",
+      `IP:${NODE_IP}`,
+      `IP:${KUBERNETES_SERVICE_IP}`,
+      "DNS:kubernetes",
+      "DNS:kubernetes.default",
+      "DNS:kubernetes.default.svc",
+      "DNS:kubernetes.default.svc.cluster.local",
+    ];
+    writeFileSync(join(pki, "san.ext"), `subjectAltName=${names.join(",")}\n`);
     openssl(
       "req",
       "-newkey",
@@ -240,6 +249,11 @@ export class ControlPlane {
     const kcmToken = randomBytes(24).toString("hex");
     const schedulerToken = randomBytes(24).toString("hex");
     const kwokToken = randomBytes(24).toString("hex");
+    this.nodeTokens = {
+      kubelet: randomBytes(24).toString("hex"),
+      kubeProxy: randomBytes(24).toString("hex"),
+      addons: randomBytes(24).toString("hex"),
+    };
     writeFileSync(
       join(this.dir, "tokens.csv"),
       [
@@ -247,6 +261,12 @@ export class ControlPlane {
         `${kcmToken},system:kube-controller-manager,uid-kcm`,
         `${schedulerToken},system:kube-scheduler,uid-scheduler`,
         `${kwokToken},kwok,uid-kwok,"system:masters"`,
+        // The real node's components, should one be started (cluster/node): the kubelet and
+        // kube-proxy with the identities their built-in roles are bound to, the node's add-ons
+        // (NetworkPolicy enforcer, volume provisioner) as admins of this disposable cluster.
+        `${this.nodeTokens.kubelet},system:node:${REAL_NODE_NAME},uid-kubelet,"system:nodes"`,
+        `${this.nodeTokens.kubeProxy},system:kube-proxy,uid-kube-proxy`,
+        `${this.nodeTokens.addons},userland-node-addons,uid-node-addons,"system:masters"`,
       ].join("\n") + "\n",
     );
     this.writeKubeconfig(this.kubeconfigPath, ADMIN_USER, this.adminToken);
@@ -363,7 +383,7 @@ export class ControlPlane {
       "--node-lease-duration-seconds=40",
       "--manage-all-nodes=false",
       "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-      `--cidr=${POD_CIDR}`,
+      `--cidr=${KWOK_POD_CIDR}`,
       "--node-ip=198.19.255.254",
       "--server-address=",
     ];
@@ -412,43 +432,16 @@ export class ControlPlane {
   // --- processes ----------------------------------------------------------------------------
 
   private startComponent(name: string, args: string[]): void {
-    const logFile = openSync(join(this.dir, "logs", `${name}.log`), "a");
-    const binary = join(this.bin, name);
-    // If the test runner is killed outright, the kernel kills the control plane too.
-    const [command, commandArgs] = diesWithParent(binary, args, "SIGKILL");
-    const child = spawn(command, commandArgs, { stdio: ["ignore", logFile, logFile] });
-    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-    child.once("exit", (code, signal) => {
-      if (this.processes.get(name)?.child === child) {
-        this.processes.delete(name);
-        this.log(`${name} exited (${signal ?? code}); see ${join(this.dir, "logs", `${name}.log`)}`);
-      }
-    });
-    this.processes.set(name, { name, child, exited });
-  }
-
-  private async stopProcess(name: string): Promise<void> {
-    const managed = this.processes.get(name);
-    if (!managed) return;
-    this.processes.delete(name);
-    managed.child.kill("SIGTERM");
-    const timer = setTimeout(() => managed.child.kill("SIGKILL"), 10_000);
-    await managed.exited;
-    clearTimeout(timer);
+    this.processes.start(name, join(this.bin, name), args);
   }
 
   private async waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      if (await check().catch(() => false)) return;
-      const component = what.split(" ")[0] ?? what;
-      if (["etcd", "kube-apiserver", "kwok"].includes(component) && !this.processes.has(component)) {
-        throw new Error(`${what} exited during start-up; see ${join(this.dir, "logs", `${component}.log`)}`);
-      }
-      if (Date.now() > deadline)
-        throw new Error(`${what} not ready after ${timeoutMs / 1000}s (logs: ${this.dir}/logs)`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    const component = what.split(" ")[0] ?? what;
+    const watched = ["etcd", "kube-apiserver", "kwok"].includes(component);
+    await waitFor(what, check, timeoutMs, {
+      ...(watched ? { alive: () => this.processes.has(component) } : {}),
+      logs: join(this.dir, "logs"),
+    });
   }
 
   private async httpOk(url: string): Promise<boolean> {

@@ -1,6 +1,6 @@
 //go:build tools
 
-// Package tools lists the control-plane commands so that `go mod tidy` keeps their dependencies.
+// Package tools lists the control-plane and node commands so that `go mod tidy` keeps their dependencies.
 package tools
 
 import (
@@ -8,5 +8,7 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kube-proxy"
 	_ "k8s.io/kubernetes/cmd/kubectl"
+	_ "k8s.io/kubernetes/cmd/kubelet"
 )

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Builds the cluster's Go tools from Go modules, once. Each tools/<tool>/ directory is one tool:
+# its go.mod pins the versions, its tools.go imports the commands (so `go mod tidy` keeps their
+# dependencies), and its build.sh, if any, is the recipe: sourced here, in that directory, it says
+# what to build and does the special steps (without one, every command tools.go imports is built).
+#   kubernetes              etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl
+#                           (the control plane); kubelet, kube-proxy (a real node)
+#   kwok                    simulated nodes and pods, and its stock stages (kwok-stages.yaml)
+#   helm                    lint and template for the chart tests
+#   containerd              containerd, containerd-shim-runc-v2, ctr (a real node's container runtime)
+#   coredns                 cluster DNS
+#   kube-network-policies   NetworkPolicy enforcement on a real node
+#   local-path-provisioner  PersistentVolumes on a node's disk
+# Each tool is cached on its own under $USERLAND_CACHE/go/<tool>-<key> (default cache
+# ~/.cache/userland), keyed by a hash of its directory's files and of go_build below (the build
+# flags every tool shares), so adding or bumping one tool builds only that tool and the others
+# reuse theirs. Then one directory of symlinks to every tool's binaries, go/bin-<hash of all the
+# tool keys>, is made or reused, and printed on stdout; progress goes to stderr.
+set -euo pipefail
+export LC_ALL=C # the same file order, so the same keys, whatever the caller's locale
+here=$(cd "$(dirname "$0")" && pwd)
+cache=${USERLAND_CACHE:-$HOME/.cache/userland}/go
+
+# Progress: `go build -v` names each package as it compiles; print a line every 100 packages.
+progress() {
+  local what=$1 n=0
+  while IFS= read -r line; do
+    n=$((n + 1))
+    if ((n % 100 == 0)); then echo "  $what: $n packages compiled ($(($(date +%s) - start))s)" >&2; fi
+    case $line in *": "* | "#"*) echo "  $line" >&2 ;; esac
+  done
+}
+# For the recipes: go_build DESCRIPTION [go build flags] PACKAGES... builds into the tool's
+# directory ($out). Extra linker flags come in $ldflags, other settings as the environment
+# (CGO_ENABLED=0 go_build ...).
+go_build() {
+  local what=$1
+  shift
+  echo "building $what in tools/$tool (the first build takes minutes to half an hour on 2 cores; cached afterwards)" >&2
+  go build -v -ldflags="-s -w ${ldflags:-}" -o "$out/" "$@" 2>&1 | progress "$what"
+}
+
+generic=$(declare -f progress go_build)
+tools=() keys=()
+for dir in "$here"/tools/*/; do
+  tool=$(basename "$dir")
+  tools+=("$tool")
+  keys+=("$({
+    for f in "$dir"*; do
+      if [[ -f $f ]]; then
+        echo "== ${f##*/}"
+        cat "$f"
+      fi
+    done
+    echo "$generic"
+  } | sha256sum | cut -c1-16)")
+done
+key=$(for i in "${!tools[@]}"; do echo "${tools[i]}-${keys[i]}"; done | sha256sum | cut -c1-16)
+bin="$cache/bin-$key"
+if [[ -f "$bin/.complete" ]]; then echo "$bin"; exit 0; fi
+
+command -v go >/dev/null || { echo "build.sh: Go is required to build the cluster's tools (install Go 1.26.6+)" >&2; exit 1; }
+mkdir -p "$cache"
+total=$(date +%s)
+build_tool() {
+  local tool=$1 out="$cache/$1-$2" lock rc
+  if [[ -f "$out/.complete" ]]; then return; fi
+  # One build per tool and key at a time: a second caller (another test run, npm start) waits for
+  # the first instead of writing the same binaries concurrently, then finds them complete.
+  exec {lock}>"$cache/.build-$tool-$2.lock"
+  flock "$lock"
+  if [[ ! -f "$out/.complete" ]]; then
+    rm -rf "$out"
+    mkdir -p "$out"
+    # The recipe runs in a subshell, so its settings (environment, ldflags) stay with its tool; and
+    # with its own errexit: a failing step stops it, but not before this script says which tool.
+    set +e
+    (
+      set -e
+      cd "$here/tools/$tool"
+      start=$(date +%s)
+      outputs=()
+      if [[ -f build.sh ]]; then
+        source ./build.sh
+      else
+        # -e: tools.go imports main packages, which go list reports as an error but still lists.
+        list=$(go list -e -tags tools -f '{{join .Imports "\n"}}' .)
+        mapfile -t packages <<<"$list"
+        outputs=("${packages[@]##*/}")
+        go_build "$tool" "${packages[@]}"
+      fi
+      ((${#outputs[@]} > 0)) || { echo "build.sh: tools/$tool/build.sh does not name its outputs" >&2; exit 1; }
+      for b in "${outputs[@]}"; do
+        [[ -s "$out/$b" ]] || { echo "build.sh: $b was not built" >&2; exit 1; }
+      done
+      echo "$tool built in $(($(date +%s) - start))s: $out" >&2
+    )
+    rc=$?
+    set -e
+    if ((rc != 0)); then echo "build.sh: building $tool failed" >&2; exit "$rc"; fi
+    touch "$out/.complete"
+  fi
+  exec {lock}>&-
+}
+for i in "${!tools[@]}"; do build_tool "${tools[i]}" "${keys[i]}"; done
+
+# Every tool's binaries in one directory, as relative symlinks (the cache can move). Made aside and
+# renamed into place, so a concurrent caller sees it whole or not at all.
+tmp=$(mktemp -d "$cache/.bin-$key.XXXXXX")
+chmod 755 "$tmp" # mktemp makes it private
+for i in "${!tools[@]}"; do
+  for f in "$cache/${tools[i]}-${keys[i]}"/*; do
+    name=${f##*/}
+    if [[ -e "$tmp/$name" ]]; then echo "build.sh: two tools make $name" >&2; rm -rf "$tmp"; exit 1; fi
+    ln -s "../${tools[i]}-${keys[i]}/$name" "$tmp/$name"
+  done
+done
+touch "$tmp/.complete"
+mv -T "$tmp" "$bin" 2>/dev/null || rm -rf "$tmp" # lost the race to an identical directory
+echo "tools ready in $(($(date +%s) - total))s: $bin" >&2
+echo "$bin"

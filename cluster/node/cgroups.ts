@@ -1,0 +1,64 @@
+/**
+ * The real node's cgroups: one root (kubelet's cgroupRoot) per node directory, in every mounted
+ * hierarchy. The kernel removes the processes but not the directories when the node stops, and a
+ * stopped kubelet leaves its `kubepods` tree behind, so the harness creates the root before the
+ * kubelet starts and removes the whole tree, deepest first, after the node is gone.
+ */
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, statSync } from "node:fs";
+import { join } from "node:path";
+
+const CGROUP_FS = "/sys/fs/cgroup";
+
+/** The cgroup root of the node kept in `dir`, e.g. "/userland-node-1a2b3c4d". */
+export function cgroupRootFor(dir: string): string {
+  return `/userland-node-${createHash("sha256").update(dir).digest("hex").slice(0, 8)}`;
+}
+
+/** The directories that hold hierarchies: one per v1 controller (cpu, memory, ...), or the v2 root. */
+function hierarchies(): string[] {
+  if (existsSync(join(CGROUP_FS, "cgroup.controllers"))) return [CGROUP_FS];
+  return readdirSync(CGROUP_FS)
+    .map((name) => join(CGROUP_FS, name))
+    .filter((path) => existsSync(join(path, "cgroup.procs")));
+}
+
+export function createCgroupRoot(root: string): void {
+  for (const hierarchy of hierarchies()) mkdirSync(join(hierarchy, root), { recursive: true });
+}
+
+/** Processes still in the tree (0 once the node's PID namespace is gone). */
+export function cgroupProcesses(root: string): number {
+  let count = 0;
+  for (const hierarchy of hierarchies()) {
+    walk(join(hierarchy, root), (dir) => {
+      count += readFileSync(join(dir, "cgroup.procs"), "utf8").split("\n").filter(Boolean).length;
+    });
+  }
+  return count;
+}
+
+/** Removes the tree in every hierarchy; returns the directories that could not be removed. */
+export function removeCgroupRoot(root: string): string[] {
+  const left: string[] = [];
+  for (const hierarchy of hierarchies()) {
+    walk(join(hierarchy, root), (dir) => {
+      try {
+        rmdirSync(dir);
+      } catch {
+        left.push(dir);
+      }
+    });
+  }
+  return left;
+}
+
+/** Calls `visit` for `dir` and every cgroup below it, children before parents. */
+function walk(dir: string, visit: (dir: string) => void): void {
+  if (!existsSync(dir)) return;
+  for (const entry of readdirSync(dir)) {
+    const path = join(dir, entry);
+    if (statSync(path).isDirectory()) walk(path, visit);
+  }
+  visit(dir);
+}

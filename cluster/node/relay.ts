@@ -1,0 +1,95 @@
+/**
+ * TCP relays across the node namespace's wall, over Unix sockets (a path in the file system is
+ * reachable from both sides; no network route is): the harness's end is a socket in this process,
+ * the namespace's end is socat running inside. Nothing else crosses.
+ *   - into the cluster (`expose`): 127.0.0.1:<port> on the host → a pod or Service address inside;
+ *   - out to the control plane (`exposeInside`): an address inside → 127.0.0.1:<port> on the host,
+ *     which is how the node and its pods reach the API server.
+ */
+import { mkdirSync } from "node:fs";
+import { connect, createServer, type Server, type Socket } from "node:net";
+import { join } from "node:path";
+import type { NodeNamespace } from "./namespace.ts";
+
+export class Relays {
+  private readonly dir: string;
+  private readonly ns: NodeNamespace;
+  private readonly servers: Server[] = [];
+  private readonly sockets = new Set<Socket>();
+  private count = 0;
+
+  constructor(dir: string, ns: NodeNamespace) {
+    this.dir = dir;
+    this.ns = ns;
+  }
+
+  private socketPath(name: string): string {
+    mkdirSync(this.dir, { recursive: true });
+    return join(this.dir, `${name}.sock`);
+  }
+
+  /**
+   * Makes `target` ("host:port", an address inside the node namespace) reachable at the returned
+   * 127.0.0.1 port of this machine.
+   */
+  async expose(target: string): Promise<number> {
+    const name = `relay-${++this.count}`;
+    const socket = this.socketPath(name);
+    await this.ns.startDaemon(name, "socat", [`UNIX-LISTEN:${socket},fork,unlink-early`, `TCP:${target}`]);
+    const server = this.track(createServer((client) => this.pipe(client, connect(socket))));
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(0, "127.0.0.1", resolve);
+    });
+    const address = server.address();
+    if (!address || typeof address !== "object") throw new Error(`relay to ${target}: no port`);
+    return address.port;
+  }
+
+  /** Makes 127.0.0.1:`hostPort` of this machine reachable inside the namespace at `inside` ("ip:port"). */
+  async exposeInside(inside: string, hostPort: number): Promise<void> {
+    const name = `relay-${++this.count}`;
+    const socket = this.socketPath(name);
+    const server = this.track(createServer((client) => this.pipe(client, connect(hostPort, "127.0.0.1"))));
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(socket, resolve);
+    });
+    const [host, port] = splitHostPort(inside);
+    await this.ns.startDaemon(name, "socat", [
+      `TCP-LISTEN:${port},bind=${host},fork,reuseaddr`,
+      `UNIX-CONNECT:${socket}`,
+    ]);
+  }
+
+  async close(): Promise<void> {
+    for (const socket of this.sockets) socket.destroy();
+    await Promise.all(this.servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+    this.servers.length = 0;
+  }
+
+  private track(server: Server): Server {
+    this.servers.push(server);
+    return server;
+  }
+
+  private pipe(a: Socket, b: Socket): void {
+    for (const s of [a, b]) {
+      this.sockets.add(s);
+      s.once("close", () => this.sockets.delete(s));
+      // A reset on one side ends the other; neither error may crash the harness.
+      s.once("error", () => {
+        a.destroy();
+        b.destroy();
+      });
+    }
+    a.pipe(b);
+    b.pipe(a);
+  }
+}
+
+function splitHostPort(address: string): [string, string] {
+  const at = address.lastIndexOf(":");
+  if (at <= 0) throw new Error(`"${address}" is not host:port`);
+  return [address.slice(0, at), address.slice(at + 1)];
+}

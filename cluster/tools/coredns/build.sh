@@ -1,0 +1,5 @@
+# Recipe for ../../build.sh, which sources it in this directory (see go_build there).
+# As coredns's own Makefile builds it: static (no cgo), since it runs in a scratch-like container
+# image with no libc; grpcnotrace leaves golang.org/x/net/trace out of gRPC (smaller binary).
+CGO_ENABLED=0 go_build coredns -tags grpcnotrace github.com/coredns/coredns
+outputs=(coredns)

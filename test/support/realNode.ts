@@ -1,0 +1,136 @@
+/**
+ * What a test needs from the real node started by test/run.ts (cluster/node): its images, a way to
+ * schedule pods there, and ways in that never leave its network namespace: commands run inside the
+ * namespace (`inNode`), or inside a pod's container through containerd (`execInContainer`, what
+ * `kubectl exec` does; the API server cannot dial the kubelet from loopback).
+ */
+import { execFile } from "node:child_process";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import type { V1Pod } from "@kubernetes/client-node";
+import { k8s } from "../../lib/kube.ts";
+import type { RealNodeInfo } from "../../cluster/node/realNode.ts";
+import { eventually, testCluster } from "./cluster.ts";
+
+export { onRealNode } from "../../cluster/node/addons.ts";
+export { LOCAL_PATH_STORAGE_CLASS } from "../../cluster/node/addons.ts";
+
+const execFileAsync = promisify(execFile);
+
+export async function realNode(): Promise<RealNodeInfo & { binDir: string }> {
+  const { info } = await testCluster();
+  if (!info.realNode) {
+    throw new Error("the real node is not running: test/run.ts starts it unless USERLAND_REAL_NODE=off");
+  }
+  return { ...info.realNode, binDir: info.binDir };
+}
+
+/** Runs `command` in the real node's network namespace (not in a pod); resolves with its outcome. */
+export async function inNode(
+  command: string,
+  args: string[],
+  timeoutMs = 20_000,
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const node = await realNode();
+  return outcome(
+    execFileAsync("nsenter", ["-t", String(node.namespacePid), "--net", "--", command, ...args], {
+      timeout: timeoutMs,
+    }),
+  );
+}
+
+/** Runs `argv` in a running container of a pod, like `kubectl exec`; resolves with its outcome. */
+export async function execInContainer(
+  pod: V1Pod,
+  argv: string[],
+  opts: { container?: string; timeoutMs?: number } = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const node = await realNode();
+  const status = pod.status?.containerStatuses?.find((c) => !opts.container || c.name === opts.container);
+  const id = status?.containerID?.replace(/^containerd:\/\//, "");
+  if (!id) throw new Error(`pod ${pod.metadata?.name} has no running container ${opts.container ?? ""}`);
+  const execId = `test-${Date.now()}-${Math.random().toString(16).slice(2, 8)}`;
+  // ctr hands the process's stdio to the shim through FIFOs under /run/containerd, which is the
+  // node's own tmpfs: ctr must run in the node's mount namespace to share them.
+  return outcome(
+    execFileAsync(
+      "nsenter",
+      [
+        "-t",
+        String(node.namespacePid),
+        "--mount",
+        // The node's /proc belongs to its PID namespace: ctr's /proc/self must be there too.
+        "--pid",
+        "--",
+        join(node.binDir, "ctr"),
+        ...[
+          "--address",
+          node.containerdSocket,
+          "--namespace",
+          "k8s.io",
+          "tasks",
+          "exec",
+          "--exec-id",
+          execId,
+          id,
+        ],
+        ...argv,
+      ],
+      { timeout: opts.timeoutMs ?? 30_000 },
+    ),
+  );
+}
+
+async function outcome(
+  run: Promise<{ stdout: string; stderr: string }>,
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run;
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code?: number | string; stdout?: string; stderr?: string; message: string };
+    return {
+      code: typeof e.code === "number" ? e.code : -1,
+      stdout: e.stdout ?? "",
+      stderr: e.stderr ?? e.message,
+    };
+  }
+}
+
+/** Waits until the pod runs on the real node and is Ready (by its own probes); returns it. */
+export async function waitForPodReady(namespace: string, name: string, timeoutMs = 90_000): Promise<V1Pod> {
+  const core = (await testCluster()).kc.makeApiClient(k8s.CoreV1Api);
+  return eventually(
+    `pod ${namespace}/${name} to be Ready on the real node`,
+    async () => {
+      const pod = await core.readNamespacedPod({ namespace, name });
+      const ready = pod.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
+      return ready ? pod : undefined;
+    },
+    timeoutMs,
+    250,
+  );
+}
+
+/** The pods of a Deployment-like selector, once exactly one is Ready; returns it. */
+export async function waitForOnePodReady(
+  namespace: string,
+  labelSelector: string,
+  timeoutMs = 120_000,
+): Promise<V1Pod> {
+  const core = (await testCluster()).kc.makeApiClient(k8s.CoreV1Api);
+  return eventually(
+    `one Ready pod for ${labelSelector} in ${namespace}`,
+    async () => {
+      const pods = (await core.listNamespacedPod({ namespace, labelSelector })).items.filter(
+        (p) => !p.metadata?.deletionTimestamp,
+      );
+      const ready = pods.filter((p) =>
+        p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"),
+      );
+      return pods.length === 1 && ready.length === 1 ? ready[0] : undefined;
+    },
+    timeoutMs,
+    250,
+  );
+}
