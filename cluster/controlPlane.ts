@@ -3,9 +3,9 @@
  * etcd, kube-apiserver (RBAC on, audit log), kube-controller-manager, kube-scheduler and kwok
  * (simulated nodes, so pods are scheduled and become Ready without a container runtime).
  *
- * Nothing here dials anything but 127.0.0.1. The Service and pod ranges are the RFC 2544
- * benchmarking block 198.18.0.0/15, which is never routed, so an address handed out by the
- * cluster cannot reach a real host even by mistake.
+ * Nothing here dials anything but 127.0.0.1. The Service and pod ranges (addresses.ts) are never
+ * routed, so an address handed out by the cluster cannot reach a real host even by mistake. A real
+ * node (cluster/node) can join; it reaches this API server through a relay of its own.
  */
 import { execFileSync } from "node:child_process";
 import { generateKeyPairSync, randomBytes } from "node:crypto";

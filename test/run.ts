@@ -8,7 +8,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
-import { ControlPlane, repoRoot } from "../cluster/controlPlane.ts";
+import { ControlPlane, diesWithParent, repoRoot } from "../cluster/controlPlane.ts";
 import { RealNode } from "../cluster/node/realNode.ts";
 import { CLUSTER_INFO_ENV } from "./support/cluster.ts";
 import { writeFileSync } from "node:fs";
@@ -33,17 +33,18 @@ const realNode =
   process.env.USERLAND_REAL_NODE === "off"
     ? undefined
     : new RealNode({ controlPlane, dir: join(controlPlane.dir, "node") });
-let stopping = false;
+// Every exit path (a signal, the test runner ending, a failed start) waits for the same teardown.
+let stopped: Promise<void> | undefined;
 async function shutdown(code: number): Promise<never> {
-  if (!stopping) {
-    stopping = true;
+  stopped ??= (async () => {
     await realNode
       ?.stop({ keepFiles: code !== 0 })
       .catch((e: unknown) => console.error("stopping the real node:", e));
     await controlPlane
       .stop({ keepFiles: code !== 0 })
       .catch((e: unknown) => console.error("stopping control plane:", e));
-  }
+  })();
+  await stopped;
   process.exit(code);
 }
 
@@ -67,16 +68,20 @@ const nodeInfo = await realNode?.start().catch(async (error: unknown) => {
 const infoFile = join(controlPlane.dir, "cluster.json");
 writeFileSync(infoFile, JSON.stringify({ ...info, realNode: nodeInfo }, null, 2));
 
+// The test runner, too, ends with this process, even when it is killed outright.
 child = spawn(
-  process.execPath,
-  [
-    "--test",
-    "--test-reporter=spec",
-    `--test-concurrency=${process.env.TEST_CONCURRENCY ?? "2"}`,
-    "--test-timeout=600000",
-    ...flags,
-    ...(patterns.length > 0 ? patterns : defaultPatterns),
-  ],
+  ...diesWithParent(
+    process.execPath,
+    [
+      "--test",
+      "--test-reporter=spec",
+      `--test-concurrency=${process.env.TEST_CONCURRENCY ?? "2"}`,
+      "--test-timeout=600000",
+      ...flags,
+      ...(patterns.length > 0 ? patterns : defaultPatterns),
+    ],
+    "SIGTERM",
+  ),
   { stdio: "inherit", cwd: repoRoot, env: { ...process.env, [CLUSTER_INFO_ENV]: infoFile } },
 );
 child.on("exit", (code, signal) => void shutdown(code ?? (signal ? 1 : 0)));

@@ -1,0 +1,123 @@
+/**
+ * Real-node benchmark: `node bench/node.ts [N]` (default 20).
+ * Starts a private control plane and the real node (cluster/node), then measures:
+ *   - the node's start-up (namespace, containerd, images, kubelet Ready, CoreDNS Ready);
+ *   - pod start-up, create → Ready by the pod's own readiness probe, for one pod and for N at once.
+ * Baseline: the same pods on a kwok node, where nothing runs (what the control plane alone costs:
+ * scheduling and status updates), side by side with the real node's numbers.
+ */
+import { join } from "node:path";
+import type { V1Pod } from "@kubernetes/client-node";
+import { ControlPlane, repoRoot } from "../cluster/controlPlane.ts";
+import { onRealNode } from "../cluster/node/addons.ts";
+import { RealNode } from "../cluster/node/realNode.ts";
+import { k8s } from "../lib/kube.ts";
+
+const count = Number(process.argv[2] ?? 20);
+if (!Number.isInteger(count) || count < 1) {
+  console.error("usage: node bench/node.ts [number of pods started at once, default 20]");
+  process.exit(2);
+}
+
+const controlPlane = new ControlPlane({
+  dir: join(repoRoot, ".userland", "bench-node"),
+  nodes: 1,
+  log: (line) => console.error(`[control-plane] ${line}`),
+});
+const node = new RealNode({
+  controlPlane,
+  dir: join(controlPlane.dir, "node"),
+  log: (line) => console.error(`[real-node] ${line}`),
+});
+const stop = async () => {
+  await node.stop().catch(() => undefined);
+  await controlPlane.stop().catch(() => undefined);
+};
+process.on("SIGINT", () => void stop().then(() => process.exit(130)));
+
+await controlPlane.start();
+const nodeStart = Date.now();
+const info = await node.start();
+const nodeStartMs = Date.now() - nodeStart;
+
+const kc = new k8s.KubeConfig();
+kc.loadFromFile(controlPlane.kubeconfigPath);
+const core = kc.makeApiClient(k8s.CoreV1Api);
+
+function pod(name: string, real: boolean): V1Pod {
+  return {
+    metadata: { name },
+    spec: {
+      ...(real ? onRealNode : {}),
+      terminationGracePeriodSeconds: 0,
+      containers: [
+        {
+          name: "web",
+          image: info.images.tools ?? "",
+          imagePullPolicy: "Never",
+          command: [
+            "sh",
+            "-c",
+            "mkdir -p /tmp/www && echo ok > /tmp/www/index.html && exec busybox httpd -f -p 8080 -h /tmp/www",
+          ],
+          readinessProbe: { httpGet: { path: "/", port: 8080 }, periodSeconds: 1 },
+        },
+      ],
+    },
+  };
+}
+
+/** Creates `n` pods at once; returns each one's create → Ready time in ms. */
+async function startPods(namespace: string, n: number, real: boolean): Promise<number[]> {
+  await core.createNamespace({ body: { metadata: { name: namespace } } });
+  const created = new Map<string, number>();
+  await Promise.all(
+    Array.from({ length: n }, async (_, i) => {
+      const name = `p${i}`;
+      created.set(name, Date.now());
+      await core.createNamespacedPod({ namespace, body: pod(name, real) });
+    }),
+  );
+  const ready = new Map<string, number>();
+  const deadline = Date.now() + 10 * 60_000;
+  while (ready.size < n) {
+    if (Date.now() > deadline) throw new Error(`${n - ready.size} pods not Ready after 10 minutes`);
+    for (const p of (await core.listNamespacedPod({ namespace })).items) {
+      const name = p.metadata?.name ?? "";
+      if (ready.has(name)) continue;
+      if (p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"))
+        ready.set(name, Date.now());
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const times = [...ready].map(([name, at]) => at - (created.get(name) ?? at));
+  await core.deleteNamespace({ name: namespace });
+  return times.sort((a, b) => a - b);
+}
+
+const pct = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
+const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+
+const rows: [string, number[], number[]][] = [];
+rows.push(["1 pod", await startPods("bench-real-1", 1, true), await startPods("bench-kwok-1", 1, false)]);
+rows.push([
+  `${count} pods at once`,
+  await startPods(`bench-real-${count}`, count, true),
+  await startPods(`bench-kwok-${count}`, count, false),
+]);
+
+console.log(`\nReal node benchmark (${process.env.HOSTNAME ?? "this machine"}, 2 cores)\n`);
+console.log(`real node start-up (containerd, images, kubelet Ready, CoreDNS Ready): ${s(nodeStartMs)}\n`);
+console.log("| pods | real node p50 | real node p95 | real node max | kwok p50 | kwok p95 | kwok max |");
+console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+for (const [what, real, kwok] of rows) {
+  console.log(
+    `| ${what} | ${s(pct(real, 50))} | ${s(pct(real, 95))} | ${s(pct(real, 100))} | ${s(pct(kwok, 50))} | ${s(pct(kwok, 95))} | ${s(pct(kwok, 100))} |`,
+  );
+}
+console.log(
+  "\ncreate → Ready by the pod's own readiness probe; kwok (nothing runs) is the control plane's share.",
+);
+await stop();
+process.exit(0);
