@@ -26,6 +26,16 @@ export class NodeNamespace {
     this.processes = processes;
   }
 
+  /**
+   * The namespace of a node another process holds (its init's PID, RealNodeInfo.namespacePid), to
+   * run commands and relays in from a test; destroy() is not for it.
+   */
+  static attach(processes: ProcessGroup, pid: number): NodeNamespace {
+    const ns = new NodeNamespace(processes);
+    ns.holderPid = pid;
+    return ns;
+  }
+
   /** The PID (in this machine's PID namespace) of the namespace's init. */
   get pid(): number {
     return this.holderPid;

@@ -16,11 +16,15 @@ export class Relays {
   private readonly ns: NodeNamespace;
   private readonly servers: Server[] = [];
   private readonly sockets = new Set<Socket>();
+  private readonly daemons: string[] = [];
+  private readonly prefix: string;
   private count = 0;
 
-  constructor(dir: string, ns: NodeNamespace) {
+  /** `prefix` names this set's socat daemons and sockets (several sets may share a namespace). */
+  constructor(dir: string, ns: NodeNamespace, prefix = "relay") {
     this.dir = dir;
     this.ns = ns;
+    this.prefix = prefix;
   }
 
   private socketPath(name: string): string {
@@ -33,8 +37,9 @@ export class Relays {
    * 127.0.0.1 port of this machine.
    */
   async expose(target: string): Promise<number> {
-    const name = `relay-${++this.count}`;
+    const name = `${this.prefix}-${++this.count}`;
     const socket = this.socketPath(name);
+    this.daemons.push(name);
     await this.ns.startDaemon(name, "socat", [`UNIX-LISTEN:${socket},fork,unlink-early`, `TCP:${target}`]);
     const server = this.track(createServer((client) => this.pipe(client, connect(socket))));
     await new Promise<void>((resolve, reject) => {
@@ -48,7 +53,7 @@ export class Relays {
 
   /** Makes 127.0.0.1:`hostPort` of this machine reachable inside the namespace at `inside` ("ip:port"). */
   async exposeInside(inside: string, hostPort: number): Promise<void> {
-    const name = `relay-${++this.count}`;
+    const name = `${this.prefix}-${++this.count}`;
     const socket = this.socketPath(name);
     const server = this.track(createServer((client) => this.pipe(client, connect(hostPort, "127.0.0.1"))));
     await new Promise<void>((resolve, reject) => {
@@ -56,6 +61,7 @@ export class Relays {
       server.listen(socket, resolve);
     });
     const [host, port] = splitHostPort(inside);
+    this.daemons.push(name);
     await this.ns.startDaemon(name, "socat", [
       `TCP-LISTEN:${port},bind=${host},fork,reuseaddr`,
       `UNIX-CONNECT:${socket}`,
@@ -63,6 +69,7 @@ export class Relays {
   }
 
   async close(): Promise<void> {
+    for (const name of this.daemons.splice(0)) await this.ns.stopDaemon(name, 2_000);
     for (const socket of this.sockets) socket.destroy();
     await Promise.all(this.servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
     this.servers.length = 0;

@@ -84,11 +84,24 @@ async function environmentOf(page: Page): Promise<{ owner: string; xUser: string
 
 test("a new student logs in, is provisioned, waits on the starting page, works in their own environment, logs out", async () => {
   const context = await browser.newContext();
+  // Every page the browser loads, by title: the starting page may be on screen only briefly (kwok
+  // makes the environment Ready quickly), too briefly to poll for.
+  const titles: string[] = [];
+  context.on("response", (response) => {
+    if (response.request().resourceType() !== "document") return;
+    void response.text().then(
+      (html) => titles.push(/<title>([^<]*)<\/title>/.exec(html)?.[1] ?? ""),
+      () => undefined,
+    );
+  });
   const page = await login(context, "alice", "01-login.png");
 
   // Just provisioned, so not Ready yet: the starting page, which follows the status by itself.
-  // Polled from here: the page's CSP (default-src 'none') forbids the eval a string predicate needs.
-  await eventually("the starting page", async () => /is starting/.test(await page.title()), 15_000);
+  await eventually("the starting page", () => titles.some((t) => /is starting/.test(t)), 15_000).catch(
+    (error: unknown) => {
+      throw new Error(`${(error as Error).message}; pages seen: ${JSON.stringify(titles)}`);
+    },
+  );
   await page.screenshot({ path: join(artifacts, "02-starting.png"), fullPage: true });
   const env = await environmentOf(page);
   assert.equal(env.owner, "alice");

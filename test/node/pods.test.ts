@@ -8,7 +8,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { NODE_POD_CIDR } from "../../cluster/addresses.ts";
 import { k8s } from "../../lib/kube.ts";
 import { eventually, testCluster, testNamespace } from "../support/cluster.ts";
-import { inNode, onRealNode, realNode, waitForPodReady } from "../support/realNode.ts";
+import { exposeFromNode, inNode, onRealNode, realNode, waitForPodReady } from "../support/realNode.ts";
 
 /** A busybox web server answering "hello from <pod>" on 8080. */
 function webPod(name: string, image: string, readinessPath = "/"): V1Pod {
@@ -59,9 +59,13 @@ test("a pod runs a real process on the real node and becomes Ready through its o
   const ip = pod.status?.podIP ?? "";
   assert.ok(inRange(ip, NODE_POD_CIDR), `pod IP ${ip} is in the node's pod range ${NODE_POD_CIDR}`);
 
-  // The process really serves: asked from inside the node's namespace, it answers with its name.
+  // The process really serves: asked from inside the node's namespace, it answers with its name;
+  // from this machine it is reachable only through a relay on 127.0.0.1.
   const answer = await inNode("curl", ["-sS", "--max-time", "5", `http://${ip}:8080/`]);
   assert.equal(answer.stdout.trim(), "hello from web", answer.stderr);
+  const port = await exposeFromNode(t, `${ip}:8080`);
+  const relayed = await fetch(`http://127.0.0.1:${port}/`);
+  assert.equal((await relayed.text()).trim(), "hello from web");
 
   // The same server with a probe on a missing path runs but never becomes Ready.
   const unready = await eventually(

@@ -5,11 +5,17 @@
  * `kubectl exec` does; the API server cannot dial the kubelet from loopback).
  */
 import { execFile } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { TestContext } from "node:test";
 import { promisify } from "node:util";
 import type { V1Pod } from "@kubernetes/client-node";
 import { k8s } from "../../lib/kube.ts";
 import type { RealNodeInfo } from "../../cluster/node/realNode.ts";
+import { NodeNamespace } from "../../cluster/node/namespace.ts";
+import { Relays } from "../../cluster/node/relay.ts";
+import { ProcessGroup } from "../../cluster/processes.ts";
 import { eventually, testCluster } from "./cluster.ts";
 
 export { onRealNode } from "../../cluster/node/addons.ts";
@@ -37,6 +43,23 @@ export async function inNode(
       timeout: timeoutMs,
     }),
   );
+}
+
+/**
+ * A 127.0.0.1 port of this machine that reaches `target` ("ip:port", a pod or Service address)
+ * inside the real node, for as long as the test runs: how a browser or a client on the machine
+ * gets in without any route into the namespace.
+ */
+export async function exposeFromNode(t: TestContext, target: string): Promise<number> {
+  const node = await realNode();
+  const dir = mkdtempSync(join(tmpdir(), "userland-relay-"));
+  const ns = NodeNamespace.attach(new ProcessGroup(dir, () => undefined), node.namespacePid);
+  const relays = new Relays(dir, ns, `test-${process.pid}`);
+  t.after(async () => {
+    await relays.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return relays.expose(target);
 }
 
 /** Runs `argv` in a running container of a pod, like `kubectl exec`; resolves with its outcome. */
