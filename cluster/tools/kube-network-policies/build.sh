@@ -17,7 +17,8 @@ export GONOSUMDB=github.com/vishvananda/netlink
 # the enforcer runs with --strict-mode=false. It builds against the copy through a replace in a
 # copy of go.mod. The releases that used iptables instead (v0.1.0) are not served here.
 # See docs/decisions/0005-real-node.md.
-module_dir=$(go list -m -f '{{.Dir}}' sigs.k8s.io/kube-network-policies)
+# `go mod download` (unlike `go list -m`) fetches the module on a machine that has not got it yet.
+module_dir=$(go mod download -json sigs.k8s.io/kube-network-policies | jq -r .Dir)
 work=$(mktemp -d)
 trap 'chmod -R u+w "$work"; rm -rf "$work"' EXIT
 patched=$work/kube-network-policies
