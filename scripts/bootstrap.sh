@@ -3,7 +3,7 @@
 #   - npm packages (npm ci when node_modules is missing or older than package-lock.json),
 #   - Debian packages: openssl (test certificates), chromium (browser tests), and what the real node
 #     needs (cluster/node): runc, the CNI plugins, nftables, conntrack, iproute2, socat, tini, curl,
-#     and for its images (cluster/images) mmdebstrap, umoci, jq, gcc and libc6-dev,
+#     and for its images (cluster/images) mmdebstrap, umoci, jq, gcc, libc6-dev and buildah,
 #   - the Go-built control plane and node (cluster/build.sh, cached after the first build).
 # `npm start` and `npm test` call it first, so a fresh clone needs no other step.
 set -euo pipefail
@@ -16,7 +16,7 @@ fi
 
 debian_packages=(openssl chromium
   runc containernetworking-plugins nftables conntrack iproute2 socat tini curl
-  mmdebstrap umoci jq gcc libc6-dev)
+  mmdebstrap umoci jq gcc libc6-dev buildah)
 missing=()
 for p in "${debian_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

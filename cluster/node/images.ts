@@ -18,22 +18,32 @@ export interface BuiltImage {
 }
 
 /** Builds (or finds cached) the named images; `env` passes inputs such as COREDNS_BIN. */
-export async function buildImages(
+export function buildImages(
   names: string[],
   env: NodeJS.ProcessEnv = {},
 ): Promise<Record<string, BuiltImage>> {
-  const { stdout } = await execFileAsync(
-    "bash",
-    [join(repoRoot, "cluster", "images", "build.sh"), ...names],
-    {
-      env: { ...process.env, ...env },
-      maxBuffer: 16 * 1024 * 1024,
-    },
-  ).catch((error: unknown) => {
+  return runImageBuild(join(repoRoot, "cluster", "images", "build.sh"), names, env);
+}
+
+/** Builds (or finds cached) the platform's own image from the repository's Dockerfile. */
+export async function buildPlatformImage(): Promise<BuiltImage> {
+  const { platform } = await runImageBuild(join(repoRoot, "cluster", "images", "platform.sh"), [], {});
+  if (!platform) throw new Error("cluster/images/platform.sh printed no platform image");
+  return platform;
+}
+
+async function runImageBuild(
+  script: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): Promise<Record<string, BuiltImage>> {
+  const { stdout } = await execFileAsync("bash", [script, ...args], {
+    cwd: repoRoot,
+    env: { ...process.env, ...env },
+    maxBuffer: 16 * 1024 * 1024,
+  }).catch((error: unknown) => {
     const stderr = (error as { stderr?: string }).stderr ?? "";
-    throw new Error(
-      `building images ${names.join(", ")} failed:\n${stderr.split("\n").slice(-20).join("\n")}`,
-    );
+    throw new Error(`${script} ${args.join(" ")} failed:\n${stderr.split("\n").slice(-20).join("\n")}`);
   });
   const lines = stdout.trim().split("\n");
   return JSON.parse(lines[lines.length - 1] ?? "{}") as Record<string, BuiltImage>;

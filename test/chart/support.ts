@@ -42,8 +42,11 @@ export function run(command: string, args: string[], opts: { input?: string; env
 
 let helmHome: string | undefined;
 
-/** helm with its cache/config/data in a scratch directory and no cluster configured. */
-export async function helm(args: string[]): Promise<RunResult> {
+/**
+ * helm with its cache/config/data in a scratch directory and no cluster configured, or, with
+ * `kubeconfig`, talking to that cluster (helm install).
+ */
+export async function helm(args: string[], opts: { kubeconfig?: string } = {}): Promise<RunResult> {
   const { info } = await testCluster();
   const binary = join(info.binDir, "helm");
   if (!existsSync(binary)) {
@@ -61,8 +64,8 @@ export async function helm(args: string[]): Promise<RunResult> {
       HELM_CACHE_HOME: join(helmHome, "cache"),
       HELM_CONFIG_HOME: join(helmHome, "config"),
       HELM_DATA_HOME: join(helmHome, "data"),
-      // Nothing to connect to: lint and template must not need a cluster.
-      KUBECONFIG: join(helmHome, "no-kubeconfig"),
+      // Nothing to connect to unless asked: lint and template must not need a cluster.
+      KUBECONFIG: opts.kubeconfig ?? join(helmHome, "no-kubeconfig"),
     },
   });
 }
