@@ -4,8 +4,17 @@
  * stopped kubelet leaves its `kubepods` tree behind, so the harness creates the root before the
  * kubelet starts and removes the whole tree, deepest first, after the node is gone.
  */
+import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, statSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmdirSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 
 const CGROUP_FS = "/sys/fs/cgroup";
@@ -61,4 +70,29 @@ function walk(dir: string, visit: (dir: string) => void): void {
     if (statSync(path).isDirectory()) walk(path, visit);
   }
   visit(dir);
+}
+
+/**
+ * Removes the tree once this process has died, however it died: a detached shell that outlives it
+ * by the few seconds the kernel needs to end the node's processes, then exits. `ownerFile` holds
+ * this process's PID; a node started again in the same directory overwrites it, and the shell
+ * then leaves the cgroups to that node.
+ */
+export function removeCgroupRootAfterExit(root: string, ownerFile: string): void {
+  writeFileSync(ownerFile, String(process.pid));
+  const dirs = hierarchies().map((h) => join(h, root));
+  const script = `
+    while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done
+    for i in 1 2 3 4 5 6 7 8 9 10; do
+      [ "$(cat ${JSON.stringify(ownerFile)} 2>/dev/null)" = "${process.pid}" ] || exit 0
+      left=0
+      for d in ${dirs.map((d) => JSON.stringify(d)).join(" ")}; do
+        [ -d "$d" ] || continue
+        find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+        [ -d "$d" ] && left=1
+      done
+      [ $left = 0 ] && exit 0
+      sleep 1
+    done`;
+  spawn("sh", ["-c", script], { detached: true, stdio: "ignore" }).unref();
 }

@@ -22,7 +22,13 @@ import {
   LOCAL_PATH_SERVICE_ACCOUNT,
   localPathObjects,
 } from "./addons.ts";
-import { cgroupProcesses, cgroupRootFor, createCgroupRoot, removeCgroupRoot } from "./cgroups.ts";
+import {
+  cgroupProcesses,
+  cgroupRootFor,
+  createCgroupRoot,
+  removeCgroupRoot,
+  removeCgroupRootAfterExit,
+} from "./cgroups.ts";
 import {
   cniConfig,
   containerdConfig,
@@ -278,6 +284,8 @@ export class RealNode {
 
   private async startKubelet(): Promise<void> {
     createCgroupRoot(this.cgroupRoot);
+    // Also when the harness is killed outright and stop() never runs.
+    removeCgroupRootAfterExit(this.cgroupRoot, join(this.dir, "cgroup-owner"));
     const labels = Object.entries(REAL_NODE_LABEL).map(([k, v]) => `${k}=${v}`);
     await this.ns.startDaemon("kubelet", join(this.bin, "kubelet"), [
       `--config=${join(this.dir, "kubelet.yaml")}`,
