@@ -150,7 +150,9 @@ build_image() {
       die "$name: files entry '$entry' is not SRC:/absolute/dest"
     if [[ " ${inputs[*]%% *} " == *" $src "* ]]; then src=${!src}; else src=$recipe/$src; fi
     mkdir -p "$rootfs$(dirname "$dest")"
-    cp -R --no-preserve=ownership -- "$src" "$rootfs$dest"
+    # -H: an input named through a symlink (cluster/build.sh's bin directory is one) is copied as
+    # the file it points to; the key already hashes that file's contents.
+    cp -R -H --no-preserve=ownership -- "$src" "$rootfs$dest"
   done
 
   if declare -F build >/dev/null; then
