@@ -6,9 +6,10 @@
  *   - out to the control plane (`exposeInside`): an address inside → 127.0.0.1:<port> on the host,
  *     which is how the node and its pods reach the API server.
  */
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
+import { waitFor } from "../processes.ts";
 import type { NodeNamespace } from "./namespace.ts";
 
 export class Relays {
@@ -41,6 +42,10 @@ export class Relays {
     const socket = this.socketPath(name);
     this.daemons.push(name);
     await this.ns.startDaemon(name, "socat", [`UNIX-LISTEN:${socket},fork,unlink-early`, `TCP:${target}`]);
+    // Until socat has bound its socket, a connection through the relay would be reset.
+    await waitFor(`the relay to ${target}`, () => existsSync(socket), 10_000, {
+      alive: () => this.ns.isRunning(name),
+    });
     const server = this.track(createServer((client) => this.pipe(client, connect(socket))));
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
