@@ -110,6 +110,8 @@ export class RealNode {
     this.started = true;
 
     const imagesBuilt = buildImages(NODE_IMAGES, { COREDNS_BIN: join(this.bin, "coredns") });
+    // Awaited below; a failure meanwhile must not count as an unhandled rejection.
+    imagesBuilt.catch(() => undefined);
     await this.ns.create();
     await this.prepareNamespace();
     this.writeConfig();
