@@ -1,0 +1,122 @@
+/**
+ * A real IDE as a student's environment: deploy/jupyter.yaml with only its image swapped for the one
+ * built here from Debian's packages (and the node's StorageClass), made a Userland by the operator,
+ * runs on the real node; through its Service, reached from 127.0.0.1 only via the harness's relay,
+ * Jupyter answers at the root path and a Python cell runs in a real kernel over its WebSocket.
+ */
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { test } from "node:test";
+import WebSocket from "ws";
+import { parse } from "yaml";
+import { repoRoot } from "../../cluster/controlPlane.ts";
+import { buildImages, importImage } from "../../cluster/node/images.ts";
+import type { TemplateSpec } from "../../api/v1alpha1/index.ts";
+import { k8s } from "../../lib/kube.ts";
+import { testCluster, testNamespace } from "../support/cluster.ts";
+import { startOperator } from "../support/operator.ts";
+import { createTemplate, createUserland, waitForPhase } from "../support/resources.ts";
+import { exposeFromNode, LOCAL_PATH_STORAGE_CLASS, onRealNode, realNode } from "../support/realNode.ts";
+
+/** Runs `code` in the kernel behind `channels`; resolves with its text/plain result. */
+function runCell(channels: string, headers: Record<string, string>, code: string): Promise<string> {
+  const session = randomUUID();
+  const message = (msgType: string, content: object) => ({
+    header: { msg_id: randomUUID(), username: "test", session, msg_type: msgType, version: "5.3" },
+    parent_header: {},
+    metadata: {},
+    content,
+    channel: "shell",
+  });
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(channels, { headers });
+    const timer = setTimeout(() => {
+      ws.terminate();
+      reject(new Error("no result from the kernel within 60 s"));
+    }, 60_000);
+    ws.on("error", reject);
+    // As the notebook page does: ask for the kernel's info first, run the cell once it answers.
+    ws.on("open", () => ws.send(JSON.stringify(message("kernel_info_request", {}))));
+    ws.on("message", (data: Buffer) => {
+      const msg = JSON.parse(data.toString()) as {
+        msg_type: string;
+        content: { data?: Record<string, string>; ename?: string; evalue?: string };
+      };
+      if (msg.msg_type === "kernel_info_reply") {
+        ws.send(
+          JSON.stringify(
+            message("execute_request", {
+              code,
+              silent: false,
+              store_history: true,
+              user_expressions: {},
+              allow_stdin: false,
+            }),
+          ),
+        );
+      } else if (msg.msg_type === "execute_result") {
+        clearTimeout(timer);
+        ws.close();
+        resolve(msg.content.data?.["text/plain"] ?? "");
+      } else if (msg.msg_type === "error") {
+        clearTimeout(timer);
+        ws.close();
+        reject(new Error(`${msg.content.ename}: ${msg.content.evalue}`));
+      }
+    });
+  });
+}
+
+test("a student's Jupyter from deploy/jupyter.yaml runs on the real node and runs a Python cell", async (t) => {
+  const node = await realNode();
+  const { info, kc } = await testCluster();
+  const { jupyter } = await buildImages(["jupyter"]);
+  assert.ok(jupyter, "the jupyter image was built");
+  await importImage(join(info.binDir, "ctr"), node.containerdSocket, jupyter);
+
+  const ns = await testNamespace(t, "node-ide");
+  await startOperator(t, ns);
+  const template = parse(readFileSync(join(repoRoot, "deploy", "jupyter.yaml"), "utf8")) as {
+    spec: TemplateSpec;
+  };
+  const spec = template.spec;
+  const podSpec = spec.template.spec;
+  const container = podSpec?.containers[0];
+  assert.ok(podSpec && container);
+  container.image = jupyter.ref;
+  container.imagePullPolicy = "Never";
+  Object.assign(podSpec, onRealNode);
+  for (const volume of spec.volumes ?? []) volume.pvcSpec.storageClassName = LOCAL_PATH_STORAGE_CLASS;
+  await createTemplate(ns, "jupyter", spec);
+  const started = Date.now();
+  await createUserland(ns, "alice", "alice", "jupyter");
+  const userland = await waitForPhase(ns, "alice", "Ready", 180_000);
+  t.diagnostic(`Userland create → Jupyter Ready on the real node: ${Date.now() - started} ms`);
+
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const service = await core.readNamespacedService({
+    namespace: ns,
+    name: userland.status?.service?.name ?? "",
+  });
+  const port = await exposeFromNode(t, `${service.spec?.clusterIP}:80`);
+  const base = `http://127.0.0.1:${port}`;
+  const api = await fetch(`${base}/api`);
+  assert.equal(api.status, 200);
+  assert.match(((await api.json()) as { version: string }).version, /^\d+\.\d+/);
+
+  // The notebook's XSRF cookie, as a browser gets it from the first page.
+  const tree = await fetch(`${base}/tree`);
+  const xsrf = /_xsrf=([^;]+)/.exec(tree.headers.get("set-cookie") ?? "")?.[1] ?? "";
+  const headers = { cookie: `_xsrf=${xsrf}`, "x-xsrftoken": xsrf };
+  const kernel = await fetch(`${base}/api/kernels`, {
+    method: "POST",
+    headers,
+    body: JSON.stringify({ name: "python3" }),
+  });
+  assert.equal(kernel.status, 201, await kernel.clone().text());
+  const { id } = (await kernel.json()) as { id: string };
+  const result = await runCell(`ws://127.0.0.1:${port}/api/kernels/${id}/channels`, headers, "6 * 7");
+  assert.equal(result, "42");
+});
