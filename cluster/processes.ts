@@ -54,10 +54,6 @@ export class ProcessGroup {
     return [...this.processes.values()].map((p) => p.child.pid ?? 0).filter((pid) => pid > 0);
   }
 
-  pid(name: string): number | undefined {
-    return this.processes.get(name)?.child.pid;
-  }
-
   /** Starts `command` under `name`; its output is appended to logs/<name>.log. */
   start(name: string, command: string, args: string[], opts: StartOptions = {}): ChildProcess {
     mkdirSync(this.logDir, { recursive: true });

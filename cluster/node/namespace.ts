@@ -9,7 +9,7 @@
  * The one way in from the host is a relay (relay.ts) over Unix sockets, which do not care about
  * network namespaces.
  */
-import { execFile, spawnSync } from "node:child_process";
+import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { promisify } from "node:util";
 import { type ProcessGroup, waitFor } from "../processes.ts";
@@ -76,26 +76,9 @@ export class NodeNamespace {
   }
 
   /** Runs a short command inside the namespace; rejects with its stderr when it fails. */
-  async run(
-    command: string,
-    args: string[],
-    opts: { input?: string; timeoutMs?: number } = {},
-  ): Promise<string> {
-    if (opts.input !== undefined) {
-      const result = spawnSync("nsenter", this.enter([command, ...args]), {
-        input: opts.input,
-        timeout: opts.timeoutMs ?? 30_000,
-        encoding: "utf8",
-      });
-      if (result.status !== 0) {
-        throw new Error(
-          `${command} ${args.join(" ")} failed in the node namespace: ${result.stderr || result.error?.message}`,
-        );
-      }
-      return result.stdout;
-    }
+  async run(command: string, args: string[], timeoutMs = 30_000): Promise<string> {
     const { stdout } = await execFileAsync("nsenter", this.enter([command, ...args]), {
-      timeout: opts.timeoutMs ?? 30_000,
+      timeout: timeoutMs,
       maxBuffer: 16 * 1024 * 1024,
     });
     return stdout;

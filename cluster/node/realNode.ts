@@ -44,7 +44,7 @@ import { realNodeUnsupported } from "./support.ts";
 
 const execFileAsync = promisify(execFile);
 
-/** Images every real node has; tests and the platform add their own with `loadImages`. */
+/** Images every real node has; tests import their own (images.ts `importImage`). */
 const NODE_IMAGES = ["pause", "tools", "coredns"];
 
 export interface RealNodeInfo {
@@ -109,9 +109,8 @@ export class RealNode {
     }
     this.started = true;
 
-    const imagesBuilt = buildImages(NODE_IMAGES, { COREDNS_BIN: join(this.bin, "coredns") });
-    // Awaited below; a failure meanwhile must not count as an unhandled rejection.
-    imagesBuilt.catch(() => undefined);
+    // Built once, cached afterwards (0.5 s); containerd's configuration names the pause image.
+    const images = await buildImages(NODE_IMAGES, { COREDNS_BIN: join(this.bin, "coredns") });
     await this.ns.create();
     await this.prepareNamespace();
     this.writeConfig();
@@ -125,9 +124,8 @@ export class RealNode {
       "SYSTEM:printf 'HTTP/1.0 200 OK\\r\\n\\r\\nsecret-instance-credentials\\n'",
     ]);
 
-    await this.startContainerd();
-    this.images = await imagesBuilt;
-    await this.loadImages(this.images);
+    await this.startContainerd(images.pause);
+    await this.loadImages(images);
     await this.kubectlApply(bootstrapObjects());
     await this.startKubelet();
     await this.startNetworkDaemons();
@@ -158,22 +156,11 @@ export class RealNode {
     return image.ref;
   }
 
-  /** Builds (cached) and imports more images, e.g. the platform's own. */
-  async loadImages(images: Record<string, BuiltImage>): Promise<void> {
+  private async loadImages(images: Record<string, BuiltImage>): Promise<void> {
     for (const [name, image] of Object.entries(images)) {
       await importImage(join(this.bin, "ctr"), this.paths.containerdSocket, image);
       this.images[name] = image;
     }
-  }
-
-  /** A 127.0.0.1 port on this machine that reaches `target` ("ip:port") inside the node. */
-  expose(target: string): Promise<number> {
-    return this.relays.expose(target);
-  }
-
-  /** Runs a command inside the node's namespace (as the node itself, not in a pod). */
-  run(command: string, args: string[]): Promise<string> {
-    return this.ns.run(command, args);
   }
 
   async stop(opts: { keepFiles?: boolean } = {}): Promise<void> {
@@ -256,10 +243,7 @@ export class RealNode {
     writeFileSync(join(this.dir, "resolv.conf"), "");
   }
 
-  private async startContainerd(): Promise<void> {
-    // The sandbox image's reference is known once the images are built; the build runs meanwhile.
-    const images = await buildImages(["pause"]);
-    const pause = images.pause;
+  private async startContainerd(pause: BuiltImage | undefined): Promise<void> {
     if (!pause) throw new Error("the pause image was not built");
     writeFileSync(join(this.dir, "containerd.toml"), containerdConfig(this.paths, pause.ref));
     await this.ns.startDaemon(
