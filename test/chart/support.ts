@@ -22,12 +22,21 @@ export interface RunResult {
 }
 
 /** Runs a command; resolves with its exit code and output (never rejects on a non-zero exit). */
-export function run(command: string, args: string[], opts: { input?: string; env?: NodeJS.ProcessEnv } = {}) {
+export function run(
+  command: string,
+  args: string[],
+  opts: { input?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+) {
   return new Promise<RunResult>((resolve, reject) => {
     const child = execFile(
       command,
       args,
-      { cwd: repoRoot, env: opts.env ?? process.env, maxBuffer: 64 * 1024 * 1024, timeout: 120_000 },
+      {
+        cwd: repoRoot,
+        env: opts.env ?? process.env,
+        maxBuffer: 64 * 1024 * 1024,
+        timeout: opts.timeoutMs ?? 120_000,
+      },
       (error, stdout, stderr) => {
         if (error && typeof error.code !== "number") {
           reject(new Error(`${command} ${args.join(" ")}: ${error.message}`));

@@ -4,15 +4,14 @@
  * roll-out; deleting the Userland makes the garbage collector remove its pod and container.
  */
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { test } from "node:test";
-import { promisify } from "node:util";
 import type { V1Pod } from "@kubernetes/client-node";
 import { childNames, LABELS } from "../../api/naming.ts";
 import type { TemplateSpec } from "../../api/v1alpha1/index.ts";
 import { k8s } from "../../lib/kube.ts";
 import { eventually, testCluster, testNamespace } from "../support/cluster.ts";
+import { ok, run } from "../chart/support.ts";
 import { startOperator } from "../support/operator.ts";
 import {
   createTemplate,
@@ -31,8 +30,6 @@ import {
   realNode,
   waitForOnePodReady,
 } from "../support/realNode.ts";
-
-const execFileAsync = promisify(execFile);
 
 /**
  * An environment that keeps a file in its volume: the first start writes a random marker, every
@@ -145,7 +142,7 @@ test("a Userland runs as a real container, keeps its volume across stop, start a
   await eventually(
     "the container to be gone from containerd",
     async () => {
-      const { stdout } = await execFileAsync(join(node.binDir, "ctr"), [
+      const listed = await run(join(node.binDir, "ctr"), [
         "--address",
         node.containerdSocket,
         "--namespace",
@@ -154,7 +151,7 @@ test("a Userland runs as a real container, keeps its volume across stop, start a
         "list",
         "--quiet",
       ]);
-      return !stdout.split("\n").includes(containerId);
+      return !ok(listed, "ctr containers list").split("\n").includes(containerId);
     },
     60_000,
   );

@@ -4,24 +4,21 @@
  * namespace (`inNode`), or inside a pod's container through containerd (`execInContainer`, what
  * `kubectl exec` does; the API server cannot dial the kubelet from loopback).
  */
-import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TestContext } from "node:test";
-import { promisify } from "node:util";
 import type { V1Pod } from "@kubernetes/client-node";
 import { k8s } from "../../lib/kube.ts";
 import type { RealNodeInfo } from "../../cluster/node/realNode.ts";
 import { NodeNamespace } from "../../cluster/node/namespace.ts";
 import { Relays } from "../../cluster/node/relay.ts";
 import { ProcessGroup } from "../../cluster/processes.ts";
+import { run, type RunResult } from "../chart/support.ts";
 import { eventually, testCluster } from "./cluster.ts";
 
 export { onRealNode } from "../../cluster/node/addons.ts";
 export { LOCAL_PATH_STORAGE_CLASS } from "../../cluster/node/addons.ts";
-
-const execFileAsync = promisify(execFile);
 
 export async function realNode(): Promise<RealNodeInfo & { binDir: string }> {
   const { info } = await testCluster();
@@ -32,17 +29,9 @@ export async function realNode(): Promise<RealNodeInfo & { binDir: string }> {
 }
 
 /** Runs `command` in the real node's network namespace (not in a pod); resolves with its outcome. */
-export async function inNode(
-  command: string,
-  args: string[],
-  timeoutMs = 20_000,
-): Promise<{ code: number; stdout: string; stderr: string }> {
+export async function inNode(command: string, args: string[], timeoutMs = 20_000): Promise<RunResult> {
   const node = await realNode();
-  return outcome(
-    execFileAsync("nsenter", ["-t", String(node.namespacePid), "--net", "--", command, ...args], {
-      timeout: timeoutMs,
-    }),
-  );
+  return run("nsenter", ["-t", String(node.namespacePid), "--net", "--", command, ...args], { timeoutMs });
 }
 
 /**
@@ -67,7 +56,7 @@ export async function execInContainer(
   pod: V1Pod,
   argv: string[],
   opts: { container?: string; timeoutMs?: number } = {},
-): Promise<{ code: number; stdout: string; stderr: string }> {
+): Promise<RunResult> {
   const node = await realNode();
   const status = pod.status?.containerStatuses?.find((c) => !opts.container || c.name === opts.container);
   const id = status?.containerID?.replace(/^containerd:\/\//, "");
@@ -75,49 +64,31 @@ export async function execInContainer(
   const execId = `test-${Date.now()}-${Math.random().toString(16).slice(2, 8)}`;
   // ctr hands the process's stdio to the shim through FIFOs under /run/containerd, which is the
   // node's own tmpfs: ctr must run in the node's mount namespace to share them.
-  return outcome(
-    execFileAsync(
-      "nsenter",
-      [
-        "-t",
-        String(node.namespacePid),
-        "--mount",
-        // The node's /proc belongs to its PID namespace: ctr's /proc/self must be there too.
-        "--pid",
-        "--",
-        join(node.binDir, "ctr"),
-        ...[
-          "--address",
-          node.containerdSocket,
-          "--namespace",
-          "k8s.io",
-          "tasks",
-          "exec",
-          "--exec-id",
-          execId,
-          id,
-        ],
-        ...argv,
+  return run(
+    "nsenter",
+    [
+      "-t",
+      String(node.namespacePid),
+      "--mount",
+      // The node's /proc belongs to its PID namespace: ctr's /proc/self must be there too.
+      "--pid",
+      "--",
+      join(node.binDir, "ctr"),
+      ...[
+        "--address",
+        node.containerdSocket,
+        "--namespace",
+        "k8s.io",
+        "tasks",
+        "exec",
+        "--exec-id",
+        execId,
+        id,
       ],
-      { timeout: opts.timeoutMs ?? 30_000 },
-    ),
+      ...argv,
+    ],
+    { timeoutMs: opts.timeoutMs ?? 30_000 },
   );
-}
-
-async function outcome(
-  run: Promise<{ stdout: string; stderr: string }>,
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run;
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code?: number | string; stdout?: string; stderr?: string; message: string };
-    return {
-      code: typeof e.code === "number" ? e.code : -1,
-      stdout: e.stdout ?? "",
-      stderr: e.stderr ?? e.message,
-    };
-  }
 }
 
 /** Waits until the pod runs on the real node and is Ready (by its own probes); returns it. */
