@@ -37,6 +37,8 @@ set -euo pipefail
 shopt -s inherit_errexit
 umask 022
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lib.sh
+source "$here/lib.sh"
 cache=${USERLAND_CACHE:-$HOME/.cache/userland}/images
 registry=userland.local
 suite=bookworm
@@ -65,18 +67,6 @@ load_recipe() {
   source "$recipe/recipe.sh"
 }
 
-# Prints, for a file or directory, a listing of types, names, link targets, executable bits and
-# content hashes: what a copy of it reproduces (other mode bits follow the umask of a checkout).
-hash_tree() {
-  if [[ -d $1 ]]; then
-    (cd "$1" && find . \( -type f -perm -u+x -printf "x %p\n" \) -o -printf "%y %p %l\n" |
-      LC_ALL=C sort && find . -type f -print0 | LC_ALL=C sort -z | xargs -0r sha256sum)
-  else
-    if [[ -x $1 ]]; then echo x; fi
-    sha256sum <"$1"
-  fi
-}
-
 # Checks the loaded recipe's inputs; prints what is missing, one line each.
 missing_inputs() {
   local entry var what
@@ -98,12 +88,20 @@ image_key() {
     hash_tree "$recipe"
     echo "driver"
     sha256sum <"$here/build.sh"
+    sha256sum <"$here/lib.sh"
     for entry in "${inputs[@]}"; do
       var=${entry%% *}
       echo "input $var"
       hash_tree "${!var}"
     done
   } | sha256sum | cut -c1-16
+}
+
+# build_recipe NAME OUT KEY: loads the recipe and builds it into the archive OUT; a build step's
+# output is progress, not the JSON.
+build_recipe() {
+  load_recipe "$1"
+  (build_image "$2" "$3") >&2
 }
 
 # Builds the loaded recipe into the archive $1. Runs in a subshell (its own traps and variables).
@@ -181,23 +179,7 @@ build_image() {
   [[ -z $workdir ]] || args+=(--config.workingdir="$workdir")
   umoci config --image "$image" "${args[@]}"
   umoci gc --layout "$work/oci"
-  # umoci names the manifest by its tag (org.opencontainers.image.ref.name = key); containerd's
-  # import also reads io.containerd.image.name, the full reference, so the archive imports under
-  # the same name with or without --base-name. The platform lets importers pick it without reading
-  # the config.
-  local arch
-  arch=$(dpkg --print-architecture)
-  jq -c --arg ref "$registry/$name:$key" --arg arch "$arch" \
-    '.manifests |= map(.annotations["io.containerd.image.name"] = $ref
-                       | .platform = {architecture: $arch, os: "linux"})' \
-    "$work/oci/index.json" >"$work/index.json"
-  mv "$work/index.json" "$work/oci/index.json"
-
-  tar --create --file="$out.tmp" --directory="$work/oci" --sort=name --format=posix \
-    --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime \
-    --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner --mode=go+rX \
-    oci-layout index.json blobs
-  mv -f "$out.tmp" "$out"
+  archive_layout "$work/oci" "$registry/$name:$key" "$out"
 }
 
 for tool in umoci jq tar flock; do
@@ -226,21 +208,7 @@ json="{}"
 for n in "${names[@]}"; do
   key=${keys[$n]}
   out=$cache/$n-$key.tar
-  if [[ -f $out ]]; then
-    echo "$n: cached ($out)" >&2
-  else
-    (
-      trap 'rc=$?; ((rc == 0)) || echo "$n: build failed (exit $rc)" >&2' EXIT
-      exec 9>"$cache/.$n.lock"
-      flock 9
-      if [[ -f $out ]]; then echo "$n: cached, built by another caller ($out)" >&2; exit 0; fi
-      echo "$n: building $registry/$n:$key" >&2
-      start=$(date +%s)
-      load_recipe "$n"
-      (build_image "$out" "$key") >&2 # a build step's output is progress, not the JSON
-      echo "$n: built in $(($(date +%s) - start)) s, $(du -h "$out" | cut -f1) ($out)" >&2
-    )
-  fi
+  build_once "$n" "$out" "$registry/$n:$key" build_recipe "$n" "$out" "$key"
   json=$(jq -c --arg name "$n" --arg ref "$registry/$n:$key" --arg archive "$out" \
     ". + {(\$name): {ref: \$ref, archive: \$archive}}" <<<"$json")
 done

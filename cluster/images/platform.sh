@@ -45,6 +45,8 @@ set -euo pipefail
 shopt -s inherit_errexit
 umask 022
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lib.sh
+source "$here/lib.sh"
 repo=$(cd "$here/../.." && pwd)
 cache=${USERLAND_CACHE:-$HOME/.cache/userland}/images
 registry=userland.local
@@ -94,12 +96,11 @@ key=$(
   {
     echo "script"
     sha256sum <"$here/platform.sh"
+    sha256sum <"$here/lib.sh"
     sha256sum <"$here/context.ts"
     echo "base $base_key"
     echo "context"
-    cd "$context"
-    find . \( -type f -perm -u+x -printf "x %p\n" \) -o -printf "%y %p %l\n" | LC_ALL=C sort
-    find . -type f -print0 | LC_ALL=C sort -z | xargs -0r sha256sum
+    hash_tree "$context"
   } | sha256sum | cut -c1-16
 )
 ref=$registry/$name:$key
@@ -176,38 +177,13 @@ EOF
 
   b push --quiet --signature-policy "$work/policy.json" "$ref" "oci:$work/oci:$key" >&2 ||
     die "buildah push to an OCI layout failed"
-  # As build.sh: the manifest is named by its tag (org.opencontainers.image.ref.name, which push
-  # wrote), plus the full reference for containerd and the platform.
-  local arch
-  arch=$(dpkg --print-architecture)
-  jq -c --arg ref "$ref" --arg arch "$arch" \
-    '.manifests |= map(.annotations["io.containerd.image.name"] = $ref
-                       | .platform = {architecture: $arch, os: "linux"})' \
-    "$work/oci/index.json" >"$work/index.json"
-  mv "$work/index.json" "$work/oci/index.json"
+  # push names the manifest by its tag (org.opencontainers.image.ref.name), as archive_layout expects.
   [[ $(jq -r '.manifests[0].annotations["org.opencontainers.image.ref.name"]' "$work/oci/index.json") == "$key" ]] ||
     die "the pushed layout does not name its manifest $key"
-
-  tar --create --file="$out.tmp" --directory="$work/oci" --sort=name --format=posix \
-    --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime \
-    --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner --mode=go+rX \
-    oci-layout index.json blobs
-  mv -f "$out.tmp" "$out"
+  archive_layout "$work/oci" "$ref" "$out"
 }
 
-if [[ -f $out ]]; then
-  echo "$name: cached ($out)" >&2
-else
-  (
-    # shellcheck disable=SC2154 # rc is set in the trap itself
-    trap 'rc=$?; ((rc == 0)) || echo "$name: build failed (exit $rc)" >&2' EXIT
-    exec 9>"$cache/.$name.lock"
-    flock 9
-    if [[ -f $out ]]; then echo "$name: cached, built by another caller ($out)" >&2; exit 0; fi
-    echo "$name: building $ref from $repo/Dockerfile" >&2
-    start=$(date +%s)
-    (build)
-    echo "$name: built in $(($(date +%s) - start)) s, $(du -h "$out" | cut -f1) ($out)" >&2
-  )
-fi
+# In a subshell: build's EXIT trap cleans up its work directory.
+build_in_subshell() { (build); }
+build_once "$name" "$out" "$ref from $repo/Dockerfile" build_in_subshell
 jq -cn --arg name "$name" --arg ref "$ref" --arg archive "$out" '{($name): {ref: $ref, archive: $archive}}'
