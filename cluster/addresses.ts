@@ -19,5 +19,11 @@ export const KUBERNETES_SERVICE_IP = "198.18.0.1";
 export const CLUSTER_DNS_IP = "198.18.0.10";
 /** Where the node's pods reach the API server: a relay on the node's address (cluster/node/relay.ts). */
 export const NODE_API_SERVER_PORT = 6443;
+/**
+ * The machine, as pods see it: cluster DNS answers NODE_IP for this name, and a relay on NODE_IP:<port>
+ * (cluster/node/relay.ts exposeInside) leads to 127.0.0.1:<port> of the machine. A browser on the
+ * machine maps the same name to 127.0.0.1, so one URL (e.g. a local OpenID issuer) works for both.
+ */
+export const MACHINE_HOST = "host.userland.test";
 /** A stand-in for a cloud's metadata endpoint, served inside the node namespace, never reachable from pods. */
 export const METADATA_IP = "169.254.169.254";

@@ -46,12 +46,17 @@ async function readForm(req: IncomingMessage): Promise<URLSearchParams> {
 export async function startDevIdentityProvider(opts: {
   port: number;
   redirectUris: string[];
+  /**
+   * The issuer's host name (default 127.0.0.1). Another name that also leads here lets clients
+   * that cannot dial this machine's loopback (pods on the real node) use the same issuer URL.
+   */
+  issuerHost?: string;
 }): Promise<DevIdentityProvider> {
   let handle: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) =>
     void res.writeHead(503).end();
   const server = createServer((req, res) => handle(req, res));
   await new Promise<void>((resolve) => server.listen(opts.port, "127.0.0.1", resolve));
-  const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const issuer = `http://${opts.issuerHost ?? "127.0.0.1"}:${(server.address() as AddressInfo).port}`;
   const { privateKey } = await generateKeyPair("RS256", { extractable: true });
   const clientId = "userland-local";
   const clientSecret = "local-development-only-secret";

@@ -4,7 +4,7 @@
  * `--endpoint-reconciler-type=none` because it listens on loopback), CoreDNS with the kube-dns
  * Service, and local-path-provisioner's StorageClass and helper configuration.
  */
-import { CLUSTER_DNS_IP, NODE_API_SERVER_PORT, NODE_IP } from "../addresses.ts";
+import { CLUSTER_DNS_IP, MACHINE_HOST, NODE_API_SERVER_PORT, NODE_IP } from "../addresses.ts";
 import { REAL_NODE_LABEL, REAL_NODE_TAINT } from "./config.ts";
 
 export const LOCAL_PATH_NAMESPACE = "local-path-storage";
@@ -56,6 +56,10 @@ export function coreDnsObjects(image: string): Manifest[] {
     kubernetes cluster.local in-addr.arpa ip6.arpa {
         pods insecure
         fallthrough in-addr.arpa ip6.arpa
+    }
+    hosts {
+        ${NODE_IP} ${MACHINE_HOST}
+        fallthrough
     }
     cache 30
 }

@@ -10,12 +10,13 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { childNames, userlandNameFor } from "../../api/naming.ts";
 import type { Userland } from "../../api/v1alpha1/index.ts";
 import { paths } from "../../lib/kubeRest.ts";
 import { DEMO_TEMPLATE, startPlatform, type Platform } from "../../dev/platform.ts";
 import { repoRoot } from "../../cluster/controlPlane.ts";
+import { launchBrowser } from "../support/browser.ts";
 import { eventually } from "../support/cluster.ts";
 
 const artifacts = join(repoRoot, "artifacts", "e2e");
@@ -27,17 +28,7 @@ before(async () => {
   platform = await startPlatform({
     dir: join(repoRoot, ".userland", `e2e-${randomBytes(3).toString("hex")}`),
   });
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--no-first-run",
-      "--disable-gpu",
-    ],
-  });
+  browser = await launchBrowser();
 });
 
 after(async () => {

@@ -35,19 +35,29 @@ export async function inNode(command: string, args: string[], timeoutMs = 20_000
 }
 
 /**
- * A 127.0.0.1 port of this machine that reaches `target` ("ip:port", a pod or Service address)
- * inside the real node, for as long as the test runs: how a browser or a client on the machine
- * gets in without any route into the namespace.
+ * Relays across the real node's wall (cluster/node/relay.ts) for a test's own use: `expose` gives a
+ * 127.0.0.1 port of this machine that reaches a pod or Service address inside (how a browser or a
+ * client gets in without any route into the namespace); `exposeInside` lets pods reach a loopback
+ * service of this machine at NODE_IP (see MACHINE_HOST). `close` removes them.
  */
-export async function exposeFromNode(t: TestContext, target: string): Promise<number> {
+export async function nodeRelays(): Promise<Relays & { close(): Promise<void> }> {
   const node = await realNode();
   const dir = mkdtempSync(join(tmpdir(), "userland-relay-"));
   const ns = NodeNamespace.attach(new ProcessGroup(dir, () => undefined), node.namespacePid);
-  const relays = new Relays(dir, ns, `test-${process.pid}`);
-  t.after(async () => {
-    await relays.close();
-    rmSync(dir, { recursive: true, force: true });
+  const relays = new Relays(dir, ns, `test-${process.pid}-${Math.random().toString(16).slice(2, 8)}`);
+  const close = relays.close.bind(relays);
+  return Object.assign(relays, {
+    close: async () => {
+      await close();
+      rmSync(dir, { recursive: true, force: true });
+    },
   });
+}
+
+/** A 127.0.0.1 port of this machine that reaches `target` ("ip:port") inside the real node while `t` runs. */
+export async function exposeFromNode(t: TestContext, target: string): Promise<number> {
+  const relays = await nodeRelays();
+  t.after(() => relays.close());
   return relays.expose(target);
 }
 

@@ -1,0 +1,51 @@
+/**
+ * The shell commands of a Markdown guide (deploy/README.md), as a reader would copy them: every
+ * ```sh block of a section, comments dropped and `\` continuations joined, grouped by the section's
+ * own heading and its subsections. Tests replay them, so the guide cannot drift from what works.
+ */
+import { readFileSync } from "node:fs";
+
+export interface GuideStep {
+  /** The heading the commands are under, e.g. "### Rotating the session keys". */
+  heading: string;
+  commands: string[];
+}
+
+/** The commands of the section whose heading starts with `heading` (e.g. "## 1. Install"). */
+export function guideCommands(file: string, heading: string): GuideStep[] {
+  const lines = readFileSync(file, "utf8").split("\n");
+  const start = lines.findIndex((l) => l.startsWith(heading));
+  if (start < 0) throw new Error(`${file} has no section "${heading}"`);
+  const level = /^#+/.exec(heading)?.[0].length ?? 2;
+  const steps: GuideStep[] = [{ heading: lines[start] ?? heading, commands: [] }];
+  let inBlock = false;
+  let pending = "";
+  for (const line of lines.slice(start + 1)) {
+    const depth = /^(#+) /.exec(line)?.[1]?.length;
+    if (!inBlock && depth !== undefined) {
+      if (depth <= level) break;
+      steps.push({ heading: line, commands: [] });
+      continue;
+    }
+    if (/^```(sh|bash|shell)\s*$/.test(line)) {
+      inBlock = true;
+      continue;
+    }
+    if (inBlock && line.startsWith("```")) {
+      inBlock = false;
+      continue;
+    }
+    if (!inBlock) continue;
+    const text = line.replace(/\s+#.*$/, "").trimEnd();
+    if (text.trim() === "" || text.trim().startsWith("#")) continue;
+    if (text.endsWith("\\")) {
+      pending += `${text.slice(0, -1).trim()} `;
+      continue;
+    }
+    steps.at(-1)?.commands.push(`${pending}${text.trim()}`);
+    pending = "";
+  }
+  const withCommands = steps.filter((s) => s.commands.length > 0);
+  if (withCommands.length === 0) throw new Error(`${file}: no commands under "${heading}"`);
+  return withCommands;
+}
