@@ -2,16 +2,23 @@
  * The session cookie contract between the auth service (which signs) and the proxy (which verifies).
  *
  * A session is a compact JWS signed with ES256. The auth service holds the private keys; every other
- * component gets only the public JWKS, so it can check a session locally (no network call on the
- * request path) but can never mint one. Several keys may be present: the first private key signs,
- * all keys verify, so keys rotate without logging everyone out (add a new key first, drop the old
- * one once every session it signed has expired).
+ * component gets only the public JWKS, so it can check a session but can never mint one. Several
+ * keys may be present: the first private key signs, all keys verify, so keys rotate without logging
+ * everyone out (add a new key first, drop the old one once every session it signed has expired).
+ *
+ * The private keys are a JWKS or PEM text (EC P-256 keys as helm's `genPrivateKey "ecdsa"` and
+ * openssl write them; a PEM key's kid is its RFC 7638 thumbprint). A verifier holds the public JWKS
+ * itself (a file) or fetches it from the auth service's /.well-known/jwks.json, again whenever a
+ * session names a key it does not know yet (a rotation).
  */
-import { randomBytes } from "node:crypto";
+import { createPrivateKey, randomBytes, type KeyObject } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import {
   SignJWT,
+  calculateJwkThumbprint,
   createLocalJWKSet,
+  createRemoteJWKSet,
+  errors,
   exportJWK,
   generateKeyPair,
   importJWK,
@@ -19,6 +26,7 @@ import {
   type CryptoKey,
   type JSONWebKeySet,
   type JWK,
+  type JWTVerifyGetKey,
 } from "jose";
 import { USER_MAX, USER_PATTERN } from "../api/v1alpha1/userland.ts";
 
@@ -112,8 +120,62 @@ export async function parseSigningKeys(json: unknown, source = "signing keys"): 
   return { keys };
 }
 
-async function readJson(path: string): Promise<unknown> {
-  const text = await readFile(path, "utf8");
+const PEM_BLOCK = /-----BEGIN ([A-Z0-9 ]+)-----\r?\n[\s\S]*?-----END \1-----/g;
+/** What `openssl ecparam -genkey` writes before the key unless told -noout: the curve, no secret. */
+const PEM_PARAMETERS = "EC PARAMETERS";
+/** Both may hold any algorithm; the key itself is checked. */
+const PEM_PRIVATE_KEYS = new Set(["EC PRIVATE KEY", "PRIVATE KEY"]);
+
+/** One PEM block as a private JWK, refusing anything but an EC P-256 private key. */
+function pemPrivateJwk(pem: string, type: string, where: string): JWK {
+  if (!PEM_PRIVATE_KEYS.has(type))
+    throw new Error(
+      `${where} is a "${type}" PEM block; expected EC P-256 private keys ("EC PRIVATE KEY" or "PRIVATE KEY", unencrypted)`,
+    );
+  let key: KeyObject;
+  try {
+    key = createPrivateKey({ key: pem, format: "pem" });
+  } catch (error) {
+    throw new Error(`${where} ("${type}") cannot be read: ${(error as Error).message}`, { cause: error });
+  }
+  const curve = key.asymmetricKeyDetails?.namedCurve;
+  if (key.asymmetricKeyType !== "ec" || curve !== "prime256v1") {
+    const what =
+      key.asymmetricKeyType === "ec"
+        ? `an EC key on ${String(curve)}`
+        : `a ${String(key.asymmetricKeyType)} key`;
+    throw new Error(
+      `${where} is ${what}; session keys must be EC P-256 (ES256: openssl ecparam -name prime256v1 -genkey -noout)`,
+    );
+  }
+  return key.export({ format: "jwk" });
+}
+
+/**
+ * Signing keys from PEM text with one or more EC P-256 private keys, SEC1 ("EC PRIVATE KEY", as
+ * helm's genPrivateKey "ecdsa" writes) or PKCS#8 ("PRIVATE KEY"), in order: the first signs. Each
+ * key's kid is its RFC 7638 thumbprint, so the same key always has the same kid.
+ */
+export async function parsePemSigningKeys(text: string, source = "signing keys"): Promise<SigningKeys> {
+  const jwks: JWK[] = [];
+  let end = 0;
+  for (const block of text.matchAll(PEM_BLOCK)) {
+    if (text.slice(end, block.index).trim() !== "")
+      throw new Error(`${source}: text outside the PEM blocks before "${block[0].split("\n", 1)[0]}"`);
+    end = block.index + block[0].length;
+    const type = block[1] ?? "";
+    if (type === PEM_PARAMETERS) continue;
+    const jwk = pemPrivateJwk(block[0], type, `${source}: key ${jwks.length + 1}`);
+    jwks.push({ ...jwk, kid: await calculateJwkThumbprint(jwk, "sha256"), alg: SESSION_ALG, use: "sig" });
+  }
+  if (text.slice(end).trim() !== "")
+    throw new Error(`${source}: text outside the PEM blocks, or a block without its END line`);
+  if (jwks.length === 0) throw new Error(`${source}: the PEM text has no private key`);
+  return parseSigningKeys({ keys: jwks }, source);
+}
+
+async function readJson(path: string, text?: string): Promise<unknown> {
+  text ??= await readFile(path, "utf8");
   try {
     return JSON.parse(text) as unknown;
   } catch (error) {
@@ -121,9 +183,11 @@ async function readJson(path: string): Promise<unknown> {
   }
 }
 
-/** Reads a private JWKS file (first key signs). */
+/** Reads a private key file, a JWKS or PEM text (first key signs). */
 export async function loadSigningKeys(path: string): Promise<SigningKeys> {
-  return parseSigningKeys(await readJson(path), path);
+  const text = await readFile(path, "utf8");
+  if (text.trimStart().startsWith("-----BEGIN ")) return parsePemSigningKeys(text, path);
+  return parseSigningKeys(await readJson(path, text), path);
 }
 
 /** A public JWKS, refusing private key material: a verifier that could sign could mint sessions. */
@@ -174,12 +238,59 @@ export function createSessionSigner(signingKeys: SigningKeys): SessionSigner {
   };
 }
 
-export function createSessionVerifier(
-  jwks: JSONWebKeySet,
-  options: { clockToleranceSeconds?: number } = {},
-): SessionVerifier {
-  // Local key set only: verification never reaches the network.
-  const keys = createLocalJWKSet(jwks);
+export interface VerifierOptions {
+  clockToleranceSeconds?: number;
+}
+
+/** A verifier with the public keys in hand: verification never reaches the network. */
+export function createSessionVerifier(jwks: JSONWebKeySet, options: VerifierOptions = {}): SessionVerifier {
+  return verifierWith(createLocalJWKSet(jwks), options);
+}
+
+export interface RemoteVerifierOptions extends VerifierOptions {
+  /** The least time between two fetches for an unknown kid (default 5 s). */
+  cooldownMs?: number;
+  /** Limit of one fetch (default 5 s). */
+  timeoutMs?: number;
+  /** Called when the keys could not be fetched (sessions are then refused, not failed). */
+  onFetchError?: (error: unknown) => void;
+}
+
+export interface RemoteSessionVerifier extends SessionVerifier {
+  /** Fetches the keys now (start-up); rejects when they cannot be fetched. */
+  refresh(): Promise<void>;
+}
+
+/**
+ * A verifier with the public JWKS at `url` (the auth service's /.well-known/jwks.json), fetched on
+ * first use and again when a session names a kid not in it (at most once per cooldown), so a key
+ * added at the auth service is picked up without a restart. The keys held are kept while the auth
+ * service is away: sessions they verify keep working. A removed key is dropped at the next fetch.
+ */
+export function createRemoteSessionVerifier(
+  url: URL,
+  options: RemoteVerifierOptions = {},
+): RemoteSessionVerifier {
+  const remote = createRemoteJWKSet(url, {
+    cooldownDuration: options.cooldownMs ?? 5_000,
+    timeoutDuration: options.timeoutMs ?? 5_000,
+    // Never stale by age: refetched only for an unknown kid, so an unreachable auth service
+    // does not end the sessions the proxy can already check.
+    cacheMaxAge: Infinity,
+  });
+  const getKey: JWTVerifyGetKey = async (header, token) => {
+    try {
+      return await remote(header, token);
+    } catch (error) {
+      // No matching key is a session from elsewhere; anything else is the fetch failing.
+      if (!(error instanceof errors.JWKSNoMatchingKey)) options.onFetchError?.(error);
+      throw error;
+    }
+  };
+  return { ...verifierWith(getKey, options), refresh: () => remote.reload() };
+}
+
+function verifierWith(keys: JWTVerifyGetKey, options: VerifierOptions): SessionVerifier {
   return {
     async verify(token) {
       if (typeof token !== "string" || token.length === 0 || token.length > MAX_TOKEN_LENGTH)

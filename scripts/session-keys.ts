@@ -1,5 +1,6 @@
 /**
- * Session signing keys for the auth service (see lib/session.ts and services/auth/README.md).
+ * Session signing keys for the auth service as a JWKS (see lib/session.ts and services/auth/README.md).
+ * The chart needs none of this: it creates a PEM key itself. FILE may be a private JWKS or PEM keys.
  *
  *   node scripts/session-keys.ts > keys.json          a new private JWKS with one key
  *   node scripts/session-keys.ts --public keys.json   the public JWKS, for the proxy
@@ -8,26 +9,20 @@
  *
  * Output goes to stdout so the private keys only land where the admin redirects them.
  */
-import { readFile } from "node:fs/promises";
-import { generateSigningKey, parseSigningKeys, publicJwks } from "../lib/session.ts";
+import { generateSigningKey, loadSigningKeys, publicJwks } from "../lib/session.ts";
 
 const usage = `usage:
   node scripts/session-keys.ts                  print a new private JWKS (one ES256 key)
-  node scripts/session-keys.ts --public FILE    print the public JWKS of a private JWKS file
+  node scripts/session-keys.ts --public FILE    print the public JWKS of a private key file (JWKS or PEM)
   node scripts/session-keys.ts --rotate FILE    print FILE with a new key first (the new signer)
   node scripts/session-keys.ts --prune FILE     print FILE with only its first (active) key`;
-
-async function readPrivate(path: string) {
-  const json = JSON.parse(await readFile(path, "utf8")) as unknown;
-  return parseSigningKeys(json, path);
-}
 
 async function run(args: string[]): Promise<string> {
   const [command, file, ...rest] = args;
   if (command === undefined) return JSON.stringify({ keys: [await generateSigningKey()] }, null, 2);
   if (command === "--help" || command === "-h") return usage;
   if (file === undefined || rest.length > 0) throw new Error(usage);
-  const keys = await readPrivate(file);
+  const keys = await loadSigningKeys(file);
   switch (command) {
     case "--public":
       return JSON.stringify(publicJwks(keys), null, 2);

@@ -35,7 +35,7 @@ async function signingKeys(config: AuthConfig): Promise<SigningKeys> {
     return await loadSigningKeys(config.sessionKeysFile);
   } catch (error) {
     throw new ConfigError("auth", [
-      `AUTH_SESSION_KEYS_FILE=${JSON.stringify(config.sessionKeysFile)} is unusable: ${(error as Error).message} (create one with: node scripts/session-keys.ts > keys.json)`,
+      `AUTH_SESSION_KEYS_FILE=${JSON.stringify(config.sessionKeysFile)} is unusable: ${(error as Error).message} (expected EC P-256 private keys as PEM, e.g. from openssl ecparam -name prime256v1 -genkey -noout, or a private JWKS)`,
     ]);
   }
 }

@@ -54,7 +54,7 @@ export const settings = {
   ),
   sessionKeysFile: required(
     "AUTH_SESSION_KEYS_FILE",
-    "Private JWKS file with the session signing keys, first key signs (create with: node scripts/session-keys.ts)",
+    "File with the session signing keys, the first signs: EC P-256 private keys as PEM (openssl ecparam -name prime256v1 -genkey -noout) or a private JWKS (node scripts/session-keys.ts)",
     parse.string,
   ),
   sessionTtl: withDefault("AUTH_SESSION_TTL", "How long a session lasts, e.g. 8h", durationText, "12h"),

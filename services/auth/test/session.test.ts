@@ -1,8 +1,10 @@
 /**
- * lib/session.ts: the session cookie contract the proxy relies on, and scripts/session-keys.ts.
+ * lib/session.ts: the session cookie contract the proxy relies on, its key files (JWKS and PEM),
+ * and scripts/session-keys.ts.
  */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
+import { createHash, createPublicKey, generateKeyPairSync, type KeyObject } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -17,6 +19,7 @@ import {
   generateSigningKey,
   loadSigningKeys,
   loadVerificationKeys,
+  parsePemSigningKeys,
   parseSigningKeys,
   parseVerificationKeys,
   publicJwks,
@@ -231,15 +234,171 @@ describe("lib/session.ts", () => {
   });
 });
 
+/** PEM of a new key pair: SEC1 ("EC PRIVATE KEY") or PKCS#8 ("PRIVATE KEY"). */
+function pemKey(format: "sec1" | "pkcs8", curve = "P-256"): { pem: string; publicKey: KeyObject } {
+  const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: curve });
+  return { pem: privateKey.export({ format: "pem", type: format }).toString(), publicKey };
+}
+
+/** RFC 7638 by hand: SHA-256 of the required members in lexicographic order, base64url. */
+function thumbprint(publicKey: KeyObject): string {
+  const { crv, kty, x, y } = publicKey.export({ format: "jwk" });
+  const canonical = JSON.stringify({ crv, kty, x, y });
+  return createHash("sha256").update(canonical).digest("base64url");
+}
+
+const openssl = async (...args: string[]) => (await promisify(execFile)("openssl", args)).stdout;
+
+/** Key files written by the tests below (one directory for the file). */
+let dir: TempDir;
+before(async () => {
+  dir = await tempDir();
+});
+after(async () => {
+  await dir?.remove();
+});
+
+describe("PEM key files", () => {
+  test("openssl's and node's SEC1 and PKCS#8 P-256 keys load; the kid is the key's RFC 7638 thumbprint", async () => {
+    const sec1 = pemKey("sec1");
+    const pkcs8 = pemKey("pkcs8");
+    assert.match(sec1.pem, /^-----BEGIN EC PRIVATE KEY-----\n/);
+    assert.match(pkcs8.pem, /^-----BEGIN PRIVATE KEY-----\n/);
+    for (const [name, key] of [
+      ["sec1", sec1],
+      ["pkcs8", pkcs8],
+    ] as const) {
+      const keys = await loadSigningKeys(await dir.file(`${name}.pem`, key.pem));
+      assert.deepEqual(
+        keys.keys.map((k) => k.kid),
+        [thumbprint(key.publicKey)],
+        name,
+      );
+    }
+    // What an admin types: with -noout (SEC1 only), without it (an EC PARAMETERS block first), and
+    // openssl genpkey (PKCS#8).
+    for (const args of [
+      ["ecparam", "-name", "prime256v1", "-genkey", "-noout"],
+      ["ecparam", "-name", "prime256v1", "-genkey"],
+      ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"],
+    ]) {
+      const file = await dir.file("openssl.pem", await openssl(...args));
+      const publicKey = createPublicKey(await openssl("pkey", "-in", file, "-pubout"));
+      const keys = await loadSigningKeys(file);
+      assert.deepEqual(
+        keys.keys.map((k) => k.kid),
+        [thumbprint(publicKey)],
+        args.join(" "),
+      );
+    }
+    // The same key loads with the same kid whatever its encoding.
+    const same = generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey;
+    const asSec1 = await parsePemSigningKeys(same.export({ format: "pem", type: "sec1" }).toString());
+    const asPkcs8 = await parsePemSigningKeys(same.export({ format: "pem", type: "pkcs8" }).toString());
+    assert.equal(asSec1.keys[0]?.kid, asPkcs8.keys[0]?.kid);
+  });
+
+  test("several keys: the first signs, all verify, in file order", async () => {
+    const [a, b, c] = [pemKey("sec1"), pemKey("pkcs8"), pemKey("sec1")];
+    const keys = await parsePemSigningKeys(`${a.pem}\n${b.pem}${c.pem}`, "keys.pem");
+    assert.deepEqual(
+      keys.keys.map((k) => k.kid),
+      [a, b, c].map((k) => thumbprint(k.publicKey)),
+    );
+    const signer = createSessionSigner(keys);
+    assert.equal(signer.kid, thumbprint(a.publicKey));
+    const verifier = createSessionVerifier(publicJwks(keys));
+    for (const first of [b, c]) {
+      const older = createSessionSigner(await parsePemSigningKeys(first.pem));
+      assert.equal(
+        (await verifier.verify(await older.sign("alice", 60)))?.user,
+        "alice",
+        "an older key verifies",
+      );
+    }
+    const stranger = createSessionSigner(await parsePemSigningKeys(pemKey("sec1").pem));
+    assert.equal(await verifier.verify(await stranger.sign("alice", 60)), undefined, "a key not in the file");
+  });
+
+  test("other curves, key types and blocks are refused with a message that names the file", async () => {
+    const rsa = generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey;
+    const ed = generateKeyPairSync("ed25519").privateKey;
+    const good = pemKey("sec1").pem;
+    const cases: [string, string, RegExp][] = [
+      ["P-384 (SEC1)", pemKey("sec1", "P-384").pem, /EC key on secp384r1.*EC P-256/],
+      ["P-384 (PKCS#8)", pemKey("pkcs8", "P-384").pem, /EC key on secp384r1/],
+      ["RSA (PKCS#8)", rsa.export({ format: "pem", type: "pkcs8" }).toString(), /an? rsa key.*EC P-256/],
+      [
+        "RSA (PKCS#1)",
+        rsa.export({ format: "pem", type: "pkcs1" }).toString(),
+        /"RSA PRIVATE KEY" PEM block/,
+      ],
+      ["Ed25519", ed.export({ format: "pem", type: "pkcs8" }).toString(), /ed25519 key/],
+      [
+        "a public key",
+        pemKey("sec1").publicKey.export({ format: "pem", type: "spki" }).toString(),
+        /"PUBLIC KEY"/,
+      ],
+      [
+        "a P-256 key after a P-384 one",
+        `${good}${pemKey("sec1", "P-384").pem}`,
+        /key 2 is an EC key on secp384r1/,
+      ],
+      [
+        "a broken block",
+        "-----BEGIN EC PRIVATE KEY-----\nAAAA\n-----END EC PRIVATE KEY-----\n",
+        /key 1 .*cannot be read/,
+      ],
+      [
+        "no END line",
+        good.replace("-----END EC PRIVATE KEY-----", ""),
+        /without its END line|outside the PEM blocks/,
+      ],
+      ["text between keys", `${good}oops\n${good}`, /text outside the PEM blocks/],
+      ["only parameters", await openssl("ecparam", "-name", "prime256v1"), /no private key/],
+      ["the same key twice", `${good}${good}`, /duplicate kid/],
+    ];
+    for (const [what, pem, message] of cases) {
+      const file = await dir.file("refused.pem", pem);
+      await assert.rejects(loadSigningKeys(file), (error: Error) => {
+        assert.ok(error.message.startsWith(`${file}: `), `${what}: names the file: ${error.message}`);
+        assert.match(error.message, message, what);
+        return true;
+      });
+    }
+  });
+
+  test("a session signed with a PEM key verifies against the public JWKS the auth service serves", async (t) => {
+    const key = pemKey("sec1");
+    const file = await dir.file("served.pem", key.pem);
+    const listener = await listen();
+    t.after(() => listener.close());
+    const auth = await startAuth(listener, {
+      AUTH_SESSION_KEYS_FILE: file,
+      AUTH_GITHUB_CLIENT_ID: "c",
+      AUTH_GITHUB_CLIENT_SECRET: "s",
+    });
+    t.after(() => auth.close());
+    const served = await (await fetch(new URL(".well-known/jwks.json", auth.url))).json();
+    const jwks = parseVerificationKeys(served, "served JWKS");
+    assert.deepEqual(
+      jwks.keys.map((k) => k.kid),
+      [thumbprint(key.publicKey)],
+    );
+    const signingKeys = await loadSigningKeys(file);
+    const token = await createSessionSigner(signingKeys).sign("alice", 600);
+    assert.equal((await createSessionVerifier(jwks).verify(token))?.user, "alice");
+    // The auth service itself takes it as well.
+    const whoami = await fetch(new URL("whoami", auth.url), {
+      headers: { cookie: `${SESSION_COOKIE}=${token}` },
+    });
+    assert.equal(whoami.status, 200);
+    assert.equal(((await whoami.json()) as { user: string }).user, "alice");
+  });
+});
+
 describe("scripts/session-keys.ts", () => {
   const run = promisify(execFile);
-  let dir: TempDir;
-  before(async () => {
-    dir = await tempDir();
-  });
-  after(async () => {
-    await dir?.remove();
-  });
   const node = process.execPath;
   const script = join(import.meta.dirname, "../../../scripts/session-keys.ts");
 
@@ -273,6 +432,16 @@ describe("scripts/session-keys.ts", () => {
       [rotated.keys[0]?.kid],
     );
     await assert.rejects(run(node, [script, "--public", publicFile]), /not a private key/);
+  });
+
+  test("--public also reads PEM keys (the chart's keys.pem), with the thumbprint kids", async () => {
+    const [a, b] = [pemKey("sec1"), pemKey("pkcs8")];
+    const pem = await dir.file("keys.pem", a.pem + b.pem);
+    const jwks = parseVerificationKeys(JSON.parse((await run(node, [script, "--public", pem])).stdout));
+    assert.deepEqual(
+      jwks.keys.map((k) => k.kid),
+      [thumbprint(a.publicKey), thumbprint(b.publicKey)],
+    );
   });
 });
 
