@@ -1,16 +1,22 @@
 /**
  * Wires the proxy for a process: informers for Userlands and Templates (the routing index is fed
- * by their events), session verification from the public JWKS, the resolver chosen by the
- * configuration, activity publishing and the HTTP servers. main.ts runs it; tests run it in-process.
+ * by their events), session verification with the auth service's public keys (fetched from it, or
+ * from a file), the resolver chosen by the configuration, activity publishing and the HTTP servers.
+ * main.ts runs it; tests run it in-process.
  */
 import type { Template, Userland } from "../../api/v1alpha1/index.ts";
 import { Informer } from "../../lib/informer.ts";
 import type { k8s } from "../../lib/kube.ts";
 import { KubeRest, paths } from "../../lib/kubeRest.ts";
 import type { Logger } from "../../lib/logger.ts";
-import { createSessionVerifier, loadVerificationKeys } from "../../lib/session.ts";
+import {
+  createRemoteSessionVerifier,
+  createSessionVerifier,
+  loadVerificationKeys,
+  type SessionVerifier,
+} from "../../lib/session.ts";
 import { ActivityRecorder } from "./activity.ts";
-import type { ProxyConfig } from "./config.ts";
+import type { ProxyConfig, SessionKeySource } from "./config.ts";
 import { createMetrics, type ProxyMetrics } from "./metrics.ts";
 import {
   clusterDnsResolver,
@@ -51,10 +57,33 @@ export function resolverFor(config: ProxyConfig, log: Logger): UpstreamResolver 
   return clusterDnsResolver(config.clusterDomain);
 }
 
+/** How often a failing key fetch is logged at most (it is retried for every session with a new kid). */
+const KEY_FETCH_LOG_INTERVAL_MS = 30_000;
+
+/**
+ * The session verifier for the configured keys. From the auth service's URL the keys are fetched in
+ * the background at start-up (readiness does not wait for the auth service) and again for new kids.
+ */
+async function sessionVerifierFor(source: SessionKeySource, log: Logger): Promise<SessionVerifier> {
+  if ("file" in source) return createSessionVerifier(await loadVerificationKeys(source.file));
+  let loggedAt = -Infinity;
+  const fetchFailed = (error: unknown) => {
+    if (Date.now() - loggedAt < KEY_FETCH_LOG_INTERVAL_MS) return;
+    loggedAt = Date.now();
+    log.warn(
+      { err: error, url: source.url.href },
+      "cannot fetch the session keys from the auth service: sessions with keys not yet known are refused",
+    );
+  };
+  const verifier = createRemoteSessionVerifier(source.url, { onFetchError: fetchFailed });
+  verifier.refresh().then(() => log.info({ url: source.url.href }, "session keys fetched"), fetchFailed);
+  return verifier;
+}
+
 export async function buildProxyApp(config: ProxyConfig, options: ProxyAppOptions): Promise<ProxyApp> {
   const { kc, log, namespace } = options;
   const metrics = options.metrics ?? createMetrics();
-  const verifier = createSessionVerifier(await loadVerificationKeys(config.sessionKeysFile));
+  const verifier = await sessionVerifierFor(config.sessionKeys, log);
   const resolver = options.resolver ?? resolverFor(config, log);
   const rest = new KubeRest(kc, "userland-proxy");
 

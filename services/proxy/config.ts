@@ -71,6 +71,28 @@ function origins(raw: string): string[] {
   });
 }
 
+function httpUrl(raw: string): URL {
+  const url = parse.url(raw);
+  if (url.protocol !== "http:" && url.protocol !== "https:")
+    throw new Error("expected an http:// or https:// URL");
+  return url;
+}
+
+/** Where the proxy gets the auth service's public session keys: exactly one of the two settings. */
+export type SessionKeySource = { url: URL } | { file: string };
+
+const SESSION_KEY_SOURCE =
+  "set PROXY_SESSION_JWKS_URL (the auth service's /.well-known/jwks.json, e.g. http://userland-auth.<namespace>.svc.cluster.local/.well-known/jwks.json) or PROXY_SESSION_PUBLIC_KEYS_FILE (a public JWKS file)";
+
+/** The problem with the session key settings, judged from the raw variables so it is reported with every other problem. */
+function sessionKeySourceProblem(env: NodeJS.ProcessEnv): string | undefined {
+  const url = (env.PROXY_SESSION_JWKS_URL ?? "") !== "";
+  const file = (env.PROXY_SESSION_PUBLIC_KEYS_FILE ?? "") !== "";
+  if (url && file) return "set PROXY_SESSION_JWKS_URL or PROXY_SESSION_PUBLIC_KEYS_FILE, not both";
+  if (!url && !file) return SESSION_KEY_SOURCE;
+  return undefined;
+}
+
 export const settings = {
   host: withDefault("PROXY_HOST", "Address to listen on for student traffic", parse.string, "0.0.0.0"),
   port: withDefault("PROXY_PORT", "Port for student traffic", parse.integer(0, 65535), 8080),
@@ -92,9 +114,14 @@ export const settings = {
     parse.string,
     "",
   ),
-  sessionKeysFile: required(
+  sessionJwksUrl: optional(
+    "PROXY_SESSION_JWKS_URL",
+    "The auth service's public session keys, http(s)://<auth>/.well-known/jwks.json; fetched again when a session names a new key (set this or PROXY_SESSION_PUBLIC_KEYS_FILE)",
+    httpUrl,
+  ),
+  sessionKeysFile: optional(
     "PROXY_SESSION_PUBLIC_KEYS_FILE",
-    "Public JWKS file of the auth service's session keys (node scripts/session-keys.ts --public keys.json)",
+    "Public JWKS file of the auth service's session keys, read at start-up (node scripts/session-keys.ts --public keys.json; set this or PROXY_SESSION_JWKS_URL)",
     parse.string,
   ),
   loginUrl: required(
@@ -202,7 +229,7 @@ export interface ProxyConfig {
   adminPort: number;
   /** Empty: the proxy's own namespace (resolved at start-up). */
   namespace: string;
-  sessionKeysFile: string;
+  sessionKeys: SessionKeySource;
   loginUrl: URL;
   hostTemplates: Map<string, string>;
   baseDomain: string | undefined;
@@ -224,8 +251,17 @@ export interface ProxyConfig {
 
 /** Loads and cross-checks the settings; throws ConfigError listing every problem. */
 export function loadProxyConfig(env: NodeJS.ProcessEnv = process.env): ProxyConfig {
-  const c: ConfigOf<typeof settings> = loadConfig("proxy", settings, env);
-  const problems: string[] = [];
+  const keySourceProblem = sessionKeySourceProblem(env);
+  let c: ConfigOf<typeof settings>;
+  try {
+    c = loadConfig("proxy", settings, env);
+  } catch (error) {
+    // Reported together with the other problems: one pass to fix a deployment.
+    if (error instanceof ConfigError && keySourceProblem)
+      throw new ConfigError("proxy", [...error.problems, keySourceProblem]);
+    throw error;
+  }
+  const problems: string[] = keySourceProblem ? [keySourceProblem] : [];
   if (c.loginUrl.protocol !== "https:" && c.loginUrl.protocol !== "http:")
     problems.push("PROXY_LOGIN_URL must be an http:// or https:// URL");
   if (c.hostTemplates.size === 0 && c.baseDomain === undefined && c.defaultTemplate === undefined) {
@@ -250,7 +286,7 @@ export function loadProxyConfig(env: NodeJS.ProcessEnv = process.env): ProxyConf
     adminHost: c.adminHost,
     adminPort: c.adminPort,
     namespace: c.namespace,
-    sessionKeysFile: c.sessionKeysFile,
+    sessionKeys: c.sessionJwksUrl ? { url: c.sessionJwksUrl } : { file: c.sessionKeysFile ?? "" },
     loginUrl: c.loginUrl,
     hostTemplates: c.hostTemplates,
     baseDomain: c.baseDomain,

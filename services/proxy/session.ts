@@ -1,6 +1,7 @@
 /**
  * The session check on every request and WebSocket upgrade: the auth service's cookie, verified
- * locally against its public keys (lib/session.ts), never with a network call.
+ * locally against its public keys (lib/session.ts), held in memory; the network is used only to
+ * fetch a key a session names that is not known yet (PROXY_SESSION_JWKS_URL).
  *
  * Verified tokens are remembered for a minute (bounded), because an ES256 verification costs more
  * than the rest of the proxy's work on a small request; expiry is still checked on every use.

@@ -234,15 +234,20 @@ export interface TestProxy {
   close(graceMs?: number): Promise<void>;
 }
 
-/** The proxy in-process on 127.0.0.1:0, configured through its real settings parser. */
+/**
+ * The proxy in-process on 127.0.0.1:0, configured through its real settings parser. Its session
+ * keys: the public file of `keys`, or, given a URL, fetched from there (PROXY_SESSION_JWKS_URL).
+ */
 export async function startProxy(
   t: TestContext,
   namespace: string,
-  keys: TestKeys,
+  keys: TestKeys | URL,
   env: Record<string, string> = {},
 ): Promise<TestProxy> {
   const config = loadProxyConfig({
-    PROXY_SESSION_PUBLIC_KEYS_FILE: keys.publicFile,
+    ...(keys instanceof URL
+      ? { PROXY_SESSION_JWKS_URL: keys.href }
+      : { PROXY_SESSION_PUBLIC_KEYS_FILE: keys.publicFile }),
     PROXY_LOGIN_URL: "https://auth.example.test/login",
     PROXY_HOST_TEMPLATES: "code.example.test=code,jupyter.example.test=jupyter",
     PROXY_BASE_DOMAIN: "apps.example.test",

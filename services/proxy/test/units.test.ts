@@ -250,6 +250,44 @@ test("settings: every problem at once, with the variable to fix", () => {
   assert.equal(config.adminPort, 9090);
 });
 
+test("settings: the session keys come from exactly one of PROXY_SESSION_JWKS_URL and PROXY_SESSION_PUBLIC_KEYS_FILE", () => {
+  const base = { PROXY_LOGIN_URL: "https://auth.example.org/login", PROXY_BASE_DOMAIN: "example.org" };
+  const url = "http://userland-auth.ide.svc.cluster.local:80/.well-known/jwks.json";
+  const problems = (env: Record<string, string>) => {
+    try {
+      loadProxyConfig(env);
+    } catch (error) {
+      assert.ok(error instanceof ConfigError, String(error));
+      return error.problems;
+    }
+    return [];
+  };
+  assert.deepEqual(loadProxyConfig({ ...base, PROXY_SESSION_JWKS_URL: url }).sessionKeys, {
+    url: new URL(url),
+  });
+  assert.deepEqual(loadProxyConfig({ ...base, PROXY_SESSION_PUBLIC_KEYS_FILE: "/k" }).sessionKeys, {
+    file: "/k",
+  });
+  const neither = problems(base);
+  assert.equal(neither.length, 1, neither.join("\n"));
+  assert.match(
+    neither[0] ?? "",
+    /set PROXY_SESSION_JWKS_URL .*\/\.well-known\/jwks\.json.* or PROXY_SESSION_PUBLIC_KEYS_FILE/,
+  );
+  assert.deepEqual(problems({ ...base, PROXY_SESSION_JWKS_URL: url, PROXY_SESSION_PUBLIC_KEYS_FILE: "/k" }), [
+    "set PROXY_SESSION_JWKS_URL or PROXY_SESSION_PUBLIC_KEYS_FILE, not both",
+  ]);
+  // Reported together with the other problems, and only http(s) URLs.
+  const together = problems({
+    PROXY_SESSION_PUBLIC_KEYS_FILE: "/k",
+    PROXY_SESSION_JWKS_URL: "ftp://auth/jwks.json",
+  });
+  assert.ok(together.some((p) => /PROXY_LOGIN_URL/.test(p)));
+  assert.ok(together.some((p) => /PROXY_SESSION_JWKS_URL="ftp:.*http:\/\/ or https:\/\//.test(p)));
+  assert.ok(together.some((p) => /not both/.test(p)));
+  assert.match(problems({ ...base, PROXY_SESSION_JWKS_URL: "file:///etc/jwks.json" }).join(), /http/);
+});
+
 test("the starting page's script is allowed by exactly the hash in its CSP", () => {
   const page = startingPage({ template: "code", user: "alice", title: "VS Code" }, "Starting", "");
   const scripts = [...page.body.matchAll(/<script>([\s\S]*?)<\/script>/g)].map((m) => m[1] ?? "");

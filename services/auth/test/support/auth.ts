@@ -20,10 +20,10 @@ export interface Listener {
   close(): Promise<void>;
 }
 
-/** A loopback HTTP server on a free port whose handler is attached later. */
-export async function listen(): Promise<Listener> {
+/** A loopback HTTP server on a free port (or `port`) whose handler is attached later. */
+export async function listen(port = 0): Promise<Listener> {
   const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
   return {
     server,
