@@ -73,6 +73,24 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- printf "auth.%s" .Values.baseDomain -}}
 {{- end -}}
 
+{{/* The Secret with the auth service's session keys: the admin's, or the one the chart keeps. */}}
+{{- define "userland.sessionKeysSecret" -}}
+{{- .Values.sessionKeys.existingSecret | default (printf "%s-session-keys" (include "userland.fullname" .)) -}}
+{{- end -}}
+
+{{/* The key in that Secret (the chart's own Secret holds keys.pem). */}}
+{{- define "userland.sessionKeysKey" -}}
+{{- if .Values.sessionKeys.existingSecret -}}{{ .Values.sessionKeys.secretKey }}{{- else -}}keys.pem{{- end -}}
+{{- end -}}
+
+{{/* The auth Service's port (auth.yaml). */}}
+{{- define "userland.authServicePort" -}}80{{- end -}}
+
+{{/* Where the proxy fetches the session keys: the auth Service, inside the cluster. */}}
+{{- define "userland.sessionJwksUrl" -}}
+{{- printf "http://%s.%s.svc.%s:%s/.well-known/jwks.json" (include "userland.componentName" (dict "root" . "component" "auth")) .Release.Namespace .Values.clusterDomain (include "userland.authServicePort" .) -}}
+{{- end -}}
+
 {{- define "userland.userManagerUrl" -}}
 {{- printf "http://%s.%s.svc.%s" (include "userland.componentName" (dict "root" . "component" "user-manager")) .Release.Namespace .Values.clusterDomain -}}
 {{- end -}}
