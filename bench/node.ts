@@ -6,12 +6,11 @@
  * Baseline: the same pods on a kwok node, where nothing runs (what the control plane alone costs:
  * scheduling and status updates), side by side with the real node's numbers.
  */
-import { join } from "node:path";
 import type { V1Pod } from "@kubernetes/client-node";
-import { ControlPlane, repoRoot } from "../cluster/controlPlane.ts";
 import { onRealNode } from "../cluster/node/addons.ts";
-import { RealNode } from "../cluster/node/realNode.ts";
 import { k8s } from "../lib/kube.ts";
+import { startRealCluster } from "../cluster/realCluster.ts";
+import { percentile } from "./stats.ts";
 
 const count = Number(process.argv[2] ?? 20);
 if (!Number.isInteger(count) || count < 1) {
@@ -19,30 +18,10 @@ if (!Number.isInteger(count) || count < 1) {
   process.exit(2);
 }
 
-const controlPlane = new ControlPlane({
-  dir: join(repoRoot, ".userland", "bench-node"),
-  nodes: 1,
-  log: (line) => console.error(`[control-plane] ${line}`),
-});
-const node = new RealNode({
-  controlPlane,
-  dir: join(controlPlane.dir, "node"),
-  log: (line) => console.error(`[real-node] ${line}`),
-});
-const stop = async () => {
-  await node.stop().catch(() => undefined);
-  await controlPlane.stop().catch(() => undefined);
-};
-process.on("SIGINT", () => void stop().then(() => process.exit(130)));
-
-await controlPlane.start();
-const nodeStart = Date.now();
-const info = await node.start();
-const nodeStartMs = Date.now() - nodeStart;
-
-const kc = new k8s.KubeConfig();
-kc.loadFromFile(controlPlane.kubeconfigPath);
-const core = kc.makeApiClient(k8s.CoreV1Api);
+const cluster = await startRealCluster("bench-node");
+process.on("SIGINT", () => void cluster.stop().then(() => process.exit(130)));
+const { node: info, nodeStartMs } = cluster;
+const core = cluster.kc.makeApiClient(k8s.CoreV1Api);
 
 function pod(name: string, real: boolean): V1Pod {
   return {
@@ -95,8 +74,6 @@ async function startPods(namespace: string, n: number, real: boolean): Promise<n
   return times.sort((a, b) => a - b);
 }
 
-const pct = (sorted: number[], p: number) =>
-  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
 const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 
 const rows: [string, number[], number[]][] = [];
@@ -113,11 +90,11 @@ console.log("| pods | real node p50 | real node p95 | real node max | kwok p50 |
 console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
 for (const [what, real, kwok] of rows) {
   console.log(
-    `| ${what} | ${s(pct(real, 50))} | ${s(pct(real, 95))} | ${s(pct(real, 100))} | ${s(pct(kwok, 50))} | ${s(pct(kwok, 95))} | ${s(pct(kwok, 100))} |`,
+    `| ${what} | ${s(percentile(real, 50))} | ${s(percentile(real, 95))} | ${s(percentile(real, 100))} | ${s(percentile(kwok, 50))} | ${s(percentile(kwok, 95))} | ${s(percentile(kwok, 100))} |`,
   );
 }
 console.log(
   "\ncreate → Ready by the pod's own readiness probe; kwok (nothing runs) is the control plane's share.",
 );
-await stop();
+await cluster.stop();
 process.exit(0);

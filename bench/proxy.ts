@@ -27,6 +27,7 @@ import { fileURLToPath } from "node:url";
 import { createRequire } from "node:module";
 import { Pool } from "undici";
 import { WebSocket, WebSocketServer } from "ws";
+import { percentile } from "./stats.ts";
 
 const here = fileURLToPath(import.meta.url);
 const repoRoot = join(here, "..", "..");
@@ -203,11 +204,6 @@ function freePort(): Promise<number> {
       s.close(() => resolve(port));
     });
   });
-}
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 }
 
 interface Cell {

@@ -21,9 +21,10 @@ export const CLUSTER_DNS_IP = "198.18.0.10";
 export const NODE_API_SERVER_PORT = 6443;
 /**
  * The machine, as pods see it: cluster DNS answers NODE_IP for this name, and a relay on NODE_IP:<port>
- * (cluster/node/relay.ts exposeInside) leads to 127.0.0.1:<port> of the machine. A browser on the
- * machine maps the same name to 127.0.0.1, so one URL (e.g. a local OpenID issuer) works for both.
+ * (cluster/node/relay.ts exposeInside) leads to 127.0.0.1:<port> of the machine. Browsers resolve
+ * every *.localhost name to 127.0.0.1 by themselves, so one URL (the local OpenID issuer) works
+ * for pods and for any browser on the machine, with no DNS set-up.
  */
-export const MACHINE_HOST = "host.userland.test";
+export const MACHINE_HOST = "host.userland.localhost";
 /** A stand-in for a cloud's metadata endpoint, served inside the node namespace, never reachable from pods. */
 export const METADATA_IP = "169.254.169.254";

@@ -1,31 +1,42 @@
 /**
- * `npm start`: the whole platform on this machine (see dev/platform.ts). Prints the URL to open;
- * Ctrl-C stops everything (a second Ctrl-C exits at once).
+ * `npm start`: the whole platform on this machine. With root and the kernel features the real
+ * node needs, students get real IDEs (dev/realPlatform.ts: the Helm chart on a real node); else,
+ * or with USERLAND_REAL_NODE=off, it says in one line why and runs the kwok demo
+ * (dev/platform.ts), whose environments stand in for IDEs. Prints the URLs to open; Ctrl-C stops
+ * everything (a second Ctrl-C exits at once).
  */
 import { join } from "node:path";
-import { startPlatform } from "../dev/platform.ts";
 import { repoRoot } from "../cluster/controlPlane.ts";
+import { startPlatform } from "../dev/platform.ts";
+import { startRealPlatform } from "../dev/realPlatform.ts";
 
 const base = Number(process.env.USERLAND_PORT ?? 4180);
-const platform = await startPlatform({
-  dir: join(repoRoot, ".userland", "platform"),
-  ports: { proxy: base, auth: base + 1, userManager: base + 2, identityProvider: base + 3 },
-});
+const log = (line: string) => console.error(line);
 
-let stopping = false;
-async function stop(): Promise<void> {
-  if (stopping) process.exit(130);
-  stopping = true;
-  console.log("\nstopping…");
-  await platform.stop();
-  process.exit(0);
+/** Real IDEs, or why not (one line). */
+async function tryRealPlatform() {
+  if (process.env.USERLAND_REAL_NODE === "off") return "USERLAND_REAL_NODE=off";
+  if (process.getuid?.() !== 0) return "the real node runs containerd and runc, which need root";
+  try {
+    return await startRealPlatform({ dir: join(repoRoot, ".userland", "platform-real"), base, log });
+  } catch (error) {
+    return `the real node could not start here: ${String((error as Error).message).split("\n")[0]}`;
+  }
 }
-process.on("SIGINT", () => void stop());
-process.on("SIGTERM", () => void stop());
 
-const kubectl = join(platform.controlPlane.binDir, "kubectl");
-console.log(`
-Userland is running on this machine (loopback only).
+const real = await tryRealPlatform();
+let stopPlatform: () => Promise<void>;
+let banner: string;
+if (typeof real === "string") {
+  console.log(`Real IDEs are not available (${real}); starting the demo with stand-in environments.`);
+  const platform = await startPlatform({
+    dir: join(repoRoot, ".userland", "platform"),
+    ports: { proxy: base, auth: base + 1, userManager: base + 2, identityProvider: base + 3 },
+  });
+  stopPlatform = () => platform.stop();
+  const kubectl = join(platform.controlPlane.binDir, "kubectl");
+  banner = `
+Userland is running on this machine (loopback only), with demo environments standing in for IDEs.
 
   Open            ${platform.url}
                   (log in with any name: the local identity provider is for trying it out, never for production)
@@ -34,6 +45,38 @@ Userland is running on this machine (loopback only).
   Kubernetes API  ${platform.controlPlane.server}
   Logs            ${platform.logsDir}
 
-  kubectl:        KUBECONFIG=${platform.controlPlane.kubeconfig} ${kubectl} -n ${platform.namespace} get userlands
+  kubectl:        KUBECONFIG=${platform.controlPlane.kubeconfig} ${kubectl} -n ${platform.namespace} get userlands`;
+} else {
+  stopPlatform = () => real.stop();
+  const assigned = Object.entries(real.assigned)
+    .map(
+      ([user, template]) => `  ${template.padEnd(15)} ${real.templates[template]}   (sign in as "${user}")`,
+    )
+    .join("\n");
+  banner = `
+Userland is running on this machine (loopback only), with real IDEs on a real node.
+
+  Open            ${real.url}
+                  VS Code for any name you sign in with (the local identity provider accepts
+                  anyone: for trying it out, never for production)
+${assigned}
+  Auth service    ${real.authUrl}
+  User manager    ${real.userManagerUrl}   (API: ${real.userManagerUrl}/openapi.json)
+
+  kubectl:        KUBECONFIG=${real.kubeconfig} ${join(real.binDir, "kubectl")} -n ${real.namespace} get userlands,pods`;
+}
+
+let stopping = false;
+async function stop(): Promise<void> {
+  if (stopping) process.exit(130);
+  stopping = true;
+  console.log("\nstopping…");
+  await stopPlatform();
+  process.exit(0);
+}
+process.on("SIGINT", () => void stop());
+process.on("SIGTERM", () => void stop());
+
+console.log(`${banner}
 
 Press Ctrl-C to stop.`);

@@ -17,12 +17,18 @@ export interface BuiltImage {
   archive: string;
 }
 
-/** Builds (or finds cached) the named images; `env` passes inputs such as COREDNS_BIN. */
+/**
+ * Builds (or finds cached) the named images; `env` passes inputs such as COREDNS_BIN. NODE_BIN,
+ * for the Node-based images, defaults to the Node 24 the project installs (as in platform.sh).
+ */
 export function buildImages(
   names: string[],
   env: NodeJS.ProcessEnv = {},
 ): Promise<Record<string, BuiltImage>> {
-  return runImageBuild(join(repoRoot, "cluster", "images", "build.sh"), names, env);
+  return runImageBuild(join(repoRoot, "cluster", "images", "build.sh"), names, {
+    NODE_BIN: join(repoRoot, "node_modules", "node", "bin", "node"),
+    ...env,
+  });
 }
 
 /** Builds (or finds cached) the platform's own image from the repository's Dockerfile. */

@@ -6,11 +6,12 @@
  *   - out to the control plane (`exposeInside`): an address inside → 127.0.0.1:<port> on the host,
  *     which is how the node and its pods reach the API server.
  */
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
-import { waitFor } from "../processes.ts";
-import type { NodeNamespace } from "./namespace.ts";
+import { ProcessGroup, waitFor } from "../processes.ts";
+import { NodeNamespace } from "./namespace.ts";
 
 export class Relays {
   private readonly dir: string;
@@ -20,6 +21,20 @@ export class Relays {
   private readonly daemons: string[] = [];
   private readonly prefix: string;
   private count = 0;
+
+  /**
+   * A set of relays of its own into the running node namespace whose init is `namespacePid` (for
+   * tests, benchmarks and the local platform beside the node's own relays); `close` removes them.
+   */
+  static into(namespacePid: number): Relays {
+    const dir = mkdtempSync(join(tmpdir(), "userland-relay-"));
+    const ns = NodeNamespace.attach(new ProcessGroup(dir, () => undefined), namespacePid);
+    const relays = new Relays(dir, ns, `relay-${process.pid}-${Math.random().toString(16).slice(2, 8)}`);
+    relays.ownsDir = true;
+    return relays;
+  }
+
+  private ownsDir = false;
 
   /** `prefix` names this set's socat daemons and sockets (several sets may share a namespace). */
   constructor(dir: string, ns: NodeNamespace, prefix = "relay") {
@@ -35,9 +50,9 @@ export class Relays {
 
   /**
    * Makes `target` ("host:port", an address inside the node namespace) reachable at the returned
-   * 127.0.0.1 port of this machine.
+   * 127.0.0.1 port of this machine (`port`, or a free one).
    */
-  async expose(target: string): Promise<number> {
+  async expose(target: string, port = 0): Promise<number> {
     const name = `${this.prefix}-${++this.count}`;
     const socket = this.socketPath(name);
     this.daemons.push(name);
@@ -49,7 +64,7 @@ export class Relays {
     const server = this.track(createServer((client) => this.pipe(client, connect(socket))));
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
-      server.listen(0, "127.0.0.1", resolve);
+      server.listen(port, "127.0.0.1", resolve);
     });
     const address = server.address();
     if (!address || typeof address !== "object") throw new Error(`relay to ${target}: no port`);
@@ -78,6 +93,7 @@ export class Relays {
     for (const socket of this.sockets) socket.destroy();
     await Promise.all(this.servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
     this.servers.length = 0;
+    if (this.ownsDir) rmSync(this.dir, { recursive: true, force: true });
   }
 
   private track(server: Server): Server {

@@ -389,6 +389,30 @@ test("auth.provision gives the auth service a projected token and the right to c
   );
 });
 
+test("auth.publicUrl puts the auth service elsewhere: its URL, the proxy's login URL and the Ingress host follow", async () => {
+  const envOf = (objects: KubeObject[], component: Component, name: string) =>
+    JSON.stringify(deployments(objects).find((d) => componentOf(d) === component)).match(
+      new RegExp(`"name":"${name}","value":"([^"]*)"`),
+    )?.[1];
+  const defaults = parseManifests(await renderChart("userland", "ide", loginValues));
+  assert.equal(envOf(defaults, "auth", "AUTH_PUBLIC_URL"), "https://auth.ide.example.org/");
+  const objects = parseManifests(
+    await renderChart("userland", "ide", {
+      ...loginValues,
+      auth: { ...loginValues.auth, publicUrl: "https://login.uni.example:8443/" },
+    }),
+  );
+  assert.equal(envOf(objects, "auth", "AUTH_PUBLIC_URL"), "https://login.uni.example:8443/");
+  assert.equal(envOf(objects, "proxy", "PROXY_LOGIN_URL"), "https://login.uni.example:8443/login");
+  const ingress = find(objects, "Ingress", "userland-auth") as KubeObject & {
+    spec: { rules: { host: string }[] };
+  };
+  assert.deepEqual(
+    ingress.spec.rules.map((r) => r.host),
+    ["login.uni.example"],
+  );
+});
+
 test("every rendered object is accepted by the control plane, and the Deployments become available", async (t) => {
   const namespace = await testNamespace(t, "chart");
   // The chart's CRDs (helm installs crds/ first): the same generated files the tests install.

@@ -1,145 +1,229 @@
 /**
- * The platform installed for real: its image built from the repository's Dockerfile (buildah),
- * imported into the real node, and the Helm chart installed with it the way deploy/README.md says
- * (session keys from scripts/session-keys.ts, a login provider's secret, helm install). Every
- * component then runs as real pods: Ready by their own probes, non-root, read-only root file
- * system, under the chart's NetworkPolicies; the proxy answers through its Service's DNS name.
+ * The platform installed for real, the way an admin installs it, and students in real IDEs.
+ *
+ * Set-up replays deploy/README.md's install section command by command (test/support/guide.ts):
+ * the platform image is built from the repository's Dockerfile (buildah) and "pushed" into the real
+ * node's containerd, the chart is installed with the guide's own `helm install` line, the roles are
+ * bound. Only what cannot be the same here is substituted, each substitution checked to apply: the
+ * domain (ide.test), the login provider (the local OpenID provider, reached by pods and browser at
+ * one URL, see MACHINE_HOST), the cluster's CIDRs, and a values file that schedules the pods on
+ * the real node and shortens the idle timers.
+ *
+ * Then students use deploy/'s Templates with their images built locally (cluster/node/
+ * localTemplates.ts) in a real chromium that reaches the proxy and auth Services only through
+ * relays on 127.0.0.1 (--host-resolver-rules maps the hosts; everything else resolves nowhere).
+ * Screenshots go to artifacts/node/.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { test } from "node:test";
-import { POD_CIDR, SERVICE_CIDR, NODE_IP } from "../../cluster/addresses.ts";
-import { REAL_NODE_LABEL } from "../../cluster/node/config.ts";
-import { buildPlatformImage, importImage } from "../../cluster/node/images.ts";
+import { after, before, test } from "node:test";
+import type { V1Pod } from "@kubernetes/client-node";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { stringify } from "yaml";
+import { childNames, userlandNameFor } from "../../api/naming.ts";
+import { MACHINE_HOST, POD_CIDR, SERVICE_CIDR } from "../../cluster/addresses.ts";
 import { repoRoot } from "../../cluster/controlPlane.ts";
+import type { DevIdentityProvider } from "../../dev/identity-provider.ts";
+import {
+  NODE_PLATFORM_DOMAIN,
+  exposePlatform,
+  localTemplates,
+  machineValues,
+  startLoginProvider,
+} from "../../dev/nodePlatform.ts";
 import { k8s } from "../../lib/kube.ts";
-import { eventually, testCluster, testNamespace } from "../support/cluster.ts";
-import { execInContainer, onRealNode, realNode } from "../support/realNode.ts";
-import { chartDir, helm, kubectl, ok, run } from "../chart/support.ts";
+import { SESSION_COOKIE } from "../../lib/session.ts";
+import { launchBrowser } from "../support/browser.ts";
+import { eventually, testCluster } from "../support/cluster.ts";
+import { guideCommands } from "../support/guide.ts";
+import {
+  createTemplate,
+  createUserland,
+  getUserland,
+  patchTemplate,
+  waitForPhase,
+} from "../support/resources.ts";
+import { execInContainer, nodeRelays, realNode, waitForOnePodReady } from "../support/realNode.ts";
+import { run } from "../chart/support.ts";
 
+// The page's globals, for the functions playwright runs in the browser (this file has no DOM types).
+declare const document: { cookie: string; querySelector(selector: string): unknown };
+declare const window: unknown;
+
+const NAMESPACE = "ide";
+const DOMAIN = NODE_PLATFORM_DOMAIN;
 const COMPONENTS = ["operator", "auth", "proxy", "user-manager"];
+const artifacts = join(repoRoot, "artifacts", "node");
 
-test("the chart installs the platform's own image on the real node: every component Ready, non-root, read-only, behind its NetworkPolicies", async (t) => {
-  const node = await realNode();
-  const { info, kc } = await testCluster();
+let idp: DevIdentityProvider;
+let relays: Awaited<ReturnType<typeof nodeRelays>>;
+let browser: Browser;
+let work: string;
+let aliceContext: BrowserContext | undefined;
+
+/** Runs one of the guide's commands as a reader would, in the repository, with our tools on PATH. */
+async function replay(command: string, env: NodeJS.ProcessEnv): Promise<string> {
+  const result = await run("bash", ["-euo", "pipefail", "-c", command], { env, timeoutMs: 900_000 });
+  if (result.code !== 0) {
+    throw new Error(
+      `deploy/README.md: \`${command}\` failed (exit ${result.code}):\n${result.stderr}\n${result.stdout}`,
+    );
+  }
+  return result.stdout;
+}
+
+const guide = guideCommands(join(repoRoot, "deploy", "README.md"), "## 1. Install");
+const guideStep = (heading: string) => {
+  const step = guide.find((s) => s.heading.startsWith(heading));
+  assert.ok(step, `deploy/README.md has "${heading}" with commands under "## 1. Install"`);
+  return step;
+};
+let guideEnv: NodeJS.ProcessEnv;
+// What this machine has instead of the guide's example university.
+let substitutions: [string, string][];
+const substituted = new Set<string>();
+
+/**
+ * Replays the commands under `heading` (each timed in the output), or only its code block number
+ * `block`; returns how long they took.
+ */
+async function replayGuide(heading: string, block?: number): Promise<number> {
   const started = Date.now();
-  const image = await buildPlatformImage();
-  await importImage(`${info.binDir}/ctr`, node.containerdSocket, image);
-  t.diagnostic(`platform image built (or cached) and imported in ${Date.now() - started} ms: ${image.ref}`);
+  const { blocks } = guideStep(heading);
+  const chosen = block === undefined ? blocks : [blocks[block] ?? []];
+  assert.ok(chosen[0]?.length, `deploy/README.md: "${heading}" has a code block ${block ?? 0}`);
+  for (const original of chosen.flat()) {
+    let command = original;
+    for (const [from, to] of substitutions) {
+      if (command.includes(from)) substituted.add(from);
+      command = command.replaceAll(from, to);
+    }
+    if (/^helm (install|upgrade) /.test(command))
+      command += ` --values ${join(work, "on-this-machine.yaml")}`;
+    const commandStarted = Date.now();
+    await replay(command, guideEnv);
+    process.stdout.write(`# guide: ${command.slice(0, 110)} (${Date.now() - commandStarted} ms)\n`);
+  }
+  return Date.now() - started;
+}
 
-  // deploy/README.md, section 1, in this cluster's terms.
-  const ns = await testNamespace(t, "ide");
-  const work = mkdtempSync(join(tmpdir(), "userland-install-"));
-  t.after(() => rmSync(work, { recursive: true, force: true }));
-  const keys = ok(
-    await run(process.execPath, [join(repoRoot, "scripts", "session-keys.ts")]),
-    "session-keys.ts",
-  );
-  writeFileSync(join(work, "keys.json"), keys);
-  const publicKeys = ok(
-    await run(process.execPath, [
-      join(repoRoot, "scripts", "session-keys.ts"),
-      "--public",
-      join(work, "keys.json"),
-    ]),
-    "session-keys.ts --public",
-  );
-  writeFileSync(join(work, "public.json"), publicKeys);
-  ok(
-    await kubectl([
-      "-n",
-      ns,
-      "create",
-      "secret",
-      "generic",
-      "userland-session-keys",
-      `--from-file=keys.json=${join(work, "keys.json")}`,
-    ]),
-    "create the session key Secret",
-  );
-  ok(
-    await kubectl([
-      "-n",
-      ns,
-      "create",
-      "configmap",
-      "userland-session-public-keys",
-      `--from-file=keys.json=${join(work, "public.json")}`,
-    ]),
-    "create the public key ConfigMap",
-  );
-  // GitHub as the login provider: it needs no discovery at start-up, so the auth service is Ready
-  // without a provider reachable from the node (OpenID Connect waits for its issuer's metadata).
-  ok(
-    await kubectl([
-      "-n",
-      ns,
-      "create",
-      "secret",
-      "generic",
-      "userland-github",
-      "--from-literal=client-secret=not-used-here",
-    ]),
-    "create the login provider's Secret",
-  );
-  const [repository, tag] = [
-    image.ref.slice(0, image.ref.lastIndexOf(":")),
-    image.ref.slice(image.ref.lastIndexOf(":") + 1),
-  ];
-  const values = {
-    baseDomain: "ide.test",
-    image: { repository, tag, pullPolicy: "Never" },
-    auth: { github: { clientId: "userland-test", clientSecret: { existingSecret: "userland-github" } } },
-    networkPolicy: {
-      podCIDRs: [POD_CIDR],
-      serviceCIDRs: [SERVICE_CIDR],
-      extraDeniedCIDRs: [`${NODE_IP}/32`],
-    },
-    nodeSelector: REAL_NODE_LABEL,
-    tolerations: onRealNode.tolerations,
+/** The tools the guide uses, on this machine: kubectl and helm against the test cluster, docker's stand-in. */
+async function prepareGuide(): Promise<void> {
+  const node = await realNode();
+  const { info } = await testCluster();
+  const helmHome = join(work, "helm");
+  guideEnv = {
+    // HOME and the rest stay: the image cache and npm's settings (registry, CA) live there.
+    ...process.env,
+    PATH: `${join(work, "bin")}:${info.binDir}:${process.env.PATH ?? "/usr/bin:/bin"}`,
+    KUBECONFIG: info.kubeconfig,
+    HELM_CACHE_HOME: join(helmHome, "cache"),
+    HELM_CONFIG_HOME: join(helmHome, "config"),
+    HELM_DATA_HOME: join(helmHome, "data"),
+    USERLAND_CTR: join(info.binDir, "ctr"),
+    USERLAND_CONTAINERD: node.containerdSocket,
   };
-  writeFileSync(join(work, "values.json"), JSON.stringify(values));
-  const installStarted = Date.now();
-  ok(
-    await helm(["install", "userland", chartDir, "--namespace", ns, "--values", join(work, "values.json")], {
-      kubeconfig: info.kubeconfig,
-    }),
-    "helm install",
+  mkdirSync(join(work, "bin"), { recursive: true });
+  writeFileSync(
+    join(work, "bin", "docker"),
+    `#!/bin/sh\nexec "${process.execPath}" "${join(repoRoot, "test", "support", "docker-stand-in.ts")}" "$@"\n`,
+    { mode: 0o755 },
   );
+  substitutions = [
+    ["ide.uni.example", DOMAIN],
+    ["https://login.uni.example/realms/students", idp.issuer],
+    ["auth.oidc.clientId=userland ", `auth.oidc.clientId=${idp.clientId} `],
+    ["client-secret='...'", `client-secret='${idp.clientSecret}'`],
+    ["{uni.example}", "{example.invalid}"],
+    ["{10.244.0.0/16}", `{${POD_CIDR}}`],
+    ["{10.96.0.0/12}", `{${SERVICE_CIDR}}`],
+  ];
+  writeFileSync(
+    join(work, "on-this-machine.yaml"),
+    stringify(machineValues({ provisionTemplate: "jupyter", fastTimers: true })),
+  );
+}
 
+before(
+  async () => {
+    rmSync(artifacts, { recursive: true, force: true });
+    mkdirSync(artifacts, { recursive: true });
+    work = mkdtempSync(join(tmpdir(), "userland-guide-"));
+    const node = await realNode();
+    const { info } = await testCluster();
+    relays = await nodeRelays();
+    idp = await startLoginProvider(relays, { redirectUris: [`http://auth.${DOMAIN}/callback/oidc`] });
+
+    await prepareGuide();
+    const install = await replayGuide("## 1. Install");
+    const keys = await replayGuide("### Session keys");
+    process.stdout.write(`# the guide's install: ${install} ms; its own session key Secret: ${keys} ms\n`);
+    const unused = substitutions.map(([from]) => from).filter((from) => !substituted.has(from));
+    assert.deepEqual(unused, [], "every substitution matches something in the guide (or the guide changed)");
+
+    const containerd = { ctr: join(info.binDir, "ctr"), socket: node.containerdSocket };
+    const templates = await localTemplates(containerd, (template) => {
+      // Short enough to watch idle culling happen within the test.
+      if (template.metadata.name === "jupyter") template.spec.idleTimeout = "20s";
+    });
+    for (const template of templates)
+      await createTemplate(NAMESPACE, template.metadata.name ?? "", template.spec);
+
+    const hosts = await exposePlatform(
+      relays,
+      (await testCluster()).kc.makeApiClient(k8s.CoreV1Api),
+      NAMESPACE,
+      DOMAIN,
+    );
+    browser = await launchBrowser([`--host-resolver-rules=${hosts.resolverRules}`]);
+  },
+  { timeout: 1_800_000 },
+);
+
+after(async () => {
+  await browser?.close();
+  await relays?.close();
+  await idp?.close();
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+test("deploy/README.md's install section runs the platform's own image: every component Ready, non-root, read-only, behind NetworkPolicies", async () => {
+  const node = await realNode();
+  const { kc } = await testCluster();
   const apps = kc.makeApiClient(k8s.AppsV1Api);
   const core = kc.makeApiClient(k8s.CoreV1Api);
   await eventually(
     "every component's Deployment to be available",
     async () => {
-      const deployments = (await apps.listNamespacedDeployment({ namespace: ns })).items;
+      const deployments = (await apps.listNamespacedDeployment({ namespace: NAMESPACE })).items;
       const ready = deployments.filter((d) => (d.status?.readyReplicas ?? 0) >= (d.spec?.replicas ?? 1));
       return deployments.length === COMPONENTS.length && ready.length === COMPONENTS.length;
     },
     300_000,
     1000,
   ).catch(async (error: unknown) => {
-    const pods = (await core.listNamespacedPod({ namespace: ns })).items;
+    const pods = (await core.listNamespacedPod({ namespace: NAMESPACE })).items;
     const states = pods.map(
       (p) => `${p.metadata?.name}: ${JSON.stringify(p.status?.containerStatuses?.[0]?.state)}`,
     );
     throw new Error(`${(error as Error).message}\n${states.join("\n")}`);
   });
-  t.diagnostic(`helm install → every component Ready: ${Date.now() - installStarted} ms`);
 
-  const pods = (await core.listNamespacedPod({ namespace: ns })).items;
+  const pods = (await core.listNamespacedPod({ namespace: NAMESPACE })).items.filter((p) =>
+    COMPONENTS.includes(p.metadata?.labels?.["app.kubernetes.io/component"] ?? ""),
+  );
   for (const component of COMPONENTS) {
     const mine = pods.filter((p) => p.metadata?.labels?.["app.kubernetes.io/component"] === component);
     assert.ok(mine.length > 0, `${component} has pods`);
     for (const pod of mine) {
       const name = pod.metadata?.name ?? "";
       assert.equal(pod.spec?.nodeName, node.name, `${name} runs on the real node`);
+      assert.equal(pod.spec?.containers[0]?.image, "registry.uni.example/userland:0.1.0", `${name}'s image`);
       const status = pod.status?.containerStatuses?.[0];
       assert.equal(status?.ready, true, `${name} is Ready by its probes`);
       assert.equal(status?.restartCount, 0, `${name} never restarted`);
-      assert.equal(status?.imageID?.includes("sha256:"), true, `${name} runs a real image`);
       // What the process really is, asked inside its container.
       const id = await execInContainer(pod, ["node", "-e", "process.stdout.write(String(process.getuid()))"]);
       assert.equal(id.stdout, "10001", `${name} runs as uid 10001: ${id.stderr}`);
@@ -149,23 +233,274 @@ test("the chart installs the platform's own image on the real node: every compon
   }
   const policies = kc.makeApiClient(k8s.NetworkingV1Api);
   assert.equal(
-    (await policies.listNamespacedNetworkPolicy({ namespace: ns })).items.length,
+    (await policies.listNamespacedNetworkPolicy({ namespace: NAMESPACE })).items.length,
     2,
     "the NetworkPolicies are on",
   );
+});
 
-  // The proxy through its Service's DNS name, from another component's pod (the platform's pods may
-  // talk to each other): its admin port answers /healthz.
-  const operatorPod = pods.find((p) => p.metadata?.labels?.["app.kubernetes.io/component"] === "operator");
-  assert.ok(operatorPod);
-  const services = (await core.listNamespacedService({ namespace: ns })).items;
-  const proxyAdmin = services.find((s) => s.spec?.ports?.some((p) => p.port === 9090));
-  assert.ok(proxyAdmin, "the proxy's admin Service");
-  const url = `http://${proxyAdmin.metadata?.name}.${ns}.svc.cluster.local:9090/healthz`;
-  const health = await execInContainer(operatorPod, [
-    "node",
-    "-e",
-    `fetch(${JSON.stringify(url)}).then(async (r) => process.stdout.write(r.status + " " + await r.text()))`,
+/** Signs in at the local provider as `name`, starting from `url`; returns the page once back. */
+async function signIn(context: BrowserContext, url: string, name: string): Promise<Page> {
+  const page = await context.newPage();
+  await page.goto(url, { waitUntil: "domcontentloaded" });
+  await page.waitForSelector("input[name=name]", { timeout: 30_000 });
+  assert.ok(page.url().startsWith(idp.issuer), `on the provider's login page: ${page.url()}`);
+  await page.fill("input[name=name]", name);
+  await Promise.all([
+    page.waitForURL((u) => u.hostname !== MACHINE_HOST && !u.hostname.startsWith("auth.")),
+    page.click("button[type=submit]"),
   ]);
-  assert.match(health.stdout, /^200 /, `${url}: ${health.stdout} ${health.stderr}`);
+  return page;
+}
+
+async function shot(page: Page, file: string): Promise<void> {
+  await page.screenshot({ path: join(artifacts, file) });
+}
+
+/** Waits for `ready` on the page; on failure leaves a screenshot and says what the page showed. */
+async function expectOnPage(page: Page, selector: string, what: string, timeout = 120_000): Promise<void> {
+  try {
+    await page.waitForSelector(selector, { timeout });
+  } catch (error) {
+    await page.screenshot({ path: join(artifacts, `failed-${Date.now()}.png`) }).catch(() => undefined);
+    const body = ((await page.textContent("body").catch(() => "")) ?? "").slice(0, 400);
+    throw new Error(`${what}: not on ${page.url()} (${body})`, { cause: error });
+  }
+}
+
+/** In a Jupyter page: the JSON of a REST call with the page's XSRF token, as the notebook makes it. */
+function jupyterApi(
+  page: Page,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; json: unknown }> {
+  return page.evaluate(
+    async ({ method, path, body }) => {
+      const xsrf = /_xsrf=([^;]+)/.exec(document.cookie)?.[1] ?? "";
+      const response = await fetch(path, {
+        method,
+        headers: { "x-xsrftoken": decodeURIComponent(xsrf), "content-type": "application/json" },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      return { status: response.status, json: await response.json().catch(() => null) };
+    },
+    { method, path, body },
+  );
+}
+
+async function environmentPod(user: string): Promise<V1Pod> {
+  const userland = await getUserland(NAMESPACE, userlandNameFor(user));
+  const { deployment } = childNames(userland.spec.templateName, userland.metadata.name ?? "");
+  const apps = (await testCluster()).kc.makeApiClient(k8s.AppsV1Api);
+  const selector = (await apps.readNamespacedDeployment({ namespace: NAMESPACE, name: deployment })).spec
+    ?.selector?.matchLabels;
+  const labels = Object.entries(selector ?? {})
+    .map(([k, v]) => `${k}=${v}`)
+    .join(",");
+  return waitForOnePodReady(NAMESPACE, labels, 180_000);
+}
+
+test("a student signs in, waits on the starting page, runs a cell in their own Jupyter; another student cannot see it; idle culling stops it and the next visit starts it with the notebook kept", async () => {
+  const url = `http://jupyter.${DOMAIN}/`;
+  const alice = await browser.newContext();
+  const signedIn = Date.now();
+  const page = await signIn(alice, url, "alice");
+  // Auto-provisioning created her Userland at sign-in: the proxy shows it starting.
+  await expectOnPage(page, "#phase", "the starting page", 30_000);
+  await shot(page, "jupyter-starting.png");
+  await expectOnPage(page, "#notebook_list", "Jupyter's file list", 180_000);
+  const firstIde = Date.now() - signedIn;
+  process.stdout.write(`# alice: sign-in → Jupyter's page: ${firstIde} ms\n`);
+  assert.equal(new URL(page.url()).hostname, `jupyter.${DOMAIN}`, "Jupyter at its Template's host");
+  await shot(page, "jupyter-tree.png");
+
+  const notebook = {
+    type: "notebook",
+    content: {
+      cells: [{ cell_type: "code", source: "6 * 7", metadata: {}, outputs: [], execution_count: null }],
+      metadata: { kernelspec: { name: "python3", display_name: "Python 3", language: "python" } },
+      nbformat: 4,
+      nbformat_minor: 5,
+    },
+  };
+  const saved = await jupyterApi(page, "PUT", "/api/contents/work/alice.ipynb", notebook);
+  assert.equal(saved.status, 201, JSON.stringify(saved.json));
+  await page.goto(`${url}notebooks/work/alice.ipynb`, { waitUntil: "domcontentloaded" });
+  await page.waitForFunction(
+    () =>
+      (
+        window as { Jupyter?: { notebook?: { kernel?: { is_connected(): boolean } } } }
+      ).Jupyter?.notebook?.kernel?.is_connected() === true,
+    undefined,
+    { timeout: 120_000 },
+  );
+  await page.click(".cell .input_area");
+  await page.keyboard.press("Shift+Enter");
+  await expectOnPage(page, ".output_area:has-text('42')", "the cell's output 42", 60_000);
+  await shot(page, "jupyter-cell.png");
+
+  // Dave, on another browser profile, gets his own Jupyter: alice's notebook is not in it.
+  const dave = await browser.newContext();
+  const davePage = await signIn(dave, url, "dave");
+  await expectOnPage(davePage, "#notebook_list", "dave's Jupyter", 180_000);
+  const listing = await jupyterApi(davePage, "GET", "/api/contents/work");
+  assert.equal(listing.status, 200);
+  const names = ((listing.json as { content: { name: string }[] }).content ?? []).map((f) => f.name);
+  assert.ok(!names.includes("alice.ipynb"), `dave's work folder: ${names.join(", ")}`);
+  const alicePod = await environmentPod("alice");
+  const davePod = await environmentPod("dave");
+  assert.notEqual(alicePod.metadata?.name, davePod.metadata?.name, "two pods");
+  await dave.close();
+
+  // Both leave; after the Template's 20 s idle timeout the operator stops alice's environment.
+  await page.close();
+  await eventually(
+    "alice's idle Jupyter to be stopped",
+    async () => (await getUserland(NAMESPACE, userlandNameFor("alice"))).spec.enabled === false,
+    180_000,
+    1000,
+  );
+  await waitForPhase(NAMESPACE, userlandNameFor("alice"), "Stopped", 120_000);
+  // Culling seen: back to an idle timeout that leaves the later tests alone.
+  await patchTemplate(NAMESPACE, "jupyter", { spec: { idleTimeout: "1h" } });
+  // The next visit starts it again (proxy.startOnAccess) with her notebook still there.
+  const again = await alice.newPage();
+  await again.goto(url, { waitUntil: "domcontentloaded" });
+  await expectOnPage(again, "#notebook_list", "Jupyter after the restart", 180_000);
+  const kept = await jupyterApi(again, "GET", "/api/contents/work/alice.ipynb");
+  assert.equal(kept.status, 200, "alice's notebook survived stop and start");
+  assert.equal(
+    (kept.json as { content: { cells: { source: string }[] } }).content.cells[0]?.source ?? "",
+    "6 * 7",
+  );
+  aliceContext = alice;
+});
+
+/** The key id in the header of the browser's session cookie. */
+async function sessionKid(context: BrowserContext): Promise<string> {
+  const cookie = (await context.cookies(`http://jupyter.${DOMAIN}/`)).find((c) => c.name === SESSION_COOKIE);
+  assert.ok(cookie, "a session cookie");
+  const header = JSON.parse(Buffer.from(cookie.value.split(".")[0] ?? "", "base64url").toString()) as {
+    kid?: string;
+  };
+  assert.ok(header.kid, "the session names its key");
+  return header.kid;
+}
+
+test("rotating the session key as the guide says logs nobody out, and the proxy takes the new key without a restart", async () => {
+  assert.ok(aliceContext, "alice is signed in (the Jupyter test ran)");
+  const url = `http://jupyter.${DOMAIN}/`;
+  const oldKid = await sessionKid(aliceContext);
+  const proxyPods = async () =>
+    (
+      await (
+        await testCluster()
+      ).kc
+        .makeApiClient(k8s.CoreV1Api)
+        .listNamespacedPod({ namespace: NAMESPACE, labelSelector: "app.kubernetes.io/component=proxy" })
+    ).items.map((p) => `${p.metadata?.name}/${p.status?.containerStatuses?.[0]?.restartCount}`);
+  const proxiesBefore = await proxyPods();
+
+  // Step 1: a new key first, the auth service restarted.
+  const rotated = await replayGuide("### Rotating the session keys", 0);
+  process.stdout.write(`# rotation, step 1: ${rotated} ms\n`);
+  const still = await aliceContext.newPage();
+  await still.goto(url, { waitUntil: "domcontentloaded" });
+  await expectOnPage(
+    still,
+    "#notebook_list",
+    "alice, signed in before the rotation, still in Jupyter",
+    60_000,
+  );
+  await still.close();
+
+  // A new sign-in is signed with the new key, and the proxy (not restarted) accepts it.
+  const fresh = await browser.newContext();
+  const page = await signIn(fresh, url, "alice");
+  await expectOnPage(page, "#notebook_list", "alice's new session accepted by the proxy", 60_000);
+  const newKid = await sessionKid(fresh);
+  assert.notEqual(newKid, oldKid, "the new session is signed with the new key");
+
+  // Step 2: only the new key kept; sessions it signed stay valid.
+  await replayGuide("### Rotating the session keys", 1);
+  await page.goto(url, { waitUntil: "domcontentloaded" });
+  await expectOnPage(page, "#notebook_list", "the new session after the old key is dropped", 60_000);
+  assert.deepEqual(await proxyPods(), proxiesBefore, "the proxy was not restarted");
+  await fresh.close();
+  await aliceContext.close();
+});
+
+test("a student runs SQL in phpMyAdmin on their own MariaDB; another student's database does not have it", async () => {
+  const url = `http://phpmyadmin.${DOMAIN}/`;
+  // A teacher assigned the database class's environment, stopped until first use.
+  await createUserland(NAMESPACE, userlandNameFor("bob"), "bob", "phpmyadmin", false);
+  await createUserland(NAMESPACE, userlandNameFor("eve"), "eve", "phpmyadmin", false);
+
+  /** Types `sql` into phpMyAdmin's SQL editor as a student would and runs it. */
+  async function runSql(page: Page, sql: string): Promise<void> {
+    await page.goto(`${url}index.php?route=/database/sql&db=student`, { waitUntil: "domcontentloaded" });
+    await expectOnPage(page, ".CodeMirror", "phpMyAdmin's SQL editor", 60_000);
+    // Its scripts bind the editor and the form once everything has loaded.
+    await page.waitForLoadState("networkidle");
+    await page.locator(".CodeMirror >> visible=true").first().click();
+    await page.keyboard.type(sql);
+    await page.click("#button_submit_query");
+  }
+
+  const bob = await browser.newContext();
+  const page = await signIn(bob, url, "bob");
+  await expectOnPage(page, "#pma_navigation", "phpMyAdmin", 240_000);
+  await runSql(
+    page,
+    "CREATE TABLE notes (t VARCHAR(64)); INSERT INTO notes VALUES ('bob was here'); SELECT * FROM notes;",
+  );
+  await expectOnPage(page, "#page_content table:has-text('bob was here')", "the query's result", 60_000);
+  await shot(page, "phpmyadmin-sql.png");
+  await bob.close();
+
+  const eve = await browser.newContext();
+  const evePage = await signIn(eve, url, "eve");
+  await expectOnPage(evePage, "#pma_navigation", "eve's phpMyAdmin", 240_000);
+  await runSql(evePage, "SELECT * FROM notes;");
+  await expectOnPage(
+    evePage,
+    '#page_content :text("doesn\'t exist")',
+    "eve's database has no table notes",
+    60_000,
+  );
+  await eve.close();
+});
+
+test("a student opens a terminal in VS Code (code-server) and runs a command in their own container", async () => {
+  const url = `http://code-server.${DOMAIN}/`;
+  await createUserland(NAMESPACE, userlandNameFor("carol"), "carol", "code-server", true);
+  const carol = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await signIn(carol, url, "carol");
+  await expectOnPage(page, ".monaco-workbench", "VS Code's workbench", 240_000);
+  // A new terminal from the command palette, as a student finds it; its shell talks over a WebSocket.
+  await page.waitForLoadState("networkidle");
+  await page.keyboard.press("F1");
+  await expectOnPage(page, ".quick-input-widget input", "the command palette", 30_000);
+  await page.keyboard.type("Terminal: Create New Terminal");
+  await page
+    .locator(".quick-input-list .monaco-list-row", { hasText: "Terminal: Create New Terminal" })
+    .first()
+    .click();
+  await expectOnPage(page, ".xterm-helper-textarea", "a terminal", 60_000);
+  await page.waitForTimeout(2000);
+  await page.keyboard.type("echo made by $(whoami) > /home/coder/from-terminal.txt\n");
+  const pod = await environmentPod("carol");
+  const file = await eventually(
+    "the terminal's command to have run",
+    async () => {
+      const cat = await execInContainer(pod, ["cat", "/home/coder/from-terminal.txt"]);
+      return cat.code === 0 ? cat.stdout.trim() : undefined;
+    },
+    60_000,
+    1000,
+  );
+  assert.equal(file, "made by coder");
+  await shot(page, "code-server-terminal.png");
+  await carol.close();
 });

@@ -8,7 +8,8 @@ import { readFileSync } from "node:fs";
 export interface GuideStep {
   /** The heading the commands are under, e.g. "### Rotating the session keys". */
   heading: string;
-  commands: string[];
+  /** Each code block's commands, in order. */
+  blocks: string[][];
 }
 
 /** The commands of the section whose heading starts with `heading` (e.g. "## 1. Install"). */
@@ -17,18 +18,19 @@ export function guideCommands(file: string, heading: string): GuideStep[] {
   const start = lines.findIndex((l) => l.startsWith(heading));
   if (start < 0) throw new Error(`${file} has no section "${heading}"`);
   const level = /^#+/.exec(heading)?.[0].length ?? 2;
-  const steps: GuideStep[] = [{ heading: lines[start] ?? heading, commands: [] }];
+  const steps: GuideStep[] = [{ heading: lines[start] ?? heading, blocks: [] }];
   let inBlock = false;
   let pending = "";
   for (const line of lines.slice(start + 1)) {
     const depth = /^(#+) /.exec(line)?.[1]?.length;
     if (!inBlock && depth !== undefined) {
       if (depth <= level) break;
-      steps.push({ heading: line, commands: [] });
+      steps.push({ heading: line, blocks: [] });
       continue;
     }
     if (/^```(sh|bash|shell)\s*$/.test(line)) {
       inBlock = true;
+      steps.at(-1)?.blocks.push([]);
       continue;
     }
     if (inBlock && line.startsWith("```")) {
@@ -42,10 +44,11 @@ export function guideCommands(file: string, heading: string): GuideStep[] {
       pending += `${text.slice(0, -1).trim()} `;
       continue;
     }
-    steps.at(-1)?.commands.push(`${pending}${text.trim()}`);
+    steps.at(-1)?.blocks.at(-1)?.push(`${pending}${text.trim()}`);
     pending = "";
   }
-  const withCommands = steps.filter((s) => s.commands.length > 0);
+  for (const step of steps) step.blocks = step.blocks.filter((b) => b.length > 0);
+  const withCommands = steps.filter((s) => s.blocks.length > 0);
   if (withCommands.length === 0) throw new Error(`${file}: no commands under "${heading}"`);
   return withCommands;
 }

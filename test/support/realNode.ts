@@ -4,16 +4,12 @@
  * namespace (`inNode`), or inside a pod's container through containerd (`execInContainer`, what
  * `kubectl exec` does; the API server cannot dial the kubelet from loopback).
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TestContext } from "node:test";
 import type { V1Pod } from "@kubernetes/client-node";
 import { k8s } from "../../lib/kube.ts";
 import type { RealNodeInfo } from "../../cluster/node/realNode.ts";
-import { NodeNamespace } from "../../cluster/node/namespace.ts";
 import { Relays } from "../../cluster/node/relay.ts";
-import { ProcessGroup } from "../../cluster/processes.ts";
 import { run, type RunResult } from "../chart/support.ts";
 import { eventually, testCluster } from "./cluster.ts";
 
@@ -40,18 +36,8 @@ export async function inNode(command: string, args: string[], timeoutMs = 20_000
  * client gets in without any route into the namespace); `exposeInside` lets pods reach a loopback
  * service of this machine at NODE_IP (see MACHINE_HOST). `close` removes them.
  */
-export async function nodeRelays(): Promise<Relays & { close(): Promise<void> }> {
-  const node = await realNode();
-  const dir = mkdtempSync(join(tmpdir(), "userland-relay-"));
-  const ns = NodeNamespace.attach(new ProcessGroup(dir, () => undefined), node.namespacePid);
-  const relays = new Relays(dir, ns, `test-${process.pid}-${Math.random().toString(16).slice(2, 8)}`);
-  const close = relays.close.bind(relays);
-  return Object.assign(relays, {
-    close: async () => {
-      await close();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  });
+export async function nodeRelays(): Promise<Relays> {
+  return Relays.into((await realNode()).namespacePid);
 }
 
 /** A 127.0.0.1 port of this machine that reaches `target` ("ip:port") inside the real node while `t` runs. */

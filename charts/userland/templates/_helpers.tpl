@@ -69,8 +69,18 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- printf "%s://%s" .root.Values.publicScheme .host -}}
 {{- end -}}
 
+{{/* The auth service's host name: auth.publicUrl's, or auth.<baseDomain>. */}}
 {{- define "userland.authHost" -}}
+{{- if .Values.auth.publicUrl -}}
+{{- regexReplaceAll ":[0-9]+$" (urlParse .Values.auth.publicUrl).host "" -}}
+{{- else -}}
 {{- printf "auth.%s" .Values.baseDomain -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Where browsers reach the auth service, without a trailing slash: auth.publicUrl or auth.<baseDomain>. */}}
+{{- define "userland.authUrl" -}}
+{{- .Values.auth.publicUrl | default (include "userland.publicUrl" (dict "root" . "host" (include "userland.authHost" .))) | trimSuffix "/" -}}
 {{- end -}}
 
 {{/* The Secret with the auth service's session keys: the admin's, or the one the chart keeps. */}}

@@ -1,0 +1,283 @@
+/**
+ * Students in real IDEs, measured: `node bench/ide.ts [N]` (default 20; `npm run bench:ide`).
+ *
+ * Starts a private control plane with the real node and installs the platform with its chart: the
+ * image built from the Dockerfile, the values deploy/README.md sets plus this machine's
+ * (dev/nodePlatform.ts), deploy/'s Templates with locally built images. Then, per Template:
+ *   - sign-in → the IDE's own first byte (not the proxy's starting page), for one student and for
+ *     N students signing in at once. Each has a Userland a teacher created, stopped; the visit
+ *     starts it (proxy.startOnAccess), as after a weekend or idle culling;
+ *   - baseline: the same pod spec created as a bare Pod (no platform, emptyDir for volumes),
+ *     create → Ready by its own probe, 1 and N at once: what the node alone costs;
+ *   - each platform pod's memory (working set, from its cgroup): idle, and the peak in the rush.
+ * Also printed: image build (or cache check) times and install → every component Ready.
+ */
+import { readdirSync, readFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { V1Pod } from "@kubernetes/client-node";
+import { userlandNameFor } from "../api/naming.ts";
+import type { Template } from "../api/v1alpha1/index.ts";
+import { buildPlatformImage, importImage } from "../cluster/node/images.ts";
+import { Relays } from "../cluster/node/relay.ts";
+import {
+  NODE_PLATFORM_DOMAIN,
+  exposePlatform,
+  guideValues,
+  helmInstall,
+  localTemplates,
+  machineValues,
+  startLoginProvider,
+} from "../dev/nodePlatform.ts";
+import { k8s } from "../lib/kube.ts";
+import { KubeRest, paths } from "../lib/kubeRest.ts";
+import { percentile } from "./stats.ts";
+import { startRealCluster } from "../cluster/realCluster.ts";
+import { StudentClient } from "./studentClient.ts";
+
+const count = Number(process.argv[2] ?? 20);
+if (!Number.isInteger(count) || count < 1) {
+  console.error("usage: node bench/ide.ts [number of students signing in at once, default 20]");
+  process.exit(2);
+}
+const NAMESPACE = "ide";
+const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+const mib = (bytes: number) => `${Math.round(bytes / 2 ** 20)} MiB`;
+
+const cluster = await startRealCluster("bench-ide");
+const { kc, node, binDir } = cluster;
+const core = kc.makeApiClient(k8s.CoreV1Api);
+const apps = kc.makeApiClient(k8s.AppsV1Api);
+const rest = new KubeRest(kc);
+const work = mkdtempSync(join(tmpdir(), "userland-bench-ide-"));
+const relays = Relays.into(node.namespacePid);
+const containerd = { ctr: join(binDir, "ctr"), socket: node.containerdSocket };
+
+async function cleanup(): Promise<void> {
+  await relays.close().catch(() => undefined);
+  await cluster.stop();
+  rmSync(work, { recursive: true, force: true });
+}
+process.on("SIGINT", () => void cleanup().then(() => process.exit(130)));
+
+const timings: [string, number][] = [];
+async function timed<T>(what: string, step: () => Promise<T>): Promise<T> {
+  const started = Date.now();
+  const result = await step();
+  timings.push([what, Date.now() - started]);
+  return result;
+}
+
+/** The working set (usage minus inactive file cache, as kubelet counts it) of a pod's cgroup. */
+function podMemory(uid: string): number | undefined {
+  const base = "/sys/fs/cgroup/memory";
+  for (const root of readdirSync(base).filter((d) => d.startsWith("userland-node-"))) {
+    for (const qos of ["", "burstable", "besteffort"]) {
+      const dir = join(base, root, "kubepods", qos, `pod${uid}`);
+      if (!existsSync(dir)) continue;
+      const usage = Number(readFileSync(join(dir, "memory.usage_in_bytes"), "utf8"));
+      const inactive = /^total_inactive_file (\d+)$/m.exec(readFileSync(join(dir, "memory.stat"), "utf8"));
+      return usage - Number(inactive?.[1] ?? 0);
+    }
+  }
+  return undefined;
+}
+
+async function platformPods(): Promise<V1Pod[]> {
+  return (
+    await core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: "app.kubernetes.io/name=userland" })
+  ).items;
+}
+
+/** Samples every platform pod's memory every 500 ms until stopped; returns the peaks by component. */
+function sampleMemory(): { stop(): Promise<Map<string, number>> } {
+  const peaks = new Map<string, number>();
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      for (const pod of await platformPods()) {
+        const component = pod.metadata?.labels?.["app.kubernetes.io/component"] ?? "?";
+        const bytes = podMemory(pod.metadata?.uid ?? "");
+        if (bytes !== undefined) peaks.set(component, Math.max(peaks.get(component) ?? 0, bytes));
+      }
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      return peaks;
+    },
+  };
+}
+
+try {
+  // The platform, installed.
+  const image = await timed("platform image: build (or cache check)", () => buildPlatformImage());
+  await timed("platform image: import into containerd", () =>
+    importImage(containerd.ctr, containerd.socket, image),
+  );
+  const templates = await timed("IDE images: build (or cache check) and import", () =>
+    localTemplates(containerd),
+  );
+  const idp = await startLoginProvider(relays, {
+    redirectUris: [`http://auth.${NODE_PLATFORM_DOMAIN}/callback/oidc`],
+  });
+  await core.createNamespace({ body: { metadata: { name: NAMESPACE } } });
+  await core.createNamespacedSecret({
+    namespace: NAMESPACE,
+    body: { metadata: { name: "userland-oidc" }, stringData: { "client-secret": idp.clientSecret } },
+  });
+  const [repository, tag] = [
+    image.ref.slice(0, image.ref.lastIndexOf(":")),
+    image.ref.slice(image.ref.lastIndexOf(":") + 1),
+  ];
+  await timed("helm install → every component Ready", async () => {
+    await helmInstall({
+      binDir,
+      kubeconfig: cluster.controlPlane.kubeconfigPath,
+      dir: join(work, "helm"),
+      namespace: NAMESPACE,
+      values: [guideValues(idp, "userland-oidc"), machineValues(), { image: { repository, tag } }],
+    });
+    for (;;) {
+      const deployments = (await apps.listNamespacedDeployment({ namespace: NAMESPACE })).items;
+      if (
+        deployments.length === 4 &&
+        deployments.every((d) => (d.status?.readyReplicas ?? 0) >= (d.spec?.replicas ?? 1))
+      )
+        break;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  });
+  for (const template of templates) {
+    await rest.create(paths.namespaced("userland.dev", "v1alpha1", "templates", NAMESPACE), {
+      ...template,
+      metadata: { name: template.metadata.name },
+    });
+  }
+  const hosts = await exposePlatform(relays, core, NAMESPACE);
+  const idle = new Map<string, number>();
+  for (const pod of await platformPods()) {
+    const component = pod.metadata?.labels?.["app.kubernetes.io/component"] ?? "?";
+    idle.set(component, Math.max(idle.get(component) ?? 0, podMemory(pod.metadata?.uid ?? "") ?? 0));
+  }
+
+  /** `n` students of `template` sign in at once; each one's sign-in → IDE first byte in ms. */
+  async function rush(template: string, n: number, round: string): Promise<number[]> {
+    const users = Array.from({ length: n }, (_, i) => `${round}-${template}-${i}`.slice(0, 40));
+    await Promise.all(
+      users.map((user) =>
+        rest.create(paths.namespaced("userland.dev", "v1alpha1", "userlands", NAMESPACE), {
+          apiVersion: "userland.dev/v1alpha1",
+          kind: "Userland",
+          metadata: { name: userlandNameFor(user) },
+          spec: { user, templateName: template, enabled: false },
+        }),
+      ),
+    );
+    const url = new URL(`http://${template}.${hosts.domain}/`);
+    const times = await Promise.all(
+      users.map(async (user) => {
+        const student = new StudentClient((u) => hosts.portFor(u));
+        const started = performance.now();
+        await student.signIn(url, user);
+        const answer = await student.untilEnvironmentAnswers(url, 15 * 60_000);
+        return answer.firstByteAt - started;
+      }),
+    );
+    // Gone again, so that the next Template's rush has the node to itself.
+    await Promise.all(
+      users.map((user) =>
+        rest.delete(
+          paths.namespaced("userland.dev", "v1alpha1", "userlands", NAMESPACE, userlandNameFor(user)),
+        ),
+      ),
+    );
+    for (;;) {
+      const left = (
+        await core.listNamespacedPod({
+          namespace: NAMESPACE,
+          labelSelector: "app.kubernetes.io/managed-by=userland-operator",
+        })
+      ).items;
+      if (left.length === 0) break;
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+    return times.sort((a, b) => a - b);
+  }
+
+  /** `n` bare Pods of the Template's pod spec at once: create → Ready, in ms. */
+  async function barePods(template: Template, n: number): Promise<number[]> {
+    const namespace = `bare-${template.metadata.name}-${n}`;
+    await core.createNamespace({ body: { metadata: { name: namespace } } });
+    const spec = structuredClone(template.spec.template.spec);
+    if (!spec) throw new Error(`${template.metadata.name}: no pod spec`);
+    spec.volumes = (template.spec.volumes ?? []).map((v) => ({ name: v.name, emptyDir: {} }));
+    const created = new Map<string, number>();
+    await Promise.all(
+      Array.from({ length: n }, async (_, i) => {
+        created.set(`p${i}`, performance.now());
+        await core.createNamespacedPod({
+          namespace,
+          body: { metadata: { name: `p${i}` }, spec: spec },
+        });
+      }),
+    );
+    const ready = new Map<string, number>();
+    while (ready.size < n) {
+      for (const pod of (await core.listNamespacedPod({ namespace })).items) {
+        const name = pod.metadata?.name ?? "";
+        if (
+          !ready.has(name) &&
+          pod.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")
+        )
+          ready.set(name, performance.now());
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    await core.deleteNamespace({ name: namespace });
+    while ((await core.listNamespacedPod({ namespace })).items.length > 0)
+      await new Promise((r) => setTimeout(r, 1000));
+    return [...ready].map(([name, at]) => at - (created.get(name) ?? at)).sort((a, b) => a - b);
+  }
+
+  const rows: string[] = [];
+  const peaks = new Map<string, number>();
+  for (const template of templates) {
+    const name = template.metadata.name ?? "";
+    const one = await rush(name, 1, "one");
+    const sampler = sampleMemory();
+    const many = await rush(name, count, "many");
+    for (const [component, bytes] of await sampler.stop())
+      peaks.set(component, Math.max(peaks.get(component) ?? 0, bytes));
+    const bareOne = await barePods(template, 1);
+    const bareMany = await barePods(template, count);
+    const row = (label: string, students: number[], bare: number[]) =>
+      `| ${name} | ${label} | ${s(percentile(students, 50))} | ${s(percentile(students, 95))} | ${s(percentile(bare, 50))} | ${s(percentile(bare, 95))} |`;
+    rows.push(row("1 student", one, bareOne), row(`${count} at once`, many, bareMany));
+    console.error(`[bench] ${name}: done`);
+  }
+
+  console.log(`\nStudents in real IDEs on the real node (this machine, 2 cores)\n`);
+  console.log(`real node start-up: ${s(cluster.nodeStartMs)}`);
+  for (const [what, ms] of timings) console.log(`${what}: ${s(ms)}`);
+  console.log(
+    "\n| Template | students | sign-in → IDE p50 | p95 | baseline: bare pod create → Ready p50 | p95 |",
+  );
+  console.log("| --- | --- | ---: | ---: | ---: | ---: |");
+  for (const row of rows) console.log(row);
+  console.log("\n| platform pod (each) | idle | peak during the rushes |");
+  console.log("| --- | ---: | ---: |");
+  for (const [component, bytes] of idle)
+    console.log(`| ${component} | ${mib(bytes)} | ${mib(peaks.get(component) ?? 0)} |`);
+  console.log(
+    "\nsign-in → IDE: from the first request of the sign-in (proxy → auth → provider's form → callback) to the first byte of the IDE's own answer;" +
+      " the baseline has no platform, no sign-in and no volume claim.",
+  );
+  await idp.close();
+} finally {
+  await cleanup();
+}
+process.exit(0);

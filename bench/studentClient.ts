@@ -1,0 +1,157 @@
+/**
+ * A student without a browser, for benchmarks: follows the real sign-in (proxy → auth → the OpenID
+ * provider's login form → auth's callback → back) with a cookie jar, over relays on 127.0.0.1 in
+ * place of DNS (`portFor`), then asks for the environment's page until the IDE itself answers
+ * rather than the proxy's starting page. Just enough HTTP for that: no caching, no paths on cookies.
+ */
+import { request, type IncomingHttpHeaders } from "node:http";
+
+interface Cookie {
+  name: string;
+  value: string;
+  domain: string;
+  hostOnly: boolean;
+}
+
+export interface Answer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+  url: URL;
+  /** When the response's headers arrived (performance.now()). */
+  firstByteAt: number;
+}
+
+export class StudentClient {
+  private cookies: Cookie[] = [];
+  private readonly portFor: (url: URL) => number | undefined;
+
+  constructor(portFor: (url: URL) => number | undefined) {
+    this.portFor = portFor;
+  }
+
+  /** One request, no redirects followed. */
+  send(
+    url: URL,
+    opts: { method?: string; form?: Record<string, string>; accept?: string } = {},
+  ): Promise<Answer> {
+    const port = this.portFor(url);
+    if (port === undefined) return Promise.reject(new Error(`no relay for ${url.host}`));
+    const body = opts.form ? new URLSearchParams(opts.form).toString() : undefined;
+    const cookie = this.cookies
+      .filter((c) =>
+        c.hostOnly
+          ? url.hostname === c.domain
+          : url.hostname === c.domain || url.hostname.endsWith(`.${c.domain}`),
+      )
+      .map((c) => `${c.name}=${c.value}`)
+      .join("; ");
+    return new Promise((resolve, reject) => {
+      const req = request(
+        {
+          host: "127.0.0.1",
+          port,
+          method: opts.method ?? "GET",
+          path: `${url.pathname}${url.search}`,
+          headers: {
+            host: url.host,
+            accept: opts.accept ?? "text/html",
+            ...(cookie ? { cookie } : {}),
+            ...(body
+              ? {
+                  "content-type": "application/x-www-form-urlencoded",
+                  "content-length": Buffer.byteLength(body),
+                }
+              : {}),
+          },
+          timeout: 60_000,
+        },
+        (res) => {
+          const firstByteAt = performance.now();
+          this.remember(url, res.headers["set-cookie"] ?? []);
+          const chunks: Buffer[] = [];
+          res.on("data", (c: Buffer) => chunks.push(c));
+          res.on("end", () =>
+            resolve({
+              status: res.statusCode ?? 0,
+              headers: res.headers,
+              body: Buffer.concat(chunks).toString(),
+              url,
+              firstByteAt,
+            }),
+          );
+          res.on("error", reject);
+        },
+      );
+      req.on("timeout", () => req.destroy(new Error(`${url.href}: no answer in 60 s`)));
+      req.on("error", reject);
+      req.end(body);
+    });
+  }
+
+  /** GET (or the form's POST) and every redirect after it; returns the last answer. */
+  async follow(
+    url: URL,
+    opts: { method?: string; form?: Record<string, string>; accept?: string } = {},
+  ): Promise<Answer> {
+    let answer = await this.send(url, opts);
+    for (let hops = 0; answer.status >= 300 && answer.status < 400 && answer.headers.location; hops++) {
+      if (hops > 20) throw new Error(`${url.href}: more than 20 redirects`);
+      answer = await this.send(new URL(answer.headers.location, answer.url), { accept: opts.accept });
+    }
+    return answer;
+  }
+
+  /** Signs in as `name` starting from `start` (a Template's URL); returns the page it lands on. */
+  async signIn(start: URL, name: string): Promise<Answer> {
+    const login = await this.follow(start);
+    const action = /<form method="post" action="([^"]+)"/.exec(login.body)?.[1];
+    if (!action)
+      throw new Error(`no login form at ${login.url.href} (${login.status}): ${login.body.slice(0, 200)}`);
+    return this.follow(new URL(action.replaceAll("&amp;", "&"), login.url), {
+      method: "POST",
+      form: { name },
+    });
+  }
+
+  /**
+   * Asks for `url` until the environment itself answers (anything but the proxy's own JSON page,
+   * `{"state": ...}`); returns that answer, whose firstByteAt is the IDE's first byte.
+   */
+  async untilEnvironmentAnswers(url: URL, timeoutMs: number): Promise<Answer> {
+    const deadline = performance.now() + timeoutMs;
+    for (;;) {
+      const answer = await this.send(url, { accept: "application/json" });
+      if (!isProxyPage(answer)) return answer;
+      if (performance.now() > deadline)
+        throw new Error(`${url.href}: still ${answer.body.slice(0, 120)} after ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+
+  private remember(url: URL, setCookies: string[]): void {
+    for (const line of setCookies) {
+      const [pair = "", ...attributes] = line.split(";").map((s) => s.trim());
+      const eq = pair.indexOf("=");
+      if (eq <= 0) continue;
+      const name = pair.slice(0, eq);
+      const value = pair.slice(eq + 1);
+      const attr = (key: string) =>
+        attributes.find((a) => a.toLowerCase().startsWith(`${key}=`))?.slice(key.length + 1);
+      const domain = attr("domain")?.replace(/^\./, "").toLowerCase();
+      const expired =
+        attr("max-age") === "0" || (attr("expires") && Date.parse(attr("expires") ?? "") < Date.now());
+      this.cookies = this.cookies.filter((c) => !(c.name === name && c.domain === (domain ?? url.hostname)));
+      if (!expired) this.cookies.push({ name, value, domain: domain ?? url.hostname, hostOnly: !domain });
+    }
+  }
+}
+
+function isProxyPage(answer: Answer): boolean {
+  if (!String(answer.headers["content-type"] ?? "").startsWith("application/json")) return false;
+  try {
+    return typeof (JSON.parse(answer.body) as { state?: unknown }).state === "string";
+  } catch {
+    return false;
+  }
+}

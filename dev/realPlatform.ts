@@ -1,0 +1,187 @@
+/**
+ * `npm start` with real IDEs: a control plane and the real node (cluster/), the platform installed
+ * with its Helm chart from the image built from the Dockerfile, deploy/'s Templates with locally
+ * built images, and every way in on 127.0.0.1, as the kwok demo has them:
+ *
+ *   <base>     the proxy: VS Code (code-server), which every new student gets at first sign-in
+ *   <base+1>   the auth service        <base+2>  the user-manager API
+ *   <base+3>   the local OpenID provider (any name signs in; never for production)
+ *   <base+4>   the proxy: Jupyter      <base+5>  the proxy: MariaDB + phpMyAdmin
+ *
+ * One environment per student for now: "ada" is given Jupyter and "grace" phpMyAdmin, as a
+ * teacher would; anyone else gets VS Code.
+ */
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { userlandNameFor } from "../api/naming.ts";
+import { buildPlatformImage, importImage } from "../cluster/node/images.ts";
+import { Relays } from "../cluster/node/relay.ts";
+import { startRealCluster, type RealCluster } from "../cluster/realCluster.ts";
+import { k8s } from "../lib/kube.ts";
+import { KubeRest, paths } from "../lib/kubeRest.ts";
+import {
+  helmInstall,
+  localTemplates,
+  machineValues,
+  serviceAddress,
+  startLoginProvider,
+} from "./nodePlatform.ts";
+
+export const REAL_PLATFORM_NAMESPACE = "ide";
+
+export interface RealPlatform {
+  /** Open this: VS Code for any name. */
+  url: string;
+  /** Template name → its URL. */
+  templates: Record<string, string>;
+  /** Pre-assigned students: user → Template. */
+  assigned: Record<string, string>;
+  authUrl: string;
+  userManagerUrl: string;
+  identityProviderUrl: string;
+  namespace: string;
+  kubeconfig: string;
+  binDir: string;
+  stop(): Promise<void>;
+}
+
+const DEFAULT_TEMPLATE = "code-server";
+const OTHER_TEMPLATES = ["jupyter", "phpmyadmin"];
+const ASSIGNED: Record<string, string> = { ada: "jupyter", grace: "phpmyadmin" };
+
+async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+export async function startRealPlatform(opts: {
+  dir: string;
+  base: number;
+  log: (line: string) => void;
+}): Promise<RealPlatform> {
+  const { base, log } = opts;
+  const cluster: RealCluster = await startRealCluster("platform-real", log);
+  const relays = Relays.into(cluster.node.namespacePid);
+  const stop = async () => {
+    await relays.close().catch(() => undefined);
+    await cluster.stop();
+  };
+  try {
+    const { kc, node, binDir } = cluster;
+    const core = kc.makeApiClient(k8s.CoreV1Api);
+    const apps = kc.makeApiClient(k8s.AppsV1Api);
+    const rest = new KubeRest(kc);
+    const containerd = { ctr: join(binDir, "ctr"), socket: node.containerdSocket };
+    const local = (port: number) => `http://127.0.0.1:${port}`;
+
+    log("[platform] building (or finding cached) the platform image and the IDE images…");
+    const image = await buildPlatformImage();
+    await importImage(containerd.ctr, containerd.socket, image);
+    const templates = await localTemplates(containerd);
+
+    const idp = await startLoginProvider(relays, {
+      port: base + 3,
+      redirectUris: [`${local(base + 1)}/callback/oidc`],
+    });
+    const namespace = REAL_PLATFORM_NAMESPACE;
+    await core.createNamespace({ body: { metadata: { name: namespace } } }).catch(() => undefined);
+    await core
+      .createNamespacedSecret({
+        namespace,
+        body: { metadata: { name: "userland-oidc" }, stringData: { "client-secret": idp.clientSecret } },
+      })
+      .catch(() => undefined);
+    const templateHosts = OTHER_TEMPLATES.map((t, i) => `127.0.0.1:${base + 4 + i}=${t}`);
+    log("[platform] helm install…");
+    mkdirSync(opts.dir, { recursive: true });
+    await helmInstall({
+      binDir,
+      kubeconfig: cluster.controlPlane.kubeconfigPath,
+      dir: join(opts.dir, "helm"),
+      namespace,
+      values: [
+        machineValues({ provisionTemplate: DEFAULT_TEMPLATE }),
+        {
+          image: {
+            repository: image.ref.slice(0, image.ref.lastIndexOf(":")),
+            tag: image.ref.slice(image.ref.lastIndexOf(":") + 1),
+          },
+          // Every host is 127.0.0.1 with a port of its own (cookies ignore ports): no Ingress.
+          baseDomain: "127.0.0.1",
+          ingress: { enabled: false },
+          auth: {
+            publicUrl: local(base + 1),
+            extraRedirectHosts: [
+              `127.0.0.1:${base}`,
+              ...OTHER_TEMPLATES.map((_, i) => `127.0.0.1:${base + 4 + i}`),
+            ],
+            defaultRedirect: `${local(base)}/`,
+            oidc: {
+              issuer: idp.issuer,
+              clientId: idp.clientId,
+              clientSecret: { existingSecret: "userland-oidc" },
+            },
+            provision: { enabled: true, template: DEFAULT_TEMPLATE },
+          },
+          proxy: { defaultTemplate: DEFAULT_TEMPLATE, hostTemplates: templateHosts },
+          // One replica each is plenty on one machine.
+          operator: { replicas: 1 },
+          userManager: { replicas: 1 },
+        },
+        { auth: { replicas: 1 }, proxy: { replicas: 1 } },
+      ],
+    });
+    await waitFor(
+      "every component to be Ready",
+      async () => {
+        const deployments = (await apps.listNamespacedDeployment({ namespace })).items;
+        return (
+          deployments.length === 4 &&
+          deployments.every((d) => (d.status?.readyReplicas ?? 0) >= (d.spec?.replicas ?? 1))
+        );
+      },
+      300_000,
+    );
+    for (const template of templates) {
+      await rest.create(paths.namespaced("userland.dev", "v1alpha1", "templates", namespace), template);
+    }
+    for (const [user, template] of Object.entries(ASSIGNED)) {
+      await rest.create(paths.namespaced("userland.dev", "v1alpha1", "userlands", namespace), {
+        apiVersion: "userland.dev/v1alpha1",
+        kind: "Userland",
+        metadata: { name: userlandNameFor(user) },
+        spec: { user, templateName: template, enabled: false },
+      });
+    }
+
+    const proxy = await serviceAddress(core, namespace, "proxy");
+    for (const port of [base, base + 4, base + 5]) await relays.expose(proxy, port);
+    await relays.expose(await serviceAddress(core, namespace, "auth"), base + 1);
+    await relays.expose(await serviceAddress(core, namespace, "user-manager"), base + 2);
+
+    return {
+      url: `${local(base)}/`,
+      templates: Object.fromEntries<string>([
+        [DEFAULT_TEMPLATE, `${local(base)}/`],
+        ...OTHER_TEMPLATES.map((t, i): [string, string] => [t, `${local(base + 4 + i)}/`]),
+      ]),
+      assigned: ASSIGNED,
+      authUrl: local(base + 1),
+      userManagerUrl: local(base + 2),
+      identityProviderUrl: idp.issuer,
+      namespace,
+      kubeconfig: cluster.controlPlane.kubeconfigPath,
+      binDir,
+      stop: async () => {
+        await idp.close();
+        await stop();
+      },
+    };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
