@@ -95,7 +95,9 @@ function sampleMemory(): { stop(): Promise<Map<string, number>> } {
   let running = true;
   const loop = (async () => {
     while (running) {
-      for (const pod of await platformPods()) {
+      // A failed listing (the API server busy in the rush) just skips one sample.
+      const pods = await platformPods().catch(() => []);
+      for (const pod of pods) {
         const component = pod.metadata?.labels?.["app.kubernetes.io/component"] ?? "?";
         const bytes = podMemory(pod.metadata?.uid ?? "");
         if (bytes !== undefined) peaks.set(component, Math.max(peaks.get(component) ?? 0, bytes));
@@ -247,9 +249,11 @@ try {
   const peaks = new Map<string, number>();
   for (const template of templates) {
     const name = template.metadata.name ?? "";
+    console.error(`[bench] ${name}: 1 student`);
     const one = await rush(name, 1, "one");
+    console.error(`[bench] ${name}: ${count} students at once`);
     const sampler = sampleMemory();
-    const many = await rush(name, count, "many");
+    const many = await rush(name, count, "many").finally(() => sampler.stop());
     for (const [component, bytes] of await sampler.stop())
       peaks.set(component, Math.max(peaks.get(component) ?? 0, bytes));
     const bareOne = await barePods(template, 1);
@@ -277,7 +281,10 @@ try {
       " the baseline has no platform, no sign-in and no volume claim.",
   );
   await idp.close();
+} catch (error) {
+  console.error("bench/ide.ts failed:", error);
+  process.exitCode = 1;
 } finally {
   await cleanup();
 }
-process.exit(0);
+process.exit(process.exitCode ?? 0);

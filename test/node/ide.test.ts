@@ -1,24 +1,20 @@
 /**
  * A real IDE as a student's environment: deploy/jupyter.yaml with only its image swapped for the one
- * built here from Debian's packages (and the node's StorageClass), made a Userland by the operator,
+ * built here from Debian's packages (cluster/node/localTemplates.ts), made a Userland by the operator,
  * runs on the real node; through its Service, reached from 127.0.0.1 only via the harness's relay,
  * Jupyter answers at the root path and a Python cell runs in a real kernel over its WebSocket.
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import WebSocket from "ws";
-import { parse } from "yaml";
-import { repoRoot } from "../../cluster/controlPlane.ts";
-import { buildImages, importImage } from "../../cluster/node/images.ts";
-import type { TemplateSpec } from "../../api/v1alpha1/index.ts";
+import { localTemplate } from "../../cluster/node/localTemplates.ts";
 import { k8s } from "../../lib/kube.ts";
 import { testCluster, testNamespace } from "../support/cluster.ts";
 import { startOperator } from "../support/operator.ts";
 import { createTemplate, createUserland, waitForPhase } from "../support/resources.ts";
-import { exposeFromNode, LOCAL_PATH_STORAGE_CLASS, onRealNode, realNode } from "../support/realNode.ts";
+import { exposeFromNode, realNode } from "../support/realNode.ts";
 
 /** Runs `code` in the kernel behind `channels`; resolves with its text/plain result. */
 function runCell(channels: string, headers: Record<string, string>, code: string): Promise<string> {
@@ -72,23 +68,14 @@ function runCell(channels: string, headers: Record<string, string>, code: string
 test("a student's Jupyter from deploy/jupyter.yaml runs on the real node and runs a Python cell", async (t) => {
   const node = await realNode();
   const { info, kc } = await testCluster();
-  const { jupyter } = await buildImages(["jupyter"]);
-  assert.ok(jupyter, "the jupyter image was built");
-  await importImage(join(info.binDir, "ctr"), node.containerdSocket, jupyter);
+  const template = await localTemplate("jupyter.yaml", {
+    ctr: join(info.binDir, "ctr"),
+    socket: node.containerdSocket,
+  });
 
   const ns = await testNamespace(t, "node-ide");
   await startOperator(t, ns);
-  const template = parse(readFileSync(join(repoRoot, "deploy", "jupyter.yaml"), "utf8")) as {
-    spec: TemplateSpec;
-  };
   const spec = template.spec;
-  const podSpec = spec.template.spec;
-  const container = podSpec?.containers[0];
-  assert.ok(podSpec && container);
-  container.image = jupyter.ref;
-  container.imagePullPolicy = "Never";
-  Object.assign(podSpec, onRealNode);
-  for (const volume of spec.volumes ?? []) volume.pvcSpec.storageClassName = LOCAL_PATH_STORAGE_CLASS;
   await createTemplate(ns, "jupyter", spec);
   const started = Date.now();
   await createUserland(ns, "alice", "alice", "jupyter");
