@@ -7,6 +7,8 @@
  * scheduling and status updates), side by side with the real node's numbers.
  */
 import type { V1Pod } from "@kubernetes/client-node";
+import { join } from "node:path";
+import { repoRoot } from "../cluster/controlPlane.ts";
 import { onRealNode } from "../cluster/node/addons.ts";
 import { k8s } from "../lib/kube.ts";
 import { startRealCluster } from "../cluster/realCluster.ts";
@@ -18,7 +20,7 @@ if (!Number.isInteger(count) || count < 1) {
   process.exit(2);
 }
 
-const cluster = await startRealCluster("bench-node");
+const cluster = await startRealCluster(join(repoRoot, ".userland", "bench-node"));
 process.on("SIGINT", () => void cluster.stop().then(() => process.exit(130)));
 const { node: info, nodeStartMs } = cluster;
 const core = cluster.kc.makeApiClient(k8s.CoreV1Api);

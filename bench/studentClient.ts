@@ -24,6 +24,8 @@ export interface Answer {
 
 export class StudentClient {
   private cookies: Cookie[] = [];
+  /** Requests that failed while waiting for the environment (and were asked again). */
+  readonly networkErrors: string[] = [];
   private readonly portFor: (url: URL) => number | undefined;
 
   constructor(portFor: (url: URL) => number | undefined) {
@@ -84,7 +86,9 @@ export class StudentClient {
         },
       );
       req.on("timeout", () => req.destroy(new Error(`${url.href}: no answer in 60 s`)));
-      req.on("error", reject);
+      req.on("error", (error) =>
+        reject(new Error(`${opts.method ?? "GET"} ${url.href}: ${error.message}`, { cause: error })),
+      );
       req.end(body);
     });
   }
@@ -121,10 +125,16 @@ export class StudentClient {
   async untilEnvironmentAnswers(url: URL, timeoutMs: number): Promise<Answer> {
     const deadline = performance.now() + timeoutMs;
     for (;;) {
-      const answer = await this.send(url, { accept: "application/json" });
-      if (!isProxyPage(answer)) return answer;
+      // Like the starting page's own polling, a failed request is just asked again.
+      const answer = await this.send(url, { accept: "application/json" }).catch((error: unknown) => {
+        this.networkErrors.push((error as Error).message);
+        return undefined;
+      });
+      if (answer && !isProxyPage(answer)) return answer;
       if (performance.now() > deadline)
-        throw new Error(`${url.href}: still ${answer.body.slice(0, 120)} after ${timeoutMs} ms`);
+        throw new Error(
+          `${url.href}: still ${answer?.body.slice(0, 120) ?? "no answer"} after ${timeoutMs} ms`,
+        );
       await new Promise((r) => setTimeout(r, 200));
     }
   }

@@ -1,9 +1,9 @@
 /**
- * A control plane with the real node, for benchmarks and the local platform (under .userland/<name>).
+ * A control plane with the real node in `dir`, for benchmarks and the local platform.
  * If the node cannot start, the control plane is stopped again and the node's error is thrown.
  */
 import { join } from "node:path";
-import { ControlPlane, repoRoot } from "./controlPlane.ts";
+import { ControlPlane } from "./controlPlane.ts";
 import { RealNode, type RealNodeInfo } from "./node/realNode.ts";
 import { k8s } from "../lib/kube.ts";
 
@@ -19,11 +19,11 @@ export interface RealCluster {
 }
 
 export async function startRealCluster(
-  name: string,
+  dir: string,
   log = (line: string) => console.error(line),
 ): Promise<RealCluster> {
   const controlPlane = new ControlPlane({
-    dir: join(repoRoot, ".userland", name),
+    dir,
     nodes: 1,
     log: (line) => log(`[control-plane] ${line}`),
   });

@@ -63,7 +63,7 @@ export async function startRealPlatform(opts: {
   log: (line: string) => void;
 }): Promise<RealPlatform> {
   const { base, log } = opts;
-  const cluster: RealCluster = await startRealCluster("platform-real", log);
+  const cluster: RealCluster = await startRealCluster(opts.dir, log);
   const relays = Relays.into(cluster.node.namespacePid);
   const stop = async () => {
     await relays.close().catch(() => undefined);

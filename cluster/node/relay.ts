@@ -13,6 +13,9 @@ import { join } from "node:path";
 import { ProcessGroup, waitFor } from "../processes.ts";
 import { NodeNamespace } from "./namespace.ts";
 
+/** Connections a relay's socat end may have waiting to be accepted. */
+const BACKLOG = 512;
+
 export class Relays {
   private readonly dir: string;
   private readonly ns: NodeNamespace;
@@ -56,7 +59,11 @@ export class Relays {
     const name = `${this.prefix}-${++this.count}`;
     const socket = this.socketPath(name);
     this.daemons.push(name);
-    await this.ns.startDaemon(name, "socat", [`UNIX-LISTEN:${socket},fork,unlink-early`, `TCP:${target}`]);
+    // socat's default listen backlog is 5: a class signing in at once would be reset.
+    await this.ns.startDaemon(name, "socat", [
+      `UNIX-LISTEN:${socket},fork,unlink-early,backlog=${BACKLOG}`,
+      `TCP:${target}`,
+    ]);
     // Until socat has bound its socket, a connection through the relay would be reset.
     await waitFor(`the relay to ${target}`, () => existsSync(socket), 10_000, {
       alive: () => this.ns.isRunning(name),
@@ -83,7 +90,7 @@ export class Relays {
     const [host, port] = splitHostPort(inside);
     this.daemons.push(name);
     await this.ns.startDaemon(name, "socat", [
-      `TCP-LISTEN:${port},bind=${host},fork,reuseaddr`,
+      `TCP-LISTEN:${port},bind=${host},fork,reuseaddr,backlog=${BACKLOG}`,
       `UNIX-CONNECT:${socket}`,
     ]);
   }

@@ -1,0 +1,86 @@
+/**
+ * What `npm start` gives with the real node (dev/realPlatform.ts), as a user on this machine meets
+ * it: a browser with no special flags (it resolves the login provider's *.localhost name by itself)
+ * opens the printed URL, signs in with any name and lands in VS Code; the pre-assigned student opens
+ * Jupyter at its own port. Its own control plane and node, beside the test run's.
+ */
+import assert from "node:assert/strict";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import type { Browser } from "playwright-core";
+import { repoRoot } from "../../cluster/controlPlane.ts";
+import { startRealPlatform, type RealPlatform } from "../../dev/realPlatform.ts";
+import { launchBrowser } from "../support/browser.ts";
+
+let platform: RealPlatform;
+let browser: Browser;
+
+/** A base port with the five after it free on 127.0.0.1 (what USERLAND_PORT sets for npm start). */
+async function freeBase(): Promise<number> {
+  for (;;) {
+    const base = 20_000 + Math.floor(Math.random() * 30_000);
+    const free = await Promise.all(
+      Array.from(
+        { length: 6 },
+        (_, i) =>
+          new Promise<boolean>((resolve) => {
+            const server = createServer();
+            server.once("error", () => resolve(false));
+            server.listen(base + i, "127.0.0.1", () => server.close(() => resolve(true)));
+          }),
+      ),
+    );
+    if (free.every(Boolean)) return base;
+  }
+}
+
+before(
+  async () => {
+    platform = await startRealPlatform({
+      dir: join(repoRoot, ".userland", `start-test-${process.pid}`),
+      base: await freeBase(),
+      log: (line) => process.stdout.write(`# ${line}\n`),
+    });
+    browser = await launchBrowser();
+  },
+  { timeout: 1_200_000 },
+);
+
+after(async () => {
+  await browser?.close();
+  await platform?.stop();
+});
+
+async function signInAndWait(url: string, name: string, selector: string): Promise<string> {
+  const context = await browser.newContext();
+  try {
+    const page = await context.newPage();
+    await page.goto(url, { waitUntil: "domcontentloaded" });
+    await page.waitForSelector("input[name=name]", { timeout: 30_000 });
+    assert.ok(
+      page.url().startsWith(platform.identityProviderUrl),
+      `the local provider's form: ${page.url()}`,
+    );
+    await page.fill("input[name=name]", name);
+    await page.click("button[type=submit]");
+    await page.waitForSelector(selector, { timeout: 240_000 });
+    return page.url();
+  } finally {
+    await context.close();
+  }
+}
+
+test("npm start with the real node: any name signs in to VS Code at the printed URL", async () => {
+  const landed = await signInAndWait(platform.url, "zoe", ".monaco-workbench");
+  assert.equal(new URL(landed).origin, new URL(platform.url).origin, "VS Code at the printed URL");
+});
+
+test("npm start with the real node: the student assigned Jupyter opens it at its own port", async () => {
+  const [user] = Object.entries(platform.assigned).find(([, template]) => template === "jupyter") ?? [];
+  assert.ok(user, "a student is assigned Jupyter");
+  const url = platform.templates.jupyter;
+  assert.ok(url);
+  const landed = await signInAndWait(url, user, "#notebook_list");
+  assert.equal(new URL(landed).origin, new URL(url).origin);
+});
