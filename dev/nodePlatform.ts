@@ -180,6 +180,8 @@ export async function helmInstall(opts: {
     {
       env: {
         PATH: process.env.PATH,
+        // helm's Kubernetes client caches discovery under $HOME/.kube: keep it out of the repository.
+        HOME: opts.dir,
         KUBECONFIG: opts.kubeconfig,
         HELM_CACHE_HOME: join(opts.dir, "helm", "cache"),
         HELM_CONFIG_HOME: join(opts.dir, "helm", "config"),
