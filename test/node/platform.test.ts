@@ -239,11 +239,19 @@ test("deploy/README.md's install section runs the platform's own image: every co
   );
 });
 
+/** A fresh browser profile; beside the other tests on 2 cores a navigation may take over 30 s. */
+async function newContext(options: Parameters<Browser["newContext"]>[0] = {}): Promise<BrowserContext> {
+  const context = await browser.newContext(options);
+  context.setDefaultNavigationTimeout(120_000);
+  context.setDefaultTimeout(60_000);
+  return context;
+}
+
 /** Signs in at the local provider as `name`, starting from `url`; returns the page once back. */
 async function signIn(context: BrowserContext, url: string, name: string): Promise<Page> {
   const page = await context.newPage();
   await page.goto(url, { waitUntil: "domcontentloaded" });
-  await page.waitForSelector("input[name=name]", { timeout: 30_000 });
+  await page.waitForSelector("input[name=name]", { timeout: 60_000 });
   assert.ok(page.url().startsWith(idp.issuer), `on the provider's login page: ${page.url()}`);
   await page.fill("input[name=name]", name);
   await Promise.all([
@@ -303,7 +311,7 @@ async function environmentPod(user: string): Promise<V1Pod> {
 
 test("a student signs in, waits on the starting page, runs a cell in their own Jupyter; another student cannot see it; idle culling stops it and the next visit starts it with the notebook kept", async () => {
   const url = `http://jupyter.${DOMAIN}/`;
-  const alice = await browser.newContext();
+  const alice = await newContext();
   const signedIn = Date.now();
   const page = await signIn(alice, url, "alice");
   // Auto-provisioning created her Userland at sign-in: the proxy shows it starting.
@@ -341,7 +349,7 @@ test("a student signs in, waits on the starting page, runs a cell in their own J
   await shot(page, "jupyter-cell.png");
 
   // Dave, on another browser profile, gets his own Jupyter: alice's notebook is not in it.
-  const dave = await browser.newContext();
+  const dave = await newContext();
   const davePage = await signIn(dave, url, "dave");
   await expectOnPage(davePage, "#notebook_list", "dave's Jupyter", 180_000);
   const listing = await jupyterApi(davePage, "GET", "/api/contents/work");
@@ -416,7 +424,7 @@ test("rotating the session key as the guide says logs nobody out, and the proxy 
   await still.close();
 
   // A new sign-in is signed with the new key, and the proxy (not restarted) accepts it.
-  const fresh = await browser.newContext();
+  const fresh = await newContext();
   const page = await signIn(fresh, url, "alice");
   await expectOnPage(page, "#notebook_list", "alice's new session accepted by the proxy", 60_000);
   const newKid = await sessionKid(fresh);
@@ -448,7 +456,7 @@ test("a student runs SQL in phpMyAdmin on their own MariaDB; another student's d
     await page.click("#button_submit_query");
   }
 
-  const bob = await browser.newContext();
+  const bob = await newContext();
   const page = await signIn(bob, url, "bob");
   await expectOnPage(page, "#pma_navigation", "phpMyAdmin", 240_000);
   await runSql(
@@ -459,7 +467,7 @@ test("a student runs SQL in phpMyAdmin on their own MariaDB; another student's d
   await shot(page, "phpmyadmin-sql.png");
   await bob.close();
 
-  const eve = await browser.newContext();
+  const eve = await newContext();
   const evePage = await signIn(eve, url, "eve");
   await expectOnPage(evePage, "#pma_navigation", "eve's phpMyAdmin", 240_000);
   await runSql(evePage, "SELECT * FROM notes;");
@@ -475,7 +483,7 @@ test("a student runs SQL in phpMyAdmin on their own MariaDB; another student's d
 test("a student opens a terminal in VS Code (code-server) and runs a command in their own container", async () => {
   const url = `http://code-server.${DOMAIN}/`;
   await createUserland(NAMESPACE, userlandNameFor("carol"), "carol", "code-server", true);
-  const carol = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const carol = await newContext({ viewport: { width: 1280, height: 800 } });
   const page = await signIn(carol, url, "carol");
   await expectOnPage(page, ".monaco-workbench", "VS Code's workbench", 240_000);
   // A new terminal from the command palette, as a student finds it; its shell talks over a WebSocket.

@@ -56,8 +56,9 @@ async function signInAndWait(url: string, name: string, selector: string): Promi
   const context = await browser.newContext();
   try {
     const page = await context.newPage();
+    page.setDefaultNavigationTimeout(120_000);
     await page.goto(url, { waitUntil: "domcontentloaded" });
-    await page.waitForSelector("input[name=name]", { timeout: 30_000 });
+    await page.waitForSelector("input[name=name]", { timeout: 60_000 });
     assert.ok(
       page.url().startsWith(platform.identityProviderUrl),
       `the local provider's form: ${page.url()}`,
