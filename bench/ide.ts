@@ -29,6 +29,7 @@ import {
   localTemplates,
   machineValues,
   startLoginProvider,
+  waitForPlatformReady,
 } from "../dev/nodePlatform.ts";
 import { k8s } from "../lib/kube.ts";
 import { KubeRest, paths } from "../lib/kubeRest.ts";
@@ -157,15 +158,7 @@ try {
       namespace: NAMESPACE,
       values: [guideValues(idp, "userland-oidc"), machineValues(), { image: { repository, tag } }],
     });
-    for (;;) {
-      const deployments = (await apps.listNamespacedDeployment({ namespace: NAMESPACE })).items;
-      if (
-        deployments.length === 4 &&
-        deployments.every((d) => (d.status?.readyReplicas ?? 0) >= (d.spec?.replicas ?? 1))
-      )
-        break;
-      await new Promise((r) => setTimeout(r, 500));
-    }
+    await waitForPlatformReady(apps, NAMESPACE);
   });
   for (const template of templates) {
     await rest.create(paths.namespaced("userland.dev", "v1alpha1", "templates", NAMESPACE), {

@@ -14,8 +14,9 @@ import { execFile } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import type { CoreV1Api } from "@kubernetes/client-node";
+import type { AppsV1Api, CoreV1Api } from "@kubernetes/client-node";
 import { repoRoot } from "../cluster/controlPlane.ts";
+import { waitFor } from "../cluster/processes.ts";
 import { MACHINE_HOST, NODE_IP, POD_CIDR, SERVICE_CIDR } from "../cluster/addresses.ts";
 import { REAL_NODE_LABEL } from "../cluster/node/config.ts";
 import { onRealNode } from "../cluster/node/addons.ts";
@@ -191,4 +192,19 @@ export async function helmInstall(opts: {
   ).catch((error: unknown) => {
     throw new Error(`helm install: ${(error as { stderr?: string }).stderr ?? String(error)}`);
   });
+}
+
+/** Waits until the chart's four Deployments have every replica Ready. */
+export function waitForPlatformReady(apps: AppsV1Api, namespace: string, timeoutMs = 300_000): Promise<void> {
+  return waitFor(
+    `every component in ${namespace} to be Ready`,
+    async () => {
+      const deployments = (await apps.listNamespacedDeployment({ namespace })).items;
+      return (
+        deployments.length === 4 &&
+        deployments.every((d) => (d.status?.readyReplicas ?? 0) >= (d.spec?.replicas ?? 1))
+      );
+    },
+    timeoutMs,
+  );
 }

@@ -25,6 +25,7 @@ import {
   machineValues,
   serviceAddress,
   startLoginProvider,
+  waitForPlatformReady,
 } from "./nodePlatform.ts";
 
 export const REAL_PLATFORM_NAMESPACE = "ide";
@@ -48,14 +49,6 @@ export interface RealPlatform {
 const DEFAULT_TEMPLATE = "code-server";
 const OTHER_TEMPLATES = ["jupyter", "phpmyadmin"];
 const ASSIGNED: Record<string, string> = { ada: "jupyter", grace: "phpmyadmin" };
-
-async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 500));
-  }
-}
 
 export async function startRealPlatform(opts: {
   dir: string;
@@ -134,17 +127,7 @@ export async function startRealPlatform(opts: {
         { auth: { replicas: 1 }, proxy: { replicas: 1 } },
       ],
     });
-    await waitFor(
-      "every component to be Ready",
-      async () => {
-        const deployments = (await apps.listNamespacedDeployment({ namespace })).items;
-        return (
-          deployments.length === 4 &&
-          deployments.every((d) => (d.status?.readyReplicas ?? 0) >= (d.spec?.replicas ?? 1))
-        );
-      },
-      300_000,
-    );
+    await waitForPlatformReady(apps, namespace);
     for (const template of templates) {
       await rest.create(paths.namespaced("userland.dev", "v1alpha1", "templates", namespace), template);
     }
