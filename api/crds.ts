@@ -15,6 +15,14 @@ import {
 } from "./v1alpha1/index.ts";
 import { toOpenAPI, type TSchema } from "./v1alpha1/schema.ts";
 
+/**
+ * The category both CRDs belong to: `kubectl get userland-all` lists Templates and Userlands together.
+ * It must be no kind's name, plural, singular or short name: kubectl expands a category before a
+ * resource name, so a category named `userland` made `kubectl get userland NAME` fail ("you must
+ * specify only one resource") and `kubectl delete userland --all` delete Templates too.
+ */
+export const CATEGORY = "userland-all";
+
 interface ResourceDefinition {
   kind: string;
   plural: string;
@@ -90,7 +98,7 @@ function crd(def: ResourceDefinition): V1CustomResourceDefinition {
         plural: def.plural,
         singular: def.singular,
         shortNames: def.shortNames,
-        categories: ["userland"],
+        categories: [CATEGORY],
       },
       versions: [
         {
