@@ -12,7 +12,7 @@ import type {
   V1ServicePort,
 } from "@kubernetes/client-node";
 import { childNames, LABELS, MANAGED_BY, shortHash, type ChildNames } from "../api/naming.ts";
-import { API_VERSION, type Template, type Userland } from "../api/v1alpha1/index.ts";
+import { API_VERSION, SERVICE_EXTERNAL_FIELDS, type Template, type Userland } from "../api/v1alpha1/index.ts";
 import { DESIRED_HASH_ANNOTATION, desiredHash } from "./compare.ts";
 
 /** The exact Userland name on every child (label values are limited to 63 characters). */
@@ -114,15 +114,18 @@ export function desiredChildren(userland: Userland, template: Template): Desired
     },
   };
 
-  const ports = servicePorts(template, podSpec);
-  const serviceSpec = structuredClone<NonNullable<V1Service["spec"]>>(template.spec.service ?? {});
+  // Always ClusterIP with no external address: students reach environments only through the proxy.
+  // The CRD refuses these fields; a Template stored before that rule may still carry them.
+  const ports = servicePorts(template, podSpec).map(({ nodePort: _nodePort, ...port }) => port);
+  const serviceSpec = structuredClone(template.spec.service ?? {}) as Record<string, unknown>;
+  for (const field of SERVICE_EXTERNAL_FIELDS) delete serviceSpec[field];
   const service: V1Service = {
     apiVersion: "v1",
     kind: "Service",
     metadata: meta(names.service),
     spec: {
       ...serviceSpec,
-      type: serviceSpec.type ?? "ClusterIP",
+      type: "ClusterIP",
       ports,
       selector: { [LABELS.instance]: names.deployment },
     },

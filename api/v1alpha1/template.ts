@@ -76,6 +76,40 @@ export const TemplateVolumeSchema = Type.Object({
   ),
 });
 
+/** How students reach environments: only through the proxy, which signs them in first. */
+const PROXY_ONLY = "students reach environments only through the proxy";
+
+/**
+ * Service fields that would give each student's environment an address outside the proxy (and its
+ * authentication), or that only such Services use. Each is refused at admission with its own
+ * message; the operator drops them too (operator/desired.ts), for Templates stored before this rule.
+ */
+export const SERVICE_EXTERNAL_FIELDS = [
+  "externalIPs",
+  "loadBalancerIP",
+  "loadBalancerSourceRanges",
+  "loadBalancerClass",
+  "externalName",
+  "externalTrafficPolicy",
+  "healthCheckNodePort",
+  "allocateLoadBalancerNodePorts",
+] as const;
+
+const serviceValidations = [
+  {
+    rule: "!has(self.type) || self.type == 'ClusterIP'",
+    fieldPath: ".type",
+    message: `${PROXY_ONLY}: remove spec.service.type NodePort/LoadBalancer/ExternalName (only ClusterIP is allowed; the operator sets it)`,
+  },
+  ...SERVICE_EXTERNAL_FIELDS.map((field) => ({
+    rule: `!has(self.${field})`,
+    fieldPath: `.${field}`,
+    message: `${PROXY_ONLY}: remove spec.service.${field} (it only applies to Services reachable from outside the cluster)`,
+  })),
+];
+
+const stringList = { type: "array", items: { type: "string" } };
+
 export const TemplateSpecSchema = Type.Object({
   displayName: Type.Optional(
     Type.String({ maxLength: 100, description: "Shown to students on start pages." }),
@@ -86,8 +120,20 @@ export const TemplateSpecSchema = Type.Object({
   template: PodTemplateSpecSchema,
   service: Type.Optional(
     Embedded<V1ServiceSpec>({
-      description: "The per-user Service (core/v1 ServiceSpec); the operator sets its selector and type.",
+      description:
+        "The per-user Service (core/v1 ServiceSpec); the operator sets its selector and type. Always ClusterIP: type NodePort, LoadBalancer or ExternalName, externalIPs and the load-balancer fields are refused, so students reach environments only through the proxy.",
+      "x-kubernetes-validations": serviceValidations,
       properties: {
+        // Declared so the rules above can see them (CEL cannot read preserved unknown fields).
+        type: { type: "string" },
+        externalIPs: stringList,
+        loadBalancerIP: { type: "string" },
+        loadBalancerSourceRanges: stringList,
+        loadBalancerClass: { type: "string" },
+        externalName: { type: "string" },
+        externalTrafficPolicy: { type: "string" },
+        healthCheckNodePort: { type: "integer", format: "int32" },
+        allocateLoadBalancerNodePorts: { type: "boolean" },
         ports: {
           type: "array",
           minItems: 1,

@@ -9,7 +9,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { childNames } from "../../api/naming.ts";
-import type { Userland } from "../../api/v1alpha1/index.ts";
+import type { V1Service } from "@kubernetes/client-node";
+import type { Template, Userland } from "../../api/v1alpha1/index.ts";
 import { KubeError } from "../../lib/kubeRest.ts";
 import { eventually, testNamespace } from "../support/cluster.ts";
 import { startOperator } from "../support/operator.ts";
@@ -19,7 +20,9 @@ import {
   createUserland,
   getDeployment,
   getUserland,
+  patchTemplate,
   patchUserland,
+  servicesPath,
   simpleTemplateSpec,
   templatesPath,
   userlandsPath,
@@ -316,9 +319,64 @@ test("malformed CRD objects are refused with clear messages; the operator keeps 
       /reclaimPolicy/,
     ],
   ];
+  // A Service students could reach without the proxy (and its sign-in): refused, field by field.
+  const svcPorts = [{ name: "http", port: 80, targetPort: 8080 }];
+  const exposed = (field: string) =>
+    new RegExp(
+      `spec\\.service\\.${field}: .*students reach environments only through the proxy: remove spec\\.service\\.${field}`,
+    );
+  const exposedServices: [string, Record<string, unknown>, string][] = [
+    ["type NodePort", { type: "NodePort" }, "type"],
+    ["type LoadBalancer", { type: "LoadBalancer" }, "type"],
+    ["type ExternalName", { type: "ExternalName", externalName: "evil.example" }, "type"],
+    ["externalIPs", { externalIPs: ["203.0.113.7"] }, "externalIPs"],
+    ["ClusterIP and externalIPs", { type: "ClusterIP", externalIPs: ["203.0.113.7"] }, "externalIPs"],
+    ["loadBalancerIP", { loadBalancerIP: "203.0.113.8" }, "loadBalancerIP"],
+    ["loadBalancerSourceRanges", { loadBalancerSourceRanges: ["0.0.0.0/0"] }, "loadBalancerSourceRanges"],
+    ["externalName", { externalName: "evil.example" }, "externalName"],
+    ["externalTrafficPolicy", { externalTrafficPolicy: "Local" }, "externalTrafficPolicy"],
+  ];
+  for (const [what, fields, field] of exposedServices) {
+    badTemplates.push([
+      `a Service with ${what}`,
+      template(`svc-${field.toLowerCase().slice(0, 16)}-${badTemplates.length}`, {
+        template: pod,
+        service: { ...fields, ports: svcPorts },
+      }),
+      422,
+      exposed(field),
+    ]);
+  }
   for (const [what, body, code, pattern] of badTemplates) {
     row(`Template with ${what}: ${code}`, () => refused(templatesPath(ns), body, code, pattern));
   }
+  row("a Service of type ClusterIP, or with no type: accepted", async () => {
+    for (const [name, service] of [
+      ["svc-clusterip", { type: "ClusterIP", ports: svcPorts }],
+      ["svc-no-type", { ports: svcPorts, sessionAffinity: "ClientIP" }],
+    ] as const) {
+      await rest.create(templatesPath(ns), template(name, { template: pod, service }));
+    }
+  });
+  row("updating a Template's Service to NodePort, LoadBalancer or externalIPs: 422, unchanged", async () => {
+    await createTemplate(ns, "svc-update", { template: pod, service: { ports: svcPorts } });
+    for (const [service, field] of [
+      [{ type: "NodePort" }, "type"],
+      [{ type: "LoadBalancer" }, "type"],
+      [{ externalIPs: ["203.0.113.7"] }, "externalIPs"],
+      [{ loadBalancerIP: "203.0.113.8" }, "loadBalancerIP"],
+    ] as const) {
+      await assert.rejects(patchTemplate(ns, "svc-update", { spec: { service } }), (e: Error) => {
+        assert.ok(e instanceof KubeError && e.code === 422, e.message);
+        assert.match(e.message, exposed(field));
+        return true;
+      });
+    }
+    const stored = (await rest.get<Template>(templatesPath(ns, "svc-update"))).spec.service ?? {};
+    assert.deepEqual(stored, { ports: svcPorts }, "nothing stored");
+    await createUserland(ns, "svc-user", "svc-user", "svc-update");
+    await waitForPhase(ns, "svc-user", "Ready");
+  });
   row(
     'a 1.6 MiB Template (over etcd\'s object limit): refused by the API server (500 "request is too large"), nothing stored',
     async () => {
@@ -371,6 +429,16 @@ test("malformed CRD objects are refused with clear messages; the operator keeps 
       assert.ok(ready?.leader && ready.synced, JSON.stringify(ready));
       await createUserland(ns, "still-works", "still-works", "code");
       await waitForPhase(ns, "still-works", "Ready");
+      const services = await rest.list<V1Service>(servicesPath(ns));
+      assert.ok(services.items.length > 0);
+      for (const s of services.items) {
+        assert.equal(s.spec?.type, "ClusterIP", `${s.metadata?.name} is only reachable in the cluster`);
+        assert.equal(s.spec?.externalIPs, undefined, `${s.metadata?.name} has no external IPs`);
+        assert.ok(
+          s.spec?.ports?.every((p) => p.nodePort === undefined),
+          `${s.metadata?.name}: no node port`,
+        );
+      }
       assert.doesNotMatch(operator.logs(), /uncaught|unhandled|FATAL/i);
     },
   );
