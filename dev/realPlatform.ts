@@ -14,11 +14,12 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { userlandNameFor } from "../api/naming.ts";
-import { buildPlatformImage, importImage } from "../cluster/node/images.ts";
+import { buildPlatformImage, importImage, repositoryAndTag } from "../cluster/node/images.ts";
 import { Relays } from "../cluster/node/relay.ts";
 import { startRealCluster, type RealCluster } from "../cluster/realCluster.ts";
 import { k8s } from "../lib/kube.ts";
 import { KubeRest, paths } from "../lib/kubeRest.ts";
+import type { DevIdentityProvider } from "./identity-provider.ts";
 import {
   helmInstall,
   localTemplates,
@@ -47,7 +48,8 @@ export interface RealPlatform {
 }
 
 const DEFAULT_TEMPLATE = "code-server";
-const OTHER_TEMPLATES = ["jupyter", "phpmyadmin"];
+/** Where each Template is served, as an offset from the base port (the default at the base itself). */
+const TEMPLATE_PORT_OFFSETS: Record<string, number> = { [DEFAULT_TEMPLATE]: 0, jupyter: 4, phpmyadmin: 5 };
 const ASSIGNED: Record<string, string> = { ada: "jupyter", grace: "phpmyadmin" };
 
 export async function startRealPlatform(opts: {
@@ -58,7 +60,10 @@ export async function startRealPlatform(opts: {
   const { base, log } = opts;
   const cluster: RealCluster = await startRealCluster(opts.dir, log);
   const relays = Relays.into(cluster.node.namespacePid);
+  let idp: DevIdentityProvider | undefined;
+  // Also after a failed start: npm start then runs the demo on the same ports.
   const stop = async () => {
+    await idp?.close();
     await relays.close().catch(() => undefined);
     await cluster.stop();
   };
@@ -69,13 +74,17 @@ export async function startRealPlatform(opts: {
     const rest = new KubeRest(kc);
     const containerd = { ctr: join(binDir, "ctr"), socket: node.containerdSocket };
     const local = (port: number) => `http://127.0.0.1:${port}`;
+    const templatePorts = Object.entries(TEMPLATE_PORT_OFFSETS).map(([t, offset]): [string, number] => [
+      t,
+      base + offset,
+    ]);
 
     log("[platform] building (or finding cached) the platform image and the IDE images…");
     const image = await buildPlatformImage();
     await importImage(containerd.ctr, containerd.socket, image);
     const templates = await localTemplates(containerd);
 
-    const idp = await startLoginProvider(relays, {
+    idp = await startLoginProvider(relays, {
       port: base + 3,
       redirectUris: [`${local(base + 1)}/callback/oidc`],
     });
@@ -87,7 +96,6 @@ export async function startRealPlatform(opts: {
         body: { metadata: { name: "userland-oidc" }, stringData: { "client-secret": idp.clientSecret } },
       })
       .catch(() => undefined);
-    const templateHosts = OTHER_TEMPLATES.map((t, i) => `127.0.0.1:${base + 4 + i}=${t}`);
     log("[platform] helm install…");
     mkdirSync(opts.dir, { recursive: true });
     await helmInstall({
@@ -98,19 +106,13 @@ export async function startRealPlatform(opts: {
       values: [
         machineValues({ provisionTemplate: DEFAULT_TEMPLATE }),
         {
-          image: {
-            repository: image.ref.slice(0, image.ref.lastIndexOf(":")),
-            tag: image.ref.slice(image.ref.lastIndexOf(":") + 1),
-          },
+          image: repositoryAndTag(image),
           // Every host is 127.0.0.1 with a port of its own (cookies ignore ports): no Ingress.
           baseDomain: "127.0.0.1",
           ingress: { enabled: false },
           auth: {
             publicUrl: local(base + 1),
-            extraRedirectHosts: [
-              `127.0.0.1:${base}`,
-              ...OTHER_TEMPLATES.map((_, i) => `127.0.0.1:${base + 4 + i}`),
-            ],
+            extraRedirectHosts: templatePorts.map(([, port]) => `127.0.0.1:${port}`),
             defaultRedirect: `${local(base)}/`,
             oidc: {
               issuer: idp.issuer,
@@ -119,12 +121,18 @@ export async function startRealPlatform(opts: {
             },
             provision: { enabled: true, template: DEFAULT_TEMPLATE },
           },
-          proxy: { defaultTemplate: DEFAULT_TEMPLATE, hostTemplates: templateHosts },
-          // One replica each is plenty on one machine.
+          proxy: {
+            defaultTemplate: DEFAULT_TEMPLATE,
+            hostTemplates: templatePorts.map(([t, port]) => `127.0.0.1:${port}=${t}`),
+          },
+        },
+        // One replica each is plenty on one machine.
+        {
           operator: { replicas: 1 },
           userManager: { replicas: 1 },
+          auth: { replicas: 1 },
+          proxy: { replicas: 1 },
         },
-        { auth: { replicas: 1 }, proxy: { replicas: 1 } },
       ],
     });
     await waitForPlatformReady(apps, namespace);
@@ -141,16 +149,13 @@ export async function startRealPlatform(opts: {
     }
 
     const proxy = await serviceAddress(core, namespace, "proxy");
-    for (const port of [base, base + 4, base + 5]) await relays.expose(proxy, port);
+    for (const [, port] of templatePorts) await relays.expose(proxy, port);
     await relays.expose(await serviceAddress(core, namespace, "auth"), base + 1);
     await relays.expose(await serviceAddress(core, namespace, "user-manager"), base + 2);
 
     return {
       url: `${local(base)}/`,
-      templates: Object.fromEntries<string>([
-        [DEFAULT_TEMPLATE, `${local(base)}/`],
-        ...OTHER_TEMPLATES.map((t, i): [string, string] => [t, `${local(base + 4 + i)}/`]),
-      ]),
+      templates: Object.fromEntries(templatePorts.map(([t, port]) => [t, `${local(port)}/`])),
       assigned: ASSIGNED,
       authUrl: local(base + 1),
       userManagerUrl: local(base + 2),
@@ -158,10 +163,7 @@ export async function startRealPlatform(opts: {
       namespace,
       kubeconfig: cluster.controlPlane.kubeconfigPath,
       binDir,
-      stop: async () => {
-        await idp.close();
-        await stop();
-      },
+      stop,
     };
   } catch (error) {
     await stop();

@@ -17,6 +17,12 @@ export interface BuiltImage {
   archive: string;
 }
 
+/** The repository and tag of a built image, as a chart's `image` values name them. */
+export function repositoryAndTag(image: BuiltImage): { repository: string; tag: string } {
+  const colon = image.ref.lastIndexOf(":");
+  return { repository: image.ref.slice(0, colon), tag: image.ref.slice(colon + 1) };
+}
+
 /**
  * Builds (or finds cached) the named images; `env` passes inputs such as COREDNS_BIN. NODE_BIN,
  * for the Node-based images, defaults to the Node 24 the project installs (as in platform.sh).
@@ -57,7 +63,7 @@ async function runImageBuild(
 
 /** Imports an archive into containerd's CRI namespace as exactly `image.ref`. */
 export async function importImage(ctr: string, socket: string, image: BuiltImage): Promise<void> {
-  const base = image.ref.slice(0, image.ref.lastIndexOf(":"));
+  const base = repositoryAndTag(image).repository;
   await execFileAsync(
     ctr,
     ["--address", socket, "--namespace", "k8s.io", "images", "import", "--base-name", base, image.archive],
