@@ -19,7 +19,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { userlandNameFor } from "../api/naming.ts";
 import type { Template } from "../api/v1alpha1/index.ts";
 import { repoRoot } from "../cluster/controlPlane.ts";
-import { buildPlatformImage, importImage } from "../cluster/node/images.ts";
+import { buildPlatformImage, importImage, repositoryAndTag } from "../cluster/node/images.ts";
 import { Relays } from "../cluster/node/relay.ts";
 import {
   NODE_PLATFORM_DOMAIN,
@@ -33,6 +33,7 @@ import {
 } from "../dev/nodePlatform.ts";
 import { k8s } from "../lib/kube.ts";
 import { KubeRest, paths } from "../lib/kubeRest.ts";
+import { timePodsReady } from "./pods.ts";
 import { percentile } from "./stats.ts";
 import { startRealCluster } from "../cluster/realCluster.ts";
 import { StudentClient } from "./studentClient.ts";
@@ -101,19 +102,23 @@ async function platformPods(): Promise<V1Pod[]> {
   ).items;
 }
 
-/** Samples every platform pod's memory every 500 ms until stopped; returns the peaks by component. */
-function sampleMemory(): { stop(): Promise<Map<string, number>> } {
-  const peaks = new Map<string, number>();
+/** Records each platform pod's memory into `peaks` (by component) where it is higher. */
+async function samplePlatformMemory(peaks: Map<string, number>): Promise<void> {
+  // A failed listing (the API server busy in the rush) just skips one sample.
+  const pods = await platformPods().catch(() => []);
+  for (const pod of pods) {
+    const component = pod.metadata?.labels?.["app.kubernetes.io/component"] ?? "?";
+    const bytes = podMemory(pod.metadata?.uid ?? "");
+    if (bytes !== undefined) peaks.set(component, Math.max(peaks.get(component) ?? 0, bytes));
+  }
+}
+
+/** Samples every platform pod's memory into `peaks` every 500 ms until stopped. */
+function sampleMemory(peaks: Map<string, number>): { stop(): Promise<void> } {
   let running = true;
   const loop = (async () => {
     while (running) {
-      // A failed listing (the API server busy in the rush) just skips one sample.
-      const pods = await platformPods().catch(() => []);
-      for (const pod of pods) {
-        const component = pod.metadata?.labels?.["app.kubernetes.io/component"] ?? "?";
-        const bytes = podMemory(pod.metadata?.uid ?? "");
-        if (bytes !== undefined) peaks.set(component, Math.max(peaks.get(component) ?? 0, bytes));
-      }
+      await samplePlatformMemory(peaks);
       await new Promise((r) => setTimeout(r, 500));
     }
   })();
@@ -121,7 +126,6 @@ function sampleMemory(): { stop(): Promise<Map<string, number>> } {
     async stop() {
       running = false;
       await loop;
-      return peaks;
     },
   };
 }
@@ -146,17 +150,13 @@ try {
     namespace: NAMESPACE,
     body: { metadata: { name: "userland-oidc" }, stringData: { "client-secret": idp.clientSecret } },
   });
-  const [repository, tag] = [
-    image.ref.slice(0, image.ref.lastIndexOf(":")),
-    image.ref.slice(image.ref.lastIndexOf(":") + 1),
-  ];
   await timed("helm install → every component Ready", async () => {
     await helmInstall({
       binDir,
       kubeconfig: cluster.controlPlane.kubeconfigPath,
       dir: join(work, "helm"),
       namespace: NAMESPACE,
-      values: [guideValues(idp, "userland-oidc"), machineValues(), { image: { repository, tag } }],
+      values: [guideValues(idp, "userland-oidc"), machineValues(), { image: repositoryAndTag(image) }],
     });
     await waitForPlatformReady(apps, NAMESPACE);
   });
@@ -168,10 +168,7 @@ try {
   }
   const hosts = await exposePlatform(relays, core, NAMESPACE);
   const idle = new Map<string, number>();
-  for (const pod of await platformPods()) {
-    const component = pod.metadata?.labels?.["app.kubernetes.io/component"] ?? "?";
-    idle.set(component, Math.max(idle.get(component) ?? 0, podMemory(pod.metadata?.uid ?? "") ?? 0));
-  }
+  await samplePlatformMemory(idle);
 
   /** Requests that failed while students waited for their IDE (asked again, as the starting page does). */
   const retried: string[] = [];
@@ -221,39 +218,12 @@ try {
     return times.sort((a, b) => a - b);
   }
 
-  /** `n` bare Pods of the Template's pod spec at once: create → Ready, in ms. */
-  async function barePods(template: Template, n: number): Promise<number[]> {
-    const namespace = `bare-${template.metadata.name}-${n}`;
-    await core.createNamespace({ body: { metadata: { name: namespace } } });
+  /** `n` bare Pods of the Template's pod spec at once (emptyDir for its volumes): create → Ready, in ms. */
+  function barePods(template: Template, n: number): Promise<number[]> {
     const spec = structuredClone(template.spec.template.spec);
     if (!spec) throw new Error(`${template.metadata.name}: no pod spec`);
     spec.volumes = (template.spec.volumes ?? []).map((v) => ({ name: v.name, emptyDir: {} }));
-    const created = new Map<string, number>();
-    await Promise.all(
-      Array.from({ length: n }, async (_, i) => {
-        created.set(`p${i}`, performance.now());
-        await core.createNamespacedPod({
-          namespace,
-          body: { metadata: { name: `p${i}` }, spec: spec },
-        });
-      }),
-    );
-    const ready = new Map<string, number>();
-    while (ready.size < n) {
-      for (const pod of (await core.listNamespacedPod({ namespace })).items) {
-        const name = pod.metadata?.name ?? "";
-        if (
-          !ready.has(name) &&
-          pod.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")
-        )
-          ready.set(name, performance.now());
-      }
-      await new Promise((r) => setTimeout(r, 200));
-    }
-    await core.deleteNamespace({ name: namespace });
-    while ((await core.listNamespacedPod({ namespace })).items.length > 0)
-      await new Promise((r) => setTimeout(r, 1000));
-    return [...ready].map(([name, at]) => at - (created.get(name) ?? at)).sort((a, b) => a - b);
+    return timePodsReady(core, `bare-${template.metadata.name}-${n}`, n, spec);
   }
 
   const rows: string[] = [];
@@ -263,10 +233,8 @@ try {
     console.error(`[bench] ${name}: 1 student`);
     const one = await rush(name, 1, "one");
     console.error(`[bench] ${name}: ${count} students at once`);
-    const sampler = sampleMemory();
+    const sampler = sampleMemory(peaks);
     const many = await rush(name, count, "many").finally(() => sampler.stop());
-    for (const [component, bytes] of await sampler.stop())
-      peaks.set(component, Math.max(peaks.get(component) ?? 0, bytes));
     const bareOne = await barePods(template, 1);
     const bareMany = await barePods(template, count);
     const row = (label: string, students: number[], bare: number[]) =>

@@ -6,12 +6,13 @@
  * Baseline: the same pods on a kwok node, where nothing runs (what the control plane alone costs:
  * scheduling and status updates), side by side with the real node's numbers.
  */
-import type { V1Pod } from "@kubernetes/client-node";
+import type { V1PodSpec } from "@kubernetes/client-node";
 import { join } from "node:path";
 import { repoRoot } from "../cluster/controlPlane.ts";
 import { onRealNode } from "../cluster/node/addons.ts";
 import { k8s } from "../lib/kube.ts";
 import { startRealCluster } from "../cluster/realCluster.ts";
+import { timePodsReady } from "./pods.ts";
 import { percentile } from "./stats.ts";
 
 const count = Number(process.argv[2] ?? 20);
@@ -25,56 +26,28 @@ process.on("SIGINT", () => void cluster.stop().then(() => process.exit(130)));
 const { node: info, nodeStartMs } = cluster;
 const core = cluster.kc.makeApiClient(k8s.CoreV1Api);
 
-function pod(name: string, real: boolean): V1Pod {
+function podSpec(real: boolean): V1PodSpec {
   return {
-    metadata: { name },
-    spec: {
-      ...(real ? onRealNode : {}),
-      terminationGracePeriodSeconds: 0,
-      containers: [
-        {
-          name: "web",
-          image: info.images.tools ?? "",
-          imagePullPolicy: "Never",
-          command: [
-            "sh",
-            "-c",
-            "mkdir -p /tmp/www && echo ok > /tmp/www/index.html && exec busybox httpd -f -p 8080 -h /tmp/www",
-          ],
-          readinessProbe: { httpGet: { path: "/", port: 8080 }, periodSeconds: 1 },
-        },
-      ],
-    },
+    ...(real ? onRealNode : {}),
+    terminationGracePeriodSeconds: 0,
+    containers: [
+      {
+        name: "web",
+        image: info.images.tools ?? "",
+        imagePullPolicy: "Never",
+        command: [
+          "sh",
+          "-c",
+          "mkdir -p /tmp/www && echo ok > /tmp/www/index.html && exec busybox httpd -f -p 8080 -h /tmp/www",
+        ],
+        readinessProbe: { httpGet: { path: "/", port: 8080 }, periodSeconds: 1 },
+      },
+    ],
   };
 }
 
-/** Creates `n` pods at once; returns each one's create → Ready time in ms. */
-async function startPods(namespace: string, n: number, real: boolean): Promise<number[]> {
-  await core.createNamespace({ body: { metadata: { name: namespace } } });
-  const created = new Map<string, number>();
-  await Promise.all(
-    Array.from({ length: n }, async (_, i) => {
-      const name = `p${i}`;
-      created.set(name, Date.now());
-      await core.createNamespacedPod({ namespace, body: pod(name, real) });
-    }),
-  );
-  const ready = new Map<string, number>();
-  const deadline = Date.now() + 10 * 60_000;
-  while (ready.size < n) {
-    if (Date.now() > deadline) throw new Error(`${n - ready.size} pods not Ready after 10 minutes`);
-    for (const p of (await core.listNamespacedPod({ namespace })).items) {
-      const name = p.metadata?.name ?? "";
-      if (ready.has(name)) continue;
-      if (p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"))
-        ready.set(name, Date.now());
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  const times = [...ready].map(([name, at]) => at - (created.get(name) ?? at));
-  await core.deleteNamespace({ name: namespace });
-  return times.sort((a, b) => a - b);
-}
+const startPods = (namespace: string, n: number, real: boolean) =>
+  timePodsReady(core, namespace, n, podSpec(real));
 
 const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 

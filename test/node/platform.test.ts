@@ -32,6 +32,7 @@ import {
   localTemplates,
   machineValues,
   startLoginProvider,
+  waitForPlatformReady,
 } from "../../dev/nodePlatform.ts";
 import { k8s } from "../../lib/kube.ts";
 import { SESSION_COOKIE } from "../../lib/session.ts";
@@ -194,16 +195,7 @@ test("deploy/README.md's install section runs the platform's own image: every co
   const { kc } = await testCluster();
   const apps = kc.makeApiClient(k8s.AppsV1Api);
   const core = kc.makeApiClient(k8s.CoreV1Api);
-  await eventually(
-    "every component's Deployment to be available",
-    async () => {
-      const deployments = (await apps.listNamespacedDeployment({ namespace: NAMESPACE })).items;
-      const ready = deployments.filter((d) => (d.status?.readyReplicas ?? 0) >= (d.spec?.replicas ?? 1));
-      return deployments.length === COMPONENTS.length && ready.length === COMPONENTS.length;
-    },
-    300_000,
-    1000,
-  ).catch(async (error: unknown) => {
+  await waitForPlatformReady(apps, NAMESPACE).catch(async (error: unknown) => {
     const pods = (await core.listNamespacedPod({ namespace: NAMESPACE })).items;
     const states = pods.map(
       (p) => `${p.metadata?.name}: ${JSON.stringify(p.status?.containerStatuses?.[0]?.state)}`,
