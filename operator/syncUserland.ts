@@ -225,10 +225,12 @@ async function create<T extends Child>(
       );
     }
     if (statusCode(error) === 422 || statusCode(error) === 400) {
+      // Children come only from the Template, so their refusal is the Template's fault. It can
+      // arrive before the Template's own dry-run check has written PodTemplateValid=False.
       throw new Blocked(
         UserlandConditions.TemplateAvailable,
         "TemplateInvalid",
-        `the API server rejected the ${kind}: ${(error as Error).message}`,
+        `Template "${userland.spec.templateName}" is invalid: the API server rejected the ${kind}: ${(error as Error).message}`,
       );
     }
     throw error;
