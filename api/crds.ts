@@ -10,6 +10,7 @@ import {
   TemplateSpecSchema,
   TemplateStatusSchema,
   UserlandSpecSchema,
+  USERLAND_NAME_PATTERN,
   UserlandStatusSchema,
   VERSION,
 } from "./v1alpha1/index.ts";
@@ -68,7 +69,7 @@ const definitions: ResourceDefinition[] = [
     status: UserlandStatusSchema,
     rootValidations: [
       {
-        rule: "self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",
+        rule: `self.metadata.name.matches('${USERLAND_NAME_PATTERN}')`,
         message:
           "Userland names are lowercase letters, digits and '-' (no dots): they become part of Deployment and Service names",
       },

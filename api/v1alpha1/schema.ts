@@ -62,7 +62,10 @@ export const Conditions = Type.Array(Condition, {
   "x-kubernetes-list-map-keys": ["type"],
 });
 
-/** Turns a schema into plain JSON (drops TypeBox's symbol keys and `default` where Kubernetes forbids it). */
+/**
+ * Turns a schema into plain JSON: drops TypeBox's symbol keys. `default`s stay: structural schemas
+ * allow them, and the API server fills them in (e.g. Userland spec.enabled: true).
+ */
 export function toOpenAPI(schema: TSchema): Record<string, unknown> {
   return JSON.parse(JSON.stringify(schema)) as Record<string, unknown>;
 }

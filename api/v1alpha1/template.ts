@@ -10,6 +10,7 @@ import type {
   V1ResourceRequirements,
   V1ServiceSpec,
 } from "@kubernetes/client-node";
+import { DURATION_PATTERN } from "../duration.ts";
 import {
   Conditions,
   Embedded,
@@ -24,9 +25,6 @@ import {
 /** Template names become part of host names and Service names (DNS-1035 labels of 63 characters). */
 export const TEMPLATE_NAME_PATTERN = "^[a-z]([-a-z0-9]{0,22}[a-z0-9])?$";
 export const TEMPLATE_NAME_MAX = 24;
-
-/** Kubernetes duration syntax ("90s", "30m", "1h30m"). */
-export const DURATION_PATTERN = "^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$";
 
 export const PodTemplateSpecSchema = Type.Object(
   {

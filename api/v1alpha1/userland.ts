@@ -7,6 +7,13 @@ import { Conditions, StringEnum, Type, type Static } from "./schema.ts";
 import { TEMPLATE_NAME_PATTERN } from "./template.ts";
 
 /**
+ * Userland names become part of Deployment and Service names, which allow no dots: DNS-1123 labels
+ * (what the API server allows for object names, less the dots). The CRD refuses other names, so
+ * everything that accepts a Userland name checks this pattern too.
+ */
+export const USERLAND_NAME_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$";
+
+/**
  * Identities are sent to environments in the X-User header, so they are printable ASCII without
  * surrounding spaces; anything else is refused rather than silently rewritten (rewriting could make
  * two identities equal).
