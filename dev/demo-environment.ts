@@ -7,13 +7,39 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { WebSocketServer } from "ws";
+import { html, Html, pageDocument } from "../lib/html.ts";
 
 export interface DemoEnvironment {
   url: string;
   close(): Promise<void>;
 }
 
-const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+const style = `body{font:16px system-ui,sans-serif;margin:2rem;background:#10151f;color:#e8ecf3}
+code{background:#1d2533;padding:.1rem .3rem;border-radius:4px}
+#log{white-space:pre;background:#1d2533;padding:1rem;border-radius:8px;min-height:3rem}`;
+
+const echoScript = new Html(`<script>
+const log = (m) => (document.getElementById("log").textContent += m + "\\n");
+const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/echo");
+ws.onopen = () => log("connected"); ws.onmessage = (e) => log("echo: " + e.data); ws.onclose = () => log("closed");
+document.getElementById("ping").onclick = () => ws.send("hello from " + document.getElementById("owner").textContent);
+</script>`);
+
+function environmentPage(
+  owner: { userland: string; user: string; template: string },
+  received: string,
+): string {
+  return pageDocument({
+    title: `${owner.user}'s environment`,
+    style,
+    heading: html`Demo environment of <span id="owner">${owner.user}</span>`,
+    body: html`<p>Userland <code>${owner.userland}</code>, Template <code>${owner.template}</code>.</p>
+      <p>X-User received: <strong id="x-user">${received}</strong></p>
+      <p>This page stands in for an IDE. WebSocket echo: <button id="ping">send</button></p>
+      <div id="log"></div>`,
+    end: echoScript,
+  });
+}
 
 export async function startDemoEnvironment(owner: {
   userland: string;
@@ -29,20 +55,7 @@ export async function startDemoEnvironment(owner: {
         .end(JSON.stringify({ ...owner, xUser: received, path: req.url }));
       return;
     }
-    res.writeHead(200, { "content-type": "text/html; charset=utf-8" })
-      .end(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escape(owner.user)}'s environment</title>
-<style>body{font:16px system-ui,sans-serif;margin:2rem;background:#10151f;color:#e8ecf3}code{background:#1d2533;padding:.1rem .3rem;border-radius:4px}
-#log{white-space:pre;background:#1d2533;padding:1rem;border-radius:8px;min-height:3rem}</style></head><body>
-<h1>Demo environment of <span id="owner">${escape(owner.user)}</span></h1>
-<p>Userland <code>${escape(owner.userland)}</code>, Template <code>${escape(owner.template)}</code>.</p>
-<p>X-User received: <strong id="x-user">${escape(received)}</strong></p>
-<p>This page stands in for an IDE. WebSocket echo: <button id="ping">send</button></p><div id="log"></div>
-<script>
-const log = (m) => (document.getElementById("log").textContent += m + "\\n");
-const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/echo");
-ws.onopen = () => log("connected"); ws.onmessage = (e) => log("echo: " + e.data); ws.onclose = () => log("closed");
-document.getElementById("ping").onclick = () => ws.send("hello from " + document.getElementById("owner").textContent);
-</script></body></html>`);
+    res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(environmentPage(owner, received));
   });
   const wss = new WebSocketServer({ server });
   wss.on("connection", (socket, req) => {

@@ -7,6 +7,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { exportJWK, generateKeyPair } from "jose";
 import Provider from "oidc-provider";
+import { html, pageDocument } from "../lib/html.ts";
 
 export interface DevIdentityProvider {
   issuer: string;
@@ -15,23 +16,28 @@ export interface DevIdentityProvider {
   close(): Promise<void>;
 }
 
-const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-
-function loginPage(uid: string, error = ""): string {
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
-<title>Sign in — local development</title>
-<style>body{font:16px system-ui,sans-serif;background:#f4f5f7;margin:0;display:grid;place-items:center;min-height:100vh}
+const style = `body{font:16px system-ui,sans-serif;background:#f4f5f7;margin:0;display:grid;place-items:center;min-height:100vh}
 main{background:#fff;padding:2rem 2.5rem;border-radius:12px;box-shadow:0 2px 12px #0002;max-width:26rem}
 .warn{background:#fff3cd;border:1px solid #e0c36a;padding:.6rem .8rem;border-radius:6px;font-size:.9rem}
 input{font:inherit;padding:.5rem;width:100%;box-sizing:border-box;margin:.5rem 0 1rem}button{font:inherit;padding:.5rem 1.2rem;background:#2b5fd9;color:#fff;border:0;border-radius:6px}
-.err{color:#b00020}</style></head><body><main>
-<h1>Sign in to Userland</h1>
-<p class="warn"><strong>Local development identity provider.</strong> Anyone can sign in as anyone: not for production.</p>
-${error ? `<p class="err">${escape(error)}</p>` : ""}
-<form method="post" action="/interaction/${escape(uid)}/login">
-<label for="name">Your name (any name works)</label>
-<input id="name" name="name" autofocus required maxlength="64" placeholder="e.g. alice">
-<button type="submit">Sign in</button></form></main></body></html>`;
+.err{color:#b00020}`;
+
+function loginPage(uid: string, error = ""): string {
+  return pageDocument({
+    title: "Sign in — local development",
+    style,
+    heading: "Sign in to Userland",
+    body: html`<p class="warn">
+        <strong>Local development identity provider.</strong> Anyone can sign in as anyone: not for
+        production.
+      </p>
+      ${error ? html`<p class="err">${error}</p>` : ""}
+      <form method="post" action="/interaction/${uid}/login">
+        <label for="name">Your name (any name works)</label>
+        <input id="name" name="name" autofocus required maxlength="64" placeholder="e.g. alice" />
+        <button type="submit">Sign in</button>
+      </form>`,
+  });
 }
 
 async function readForm(req: IncomingMessage): Promise<URLSearchParams> {

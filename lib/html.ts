@@ -34,3 +34,40 @@ export function html(strings: TemplateStringsArray, ...values: unknown[]): Html 
   });
   return new Html(out);
 }
+
+export interface PageShell {
+  title: string;
+  /** The page's stylesheet: each service keeps its own look. */
+  style: string;
+  /** The main heading; the title when absent. */
+  heading?: Html | string | undefined;
+  /** Extra elements in <head> (meta refresh, referrer policy, robots). */
+  head?: Html | undefined;
+  /** The content of <main>, after the heading. */
+  body: Html;
+  /** After <main>: scripts, which find the page's elements already parsed. */
+  end?: Html | undefined;
+}
+
+/** The one HTML document every service's pages are built in. */
+export function pageDocument(page: PageShell): string {
+  return html`<!doctype html>
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <title>${page.title}</title>
+        ${page.head}
+        <style>
+          ${new Html(page.style)}
+        </style>
+      </head>
+      <body>
+        <main>
+          <h1>${page.heading ?? page.title}</h1>
+          ${page.body}
+        </main>
+        ${page.end}
+      </body>
+    </html> `.text;
+}

@@ -2,7 +2,7 @@
  * The few HTML pages a person sees (errors, refusals, provider choice, logout). Every interpolated
  * value is escaped by the `html` tag; only values that are themselves `html` results pass through.
  */
-import { html, Html } from "../../lib/html.ts";
+import { html, pageDocument, type Html } from "../../lib/html.ts";
 
 const style = `
   body { font: 16px/1.5 system-ui, sans-serif; margin: 0; background: #f4f5f7; color: #1d2430; }
@@ -17,25 +17,8 @@ const style = `
   code { background: #eef0f3; padding: 0 .3em; border-radius: 4px; }
 `;
 
-export function page(title: string, body: Html): string {
-  return html`<!doctype html>
-    <html lang="en">
-      <head>
-        <meta charset="utf-8" />
-        <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <meta name="referrer" content="no-referrer" />
-        <title>${title}</title>
-        <style>
-          ${new Html(style)}
-        </style>
-      </head>
-      <body>
-        <main>
-          <h1>${title}</h1>
-          ${body}
-        </main>
-      </body>
-    </html> `.text;
+function page(title: string, body: Html): string {
+  return pageDocument({ title, style, head: html`<meta name="referrer" content="no-referrer" />`, body });
 }
 
 export function messagePage(

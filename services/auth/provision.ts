@@ -5,8 +5,8 @@
  * ServiceAccount token is rotated on disk, so it is re-read on every call). 409 means the
  * Userland already exists, which is as good as created. Failures never block a login.
  */
-import { readFile } from "node:fs/promises";
 import type { Logger } from "../../lib/logger.ts";
+import { UserManagerError, userManagerClient } from "../../lib/userManagerClient.ts";
 import type { Metrics } from "./metrics.ts";
 
 export interface ProvisionSettings {
@@ -24,31 +24,19 @@ export interface Provisioner {
 }
 
 export function createProvisioner(settings: ProvisionSettings, log: Logger, metrics: Metrics): Provisioner {
-  const base = new URL(settings.url);
-  if (!base.pathname.endsWith("/")) base.pathname += "/";
-  const endpoint = new URL("api/v1/userlands", base);
+  const userManager = userManagerClient(settings);
 
   async function call(user: string): Promise<ProvisionResult> {
-    const headers: Record<string, string> = {
-      "content-type": "application/json",
-      accept: "application/json",
-    };
-    if (settings.tokenFile)
-      headers.authorization = `Bearer ${(await readFile(settings.tokenFile, "utf8")).trim()}`;
-    const response = await fetch(endpoint, {
-      method: "POST",
-      headers,
-      body: JSON.stringify({ user, templateName: settings.templateName }),
-      signal: AbortSignal.timeout(settings.timeoutMs),
-    });
-    const detail = await response.text().catch(() => "");
-    if (response.status === 201) return "created";
-    if (response.status === 409) return "exists";
-    log.warn(
-      { user, status: response.status, detail: detail.slice(0, 500) },
-      "auto-provisioning refused by the user-management service",
-    );
-    return "failed";
+    try {
+      return await userManager.create(user, settings.templateName);
+    } catch (error) {
+      if (!(error instanceof UserManagerError) || error.status === 0) throw error;
+      log.warn(
+        { user, status: error.status, detail: error.detail },
+        "auto-provisioning refused by the user-management service",
+      );
+      return "failed";
+    }
   }
 
   return {

@@ -5,13 +5,14 @@
  * per Userland per flush. Replicas write independently: a patch is skipped when the cached object
  * already shows the same or later activity (another replica got there first).
  */
-import { UserlandAnnotations, type Userland } from "../../api/v1alpha1/index.ts";
+import pLimit from "p-limit";
+import { GROUP, UserlandAnnotations, VERSION, type Userland } from "../../api/v1alpha1/index.ts";
 import { isNotFound } from "../../lib/kube.ts";
 import { paths, type KubeRest } from "../../lib/kubeRest.ts";
 import type { Logger } from "../../lib/logger.ts";
 import type { ProxyMetrics } from "./metrics.ts";
 
-export interface ActivityOptions {
+interface ActivityOptions {
   rest: KubeRest;
   log: Logger;
   metrics: ProxyMetrics;
@@ -23,7 +24,7 @@ export interface ActivityOptions {
 }
 
 /** RFC 3339 in whole seconds, as Kubernetes writes times. */
-export function rfc3339(ms: number): string {
+function rfc3339(ms: number): string {
   return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(/\.000Z$/, "Z");
 }
 
@@ -39,10 +40,6 @@ export class ActivityRecorder {
 
   touch(namespace: string, name: string, now = Date.now()): void {
     this.pending.set(`${namespace}/${name}`, now);
-  }
-
-  get pendingCount(): number {
-    return this.pending.size;
   }
 
   start(): void {
@@ -67,11 +64,8 @@ export class ActivityRecorder {
     if (this.pending.size === 0) return;
     const batch = [...this.pending];
     this.pending = new Map();
-    const queue = batch.values();
-    const worker = async () => {
-      for (const [key, ms] of queue) await this.write(key, ms);
-    };
-    await Promise.all(Array.from({ length: Math.min(this.opts.concurrency ?? 8, batch.length) }, worker));
+    const limit = pLimit(this.opts.concurrency ?? 8);
+    await Promise.all(batch.map(([key, ms]) => limit(() => this.write(key, ms))));
   }
 
   private async write(key: string, ms: number): Promise<void> {
@@ -83,7 +77,7 @@ export class ActivityRecorder {
     if (current && Date.parse(current) >= Date.parse(stamp)) return;
     try {
       await this.opts.rest.patch(
-        paths.namespaced("userland.dev", "v1alpha1", "userlands", namespace, name),
+        paths.namespaced(GROUP, VERSION, "userlands", namespace, name),
         { metadata: { annotations: { [UserlandAnnotations.lastActivity]: stamp } } },
         "merge",
       );

@@ -4,7 +4,7 @@
  * from a file), the resolver chosen by the configuration, activity publishing and the HTTP servers.
  * main.ts runs it; tests run it in-process.
  */
-import type { Template, Userland } from "../../api/v1alpha1/index.ts";
+import { GROUP, VERSION, type Template, type Userland } from "../../api/v1alpha1/index.ts";
 import { Informer } from "../../lib/informer.ts";
 import type { k8s } from "../../lib/kube.ts";
 import { KubeRest, paths } from "../../lib/kubeRest.ts";
@@ -27,7 +27,7 @@ import {
 import { UserlandIndex, type ClusterView } from "./routing.ts";
 import { createProxyServer, type RunningProxy } from "./server.ts";
 import { requestSessions } from "./session.ts";
-import { userManagerClient } from "./userManager.ts";
+import { userManagerClient } from "../../lib/userManagerClient.ts";
 
 export interface ProxyAppOptions {
   kc: k8s.KubeConfig;
@@ -88,11 +88,11 @@ export async function buildProxyApp(config: ProxyConfig, options: ProxyAppOption
   const rest = new KubeRest(kc, "userland-proxy");
 
   const userlands = new Informer<Userland>(kc, rest, {
-    path: paths.namespaced("userland.dev", "v1alpha1", "userlands", namespace),
+    path: paths.namespaced(GROUP, VERSION, "userlands", namespace),
     log,
   });
   const templates = new Informer<Template>(kc, rest, {
-    path: paths.namespaced("userland.dev", "v1alpha1", "templates", namespace),
+    path: paths.namespaced(GROUP, VERSION, "templates", namespace),
     log,
   });
   const index = new UserlandIndex();

@@ -5,7 +5,7 @@
  * page also works without JavaScript. Every interpolated value is escaped by the `html` tag.
  */
 import { createHash } from "node:crypto";
-import { html, Html } from "../../lib/html.ts";
+import { html, Html, pageDocument } from "../../lib/html.ts";
 
 const style = `
   :root { color-scheme: light dark; --bg: #f4f5f7; --card: #fff; --fg: #1d2430; --muted: #5b6474; --accent: #2456c7; }
@@ -77,31 +77,20 @@ export interface Page {
 function document(
   title: string,
   body: Html,
-  options: { refreshSeconds?: number; script?: boolean; spinner?: boolean },
+  options: { refreshSeconds?: number | undefined; script?: boolean; spinner?: boolean },
 ): string {
   const refresh = options.refreshSeconds
     ? html`<meta http-equiv="refresh" content="${options.refreshSeconds}" />`
-    : "";
-  return html`<!doctype html>
-    <html lang="en">
-      <head>
-        <meta charset="utf-8" />
-        <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <meta name="robots" content="noindex" />
-        <title>${title}</title>
-        ${options.script ? html`<noscript>${refresh}</noscript>` : refresh}
-        <style>
-          ${new Html(style)}
-        </style>
-      </head>
-      <body>
-        <main>
-          <h1>${options.spinner ? html`<span class="spinner" aria-hidden="true"></span>` : ""}${title}</h1>
-          ${body}
-        </main>
-        ${options.script ? startingScriptElement : ""}
-      </body>
-    </html> `.text;
+    : undefined;
+  return pageDocument({
+    title,
+    style,
+    head: html`<meta name="robots" content="noindex" />
+      ${options.script ? html`<noscript>${refresh}</noscript>` : refresh}`,
+    heading: html`${options.spinner ? html`<span class="spinner" aria-hidden="true"></span>` : ""}${title}`,
+    body,
+    end: options.script ? startingScriptElement : undefined,
+  });
 }
 
 export interface EnvironmentInfo {

@@ -11,6 +11,7 @@
  *   accident. Override targets must be loopback, for the same reason.
  */
 import { readFileSync, unwatchFile, watchFile } from "node:fs";
+import { LRUCache } from "lru-cache";
 import type { Logger } from "../../lib/logger.ts";
 
 export interface UpstreamResolver {
@@ -26,7 +27,8 @@ const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]"]);
 const KEY_PATTERN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?\/[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
 export function clusterDnsResolver(clusterDomain = "cluster.local"): UpstreamResolver {
-  const cache = new Map<string, URL>();
+  // Bounded: a long-running replica sees every environment ever started.
+  const cache = new LRUCache<string, URL>({ max: 10_000 });
   return {
     kind: "cluster-dns",
     resolve(namespace, service, port) {
@@ -34,8 +36,6 @@ export function clusterDnsResolver(clusterDomain = "cluster.local"): UpstreamRes
       let url = cache.get(key);
       if (!url) {
         url = new URL(`http://${service}.${namespace}.svc.${clusterDomain}:${port}`);
-        // Bounded: a long-running replica sees every environment ever started.
-        if (cache.size > 10_000) cache.clear();
         cache.set(key, url);
       }
       return url;

@@ -10,7 +10,7 @@
  */
 import type { Template, Userland } from "../../api/v1alpha1/index.ts";
 import { TEMPLATE_NAME_PATTERN } from "../../api/v1alpha1/template.ts";
-import { normaliseHost } from "./config.ts";
+import { normaliseHost, stripPort } from "./host.ts";
 
 const templatePattern = new RegExp(TEMPLATE_NAME_PATTERN);
 
@@ -36,12 +36,6 @@ export function templateForHost(hostHeader: string | undefined, routes: HostRout
     }
   }
   return routes.defaultTemplate;
-}
-
-function stripPort(host: string): string {
-  if (host.startsWith("[")) return host.slice(0, host.indexOf("]") + 1);
-  const colon = host.lastIndexOf(":");
-  return colon >= 0 ? host.slice(0, colon) : host;
 }
 
 const key = (u: Userland) => `${u.metadata.namespace ?? ""}/${u.metadata.name ?? ""}`;

@@ -40,7 +40,7 @@ import {
 import type { UpstreamResolver } from "./resolver.ts";
 import { templateForHost, type ClusterView } from "./routing.ts";
 import { loginLocation, wantsLoginRedirect, type RequestSessions } from "./session.ts";
-import type { UserManagerClient } from "./userManager.ts";
+import type { UserManagerClient } from "../../lib/userManagerClient.ts";
 
 export type ProxyServerConfig = Pick<
   ProxyConfig,

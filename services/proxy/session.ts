@@ -7,6 +7,7 @@
  * than the rest of the proxy's work on a small request; expiry is still checked on every use.
  */
 import type { IncomingMessage } from "node:http";
+import { LRUCache } from "lru-cache";
 import { SESSION_COOKIE, type Session, type SessionVerifier } from "../../lib/session.ts";
 import { cookieValues, type ClientInfo } from "./headers.ts";
 
@@ -20,18 +21,15 @@ export interface RequestSessions {
 }
 
 export function requestSessions(verifier: SessionVerifier, cookieName = SESSION_COOKIE): RequestSessions {
-  const cache = new Map<string, { session: Session; until: number }>();
+  const cache = new LRUCache<string, Session>({ max: CACHE_MAX, ttl: CACHE_TTL_MS });
   const check = async (token: string, now: number): Promise<Session | undefined> => {
     const hit = cache.get(token);
     if (hit) {
-      if (hit.until > now && hit.session.exp * 1000 > now) return hit.session;
+      if (hit.exp * 1000 > now) return hit;
       cache.delete(token);
     }
     const session = await verifier.verify(token);
-    if (session) {
-      if (cache.size >= CACHE_MAX) cache.clear();
-      cache.set(token, { session, until: now + CACHE_TTL_MS });
-    }
+    if (session) cache.set(token, session);
     return session;
   };
   return {

@@ -1,0 +1,83 @@
+/**
+ * The one client of the user-management service's REST API, for the services that call it with
+ * their own bearer token: the proxy (start a stopped environment) and the auth service (create a
+ * Userland at first login). The token is read from a file on every call: projected ServiceAccount
+ * tokens are rotated on disk.
+ */
+import { readFile } from "node:fs/promises";
+
+export interface UserManagerClientOptions {
+  /** The user-manager's base URL. */
+  url: URL;
+  tokenFile?: string | undefined;
+  /** Per call (default 10 s). */
+  timeoutMs?: number | undefined;
+}
+
+/** A call the user-manager did not accept; `status` 0: it was not reached at all. */
+export class UserManagerError extends Error {
+  readonly status: number;
+  /** The start of the user-manager's answer, for logs. */
+  readonly detail: string;
+  constructor(status: number, message: string, detail = "", options?: ErrorOptions) {
+    super(message, options);
+    this.name = "UserManagerError";
+    this.status = status;
+    this.detail = detail;
+  }
+}
+
+export interface UserManagerClient {
+  /** Starts the Userland `name` (the user-manager serves one namespace: the caller's). */
+  start(name: string): Promise<void>;
+  /** Creates `user`'s Userland for a Template; "exists" when it already has one (409). */
+  create(user: string, templateName: string): Promise<"created" | "exists">;
+}
+
+export function userManagerClient(options: UserManagerClientOptions): UserManagerClient {
+  const base = new URL(options.url);
+  if (!base.pathname.endsWith("/")) base.pathname += "/";
+
+  async function post(path: string, body: unknown): Promise<{ status: number; text: string }> {
+    const headers: Record<string, string> = {
+      accept: "application/json",
+      "content-type": "application/json",
+    };
+    if (options.tokenFile)
+      headers.authorization = `Bearer ${(await readFile(options.tokenFile, "utf8")).trim()}`;
+    let response: Response;
+    try {
+      response = await fetch(new URL(path, base), {
+        method: "POST",
+        headers,
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(options.timeoutMs ?? 10_000),
+      });
+    } catch (error) {
+      throw new UserManagerError(0, `user-manager unreachable: ${(error as Error).message}`, "", {
+        cause: error,
+      });
+    }
+    return { status: response.status, text: await response.text().catch(() => "") };
+  }
+
+  const refused = (status: number, text: string) =>
+    new UserManagerError(
+      status,
+      `user-manager answered ${status}: ${text.slice(0, 300)}`,
+      text.slice(0, 500),
+    );
+
+  return {
+    async start(name) {
+      const { status, text } = await post(`api/v1/userlands/${encodeURIComponent(name)}/start`, {});
+      if (status < 200 || status > 299) throw refused(status, text);
+    },
+    async create(user, templateName) {
+      const { status, text } = await post("api/v1/userlands", { user, templateName });
+      if (status === 201) return "created";
+      if (status === 409) return "exists";
+      throw refused(status, text);
+    },
+  };
+}
