@@ -7,6 +7,7 @@
  * once under duplicates; a user listed twice with different settings is ambiguous, so the later line
  * is reported invalid and the first one is used.
  */
+import { CsvError, parse } from "csv-parse/sync";
 import type { Userland } from "../../api/v1alpha1/index.ts";
 import { userlandNameFor } from "../../api/naming.ts";
 import { badRequest } from "./errors.ts";
@@ -52,57 +53,54 @@ const ENABLED_TRUE = /^(true|yes|y|1|on)$/i;
 const ENABLED_FALSE = /^(false|no|n|0|off)$/i;
 
 /**
- * RFC 4180 CSV: quoted fields with "" escapes and embedded line breaks, CRLF or LF, a UTF-8 BOM.
- * Unquoted fields are trimmed (spaces after commas are formatting; no valid identity starts or ends
- * with a space, so trimming cannot merge two identities); quoted fields are kept exactly.
- * Returns records with the line each starts on; blank lines are skipped.
+ * RFC 4180 CSV (csv-parse): quoted fields with "" escapes and embedded line breaks, CRLF, LF or CR, a
+ * UTF-8 BOM. Unquoted fields are trimmed (spaces after commas are formatting; no valid identity
+ * starts or ends with a space, so trimming cannot merge two identities); quoted fields are kept
+ * exactly. Returns records with the line each starts on; blank lines are skipped.
  */
 export function parseCsv(text: string): { line: number; fields: string[] }[] {
   const records: { line: number; fields: string[] }[] = [];
-  let i = text.charCodeAt(0) === 0xfeff ? 1 : 0;
-  let line = 1;
-  const atDelimiter = () => i >= text.length || text[i] === "," || text[i] === "\n" || text[i] === "\r";
-  while (i < text.length) {
-    const startLine = line;
-    const fields: string[] = [];
-    let blank = true;
-    for (;;) {
-      let start = i;
-      while (text[start] === " " || text[start] === "\t") start++;
-      let value = "";
-      if (text[start] === '"') {
-        i = start + 1;
-        for (;;) {
-          if (i >= text.length)
-            throw badRequest(`CSV line ${startLine}: a quoted field is not closed`, "body");
-          const c = text[i] ?? "";
-          i++;
-          if (c === '"') {
-            if (text[i] !== '"') break;
-            i++;
-          } else if (c === "\n") line++;
-          value += c;
-        }
-        while (text[i] === " " || text[i] === "\t") i++;
-        if (!atDelimiter())
-          throw badRequest(`CSV line ${line}: unexpected text after a quoted field`, "body");
-        blank = false;
-      } else {
-        while (!atDelimiter()) value += text[i++] ?? "";
-        value = value.trim();
-        if (value !== "") blank = false;
+  // Line breaks become \n first: spreadsheets write CRLF, old ones CR, hand edits mix them, and
+  // csv-parse counts lines right only with one record delimiter. No roster value may hold a line
+  // break, so no valid line changes.
+  const normalized = text.replace(/\r\n?/g, "\n");
+  // Where the record being read starts: the line after the previous record and the empty lines since.
+  let previous = { lines: 0, emptyLines: 0 };
+  const startOf = (emptyLines: number) => previous.lines + 1 + (emptyLines - previous.emptyLines);
+  try {
+    parse(normalized, {
+      bom: true,
+      trim: true,
+      relax_quotes: true,
+      relax_column_count: true,
+      skip_empty_lines: true,
+      record_delimiter: "\n",
+      raw: true,
+      // With raw: true the record arrives as { record, raw } (the typings say string[]).
+      on_record: (item: unknown, context) => {
+        const fields = (item as { record: string[] }).record;
+        const line = startOf(context.empty_lines);
+        previous = { lines: context.lines, emptyLines: context.empty_lines };
+        // A line of only commas and spaces is blank; a quoted empty field ("") is not.
+        const blank = fields.every((f) => f === "") && !(context.raw ?? "").includes('"');
+        if (!blank) records.push({ line, fields });
+        return null;
+      },
+    });
+  } catch (error) {
+    if (!(error instanceof CsvError)) throw error;
+    const lines = typeof error.lines === "number" ? error.lines : 0;
+    switch (error.code) {
+      case "CSV_QUOTE_NOT_CLOSED": {
+        const emptyLines = typeof error.empty_lines === "number" ? error.empty_lines : previous.emptyLines;
+        throw badRequest(`CSV line ${startOf(emptyLines)}: a quoted field is not closed`, "body");
       }
-      fields.push(value);
-      if (text[i] === ",") {
-        i++;
-        continue;
-      }
-      if (text[i] === "\r") i++;
-      if (text[i] === "\n") i++;
-      line++;
-      break;
+      case "CSV_INVALID_CLOSING_QUOTE":
+      case "CSV_NON_TRIMABLE_CHAR_AFTER_CLOSING_QUOTE":
+        throw badRequest(`CSV line ${lines}: unexpected text after a quoted field`, "body");
+      default:
+        throw badRequest(`CSV line ${lines}: ${error.message}`, "body");
     }
-    if (!blank) records.push({ line: startLine, fields });
   }
   return records;
 }
