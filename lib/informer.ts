@@ -5,13 +5,17 @@
  * re-lists and re-watches with exponential back-off (1 s doubling to 30 s, with jitter). 410 Gone
  * makes ListWatch re-list; its 30 s inactivity timeout re-watches a silently stalled connection.
  *
+ * Like client-go's cache.Indexer it keeps indexes (addIndex/byIndex), so that "the Userlands of a
+ * Template" is a lookup in the cache rather than a map every caller keeps beside it; and like
+ * client-go's informer it hands update handlers the object it replaces.
+ *
  * Objects handed out are the cache's own: callers must not mutate them (clone first).
  */
 import { k8s } from "./kube.ts";
 import type { KubeRest } from "./kubeRest.ts";
 import type { Logger } from "./logger.ts";
 
-export interface InformerOptions {
+interface InformerOptions {
   /** Collection path, e.g. /apis/apps/v1/namespaces/ns/deployments. */
   path: string;
   labelSelector?: string;
@@ -20,18 +24,71 @@ export interface InformerOptions {
   freeze?: boolean;
 }
 
+/** The values an object is filed under in one index (client-go's IndexFunc); none leaves it out. */
+export type IndexFunc<T> = (obj: T) => readonly string[];
+
 type Handler<T> = (obj: T) => void;
+/** `old` is the object the update replaces; undefined only if the cache never held it. */
+type UpdateHandler<T> = (obj: T, old: T | undefined) => void;
+
+/** "namespace/name" (client-go's MetaNamespaceKeyFunc): the key of an object, and of index values that name one. */
+export const namespacedKey = (namespace: string | undefined, name: string | undefined): string =>
+  namespace ? `${namespace}/${name ?? ""}` : (name ?? "");
+
+const keyOf = (obj: k8s.KubernetesObject) => namespacedKey(obj.metadata?.namespace, obj.metadata?.name);
+
+/** One index: object keys by value, and each object's values to take it out again when it changes. */
+class Index<T> {
+  private readonly keysByValue = new Map<string, Set<string>>();
+  private readonly valuesByKey = new Map<string, readonly string[]>();
+  private readonly valuesOf: IndexFunc<T>;
+
+  constructor(valuesOf: IndexFunc<T>) {
+    this.valuesOf = valuesOf;
+  }
+
+  /** Files the object under its current values; undefined takes it out. */
+  set(key: string, obj: T | undefined): void {
+    for (const value of this.valuesByKey.get(key) ?? []) {
+      const keys = this.keysByValue.get(value);
+      keys?.delete(key);
+      if (keys?.size === 0) this.keysByValue.delete(value);
+    }
+    const values = obj ? this.valuesOf(obj) : [];
+    if (values.length === 0) {
+      this.valuesByKey.delete(key);
+      return;
+    }
+    this.valuesByKey.set(key, values);
+    for (const value of values) {
+      const keys = this.keysByValue.get(value) ?? new Set<string>();
+      this.keysByValue.set(value, keys.add(key));
+    }
+  }
+
+  keys(value: string): Iterable<string> {
+    return this.keysByValue.get(value) ?? [];
+  }
+}
 
 export class Informer<T extends k8s.KubernetesObject> {
   private readonly listWatch: k8s.ListWatch<T>;
   private readonly opts: InformerOptions;
+  /** The cached objects by key, kept beside ListWatch's cache to hand update handlers the old object. */
+  private readonly objects = new Map<string, T>();
+  private readonly indexes = new Map<string, Index<T>>();
+  private readonly handlers = {
+    add: [] as Handler<T>[],
+    update: [] as UpdateHandler<T>[],
+    delete: [] as Handler<T>[],
+  };
   private stopped = true;
   private retryDelayMs = 0;
   private retryTimer: NodeJS.Timeout | undefined;
   private syncedResolve: (() => void) | undefined;
   private readonly syncedPromise: Promise<void>;
   private synced = false;
-  /** Counts re-lists and re-watches after failures, for metrics and tests. */
+  /** Counts re-lists and re-watches after failures. */
   restarts = 0;
 
   constructor(kc: k8s.KubeConfig, rest: KubeRest, opts: InformerOptions) {
@@ -44,16 +101,49 @@ export class Informer<T extends k8s.KubernetesObject> {
     };
     this.listWatch = new k8s.ListWatch<T>(opts.path, new k8s.Watch(kc), list, false, opts.labelSelector);
     this.syncedPromise = new Promise((resolve) => (this.syncedResolve = resolve));
-    if (opts.freeze) {
-      const freeze = (obj: T) => void deepFreeze(obj);
-      this.listWatch.on("add", freeze);
-      this.listWatch.on("update", freeze);
-    }
+    // The indexes are current before any handler runs, so a handler may look up the object it got.
+    this.listWatch.on("add", (obj) => {
+      this.store(obj);
+      for (const handler of this.handlers.add) handler(obj);
+    });
+    this.listWatch.on("update", (obj) => {
+      const old = this.objects.get(keyOf(obj));
+      this.store(obj);
+      for (const handler of this.handlers.update) handler(obj, old);
+    });
+    this.listWatch.on("delete", (obj) => {
+      const key = keyOf(obj);
+      this.objects.delete(key);
+      for (const index of this.indexes.values()) index.set(key, undefined);
+      for (const handler of this.handlers.delete) handler(obj);
+    });
     this.listWatch.on("error", (error: unknown) => this.retry(error));
   }
 
-  on(event: "add" | "update" | "delete", handler: Handler<T>): void {
-    this.listWatch.on(event, handler);
+  on(event: "add" | "delete", handler: Handler<T>): void;
+  on(event: "update", handler: UpdateHandler<T>): void;
+  on(event: "add" | "update" | "delete", handler: Handler<T> | UpdateHandler<T>): void {
+    (this.handlers[event] as (Handler<T> | UpdateHandler<T>)[]).push(handler);
+  }
+
+  /** Adds an index; objects already cached are filed at once, later ones as they arrive. */
+  addIndex(name: string, valuesOf: IndexFunc<T>): void {
+    if (this.indexes.has(name)) throw new Error(`index ${name} exists already`);
+    const index = new Index(valuesOf);
+    for (const [key, obj] of this.objects) index.set(key, obj);
+    this.indexes.set(name, index);
+  }
+
+  /** The cached objects filed under `value` in the index `name`. */
+  byIndex(name: string, value: string): T[] {
+    const index = this.indexes.get(name);
+    if (!index) throw new Error(`no index ${name}`);
+    const objects: T[] = [];
+    for (const key of index.keys(value)) {
+      const obj = this.objects.get(key);
+      if (obj) objects.push(obj);
+    }
+    return objects;
   }
 
   get(name: string, namespace?: string): T | undefined {
@@ -79,6 +169,13 @@ export class Informer<T extends k8s.KubernetesObject> {
     this.stopped = true;
     clearTimeout(this.retryTimer);
     await this.listWatch.stop();
+  }
+
+  private store(obj: T): void {
+    if (this.opts.freeze) deepFreeze(obj);
+    const key = keyOf(obj);
+    this.objects.set(key, obj);
+    for (const index of this.indexes.values()) index.set(key, obj);
   }
 
   private async run(): Promise<void> {

@@ -33,5 +33,10 @@ export function statusCode(error: unknown): number | undefined {
 
 export const isNotFound = (error: unknown): boolean => statusCode(error) === 404;
 export const isConflict = (error: unknown): boolean => statusCode(error) === 409;
+/** A create found an object of that name (409, as a conflicting update). */
 export const isAlreadyExists = isConflict;
-export const isGone = (error: unknown): boolean => statusCode(error) === 410;
+/** The API server refused an object as invalid (422), or the request as malformed (400). */
+export const isInvalid = (error: unknown): boolean => {
+  const code = statusCode(error);
+  return code === 422 || code === 400;
+};

@@ -5,10 +5,13 @@ import type { Condition } from "../api/v1alpha1/index.ts";
 export type ConditionValue = Static<typeof Condition>;
 export type ConditionInput = Omit<ConditionValue, "lastTransitionTime">;
 
+/** metav1.Time: RFC 3339 in whole seconds. */
+export const conditionTime = (date: Date): string => date.toISOString().replace(/\.\d+Z$/, "Z");
+
 export function setCondition(
   existing: readonly ConditionValue[] | undefined,
   next: ConditionInput,
-  now: () => string = () => new Date().toISOString().replace(/\.\d+Z$/, "Z"),
+  now: () => string = () => conditionTime(new Date()),
 ): ConditionValue[] {
   const conditions = (existing ?? []).map((c) => ({ ...c }));
   const index = conditions.findIndex((c) => c.type === next.type);

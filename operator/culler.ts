@@ -11,10 +11,11 @@ import {
   type Template,
   type Userland,
 } from "../api/v1alpha1/index.ts";
-import { statusCode } from "../lib/kube.ts";
+import { isConflict, isNotFound } from "../lib/kube.ts";
 import { findCondition } from "./conditions.ts";
 import type { OperatorContext } from "./context.ts";
-import { userlandPath, userlandRef } from "./syncUserland.ts";
+import { userlandRef } from "./events.ts";
+import { resources } from "./resources.ts";
 
 export interface IdleUserland {
   userland: Userland;
@@ -82,12 +83,12 @@ export class Culler {
       const { name = "", namespace = "", resourceVersion } = userland.metadata;
       try {
         // The resourceVersion guard loses to any concurrent change, such as new activity.
-        await rest.patch(userlandPath(namespace, name), {
+        await rest.patch(resources.Userland.path(namespace, name), {
           metadata: { resourceVersion, annotations: { [UserlandAnnotations.stoppedReason]: "IdleTimeout" } },
           spec: { enabled: false },
         });
       } catch (error) {
-        if (statusCode(error) === 409 || statusCode(error) === 404) continue;
+        if (isConflict(error) || isNotFound(error)) continue;
         throw error;
       }
       culled++;

@@ -3,14 +3,29 @@
  * what happened. Events are written only for actions and state changes, never on a quiet resync.
  */
 import { randomBytes } from "node:crypto";
+import { API_VERSION, type Template, type Userland } from "../api/v1alpha1/index.ts";
 import type { KubeRest } from "../lib/kubeRest.ts";
 import type { Logger } from "../lib/logger.ts";
+import { resources } from "./resources.ts";
 
 export interface EventTarget {
   apiVersion?: string;
   kind?: string;
   metadata: { name?: string; namespace?: string; uid?: string; resourceVersion?: string };
 }
+
+/** Events name the object's kind and version explicitly, whatever the cached copy carries. */
+export const userlandRef = (userland: Userland): EventTarget => ({
+  apiVersion: API_VERSION,
+  kind: "Userland",
+  metadata: userland.metadata,
+});
+
+export const templateRef = (template: Template): EventTarget => ({
+  apiVersion: API_VERSION,
+  kind: "Template",
+  metadata: template.metadata,
+});
 
 export class EventRecorder {
   private readonly rest: KubeRest;
@@ -56,10 +71,8 @@ export class EventRecorder {
       count: 1,
     };
     this.log.info({ kind: target.kind, name: target.metadata.name, namespace, reason, type }, message);
-    this.rest
-      .create(`/api/v1/namespaces/${encodeURIComponent(namespace)}/events`, event)
-      .catch((error: unknown) => {
-        this.log.warn({ err: (error as Error).message, reason }, "could not record event");
-      });
+    this.rest.create(resources.Event.path(namespace), event).catch((error: unknown) => {
+      this.log.warn({ err: (error as Error).message, reason }, "could not record event");
+    });
   }
 }

@@ -8,10 +8,10 @@
  * - on shutdown the leader releases the Lease so another replica takes over at once.
  * Writes are guarded by resourceVersion, so two candidates never both win.
  */
-import type { V1Lease } from "@kubernetes/client-node";
-import { isNotFound, statusCode } from "../lib/kube.ts";
-import { paths, type KubeRest } from "../lib/kubeRest.ts";
+import { isAlreadyExists, isConflict, isNotFound } from "../lib/kube.ts";
+import type { KubeRest } from "../lib/kubeRest.ts";
 import type { Logger } from "../lib/logger.ts";
+import { apiVersionOf, resources } from "./resources.ts";
 
 export interface LeaderElectionOptions {
   rest: KubeRest;
@@ -59,7 +59,7 @@ export class LeaderElector {
   }
 
   private get path(): string {
-    return paths.namespaced("coordination.k8s.io", "v1", "leases", this.opts.namespace, this.opts.name);
+    return resources.Lease.path(this.opts.namespace, this.opts.name);
   }
 
   start(): void {
@@ -114,19 +114,16 @@ export class LeaderElector {
     } catch (error) {
       if (!isNotFound(error)) throw error;
       const body = {
-        apiVersion: "coordination.k8s.io/v1",
+        apiVersion: apiVersionOf(resources.Lease),
         kind: "Lease",
         metadata: { name, namespace },
         spec: spec(0, microTime(now)),
       };
       try {
-        this.lease = await rest.create<LeaseJson>(
-          paths.namespaced("coordination.k8s.io", "v1", "leases", namespace),
-          body,
-        );
+        this.lease = await rest.create<LeaseJson>(resources.Lease.path(namespace), body);
         return true;
       } catch (createError) {
-        if (statusCode(createError) === 409) return false;
+        if (isAlreadyExists(createError)) return false;
         throw createError;
       }
     }
@@ -150,7 +147,7 @@ export class LeaderElector {
       });
       return true;
     } catch (error) {
-      if (statusCode(error) === 409) return false;
+      if (isConflict(error)) return false;
       throw error;
     }
   }
@@ -182,5 +179,3 @@ export class LeaderElector {
     }
   }
 }
-
-export type { V1Lease };

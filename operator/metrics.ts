@@ -1,9 +1,12 @@
 /** Prometheus metrics of the operator (prom-client), on its own registry. */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { UserlandPhases, type Userland } from "../api/v1alpha1/index.ts";
 import type { QueueMetrics } from "./workqueue.ts";
 
 export class OperatorMetrics {
   readonly registry = new Registry();
+  /** The leader's cached Userlands, counted at each scrape; none on a standby replica. */
+  private userlands: (() => readonly Userland[]) | undefined;
   readonly reconciles = new Counter({
     name: "userland_operator_reconcile_total",
     help: "Reconciles by object kind and result (success, error).",
@@ -51,9 +54,10 @@ export class OperatorMetrics {
   });
   readonly userlandPhases = new Gauge({
     name: "userland_operator_userlands",
-    help: "Userlands by phase, as last reconciled.",
+    help: "Userlands by status.phase, as last reconciled (read from the leader's cache; none on a standby).",
     labelNames: ["phase"] as const,
     registers: [this.registry],
+    collect: () => this.countPhases(),
   });
   readonly culled = new Counter({
     name: "userland_operator_culled_total",
@@ -63,6 +67,22 @@ export class OperatorMetrics {
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: "userland_operator_" });
+  }
+
+  /** Where the userlands gauge counts from: the leading controller's cache, or nothing. */
+  countUserlandsIn(userlands: (() => readonly Userland[]) | undefined): void {
+    this.userlands = userlands;
+  }
+
+  private countPhases(): void {
+    this.userlandPhases.reset();
+    if (!this.userlands) return;
+    const counts = new Map<string, number>(UserlandPhases.map((phase) => [phase, 0]));
+    for (const u of this.userlands()) {
+      const phase = u.status?.phase;
+      if (phase) counts.set(phase, (counts.get(phase) ?? 0) + 1);
+    }
+    for (const [phase, n] of counts) this.userlandPhases.set({ phase }, n);
   }
 
   queueMetrics(): QueueMetrics {

@@ -10,15 +10,15 @@ import {
   type TemplateStatus,
   type Userland,
 } from "../api/v1alpha1/index.ts";
-import { statusCode } from "../lib/kube.ts";
-import { paths } from "../lib/kubeRest.ts";
+import { namespacedKey } from "../lib/informer.ts";
+import { isAlreadyExists, isInvalid } from "../lib/kube.ts";
+import { Index } from "./caches.ts";
 import { stableJson } from "./compare.ts";
 import { findCondition, setCondition } from "./conditions.ts";
 import type { OperatorContext } from "./context.ts";
 import { desiredChildren, TemplateError } from "./desired.ts";
-
-export const templatePath = (namespace: string, name?: string, sub?: string) =>
-  paths.namespaced("userland.dev", "v1alpha1", "templates", namespace, name, sub);
+import { templateRef } from "./events.ts";
+import { resources } from "./resources.ts";
 
 export async function syncTemplate(ctx: OperatorContext, namespace: string, name: string): Promise<void> {
   const template = ctx.caches.templates.get(name, namespace);
@@ -39,20 +39,19 @@ export async function syncTemplate(ctx: OperatorContext, namespace: string, name
       message: problem ?? "The API server accepts the Deployment and Service built from this Template",
       observedGeneration: generation,
     });
-    const ref = { apiVersion: API_VERSION, kind: "Template", metadata: template.metadata };
-    if (problem) ctx.events.warning(ref, "InvalidTemplate", problem);
+    if (problem) ctx.events.warning(templateRef(template), "InvalidTemplate", problem);
     else if (findCondition(previous.conditions, TemplateConditions.PodTemplateValid)?.status === "False") {
-      ctx.events.normal(ref, "ValidTemplate", "The Template is valid again");
+      ctx.events.normal(templateRef(template), "ValidTemplate", "The Template is valid again");
     }
   }
 
   const status: TemplateStatus = {
     observedGeneration: generation,
     conditions,
-    userlands: ctx.userlandsOfTemplate(namespace, name).length,
+    userlands: ctx.caches.userlands.byIndex(Index.byTemplate, namespacedKey(namespace, name)).length,
   };
   if (stableJson(previous) === stableJson(status)) return;
-  await ctx.rest.patch(templatePath(namespace, name, "status"), { status });
+  await ctx.rest.patch(resources.Template.path(namespace, name, "status"), { status });
 }
 
 /** Returns what is wrong with the Template, or undefined when the API server accepts it. */
@@ -72,11 +71,11 @@ async function validate(ctx: OperatorContext, template: Template): Promise<strin
     throw error;
   }
   const checks: [string, string, unknown][] = [
-    ["Deployment", paths.namespaced("apps", "v1", "deployments", namespace), children.deployment],
-    ["Service", paths.namespaced("", "v1", "services", namespace), children.service],
+    ["Deployment", resources.Deployment.path(namespace), children.deployment],
+    ["Service", resources.Service.path(namespace), children.service],
     ...children.pvcs.map((pvc): [string, string, unknown] => [
       "PersistentVolumeClaim",
-      paths.namespaced("", "v1", "persistentvolumeclaims", namespace),
+      resources.PersistentVolumeClaim.path(namespace),
       pvc,
     ]),
   ];
@@ -87,11 +86,9 @@ async function validate(ctx: OperatorContext, template: Template): Promise<strin
     try {
       await ctx.rest.create(path, body, { dryRun: "All" });
     } catch (error) {
-      const code = statusCode(error);
-      if (code === 422 || code === 400)
-        return `${kind}: ${(error as Error).message.replace(/^POST \S+: \d+ /, "")}`;
-      // 409: a real object with the probe's name exists; the dry run told us nothing about validity.
-      if (code !== 409) throw error;
+      if (isInvalid(error)) return `${kind}: ${(error as Error).message.replace(/^POST \S+: \d+ /, "")}`;
+      // A real object with the probe's name exists; the dry run told us nothing about validity.
+      if (!isAlreadyExists(error)) throw error;
     }
   }
   return undefined;

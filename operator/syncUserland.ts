@@ -5,41 +5,31 @@
  */
 import type { V1Deployment, V1PersistentVolumeClaim, V1Service } from "@kubernetes/client-node";
 import {
-  API_VERSION,
-  UserlandAnnotations,
   UserlandConditions,
   type Template,
   type Userland,
-  type UserlandPhase,
   type UserlandStatus,
 } from "../api/v1alpha1/index.ts";
 import { TemplateConditions } from "../api/v1alpha1/template.ts";
-import { isNotFound, statusCode } from "../lib/kube.ts";
-import { paths } from "../lib/kubeRest.ts";
+import { namespacedKey } from "../lib/informer.ts";
+import { isAlreadyExists, isInvalid, isNotFound } from "../lib/kube.ts";
+import { Index } from "./caches.ts";
 import { DESIRED_HASH_ANNOTATION, isSubset, stableJson } from "./compare.ts";
-import { findCondition, setCondition } from "./conditions.ts";
+import { findCondition } from "./conditions.ts";
 import type { OperatorContext } from "./context.ts";
 import { desiredChildren, TemplateError, USER_HASH_LABEL, type DesiredChildren } from "./desired.ts";
+import { userlandRef } from "./events.ts";
+import { resources } from "./resources.ts";
+import { computeStatus, phaseChangeEvent, type Blocker } from "./userlandStatus.ts";
 
 type Child = V1Deployment | V1Service | V1PersistentVolumeClaim;
+type ChildKind = "Deployment" | "Service" | "PersistentVolumeClaim";
 
-const resource = {
-  Deployment: { group: "apps", version: "v1", plural: "deployments" },
-  Service: { group: "", version: "v1", plural: "services" },
-  PersistentVolumeClaim: { group: "", version: "v1", plural: "persistentvolumeclaims" },
-} as const;
-type ChildKind = keyof typeof resource;
+const childPath = (kind: ChildKind, namespace: string, name?: string) =>
+  resources[kind].path(namespace, name);
 
-const childPath = (kind: ChildKind, namespace: string, name?: string) => {
-  const r = resource[kind];
-  return paths.namespaced(r.group, r.version, r.plural, namespace, name);
-};
-
-export const userlandPath = (namespace: string, name?: string, sub?: string) =>
-  paths.namespaced("userland.dev", "v1alpha1", "userlands", namespace, name, sub);
-
-/** A failure that is reported in status and waits for a change, instead of being retried. */
-class Blocked extends Error {
+/** Thrown to stop a sync at a Blocker: reported in status, not retried. */
+class Blocked extends Error implements Blocker {
   readonly reason: string;
   readonly condition: string;
   constructor(condition: string, reason: string, message: string) {
@@ -80,7 +70,10 @@ export async function syncUserland(ctx: OperatorContext, namespace: string, name
     if (!(error instanceof Blocked)) throw error;
     blocked = error;
   }
-  await writeStatus(ctx, userland, computeStatus(ctx, userland, template, desired, deployment, blocked));
+  const status = computeStatus(userland, { template, desired, deployment, blocked }, ctx.now());
+  const event = phaseChangeEvent(userland.status, status);
+  if (event) ctx.events[event.type](userlandRef(userland), event.reason, event.message);
+  await writeStatus(ctx, userland, status);
 }
 
 function resolveDesired(userland: Userland, template: Template | undefined): DesiredChildren {
@@ -214,7 +207,7 @@ async function create<T extends Child>(
     ctx.events.normal(userlandRef(userland), "Created", `Created ${kind} ${name}`);
     return created;
   } catch (error) {
-    if (statusCode(error) === 409) {
+    if (isAlreadyExists(error)) {
       // The cache has not seen it yet, or someone else's object has this name.
       const existing = await ctx.rest.get<T>(childPath(kind, namespace, name));
       if (kind === "PersistentVolumeClaim" || isControlledBy(existing, userland)) return existing;
@@ -224,7 +217,7 @@ async function create<T extends Child>(
         `${kind} ${name} already exists and does not belong to this Userland`,
       );
     }
-    if (statusCode(error) === 422 || statusCode(error) === 400) {
+    if (isInvalid(error)) {
       // Children come only from the Template, so their refusal is the Template's fault. It can
       // arrive before the Template's own dry-run check has written PodTemplateValid=False.
       throw new Blocked(
@@ -245,13 +238,14 @@ async function removeStaleChildren(
 ): Promise<void> {
   const namespace = userland.metadata.namespace ?? "";
   const name = userland.metadata.name ?? "";
+  const owner = namespacedKey(namespace, name);
   const stale: [ChildKind, Child][] = [
-    ...ctx
-      .childrenOf("Deployment", namespace, name)
+    ...ctx.caches.deployments
+      .byIndex(Index.byUserland, owner)
       .filter((d) => d.metadata?.name !== desired.names.deployment)
       .map((d): [ChildKind, Child] => ["Deployment", d]),
-    ...ctx
-      .childrenOf("Service", namespace, name)
+    ...ctx.caches.services
+      .byIndex(Index.byUserland, owner)
       .filter((s) => s.metadata?.name !== desired.names.service)
       .map((s): [ChildKind, Child] => ["Service", s]),
   ].filter(([, object]) => isControlledBy(object, userland));
@@ -290,97 +284,10 @@ async function removeStaleChildren(
   }
 }
 
-export function userlandRef(userland: Userland) {
-  return { apiVersion: API_VERSION, kind: "Userland", metadata: userland.metadata };
-}
-
-function computeStatus(
-  ctx: OperatorContext,
-  userland: Userland,
-  template: Template | undefined,
-  desired: DesiredChildren | undefined,
-  deployment: V1Deployment | undefined,
-  blocked: Blocked | undefined,
-): UserlandStatus {
-  const previous = userland.status ?? {};
-  let conditions = previous.conditions ?? [];
-  const generation = userland.metadata.generation;
-  const set = (type: string, status: "True" | "False", reason: string, message: string) => {
-    conditions = setCondition(conditions, { type, status, reason, message, observedGeneration: generation });
-  };
-  const templateName = userland.spec.templateName;
-
-  if (blocked?.condition === UserlandConditions.TemplateAvailable) {
-    set(UserlandConditions.TemplateAvailable, "False", blocked.reason, blocked.message);
-  } else if (template) {
-    set(
-      UserlandConditions.TemplateAvailable,
-      "True",
-      "TemplateFound",
-      `Template "${templateName}" is available`,
-    );
-  }
-
-  let phase: UserlandPhase;
-  let message: string;
-  let readyReason: string;
-  const enabled = userland.spec.enabled !== false;
-  const stoppedReason = userland.metadata.annotations?.[UserlandAnnotations.stoppedReason];
-  if (blocked) {
-    phase = "Failed";
-    message = blocked.message;
-    readyReason = blocked.reason;
-  } else if (!enabled) {
-    phase = "Stopped";
-    readyReason = stoppedReason ?? "Disabled";
-    message =
-      stoppedReason === "IdleTimeout"
-        ? `Stopped after ${template?.spec.idleTimeout ?? "the idle timeout"} without activity; data is kept`
-        : "Stopped (spec.enabled is false); data is kept";
-  } else if (!deployment) {
-    phase = "Pending";
-    readyReason = "Creating";
-    message = "Creating the environment";
-  } else {
-    const status = deployment.status ?? {};
-    const progressing = status.conditions?.find((c) => c.type === "Progressing");
-    const current = (status.observedGeneration ?? 0) >= (deployment.metadata?.generation ?? 0);
-    if (progressing?.status === "False" && progressing.reason === "ProgressDeadlineExceeded") {
-      phase = "Failed";
-      readyReason = "ProgressDeadlineExceeded";
-      message = `The environment did not start: ${progressing.message ?? ""}`.trim();
-    } else if (
-      current &&
-      (status.updatedReplicas ?? 0) >= 1 &&
-      (status.availableReplicas ?? 0) >= 1 &&
-      (status.replicas ?? 0) === (status.updatedReplicas ?? 0)
-    ) {
-      phase = "Ready";
-      readyReason = "Available";
-      message = "The environment is ready";
-    } else {
-      phase = "Starting";
-      readyReason = "PodNotReady";
-      message = "Starting: waiting for the pod to become ready";
-    }
-  }
-  set(UserlandConditions.Ready, phase === "Ready" ? "True" : "False", readyReason, message);
-
-  const next: UserlandStatus = { phase, message, observedGeneration: generation, conditions };
-  if (desired) next.service = { name: desired.names.service, port: desired.proxyPort };
-  else if (previous.service) next.service = previous.service;
-
-  if (previous.phase !== phase && (phase === "Failed" || previous.phase === "Failed")) {
-    if (phase === "Failed") ctx.events.warning(userlandRef(userland), readyReason, message);
-    else ctx.events.normal(userlandRef(userland), "Recovered", message);
-  }
-  return next;
-}
-
 async function writeStatus(ctx: OperatorContext, userland: Userland, status: UserlandStatus): Promise<void> {
   if (stableJson(userland.status ?? {}) === stableJson(status)) return;
   await ctx.rest.patch(
-    userlandPath(userland.metadata.namespace ?? "", userland.metadata.name ?? "", "status"),
+    resources.Userland.path(userland.metadata.namespace ?? "", userland.metadata.name ?? "", "status"),
     { status },
   );
 }

@@ -1,0 +1,35 @@
+/**
+ * The API resources the operator reads and writes, and their paths: the one place that spells out
+ * a group, version and plural. Template and Userland take theirs from api/.
+ */
+import { GROUP, VERSION } from "../api/v1alpha1/index.ts";
+import { paths } from "../lib/kubeRest.ts";
+
+export interface Resource {
+  group: string;
+  version: string;
+  plural: string;
+  /** The collection path in `namespace`, or one object's path (and a subresource's). */
+  path(namespace: string, name?: string, subresource?: string): string;
+}
+
+const resource = (group: string, version: string, plural: string): Resource => ({
+  group,
+  version,
+  plural,
+  path: (namespace, name, subresource) =>
+    paths.namespaced(group, version, plural, namespace, name, subresource),
+});
+
+export const resources = {
+  Template: resource(GROUP, VERSION, "templates"),
+  Userland: resource(GROUP, VERSION, "userlands"),
+  Deployment: resource("apps", "v1", "deployments"),
+  Service: resource("", "v1", "services"),
+  PersistentVolumeClaim: resource("", "v1", "persistentvolumeclaims"),
+  Lease: resource("coordination.k8s.io", "v1", "leases"),
+  Event: resource("", "v1", "events"),
+} as const;
+
+/** `apiVersion` of an object of `resource`. */
+export const apiVersionOf = (r: Resource): string => (r.group ? `${r.group}/${r.version}` : r.version);

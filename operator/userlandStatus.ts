@@ -1,0 +1,126 @@
+/**
+ * A Userland's status from what its sync found, and the Event a change of phase deserves. Pure:
+ * no API calls and the clock passed in, so the same inputs always give the same status.
+ */
+import type { V1Deployment } from "@kubernetes/client-node";
+import {
+  UserlandAnnotations,
+  UserlandConditions,
+  type Template,
+  type Userland,
+  type UserlandPhase,
+  type UserlandStatus,
+} from "../api/v1alpha1/index.ts";
+import { conditionTime, findCondition, setCondition } from "./conditions.ts";
+import type { DesiredChildren } from "./desired.ts";
+
+/** A failure reported in status that waits for a change instead of being retried. */
+export interface Blocker {
+  /** The condition it sets to False. */
+  condition: string;
+  reason: string;
+  message: string;
+}
+
+/** What a sync saw and did: each part is missing when the sync did not get that far. */
+export interface SyncOutcome {
+  template?: Template;
+  desired?: DesiredChildren;
+  deployment?: V1Deployment;
+  blocked?: Blocker;
+}
+
+export function computeStatus(userland: Userland, outcome: SyncOutcome, now: Date): UserlandStatus {
+  const { template, desired, deployment, blocked } = outcome;
+  const previous = userland.status ?? {};
+  let conditions = previous.conditions ?? [];
+  const generation = userland.metadata.generation;
+  const set = (type: string, status: "True" | "False", reason: string, message: string) => {
+    conditions = setCondition(
+      conditions,
+      { type, status, reason, message, observedGeneration: generation },
+      () => conditionTime(now),
+    );
+  };
+  const templateName = userland.spec.templateName;
+
+  if (blocked?.condition === UserlandConditions.TemplateAvailable) {
+    set(UserlandConditions.TemplateAvailable, "False", blocked.reason, blocked.message);
+  } else if (template) {
+    set(
+      UserlandConditions.TemplateAvailable,
+      "True",
+      "TemplateFound",
+      `Template "${templateName}" is available`,
+    );
+  }
+
+  let phase: UserlandPhase;
+  let message: string;
+  let readyReason: string;
+  const enabled = userland.spec.enabled !== false;
+  const stoppedReason = userland.metadata.annotations?.[UserlandAnnotations.stoppedReason];
+  if (blocked) {
+    phase = "Failed";
+    message = blocked.message;
+    readyReason = blocked.reason;
+  } else if (!enabled) {
+    phase = "Stopped";
+    readyReason = stoppedReason ?? "Disabled";
+    message =
+      stoppedReason === "IdleTimeout"
+        ? `Stopped after ${template?.spec.idleTimeout ?? "the idle timeout"} without activity; data is kept`
+        : "Stopped (spec.enabled is false); data is kept";
+  } else if (!deployment) {
+    phase = "Pending";
+    readyReason = "Creating";
+    message = "Creating the environment";
+  } else {
+    const status = deployment.status ?? {};
+    const progressing = status.conditions?.find((c) => c.type === "Progressing");
+    const current = (status.observedGeneration ?? 0) >= (deployment.metadata?.generation ?? 0);
+    if (progressing?.status === "False" && progressing.reason === "ProgressDeadlineExceeded") {
+      phase = "Failed";
+      readyReason = "ProgressDeadlineExceeded";
+      message = `The environment did not start: ${progressing.message ?? ""}`.trim();
+    } else if (
+      current &&
+      (status.updatedReplicas ?? 0) >= 1 &&
+      (status.availableReplicas ?? 0) >= 1 &&
+      (status.replicas ?? 0) === (status.updatedReplicas ?? 0)
+    ) {
+      phase = "Ready";
+      readyReason = "Available";
+      message = "The environment is ready";
+    } else {
+      phase = "Starting";
+      readyReason = "PodNotReady";
+      message = "Starting: waiting for the pod to become ready";
+    }
+  }
+  set(UserlandConditions.Ready, phase === "Ready" ? "True" : "False", readyReason, message);
+
+  const next: UserlandStatus = { phase, message, observedGeneration: generation, conditions };
+  if (desired) next.service = { name: desired.names.service, port: desired.proxyPort };
+  else if (previous.service) next.service = previous.service;
+  return next;
+}
+
+export interface StatusEvent {
+  type: "normal" | "warning";
+  reason: string;
+  message: string;
+}
+
+/** Entering Failed is a warning and leaving it a recovery; other phase changes are routine and not recorded. */
+export function phaseChangeEvent(
+  previous: UserlandStatus | undefined,
+  next: UserlandStatus,
+): StatusEvent | undefined {
+  const before = previous?.phase;
+  if (before === next.phase || (next.phase !== "Failed" && before !== "Failed")) return undefined;
+  const message = next.message ?? "";
+  if (next.phase !== "Failed") return { type: "normal", reason: "Recovered", message };
+  const reason = findCondition(next.conditions, UserlandConditions.Ready)?.reason ?? "Failed";
+  return { type: "warning", reason, message };
+}
