@@ -215,3 +215,22 @@ export function prepareUpstreamHeaders(
   if (client.host) headers["x-forwarded-host"] = client.host;
   headers["x-user"] = user;
 }
+
+/** The request's Origin is this host (any scheme: TLS may end at an ingress) or explicitly allowed. */
+export function originAllowed(
+  origin: string | undefined,
+  client: ClientInfo,
+  allowed: readonly string[],
+): boolean {
+  // Browsers always send Origin on WebSocket handshakes and form posts; a client without one is
+  // not a browser page, so cross-site WebSocket hijacking (what this check stops) does not apply.
+  if (origin === undefined) return true;
+  let url: URL;
+  try {
+    url = new URL(origin);
+  } catch {
+    return false;
+  }
+  if (allowed.includes(url.origin)) return true;
+  return (url.protocol === "https:" || url.protocol === "http:") && url.host === client.host;
+}

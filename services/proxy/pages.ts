@@ -233,3 +233,11 @@ export function simplePage(status: number, title: string, message: string): Page
     json: { error: title, message },
   };
 }
+
+/** A WebSocket opened by a page of another site (cross-site WebSocket hijacking). */
+export function foreignWebSocketPage(): Page {
+  return {
+    ...simplePage(403, "Not allowed", "A WebSocket must be opened from this site."),
+    json: { error: "WebSocket from a foreign origin" },
+  };
+}

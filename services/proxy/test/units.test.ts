@@ -19,7 +19,9 @@ import {
 } from "../headers.ts";
 import { clusterDnsResolver, fileOverrideResolver, overrideResolver, parseOverrides } from "../resolver.ts";
 import { templateForHost, UserlandIndex } from "../routing.ts";
-import { environmentState, originAllowed, safeReturnPath } from "../server.ts";
+import { environmentState } from "../environment.ts";
+import { originAllowed } from "../headers.ts";
+import { safeReturnPath } from "../ownEndpoints.ts";
 import { SPOOFED_IDENTITY_HEADERS, testKeys } from "./support.ts";
 
 const routes = {

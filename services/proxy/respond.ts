@@ -1,0 +1,88 @@
+/**
+ * Answers the proxy gives itself, on a response (HTML page or JSON, by the client's Accept) or on
+ * a raw socket (a refused WebSocket handshake, which has no ServerResponse).
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Socket } from "node:net";
+import type { ClientInfo } from "./headers.ts";
+import { pageHeaders, type Page } from "./pages.ts";
+import { loginLocation, wantsLoginRedirect } from "./session.ts";
+
+/** API clients asking for JSON (and not also for HTML) get a page's information as JSON. */
+export function prefersJson(req: IncomingMessage): boolean {
+  const accept = req.headers.accept ?? "";
+  return /\bapplication\/json\b/i.test(accept) && !/\btext\/html\b/i.test(accept);
+}
+
+export function sendPage(req: IncomingMessage, res: ServerResponse, page: Page): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const json = prefersJson(req);
+  const body = json ? JSON.stringify(page.json) : page.body;
+  const headers = json
+    ? { "content-type": "application/json", "cache-control": "no-store" }
+    : pageHeaders(page.script === true);
+  res.writeHead(page.status, { ...headers, ...page.headers, "content-length": Buffer.byteLength(body) });
+  res.end(req.method === "HEAD" ? undefined : body);
+}
+
+export function sendJson(res: ServerResponse, status: number, value: unknown): void {
+  const body = JSON.stringify(value);
+  res.writeHead(status, {
+    "content-type": "application/json",
+    "cache-control": "no-store",
+    "content-length": Buffer.byteLength(body),
+  });
+  res.end(body);
+}
+
+/** No valid session: a browser navigating goes to the login page, anything else gets 401. */
+export function sendSignIn(
+  req: IncomingMessage,
+  res: ServerResponse,
+  loginUrl: URL,
+  client: ClientInfo,
+): void {
+  if (wantsLoginRedirect(req)) {
+    res.writeHead(302, {
+      location: loginLocation(loginUrl, client, req.url ?? "/"),
+      "cache-control": "no-store",
+      "content-length": 0,
+    });
+    res.end();
+    return;
+  }
+  res.writeHead(401, {
+    "content-type": "application/json",
+    "cache-control": "no-store",
+    "www-authenticate": 'Cookie realm="userland"',
+  });
+  res.end(JSON.stringify({ error: "not signed in", login: loginUrl.href }));
+}
+
+const STATUS_TEXT: Record<number, string> = {
+  400: "Bad Request",
+  401: "Unauthorized",
+  403: "Forbidden",
+  404: "Not Found",
+  502: "Bad Gateway",
+  503: "Service Unavailable",
+  504: "Gateway Timeout",
+};
+
+/** Refuses a WebSocket handshake with a JSON body and closes the connection. */
+export function refuseUpgrade(socket: Socket, status: number, value: unknown): void {
+  if (socket.destroyed) return;
+  const body = JSON.stringify(value);
+  const headers = {
+    "content-type": "application/json",
+    "content-length": String(Buffer.byteLength(body)),
+    connection: "close",
+  };
+  const head = Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}`)
+    .join("\r\n");
+  socket.end(`HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? ""}\r\n${head}\r\n\r\n${body}`);
+}
