@@ -6,6 +6,12 @@
  * admin fixes a deployment in one pass instead of one crash per missing variable.
  */
 
+import { parseDuration } from "../api/duration.ts";
+
+/**
+ * One setting, declared in its component's settings table, e.g.
+ * `port: { env: "AUTH_PORT", description: "Port to listen on", parse: parse.port, default: 8080 }`.
+ */
 export interface Setting<T> {
   /** Environment variable name. */
   env: string;
@@ -15,28 +21,18 @@ export interface Setting<T> {
   parse: (raw: string) => T;
   /** Used when the variable is unset; a setting without a default is required. */
   default?: T;
+  /** How `--help` writes the default, e.g. formatDuration (method syntax: each table narrows T). */
+  show?(value: T): string;
 }
 
 export type Settings = Record<string, Setting<unknown>>;
 
-/** A setting without a default: start-up fails with its description when it is unset. */
-export const required = <T>(env: string, description: string, p: (raw: string) => T): Setting<T> => ({
-  env,
-  description,
-  parse: p,
-});
-export const optional = <T>(
-  env: string,
-  description: string,
-  p: (raw: string) => T,
-): Setting<T | undefined> => ({ env, description, parse: p, default: undefined });
-export const withDefault = <T>(
-  env: string,
-  description: string,
-  p: (raw: string) => T,
-  dflt: T,
-): Setting<T> => ({ env, description, parse: p, default: dflt });
-export type ConfigOf<S extends Settings> = { [K in keyof S]: S[K] extends Setting<infer T> ? T : never };
+/** A setting's value: what its parser returns, or undefined when that is its default. */
+type ValueOf<S> = S extends { parse: (raw: string) => infer T }
+  ? T | (S extends { default: undefined } ? undefined : never)
+  : never;
+
+export type ConfigOf<S extends Settings> = { [K in keyof S]: ValueOf<S[K]> };
 
 export class ConfigError extends Error {
   readonly problems: string[];
@@ -74,34 +70,64 @@ export function loadConfig<S extends Settings>(
 /** One line per setting, for `--help`. */
 export function describeSettings(settings: Settings): string {
   return Object.values(settings)
-    .map((s) => {
-      const dflt = "default" in s ? ` (default: ${JSON.stringify(s.default)})` : " (required)";
-      return `  ${s.env.padEnd(34)} ${s.description}${dflt}`;
-    })
+    .map((s) => helpLine(s.env, `${s.description}${defaultText(s)}`))
     .join("\n");
+}
+
+/** One `--help` line; also for variables read outside a settings table (LOG_LEVEL, KUBECONFIG). */
+export function helpLine(env: string, text: string): string {
+  return `  ${env.padEnd(34)} ${text}`;
+}
+
+function defaultText(s: Setting<unknown>): string {
+  if (!("default" in s)) return " (required)";
+  if (s.default === undefined) return " (optional)";
+  return ` (default: ${s.show ? s.show(s.default) : JSON.stringify(s.default)})`;
+}
+
+function integer(min: number, max: number): (raw: string) => number {
+  return (raw) => {
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min || n > max)
+      throw new Error(`expected a whole number from ${min} to ${max}`);
+    return n;
+  };
+}
+
+const DURATION_EXPECTED = 'expected a duration such as "500ms", "30s", "15m" or "1h30m"';
+
+function duration(raw: string): number {
+  const text = raw.trim();
+  // A bare number has always meant milliseconds in settings (never in the CRD).
+  const ms = /^\d+(\.\d+)?$/.test(text) ? Number(text) : parseDuration(text);
+  if (ms === undefined) throw new Error(DURATION_EXPECTED);
+  return ms;
+}
+
+function url(raw: string): URL {
+  try {
+    return new URL(raw);
+  } catch {
+    throw new Error("expected an absolute URL such as https://example.org/");
+  }
 }
 
 export const parse = {
   string: (raw: string): string => raw,
-  integer:
-    (min: number, max: number) =>
-    (raw: string): number => {
-      const n = Number(raw);
-      if (!Number.isInteger(n) || n < min || n > max)
-        throw new Error(`expected a whole number from ${min} to ${max}`);
-      return n;
-    },
+  integer,
+  port: integer(0, 65535),
   boolean: (raw: string): boolean => {
     if (/^(1|true|yes|on)$/i.test(raw)) return true;
     if (/^(0|false|no|off)$/i.test(raw)) return false;
     throw new Error("expected true or false");
   },
-  url: (raw: string): URL => {
-    try {
-      return new URL(raw);
-    } catch {
-      throw new Error("expected an absolute URL such as https://example.org/");
-    }
+  url,
+  /** URLs the service itself fetches or sends browsers to: nothing but http(s). */
+  httpUrl: (raw: string): URL => {
+    const parsed = url(raw);
+    if (parsed.protocol !== "http:" && parsed.protocol !== "https:")
+      throw new Error("expected an http:// or https:// URL");
+    return parsed;
   },
   list: (raw: string): string[] =>
     raw
@@ -114,11 +140,11 @@ export const parse = {
       if ((choices as string[]).includes(raw)) return raw as T;
       throw new Error(`expected one of ${choices.join(", ")}`);
     },
-  /** Durations such as "30s", "15m", "2h" or plain milliseconds. */
-  duration: (raw: string): number => {
-    const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(raw.trim());
-    if (!m) throw new Error('expected a duration such as "500ms", "30s", "15m" or "2h"');
-    const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] ?? "ms"] ?? 1;
-    return Number(m[1]) * unit;
+  /** Durations as in the CRD ("30s", "15m", "1h30m"), or plain milliseconds, in milliseconds. */
+  duration,
+  positiveDuration: (raw: string): number => {
+    const ms = duration(raw);
+    if (ms <= 0) throw new Error("expected a duration above zero");
+    return ms;
   },
 };

@@ -1,12 +1,17 @@
-/** Operator settings, from the environment (validated at start-up). */
-import { parse, type Settings } from "../lib/config.ts";
+/**
+ * The operator's settings (environment variables), validated together at start-up so a broken
+ * deployment gets one message naming every variable to fix.
+ */
+import { formatDuration } from "../api/duration.ts";
+import { loadConfig, parse, type ConfigOf, type Settings } from "../lib/config.ts";
 
 export const operatorSettings = {
   namespace: {
     env: "USERLAND_NAMESPACE",
-    description: "Namespace whose Templates and Userlands this operator manages (default: its own namespace)",
+    description: "Namespace whose Templates and Userlands this operator manages",
     parse: parse.string,
     default: "",
+    show: () => "its own namespace",
   },
   workers: {
     env: "OPERATOR_WORKERS",
@@ -18,12 +23,14 @@ export const operatorSettings = {
     env: "OPERATOR_RESYNC_PERIOD",
     description: "How often every object is reconciled again even without changes",
     parse: parse.duration,
+    show: formatDuration,
     default: 10 * 60_000,
   },
   cullInterval: {
     env: "OPERATOR_CULL_INTERVAL",
     description: "How often idle Userlands are looked for",
     parse: parse.duration,
+    show: formatDuration,
     default: 60_000,
   },
   httpAddress: {
@@ -35,7 +42,7 @@ export const operatorSettings = {
   httpPort: {
     env: "OPERATOR_HTTP_PORT",
     description: "Port for /healthz, /readyz and /metrics",
-    parse: parse.integer(0, 65535),
+    parse: parse.port,
     default: 8080,
   },
   leaderElection: {
@@ -54,25 +61,29 @@ export const operatorSettings = {
     env: "OPERATOR_LEASE_DURATION",
     description: "How long a leader's Lease is valid without renewal",
     parse: parse.duration,
+    show: formatDuration,
     default: 15_000,
   },
   renewDeadline: {
     env: "OPERATOR_RENEW_DEADLINE",
     description: "How long the leader keeps trying to renew before it gives up",
     parse: parse.duration,
+    show: formatDuration,
     default: 10_000,
   },
   retryPeriod: {
     env: "OPERATOR_RETRY_PERIOD",
     description: "How often Lease acquisition and renewal are tried",
     parse: parse.duration,
+    show: formatDuration,
     default: 2_000,
   },
   identity: {
     env: "POD_NAME",
-    description: "This replica's identity in the Lease (default: host name and process id)",
+    description: "This replica's identity in the Lease",
     parse: parse.string,
     default: "",
+    show: () => "host name and process id",
   },
   freezeCache: {
     env: "OPERATOR_FREEZE_CACHE",
@@ -81,3 +92,10 @@ export const operatorSettings = {
     default: false,
   },
 } satisfies Settings;
+
+export type OperatorConfig = ConfigOf<typeof operatorSettings>;
+
+/** Throws ConfigError listing every problem. */
+export function loadOperatorConfig(env: NodeJS.ProcessEnv = process.env): OperatorConfig {
+  return loadConfig("userland-operator", operatorSettings, env);
+}

@@ -2,27 +2,14 @@
  * The auth service's settings (environment variables), checked together at start-up so a broken
  * deployment gets one message that names every variable to set or fix.
  */
+import { formatDuration } from "../../api/duration.ts";
 import { TEMPLATE_NAME_PATTERN } from "../../api/v1alpha1/template.ts";
-import {
-  ConfigError,
-  loadConfig,
-  optional,
-  parse,
-  required,
-  withDefault,
-  type ConfigOf,
-} from "../../lib/config.ts";
+import { ConfigError, loadConfig, parse, type ConfigOf, type Settings } from "../../lib/config.ts";
 import type { AllowLists } from "./allowlist.ts";
 import type { GitHubSettings } from "./github.ts";
 import type { OidcSettings } from "./oidc.ts";
 import type { ProvisionSettings } from "./provision.ts";
 import { createRedirectPolicy, parseHostPattern, type RedirectPolicy } from "./redirects.ts";
-
-/** Keeps the text ("12h") so `--help` shows a readable default; converted after loading. */
-const durationText = (raw: string): string => {
-  parse.duration(raw);
-  return raw.trim();
-};
 
 const hostPatterns = (raw: string): string[] => {
   const entries = parse.list(raw);
@@ -45,175 +32,211 @@ const prefix = (raw: string): string => {
 };
 
 export const settings = {
-  host: withDefault("AUTH_HOST", "Address to listen on", parse.string, "0.0.0.0"),
-  port: withDefault("AUTH_PORT", "Port to listen on", parse.integer(0, 65535), 8080),
-  publicUrl: required(
-    "AUTH_PUBLIC_URL",
-    "The URL browsers reach this service at, e.g. https://auth.example.org/ (callbacks are <url>/callback/oidc and <url>/callback/github)",
-    parse.url,
-  ),
-  sessionKeysFile: required(
-    "AUTH_SESSION_KEYS_FILE",
-    "File with the session signing keys, the first signs: EC P-256 private keys as PEM (openssl ecparam -name prime256v1 -genkey -noout) or a private JWKS (node scripts/session-keys.ts)",
-    parse.string,
-  ),
-  sessionTtl: withDefault("AUTH_SESSION_TTL", "How long a session lasts, e.g. 8h", durationText, "12h"),
-  loginTimeout: withDefault(
-    "AUTH_LOGIN_TIMEOUT",
-    "How long a user may take at the identity provider",
-    durationText,
-    "10m",
-  ),
-  cookieSecure: withDefault(
-    "AUTH_COOKIE_SECURE",
-    "Mark cookies Secure (false only for plain-http local use)",
-    parse.boolean,
-    true,
-  ),
-  cookieDomain: optional(
-    "AUTH_COOKIE_DOMAIN",
-    "Session cookie domain so one login covers every template host, e.g. example.org for *.example.org (unset: this host only)",
-    parse.string,
-  ),
-  allowedRedirectHosts: withDefault(
-    "AUTH_ALLOWED_REDIRECT_HOSTS",
-    "Comma-separated hosts the browser may return to after login: example.org, *.example.org (one label), host:port",
-    hostPatterns,
-    [],
-  ),
-  defaultRedirect: optional(
-    "AUTH_DEFAULT_REDIRECT",
-    "Where to go after login when no safe return URL was given; unset: AUTH_PUBLIC_URL",
-    parse.url,
-  ),
+  host: { env: "AUTH_HOST", description: "Address to listen on", parse: parse.string, default: "0.0.0.0" },
+  port: { env: "AUTH_PORT", description: "Port to listen on", parse: parse.port, default: 8080 },
+  publicUrl: {
+    env: "AUTH_PUBLIC_URL",
+    description:
+      "The URL browsers reach this service at, e.g. https://auth.example.org/ (callbacks are <url>/callback/oidc and <url>/callback/github)",
+    parse: parse.httpUrl,
+  },
+  sessionKeysFile: {
+    env: "AUTH_SESSION_KEYS_FILE",
+    description:
+      "File with the session signing keys, the first signs: EC P-256 private keys as PEM (openssl ecparam -name prime256v1 -genkey -noout) or a private JWKS (node scripts/session-keys.ts)",
+    parse: parse.string,
+  },
+  sessionTtl: {
+    env: "AUTH_SESSION_TTL",
+    description: "How long a session lasts, e.g. 8h",
+    parse: parse.duration,
+    default: 12 * 3_600_000,
+    show: formatDuration,
+  },
+  loginTimeout: {
+    env: "AUTH_LOGIN_TIMEOUT",
+    description: "How long a user may take at the identity provider",
+    parse: parse.duration,
+    default: 10 * 60_000,
+    show: formatDuration,
+  },
+  cookieSecure: {
+    env: "AUTH_COOKIE_SECURE",
+    description: "Mark cookies Secure (false only for plain-http local use)",
+    parse: parse.boolean,
+    default: true,
+  },
+  cookieDomain: {
+    env: "AUTH_COOKIE_DOMAIN",
+    description:
+      "Session cookie domain so one login covers every template host, e.g. example.org for *.example.org (unset: this host only)",
+    parse: parse.string,
+    default: undefined,
+  },
+  allowedRedirectHosts: {
+    env: "AUTH_ALLOWED_REDIRECT_HOSTS",
+    description:
+      "Comma-separated hosts the browser may return to after login: example.org, *.example.org (one label), host:port",
+    parse: hostPatterns,
+    default: [],
+  },
+  defaultRedirect: {
+    env: "AUTH_DEFAULT_REDIRECT",
+    description: "Where to go after login when no safe return URL was given; unset: AUTH_PUBLIC_URL",
+    parse: parse.url,
+    default: undefined,
+  },
 
-  oidcIssuer: optional(
-    "AUTH_OIDC_ISSUER",
-    "OpenID Connect issuer URL (discovery); enables OIDC login",
-    parse.url,
-  ),
-  oidcClientId: optional("AUTH_OIDC_CLIENT_ID", "OIDC client id", parse.string),
-  oidcClientSecret: optional("AUTH_OIDC_CLIENT_SECRET", "OIDC client secret", parse.string),
-  oidcScopes: withDefault("AUTH_OIDC_SCOPES", "Comma-separated OIDC scopes", parse.list, [
-    "openid",
-    "profile",
-    "email",
-  ]),
-  oidcTokenAuthMethod: withDefault(
-    "AUTH_OIDC_TOKEN_AUTH_METHOD",
-    "How the client authenticates at the token endpoint",
-    parse.oneOf("client_secret_basic", "client_secret_post"),
-    "client_secret_basic",
-  ),
-  oidcAllowHttp: withDefault(
-    "AUTH_OIDC_ALLOW_HTTP",
-    "Allow an http:// issuer (local development only)",
-    parse.boolean,
-    false,
-  ),
-  oidcUserinfo: withDefault(
-    "AUTH_OIDC_USERINFO",
-    "Also read claims from the UserInfo endpoint",
-    parse.boolean,
-    true,
-  ),
-  oidcDisplayName: withDefault(
-    "AUTH_OIDC_DISPLAY_NAME",
-    "Name of the OIDC login on the sign-in page",
-    parse.string,
-    "Single sign-on",
-  ),
-  usernameClaim: withDefault(
-    "AUTH_USERNAME_CLAIM",
-    "OIDC claim that is the user's identity (preferred_username, email, sub, ...)",
-    parse.string,
-    "preferred_username",
-  ),
-  oidcUserPrefix: withDefault(
-    "AUTH_OIDC_USER_PREFIX",
-    "Prefix put before OIDC identities, e.g. uni:",
-    prefix,
-    "",
-  ),
-  groupsClaim: withDefault(
-    "AUTH_GROUPS_CLAIM",
-    "OIDC claim that lists the user's groups",
-    parse.string,
-    "groups",
-  ),
+  oidcIssuer: {
+    env: "AUTH_OIDC_ISSUER",
+    description: "OpenID Connect issuer URL (discovery); enables OIDC login",
+    parse: parse.url,
+    default: undefined,
+  },
+  oidcClientId: {
+    env: "AUTH_OIDC_CLIENT_ID",
+    description: "OIDC client id",
+    parse: parse.string,
+    default: undefined,
+  },
+  oidcClientSecret: {
+    env: "AUTH_OIDC_CLIENT_SECRET",
+    description: "OIDC client secret",
+    parse: parse.string,
+    default: undefined,
+  },
+  oidcScopes: {
+    env: "AUTH_OIDC_SCOPES",
+    description: "Comma-separated OIDC scopes",
+    parse: parse.list,
+    default: ["openid", "profile", "email"],
+  },
+  oidcTokenAuthMethod: {
+    env: "AUTH_OIDC_TOKEN_AUTH_METHOD",
+    description: "How the client authenticates at the token endpoint",
+    parse: parse.oneOf("client_secret_basic", "client_secret_post"),
+    default: "client_secret_basic",
+  },
+  oidcAllowHttp: {
+    env: "AUTH_OIDC_ALLOW_HTTP",
+    description: "Allow an http:// issuer (local development only)",
+    parse: parse.boolean,
+    default: false,
+  },
+  oidcUserinfo: {
+    env: "AUTH_OIDC_USERINFO",
+    description: "Also read claims from the UserInfo endpoint",
+    parse: parse.boolean,
+    default: true,
+  },
+  oidcDisplayName: {
+    env: "AUTH_OIDC_DISPLAY_NAME",
+    description: "Name of the OIDC login on the sign-in page",
+    parse: parse.string,
+    default: "Single sign-on",
+  },
+  usernameClaim: {
+    env: "AUTH_USERNAME_CLAIM",
+    description: "OIDC claim that is the user's identity (preferred_username, email, sub, ...)",
+    parse: parse.string,
+    default: "preferred_username",
+  },
+  oidcUserPrefix: {
+    env: "AUTH_OIDC_USER_PREFIX",
+    description: "Prefix put before OIDC identities, e.g. uni:",
+    parse: prefix,
+    default: "",
+  },
+  groupsClaim: {
+    env: "AUTH_GROUPS_CLAIM",
+    description: "OIDC claim that lists the user's groups",
+    parse: parse.string,
+    default: "groups",
+  },
 
-  githubClientId: optional(
-    "AUTH_GITHUB_CLIENT_ID",
-    "GitHub OAuth app client id; enables GitHub login",
-    parse.string,
-  ),
-  githubClientSecret: optional("AUTH_GITHUB_CLIENT_SECRET", "GitHub OAuth app client secret", parse.string),
-  githubUrl: withDefault(
-    "AUTH_GITHUB_URL",
-    "GitHub web URL (GitHub Enterprise: https://github.example.org)",
-    parse.url,
-    new URL("https://github.com"),
-  ),
-  githubApiUrl: withDefault(
-    "AUTH_GITHUB_API_URL",
-    "GitHub REST API URL (GitHub Enterprise: https://github.example.org/api/v3)",
-    parse.url,
-    new URL("https://api.github.com"),
-  ),
-  githubUserPrefix: withDefault(
-    "AUTH_GITHUB_USER_PREFIX",
-    "Prefix put before GitHub identities, e.g. github:",
-    prefix,
-    "",
-  ),
-  githubIdentity: withDefault(
-    "AUTH_GITHUB_IDENTITY",
-    "Which GitHub attribute is the identity: login (readable; renames change it) or id (numeric, stable)",
-    parse.oneOf("login", "id"),
-    "login",
-  ),
+  githubClientId: {
+    env: "AUTH_GITHUB_CLIENT_ID",
+    description: "GitHub OAuth app client id; enables GitHub login",
+    parse: parse.string,
+    default: undefined,
+  },
+  githubClientSecret: {
+    env: "AUTH_GITHUB_CLIENT_SECRET",
+    description: "GitHub OAuth app client secret",
+    parse: parse.string,
+    default: undefined,
+  },
+  githubUrl: {
+    env: "AUTH_GITHUB_URL",
+    description: "GitHub web URL (GitHub Enterprise: https://github.example.org)",
+    parse: parse.url,
+    default: new URL("https://github.com"),
+  },
+  githubApiUrl: {
+    env: "AUTH_GITHUB_API_URL",
+    description: "GitHub REST API URL (GitHub Enterprise: https://github.example.org/api/v3)",
+    parse: parse.url,
+    default: new URL("https://api.github.com"),
+  },
+  githubUserPrefix: {
+    env: "AUTH_GITHUB_USER_PREFIX",
+    description: "Prefix put before GitHub identities, e.g. github:",
+    parse: prefix,
+    default: "",
+  },
+  githubIdentity: {
+    env: "AUTH_GITHUB_IDENTITY",
+    description:
+      "Which GitHub attribute is the identity: login (readable; renames change it) or id (numeric, stable)",
+    parse: parse.oneOf("login", "id"),
+    default: "login",
+  },
 
-  allowedDomains: withDefault(
-    "AUTH_ALLOWED_DOMAINS",
-    "Comma-separated e-mail domains allowed to log in (verified e-mail, exact)",
-    domains,
-    [],
-  ),
-  allowedGroups: withDefault(
-    "AUTH_ALLOWED_GROUPS",
-    "Comma-separated OIDC groups allowed to log in",
-    parse.list,
-    [],
-  ),
-  allowedOrgs: withDefault(
-    "AUTH_ALLOWED_ORGS",
-    "Comma-separated GitHub organizations allowed to log in",
-    parse.list,
-    [],
-  ),
+  allowedDomains: {
+    env: "AUTH_ALLOWED_DOMAINS",
+    description: "Comma-separated e-mail domains allowed to log in (verified e-mail, exact)",
+    parse: domains,
+    default: [],
+  },
+  allowedGroups: {
+    env: "AUTH_ALLOWED_GROUPS",
+    description: "Comma-separated OIDC groups allowed to log in",
+    parse: parse.list,
+    default: [],
+  },
+  allowedOrgs: {
+    env: "AUTH_ALLOWED_ORGS",
+    description: "Comma-separated GitHub organizations allowed to log in",
+    parse: parse.list,
+    default: [],
+  },
 
-  provisionUrl: optional(
-    "AUTH_PROVISION_URL",
-    "user-manager base URL; enables creating each user's Userland on login",
-    parse.url,
-  ),
-  provisionTemplate: optional(
-    "AUTH_PROVISION_TEMPLATE",
-    "Template for auto-provisioned Userlands",
-    parse.string,
-  ),
-  provisionTokenFile: optional(
-    "AUTH_PROVISION_TOKEN_FILE",
-    "File with the bearer token for the user-manager (e.g. a projected ServiceAccount token)",
-    parse.string,
-  ),
-  provisionTimeout: withDefault(
-    "AUTH_PROVISION_TIMEOUT",
-    "How long a login waits for auto-provisioning",
-    durationText,
-    "5s",
-  ),
-};
+  provisionUrl: {
+    env: "AUTH_PROVISION_URL",
+    description: "user-manager base URL; enables creating each user's Userland on login",
+    parse: parse.url,
+    default: undefined,
+  },
+  provisionTemplate: {
+    env: "AUTH_PROVISION_TEMPLATE",
+    description: "Template for auto-provisioned Userlands",
+    parse: parse.string,
+    default: undefined,
+  },
+  provisionTokenFile: {
+    env: "AUTH_PROVISION_TOKEN_FILE",
+    description: "File with the bearer token for the user-manager (e.g. a projected ServiceAccount token)",
+    parse: parse.string,
+    default: undefined,
+  },
+  provisionTimeout: {
+    env: "AUTH_PROVISION_TIMEOUT",
+    description: "How long a login waits for auto-provisioning",
+    parse: parse.duration,
+    default: 5_000,
+    show: formatDuration,
+  },
+} satisfies Settings;
 
 export interface AuthConfig {
   host: string;
@@ -261,8 +284,6 @@ export function loadAuthConfig(env: NodeJS.ProcessEnv = process.env): AuthConfig
   const problem = (message: string) => problems.push(message);
 
   const publicUrl = new URL(c.publicUrl);
-  if (publicUrl.protocol !== "https:" && publicUrl.protocol !== "http:")
-    problem("AUTH_PUBLIC_URL must be an http:// or https:// URL");
   if (publicUrl.search || publicUrl.hash || publicUrl.username || publicUrl.password) {
     problem("AUTH_PUBLIC_URL must not have a query, fragment or user name");
   }
@@ -287,9 +308,9 @@ export function loadAuthConfig(env: NodeJS.ProcessEnv = process.env): AuthConfig
     }
   }
 
-  const sessionTtlSeconds = Math.round(parse.duration(c.sessionTtl) / 1000);
+  const sessionTtlSeconds = Math.round(c.sessionTtl / 1000);
   if (sessionTtlSeconds < 60) problem("AUTH_SESSION_TTL must be at least 1m");
-  const loginTimeoutSeconds = Math.round(parse.duration(c.loginTimeout) / 1000);
+  const loginTimeoutSeconds = Math.round(c.loginTimeout / 1000);
   if (loginTimeoutSeconds < 30) problem("AUTH_LOGIN_TIMEOUT must be at least 30s");
 
   let redirects: RedirectPolicy | undefined;
@@ -392,7 +413,7 @@ export function loadAuthConfig(env: NodeJS.ProcessEnv = process.env): AuthConfig
         url: c.provisionUrl,
         templateName: c.provisionTemplate,
         tokenFile: c.provisionTokenFile,
-        timeoutMs: parse.duration(c.provisionTimeout),
+        timeoutMs: c.provisionTimeout,
       };
     }
   }

@@ -2,36 +2,19 @@
  * The proxy's settings (environment variables), checked together at start-up so a broken
  * deployment gets one message that names every variable to set or fix.
  */
+import { formatDuration } from "../../api/duration.ts";
 import { TEMPLATE_NAME_PATTERN } from "../../api/v1alpha1/template.ts";
-import {
-  ConfigError,
-  loadConfig,
-  optional,
-  parse,
-  required,
-  withDefault,
-  type ConfigOf,
-} from "../../lib/config.ts";
+import { ConfigError, loadConfig, parse, type ConfigOf, type Settings } from "../../lib/config.ts";
 import { cidrList, trustedProxies, type TrustedProxies } from "./headers.ts";
+import { HOST_PATTERN, normaliseHost } from "./host.ts";
 import { parseOverrides, type UpstreamOverrides } from "./resolver.ts";
 
 const templatePattern = new RegExp(TEMPLATE_NAME_PATTERN);
-const hostPattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*(:\d{1,5})?$/;
-
-/** Keeps the text ("30s") so `--help` shows a readable default; converted after loading. */
-const durationText = (raw: string): string => {
-  if (parse.duration(raw) <= 0) throw new Error("expected a duration above zero");
-  return raw.trim();
-};
 
 function templateName(raw: string): string {
   if (!templatePattern.test(raw))
     throw new Error(`"${raw}" is not a Template name (lowercase letters, digits and "-", at most 24)`);
   return raw;
-}
-
-export function normaliseHost(raw: string): string {
-  return raw.trim().toLowerCase().replace(/\.$/, "");
 }
 
 /** `code.example.org=code,jupyter.example.org=jupyter` → host → template. */
@@ -42,7 +25,7 @@ function hostTemplates(raw: string): Map<string, string> {
     if (eq <= 0) throw new Error(`"${entry}" is not host=template`);
     const host = normaliseHost(entry.slice(0, eq));
     const template = entry.slice(eq + 1).trim();
-    if (!hostPattern.test(host)) throw new Error(`"${host}" is not a host name`);
+    if (!HOST_PATTERN.test(host)) throw new Error(`"${host}" is not a host name`);
     templateName(template);
     if (map.has(host)) throw new Error(`host ${host} is listed twice`);
     map.set(host, template);
@@ -52,7 +35,7 @@ function hostTemplates(raw: string): Map<string, string> {
 
 function baseDomain(raw: string): string {
   const domain = normaliseHost(raw).replace(/^\*?\./, "");
-  if (!hostPattern.test(domain)) throw new Error(`"${raw}" is not a domain such as example.org`);
+  if (!HOST_PATTERN.test(domain)) throw new Error(`"${raw}" is not a domain such as example.org`);
   return domain;
 }
 
@@ -71,13 +54,6 @@ function origins(raw: string): string[] {
   });
 }
 
-function httpUrl(raw: string): URL {
-  const url = parse.url(raw);
-  if (url.protocol !== "http:" && url.protocol !== "https:")
-    throw new Error("expected an http:// or https:// URL");
-  return url;
-}
-
 /** Where the proxy gets the auth service's public session keys: exactly one of the two settings. */
 export type SessionKeySource = { url: URL } | { file: string };
 
@@ -94,133 +70,173 @@ function sessionKeySourceProblem(env: NodeJS.ProcessEnv): string | undefined {
 }
 
 export const settings = {
-  host: withDefault("PROXY_HOST", "Address to listen on for student traffic", parse.string, "0.0.0.0"),
-  port: withDefault("PROXY_PORT", "Port for student traffic", parse.integer(0, 65535), 8080),
-  adminHost: withDefault(
-    "PROXY_ADMIN_HOST",
-    "Address for /healthz, /readyz and /metrics (not for students)",
-    parse.string,
-    "0.0.0.0",
-  ),
-  adminPort: withDefault(
-    "PROXY_ADMIN_PORT",
-    "Port for /healthz, /readyz and /metrics",
-    parse.integer(0, 65535),
-    9090,
-  ),
-  namespace: withDefault(
-    "USERLAND_NAMESPACE",
-    "Namespace whose Templates and Userlands are served (default: the proxy's own namespace)",
-    parse.string,
-    "",
-  ),
-  sessionJwksUrl: optional(
-    "PROXY_SESSION_JWKS_URL",
-    "The auth service's public session keys, http(s)://<auth>/.well-known/jwks.json; fetched again when a session names a new key (set this or PROXY_SESSION_PUBLIC_KEYS_FILE)",
-    httpUrl,
-  ),
-  sessionKeysFile: optional(
-    "PROXY_SESSION_PUBLIC_KEYS_FILE",
-    "Public JWKS file of the auth service's session keys, read at start-up (node scripts/session-keys.ts --public keys.json; set this or PROXY_SESSION_JWKS_URL)",
-    parse.string,
-  ),
-  loginUrl: required(
-    "PROXY_LOGIN_URL",
-    "The auth service's login URL; browsers without a session go to <url>?rd=<where they were going>",
-    parse.url,
-  ),
-  hostTemplates: withDefault(
-    "PROXY_HOST_TEMPLATES",
-    "Comma-separated host=template pairs, e.g. code.example.org=code,jupyter.example.org=jupyter",
-    hostTemplates,
-    new Map<string, string>(),
-  ),
-  baseDomain: optional(
-    "PROXY_BASE_DOMAIN",
-    "Serve <template>.<domain> for every Template, e.g. example.org",
-    baseDomain,
-  ),
-  defaultTemplate: optional(
-    "PROXY_DEFAULT_TEMPLATE",
-    "Template for hosts that match nothing else (unset: such hosts get a 404 page)",
-    templateName,
-  ),
-  upstreamOverrides: optional(
-    "PROXY_UPSTREAM_OVERRIDES",
-    "Comma-separated <namespace>/<service>=http://127.0.0.1:<port> pairs used INSTEAD of cluster DNS (tests, local platform; loopback only)",
-    parseOverrides,
-  ),
-  upstreamOverridesFile: optional(
-    "PROXY_UPSTREAM_OVERRIDES_FILE",
-    'JSON file {"<namespace>/<service>": "http://127.0.0.1:<port>"} used instead of cluster DNS; re-read when it changes',
-    parse.string,
-  ),
-  clusterDomain: withDefault(
-    "PROXY_CLUSTER_DOMAIN",
-    "The cluster's DNS domain (Services are <name>.<namespace>.svc.<domain>)",
-    baseDomain,
-    "cluster.local",
-  ),
-  trustedProxies: withDefault(
-    "PROXY_TRUSTED_PROXIES",
-    "Comma-separated CIDRs (e.g. 10.0.0.0/8) whose X-Forwarded-For/Proto/Host are believed; others' are replaced",
-    cidrList,
-    [],
-  ),
-  allowedOrigins: withDefault(
-    "PROXY_ALLOWED_ORIGINS",
-    "Comma-separated extra origins allowed to open WebSockets (the request's own host is always allowed)",
-    origins,
-    [],
-  ),
-  upstreamTimeout: withDefault(
-    "PROXY_UPSTREAM_TIMEOUT",
-    "How long an environment may stay silent on a request before the student gets a 504 page",
-    durationText,
-    "60s",
-  ),
-  connectTimeout: withDefault(
-    "PROXY_CONNECT_TIMEOUT",
-    "How long connecting to an environment may take",
-    durationText,
-    "5s",
-  ),
-  websocketIdleTimeout: withDefault(
-    "PROXY_WEBSOCKET_IDLE_TIMEOUT",
-    "Close a WebSocket after this long without traffic in either direction",
-    durationText,
-    "15m",
-  ),
-  activityFlush: withDefault(
-    "PROXY_ACTIVITY_FLUSH",
-    "How often recorded activity is written to the userland.dev/last-activity annotation",
-    durationText,
-    "30s",
-  ),
-  userManagerUrl: optional(
-    "PROXY_USER_MANAGER_URL",
-    "user-manager base URL; enables the Start button on the stopped page",
-    parse.url,
-  ),
-  userManagerTokenFile: optional(
-    "PROXY_USER_MANAGER_TOKEN_FILE",
-    "File with the bearer token for the user-manager (e.g. a projected ServiceAccount token; re-read on every call)",
-    parse.string,
-  ),
-  startOnAccess: withDefault(
-    "PROXY_START_ON_ACCESS",
-    "Start a stopped environment as soon as its student visits it (needs PROXY_USER_MANAGER_URL)",
-    parse.boolean,
-    false,
-  ),
-  accessLog: withDefault("PROXY_ACCESS_LOG", "Log one line per request", parse.boolean, true),
-  shutdownGrace: withDefault(
-    "PROXY_SHUTDOWN_GRACE",
-    "On SIGTERM, how long in-flight requests may finish before connections are closed",
-    durationText,
-    "25s",
-  ),
-};
+  host: {
+    env: "PROXY_HOST",
+    description: "Address to listen on for student traffic",
+    parse: parse.string,
+    default: "0.0.0.0",
+  },
+  port: {
+    env: "PROXY_PORT",
+    description: "Port for student traffic",
+    parse: parse.port,
+    default: 8080,
+  },
+  adminHost: {
+    env: "PROXY_ADMIN_HOST",
+    description: "Address for /healthz, /readyz and /metrics (not for students)",
+    parse: parse.string,
+    default: "0.0.0.0",
+  },
+  adminPort: {
+    env: "PROXY_ADMIN_PORT",
+    description: "Port for /healthz, /readyz and /metrics",
+    parse: parse.port,
+    default: 9090,
+  },
+  namespace: {
+    env: "USERLAND_NAMESPACE",
+    description: "Namespace whose Templates and Userlands are served",
+    parse: parse.string,
+    default: "",
+    show: () => "the proxy's own namespace",
+  },
+  sessionJwksUrl: {
+    env: "PROXY_SESSION_JWKS_URL",
+    description:
+      "The auth service's public session keys, http(s)://<auth>/.well-known/jwks.json; fetched again when a session names a new key (set this or PROXY_SESSION_PUBLIC_KEYS_FILE)",
+    parse: parse.httpUrl,
+    default: undefined,
+  },
+  sessionKeysFile: {
+    env: "PROXY_SESSION_PUBLIC_KEYS_FILE",
+    description:
+      "Public JWKS file of the auth service's session keys, read at start-up (node scripts/session-keys.ts --public keys.json; set this or PROXY_SESSION_JWKS_URL)",
+    parse: parse.string,
+    default: undefined,
+  },
+  loginUrl: {
+    env: "PROXY_LOGIN_URL",
+    description:
+      "The auth service's login URL; browsers without a session go to <url>?rd=<where they were going>",
+    parse: parse.httpUrl,
+  },
+  hostTemplates: {
+    env: "PROXY_HOST_TEMPLATES",
+    description:
+      "Comma-separated host=template pairs, e.g. code.example.org=code,jupyter.example.org=jupyter",
+    parse: hostTemplates,
+    default: new Map<string, string>(),
+    show: () => "none",
+  },
+  baseDomain: {
+    env: "PROXY_BASE_DOMAIN",
+    description: "Serve <template>.<domain> for every Template, e.g. example.org",
+    parse: baseDomain,
+    default: undefined,
+  },
+  defaultTemplate: {
+    env: "PROXY_DEFAULT_TEMPLATE",
+    description: "Template for hosts that match nothing else (unset: such hosts get a 404 page)",
+    parse: templateName,
+    default: undefined,
+  },
+  upstreamOverrides: {
+    env: "PROXY_UPSTREAM_OVERRIDES",
+    description:
+      "Comma-separated <namespace>/<service>=http://127.0.0.1:<port> pairs used INSTEAD of cluster DNS (tests, local platform; loopback only)",
+    parse: parseOverrides,
+    default: undefined,
+  },
+  upstreamOverridesFile: {
+    env: "PROXY_UPSTREAM_OVERRIDES_FILE",
+    description:
+      'JSON file {"<namespace>/<service>": "http://127.0.0.1:<port>"} used instead of cluster DNS; re-read when it changes',
+    parse: parse.string,
+    default: undefined,
+  },
+  clusterDomain: {
+    env: "PROXY_CLUSTER_DOMAIN",
+    description: "The cluster's DNS domain (Services are <name>.<namespace>.svc.<domain>)",
+    parse: baseDomain,
+    default: "cluster.local",
+  },
+  trustedProxies: {
+    env: "PROXY_TRUSTED_PROXIES",
+    description:
+      "Comma-separated CIDRs (e.g. 10.0.0.0/8) whose X-Forwarded-For/Proto/Host are believed; others' are replaced",
+    parse: cidrList,
+    default: [],
+  },
+  allowedOrigins: {
+    env: "PROXY_ALLOWED_ORIGINS",
+    description:
+      "Comma-separated extra origins allowed to open WebSockets (the request's own host is always allowed)",
+    parse: origins,
+    default: [],
+  },
+  upstreamTimeout: {
+    env: "PROXY_UPSTREAM_TIMEOUT",
+    description: "How long an environment may stay silent on a request before the student gets a 504 page",
+    parse: parse.positiveDuration,
+    default: 60_000,
+    show: formatDuration,
+  },
+  connectTimeout: {
+    env: "PROXY_CONNECT_TIMEOUT",
+    description: "How long connecting to an environment may take",
+    parse: parse.positiveDuration,
+    default: 5_000,
+    show: formatDuration,
+  },
+  websocketIdleTimeout: {
+    env: "PROXY_WEBSOCKET_IDLE_TIMEOUT",
+    description: "Close a WebSocket after this long without traffic in either direction",
+    parse: parse.positiveDuration,
+    default: 15 * 60_000,
+    show: formatDuration,
+  },
+  activityFlush: {
+    env: "PROXY_ACTIVITY_FLUSH",
+    description: "How often recorded activity is written to the userland.dev/last-activity annotation",
+    parse: parse.positiveDuration,
+    default: 30_000,
+    show: formatDuration,
+  },
+  userManagerUrl: {
+    env: "PROXY_USER_MANAGER_URL",
+    description: "user-manager base URL; enables the Start button on the stopped page",
+    parse: parse.httpUrl,
+    default: undefined,
+  },
+  userManagerTokenFile: {
+    env: "PROXY_USER_MANAGER_TOKEN_FILE",
+    description:
+      "File with the bearer token for the user-manager (e.g. a projected ServiceAccount token; re-read on every call)",
+    parse: parse.string,
+    default: undefined,
+  },
+  startOnAccess: {
+    env: "PROXY_START_ON_ACCESS",
+    description:
+      "Start a stopped environment as soon as its student visits it (needs PROXY_USER_MANAGER_URL)",
+    parse: parse.boolean,
+    default: false,
+  },
+  accessLog: {
+    env: "PROXY_ACCESS_LOG",
+    description: "Log one line per request",
+    parse: parse.boolean,
+    default: true,
+  },
+  shutdownGrace: {
+    env: "PROXY_SHUTDOWN_GRACE",
+    description: "On SIGTERM, how long in-flight requests may finish before connections are closed",
+    parse: parse.positiveDuration,
+    default: 25_000,
+    show: formatDuration,
+  },
+} satisfies Settings;
 
 export interface ProxyConfig {
   host: string;
@@ -262,8 +278,6 @@ export function loadProxyConfig(env: NodeJS.ProcessEnv = process.env): ProxyConf
     throw error;
   }
   const problems: string[] = keySourceProblem ? [keySourceProblem] : [];
-  if (c.loginUrl.protocol !== "https:" && c.loginUrl.protocol !== "http:")
-    problems.push("PROXY_LOGIN_URL must be an http:// or https:// URL");
   if (c.hostTemplates.size === 0 && c.baseDomain === undefined && c.defaultTemplate === undefined) {
     problems.push(
       "say which Template each host serves: set PROXY_HOST_TEMPLATES, PROXY_BASE_DOMAIN and/or PROXY_DEFAULT_TEMPLATE",
@@ -274,9 +288,6 @@ export function loadProxyConfig(env: NodeJS.ProcessEnv = process.env): ProxyConf
   }
   if (c.startOnAccess && !c.userManagerUrl)
     problems.push("PROXY_START_ON_ACCESS=true needs PROXY_USER_MANAGER_URL");
-  if (c.userManagerUrl && c.userManagerUrl.protocol !== "https:" && c.userManagerUrl.protocol !== "http:") {
-    problems.push("PROXY_USER_MANAGER_URL must be an http:// or https:// URL");
-  }
   if (c.port !== 0 && c.port === c.adminPort && c.host === c.adminHost)
     problems.push("PROXY_PORT and PROXY_ADMIN_PORT must differ");
   if (problems.length > 0) throw new ConfigError("proxy", problems);
@@ -296,13 +307,13 @@ export function loadProxyConfig(env: NodeJS.ProcessEnv = process.env): ProxyConf
     clusterDomain: c.clusterDomain,
     trustedProxies: trustedProxies(c.trustedProxies),
     allowedOrigins: c.allowedOrigins,
-    upstreamTimeoutMs: parse.duration(c.upstreamTimeout),
-    connectTimeoutMs: parse.duration(c.connectTimeout),
-    websocketIdleTimeoutMs: parse.duration(c.websocketIdleTimeout),
-    activityFlushMs: parse.duration(c.activityFlush),
+    upstreamTimeoutMs: c.upstreamTimeout,
+    connectTimeoutMs: c.connectTimeout,
+    websocketIdleTimeoutMs: c.websocketIdleTimeout,
+    activityFlushMs: c.activityFlush,
     userManager: c.userManagerUrl ? { url: c.userManagerUrl, tokenFile: c.userManagerTokenFile } : undefined,
     startOnAccess: c.startOnAccess,
     accessLog: c.accessLog,
-    shutdownGraceMs: parse.duration(c.shutdownGrace),
+    shutdownGraceMs: c.shutdownGrace,
   };
 }

@@ -5,40 +5,37 @@
  * written; a second signal exits at once.
  */
 import { currentNamespace, loadKubeConfig } from "../../lib/kube.ts";
-import { createLogger } from "../../lib/logger.ts";
-import { helpRequested, KUBECONFIG_HELP, runService } from "../../lib/service.ts";
+import { runComponent } from "../../lib/service.ts";
 import { buildProxyApp } from "./app.ts";
 import { loadProxyConfig, settings } from "./config.ts";
 import { createMetrics } from "./metrics.ts";
 
-helpRequested(
-  "userland proxy: sends each student's HTTP and WebSocket traffic to their own environment.",
+await runComponent({
+  name: "proxy",
+  summary: "userland proxy: sends each student's HTTP and WebSocket traffic to their own environment.",
   settings,
-  [KUBECONFIG_HELP],
-);
-
-const log = createLogger("proxy");
-
-await runService("proxy", log, async () => {
-  const config = loadProxyConfig();
-  const namespace = config.namespace || (await currentNamespace());
-  const app = await buildProxyApp(config, {
-    kc: loadKubeConfig(),
-    log,
-    namespace,
-    metrics: createMetrics({ defaultMetrics: true }),
-  });
-  const { url, adminUrl } = await app.proxy.listen({
-    host: config.host,
-    port: config.port,
-    adminHost: config.adminHost,
-    adminPort: config.adminPort,
-  });
-  log.info({ url, adminUrl, namespace, resolver: app.resolver.kind }, "proxy listening");
-  app.synced.catch((error: unknown) => log.error({ err: error }, "caches did not sync"));
-  return {
-    stopping: "shutting down: draining connections",
-    stoppingFields: { graceMs: config.shutdownGraceMs },
-    stop: () => app.close(config.shutdownGraceMs),
-  };
+  kubernetes: true,
+  load: loadProxyConfig,
+  start: async (config, log) => {
+    const namespace = config.namespace || (await currentNamespace());
+    const app = await buildProxyApp(config, {
+      kc: loadKubeConfig(),
+      log,
+      namespace,
+      metrics: createMetrics({ defaultMetrics: true }),
+    });
+    const { url, adminUrl } = await app.proxy.listen({
+      host: config.host,
+      port: config.port,
+      adminHost: config.adminHost,
+      adminPort: config.adminPort,
+    });
+    log.info({ url, adminUrl, namespace, resolver: app.resolver.kind }, "proxy listening");
+    app.synced.catch((error: unknown) => log.error({ err: error }, "caches did not sync"));
+    return {
+      stopping: "shutting down: draining connections",
+      stoppingFields: { graceMs: config.shutdownGraceMs },
+      stop: () => app.close(config.shutdownGraceMs),
+    };
+  },
 });

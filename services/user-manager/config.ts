@@ -2,6 +2,7 @@
  * The user-manager's settings (environment variables), validated together at start-up so a broken
  * deployment gets one message naming every variable to fix.
  */
+import { formatDuration } from "../../api/duration.ts";
 import { loadConfig, parse, type ConfigOf, type Settings } from "../../lib/config.ts";
 
 const audiences = (raw: string): string[] => {
@@ -21,19 +22,21 @@ export const settings = {
   port: {
     env: "USER_MANAGER_PORT",
     description: "Port to listen on (0: any free port)",
-    parse: parse.integer(0, 65535),
+    parse: parse.port,
     default: 8080,
   },
   namespace: {
     env: "USERLAND_NAMESPACE",
-    description: "Namespace whose Userlands this service manages (default: its own namespace)",
+    description: "Namespace whose Userlands this service manages",
     parse: parse.string,
     default: "",
+    show: () => "its own namespace",
   },
   tokenCacheTtl: {
     env: "USER_MANAGER_TOKEN_CACHE_TTL",
     description: "How long a TokenReview result is reused, e.g. 30s (0: ask the API server on every request)",
     parse: parse.duration,
+    show: formatDuration,
     default: 30_000,
   },
   authzCacheTtl: {
@@ -41,6 +44,7 @@ export const settings = {
     description:
       "How long an allowed SubjectAccessReview is reused, e.g. 10s; denials are never cached (0: ask every time)",
     parse: parse.duration,
+    show: formatDuration,
     default: 10_000,
   },
   tokenAudiences: {
@@ -48,7 +52,7 @@ export const settings = {
     description:
       "Comma-separated audiences a bearer token must be issued for (empty: the API server's own audiences)",
     parse: audiences,
-    default: [] as string[],
+    default: [],
   },
   rosterMaxRows: {
     env: "USER_MANAGER_ROSTER_MAX_ROWS",

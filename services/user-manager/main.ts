@@ -6,35 +6,27 @@
 import { ConfigError } from "../../lib/config.ts";
 import { currentNamespace, loadKubeConfig } from "../../lib/kube.ts";
 import { KubeRest } from "../../lib/kubeRest.ts";
-import { createLogger } from "../../lib/logger.ts";
-import { helpRequested, KUBECONFIG_HELP, runService } from "../../lib/service.ts";
+import type { Logger } from "../../lib/logger.ts";
+import { runComponent } from "../../lib/service.ts";
 import { buildApp } from "./app.ts";
-import { loadUserManagerConfig, settings } from "./config.ts";
+import { loadUserManagerConfig, settings, type UserManagerConfig } from "./config.ts";
 import { createMetrics } from "./metrics.ts";
 import { describePermission, missingPermissions } from "./permissions.ts";
 
-helpRequested(
-  "userland user-manager: REST API to create, list, start, stop and delete Userlands and import class rosters.\n" +
-    "Callers authenticate with Kubernetes bearer tokens; Kubernetes RBAC on userlands.userland.dev decides what they may do.",
-  settings,
-  [KUBECONFIG_HELP],
-);
-
-const log = createLogger("user-manager");
-
-await runService("user-manager", log, async () => {
-  const config = loadUserManagerConfig();
-  let kc;
+function kubeConfig() {
   try {
     // Outside a pod, client-node's in-cluster loader "succeeds" with an unusable server address.
     if (!process.env.KUBECONFIG && !process.env.KUBERNETES_SERVICE_HOST) throw new Error("neither is set");
-    kc = loadKubeConfig();
+    return loadKubeConfig();
   } catch (error) {
     throw new ConfigError("user-manager", [
       `no Kubernetes credentials: set KUBECONFIG, or run in a pod with a ServiceAccount (${(error as Error).message})`,
     ]);
   }
-  const rest = new KubeRest(kc, "userland-user-manager");
+}
+
+async function start(config: UserManagerConfig, log: Logger) {
+  const rest = new KubeRest(kubeConfig(), "userland-user-manager");
   const metrics = createMetrics({ defaultMetrics: true });
   rest.onRequest = (verb, code) => metrics.kubeRequests.inc({ verb, code: String(code) });
   const namespace = config.namespace || (await currentNamespace());
@@ -57,4 +49,15 @@ await runService("user-manager", log, async () => {
     stopping: "shutting down: finishing requests in flight",
     stop: () => app.close().then(() => rest.close()),
   };
+}
+
+await runComponent({
+  name: "user-manager",
+  summary:
+    "userland user-manager: REST API to create, list, start, stop and delete Userlands and import class rosters.\n" +
+    "Callers authenticate with Kubernetes bearer tokens; Kubernetes RBAC on userlands.userland.dev decides what they may do.",
+  settings,
+  kubernetes: true,
+  load: loadUserManagerConfig,
+  start,
 });

@@ -1,0 +1,70 @@
+/**
+ * The probes and metrics server of the components that are no fastify app (operator, proxy): on a
+ * port of its own, so students never reach it. /healthz says the process runs, /readyz whether it
+ * should get work, /metrics is the prom-client registry.
+ */
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Registry } from "prom-client";
+
+export interface Readiness {
+  ready: boolean;
+  /** Shown in /readyz's JSON body, so a failing probe says why. */
+  details: Record<string, unknown>;
+}
+
+export interface AdminServerOptions {
+  registry: Registry;
+  readiness: () => Readiness;
+}
+
+export interface AdminServer {
+  server: Server;
+  /** Resolves with the server's URL, e.g. http://127.0.0.1:9090 (port 0: any free port). */
+  listen: (port: number, host: string) => Promise<string>;
+  /** Stops listening and closes open connections. */
+  close: () => Promise<void>;
+}
+
+export function createAdminServer({ registry, readiness }: AdminServerOptions): AdminServer {
+  const server = createServer((req, res) => {
+    const send = (code: number, body: string, type = "text/plain") => {
+      res.writeHead(code, { "content-type": type });
+      res.end(body);
+    };
+    const path = (req.url ?? "").split("?", 1)[0];
+    if (path === "/healthz") return send(200, "ok\n");
+    if (path === "/readyz") {
+      const { ready, details } = readiness();
+      return send(ready ? 200 : 503, JSON.stringify(details) + "\n", "application/json");
+    }
+    if (path === "/metrics") {
+      registry.metrics().then(
+        (text) => send(200, text, registry.contentType),
+        () => send(500, "error\n"),
+      );
+      return;
+    }
+    send(404, "not found\n");
+  });
+  return {
+    server,
+    listen: (port, host) =>
+      new Promise<string>((resolve, reject) => {
+        server.once("error", reject);
+        server.listen(port, host, () => {
+          server.off("error", reject);
+          const address = server.address() as AddressInfo;
+          const h = address.family === "IPv6" ? `[${address.address}]` : address.address;
+          resolve(`http://${h}:${address.port}`);
+        });
+      }),
+    close: async () => {
+      const closed = new Promise<void>((resolve) =>
+        server.listening ? server.close(() => resolve()) : resolve(),
+      );
+      server.closeAllConnections();
+      await closed;
+    },
+  };
+}
