@@ -7,6 +7,7 @@
  * connection agent (TLS handshake) for each call, which thousands of Userlands cannot afford.
  * Controllers here compare and write plain JSON, as the API server sends it.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import { Agent, fetch } from "undici";
 import type { k8s } from "./kube.ts";
 
@@ -14,14 +15,27 @@ export class KubeError extends Error {
   readonly code: number;
   readonly reason: string;
   readonly body: unknown;
-  constructor(code: number, reason: string, message: string, body: unknown) {
+  /** How long the API server asked to wait before trying again (Retry-After), if it said. */
+  readonly retryAfterSeconds: number | undefined;
+  constructor(code: number, reason: string, message: string, body: unknown, retryAfterSeconds?: number) {
     super(message);
     this.name = "KubeError";
     this.code = code;
     this.reason = reason;
     this.body = body;
+    this.retryAfterSeconds = retryAfterSeconds;
   }
 }
+
+/**
+ * A 429 means the request was not served: API Priority and Fairness sheds load this way, and a
+ * CRD's storage answers 429 for a moment after the CRD is updated (an upgrade), so even a create is
+ * safe to send again. It is, as often as this and never waiting longer than the cap per try, so a
+ * caller sees a 429 only when the API server keeps refusing.
+ */
+export const TOO_MANY_REQUESTS_ATTEMPTS = 4;
+const MAX_RETRY_AFTER_SECONDS = 2;
+const MIN_RETRY_AFTER_SECONDS = 0.1;
 
 export type PatchType = "merge" | "json" | "strategic";
 const patchContentTypes: Record<PatchType, string> = {
@@ -61,7 +75,24 @@ export class KubeRest {
     return cluster.server.replace(/\/$/, "");
   }
 
+  /** One API call; a 429 is sent again after the Retry-After the API server gives (bounded). */
   async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.send<T>(method, path, opts);
+      } catch (error) {
+        if (!(error instanceof KubeError) || error.code !== 429 || attempt >= TOO_MANY_REQUESTS_ATTEMPTS)
+          throw error;
+        const seconds = Math.min(
+          Math.max(error.retryAfterSeconds ?? 1, MIN_RETRY_AFTER_SECONDS),
+          MAX_RETRY_AFTER_SECONDS,
+        );
+        await sleep(seconds * 1000, undefined, { signal: opts.signal });
+      }
+    }
+  }
+
+  private async send<T>(method: string, path: string, opts: RequestOptions): Promise<T> {
     const https: {
       headers?: Record<string, string>;
       ca?: Buffer | string;
@@ -113,6 +144,7 @@ export class KubeRest {
         status?.reason ?? String(response.status),
         `${method} ${path}: ${response.status} ${status?.message ?? text.slice(0, 500)}`,
         parsed,
+        retryAfterSeconds(response.headers.get("retry-after"), parsed),
       );
     }
     return parsed as T;
@@ -146,6 +178,14 @@ export class KubeRest {
     await this.agent?.close();
     this.agent = undefined;
   }
+}
+
+/** Retry-After in seconds: the header, else the Status body's details.retryAfterSeconds. */
+function retryAfterSeconds(header: string | null, body: unknown): number | undefined {
+  const fromHeader = header === null ? NaN : Number(header);
+  if (Number.isFinite(fromHeader) && fromHeader >= 0) return fromHeader;
+  const details = (body as { details?: { retryAfterSeconds?: unknown } } | undefined)?.details;
+  return typeof details?.retryAfterSeconds === "number" ? details.retryAfterSeconds : undefined;
 }
 
 function safeJson(text: string): unknown {

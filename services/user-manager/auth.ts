@@ -11,10 +11,10 @@
  */
 import { createHash } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
+import { LRUCache, type Perf } from "lru-cache";
 import { GROUP } from "../../api/v1alpha1/index.ts";
 import type { KubeRest } from "../../lib/kubeRest.ts";
 import { HttpError } from "./errors.ts";
-import { retryTooManyRequests } from "./store.ts";
 import type { Metrics } from "./metrics.ts";
 
 export type Verb = "get" | "list" | "create" | "patch" | "delete";
@@ -43,36 +43,18 @@ declare module "fastify" {
   }
 }
 
-/** A small time-bounded cache with a size cap (oldest entries go first). */
-export class TtlCache<V> {
-  private readonly entries = new Map<string, { value: V; expires: number }>();
-  private readonly max: number;
-  constructor(max = 10_000) {
-    this.max = max;
-  }
-  get(key: string, now = Date.now()): V | undefined {
-    const entry = this.entries.get(key);
-    if (!entry) return undefined;
-    if (entry.expires <= now) {
-      this.entries.delete(key);
-      return undefined;
-    }
-    return entry.value;
-  }
-  set(key: string, value: V, expires: number): void {
-    this.entries.delete(key);
-    if (this.entries.size >= this.max) {
-      const oldest = this.entries.keys().next();
-      if (!oldest.done) this.entries.delete(oldest.value);
-    }
-    this.entries.set(key, { value, expires });
-  }
-  delete(key: string): void {
-    this.entries.delete(key);
-  }
-  get size(): number {
-    return this.entries.size;
-  }
+/** Most entries a review cache holds; the least recently used go first beyond it. */
+export const REVIEW_CACHE_MAX = 10_000;
+
+/**
+ * A cache whose entries each expire after the time-to-live given when set, at most `max` of them.
+ * `clock` replaces the real one (tests); it is then read on every access.
+ */
+export function reviewCache<V extends NonNullable<unknown>>(
+  max = REVIEW_CACHE_MAX,
+  clock?: Perf,
+): LRUCache<string, V> {
+  return new LRUCache<string, V>({ max, ...(clock ? { perf: clock, ttlResolution: 0 } : {}) });
 }
 
 interface TokenReviewStatus {
@@ -93,7 +75,7 @@ export interface AuthenticatorOptions {
 export class TokenAuthenticator {
   private readonly opts: AuthenticatorOptions;
   // Keyed by a SHA-256 of the token so the cache never holds a usable credential.
-  private readonly cache = new TtlCache<Promise<Caller | undefined>>();
+  private readonly cache = reviewCache<Promise<Caller | undefined>>();
 
   constructor(opts: AuthenticatorOptions) {
     this.opts = opts;
@@ -106,11 +88,11 @@ export class TokenAuthenticator {
     if (cached) return cached;
     const pending = this.review(token);
     // In-flight requests with the same token share one review; a failed review is not remembered.
-    this.cache.set(key, pending, Date.now() + Math.max(this.opts.ttlMs, 1_000));
+    this.cache.set(key, pending, { ttl: Math.max(this.opts.ttlMs, 1_000) });
     pending.then(
       () => {
-        const expires = Math.min(Date.now() + this.opts.ttlMs, jwtExpiry(token) ?? Infinity);
-        if (expires > Date.now()) this.cache.set(key, pending, expires);
+        const ttl = Math.min(this.opts.ttlMs, (jwtExpiry(token) ?? Infinity) - Date.now());
+        if (ttl > 0) this.cache.set(key, pending, { ttl });
         else this.cache.delete(key);
       },
       () => this.cache.delete(key),
@@ -127,8 +109,9 @@ export class TokenAuthenticator {
         kind: "TokenReview",
         spec: { token, ...(audiences.length > 0 ? { audiences } : {}) },
       };
-      const review = await retryTooManyRequests(() =>
-        rest.create<{ status?: TokenReviewStatus }>("/apis/authentication.k8s.io/v1/tokenreviews", body),
+      const review = await rest.create<{ status?: TokenReviewStatus }>(
+        "/apis/authentication.k8s.io/v1/tokenreviews",
+        body,
       );
       status = review.status;
     } catch (error) {
@@ -180,7 +163,7 @@ export interface Decision {
 export class AccessReviewer {
   private readonly opts: AccessReviewerOptions;
   // Only grants are cached: a newly granted permission works at once, a revoked one within the TTL.
-  private readonly allowed = new TtlCache<true>();
+  private readonly allowed = reviewCache<true>();
 
   constructor(opts: AccessReviewerOptions) {
     this.opts = opts;
@@ -200,28 +183,26 @@ export class AccessReviewer {
     let status:
       { allowed?: boolean; denied?: boolean; reason?: string; evaluationError?: string } | undefined;
     try {
-      const review = await retryTooManyRequests(() =>
-        rest.create<{ status?: typeof status }>(
-          `/apis/authorization.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/localsubjectaccessreviews`,
-          {
-            apiVersion: "authorization.k8s.io/v1",
-            kind: "LocalSubjectAccessReview",
-            metadata: { namespace },
-            spec: {
-              user: caller.username,
-              groups: caller.groups,
-              ...(caller.uid ? { uid: caller.uid } : {}),
-              ...(caller.extra ? { extra: caller.extra } : {}),
-              resourceAttributes: {
-                namespace,
-                verb,
-                group: GROUP,
-                resource: "userlands",
-                ...(name ? { name } : {}),
-              },
+      const review = await rest.create<{ status?: typeof status }>(
+        `/apis/authorization.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/localsubjectaccessreviews`,
+        {
+          apiVersion: "authorization.k8s.io/v1",
+          kind: "LocalSubjectAccessReview",
+          metadata: { namespace },
+          spec: {
+            user: caller.username,
+            groups: caller.groups,
+            ...(caller.uid ? { uid: caller.uid } : {}),
+            ...(caller.extra ? { extra: caller.extra } : {}),
+            resourceAttributes: {
+              namespace,
+              verb,
+              group: GROUP,
+              resource: "userlands",
+              ...(name ? { name } : {}),
             },
           },
-        ),
+        },
       );
       status = review.status;
     } catch (error) {
@@ -230,7 +211,7 @@ export class AccessReviewer {
     }
     const allowed = status?.allowed === true;
     metrics.accessReviews.inc({ verb, result: allowed ? "allowed" : "denied" });
-    if (allowed && ttlMs > 0) this.allowed.set(key, true, Date.now() + ttlMs);
+    if (allowed && ttlMs > 0) this.allowed.set(key, true, { ttl: ttlMs });
     return { allowed, ...(status?.reason ? { reason: status.reason } : {}) };
   }
 }

@@ -3,9 +3,9 @@
  * naming the field at fault; only our own faults (and the API server's) are 5xx.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { statusCode } from "../../lib/kube.ts";
+import { isConflict, isNotFound, statusCode } from "../../lib/kube.ts";
 import { KubeError } from "../../lib/kubeRest.ts";
-import { invalidTemplateReason, invalidUserReason } from "./schemas.ts";
+import { invalidTemplateReason, invalidUserReason, invalidUserlandNameReason } from "./schemas.ts";
 
 export type ErrorLocation = "body" | "query" | "params" | "headers";
 
@@ -114,6 +114,7 @@ export function describeValidation(
   let reason: string | undefined;
   if (last === "user") reason = invalidUserReason(value);
   else if (last === "templateName" || last === "template") reason = invalidTemplateReason(value);
+  else if (last === "name" && location === "params") reason = invalidUserlandNameReason(value);
   if (!reason && issue.keyword === "enum" && Array.isArray(issue.params.allowedValues)) {
     reason = `must be one of ${issue.params.allowedValues.map(String).join(", ")}`;
   }
@@ -198,8 +199,8 @@ export function fromKubeError(error: KubeError): HttpError {
   const kubeMessage = (error.body as { message?: string } | undefined)?.message ?? error.message;
   if (code === 422 || code === 400)
     return new HttpError(400, "BadRequest", `rejected by Kubernetes: ${kubeMessage}`);
-  if (code === 404) return notFound(kubeMessage);
-  if (code === 409) return conflict(`conflict in Kubernetes: ${kubeMessage}`);
+  if (isNotFound(error)) return notFound(kubeMessage);
+  if (isConflict(error)) return conflict(`conflict in Kubernetes: ${kubeMessage}`);
   if (code === 401 || code === 403) {
     // The service's own credentials are at fault, not the caller's: a deployment problem.
     return new HttpError(

@@ -10,6 +10,7 @@
  * is a dry run unless `dryRun=false`, and never deletes when the roster has invalid lines.
  */
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
+import pLimit from "p-limit";
 import { userlandNameFor } from "../../api/naming.ts";
 import type { Userland } from "../../api/v1alpha1/index.ts";
 import { isConflict } from "../../lib/kube.ts";
@@ -124,19 +125,6 @@ const ref = (u: Userland) => ({
   name: u.metadata.name ?? "",
   templateName: u.spec.templateName,
 });
-
-/** Runs `work` over `items` with at most `limit` in flight. */
-async function pool<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const index = next++;
-      const item = items[index];
-      if (item !== undefined) await work(item);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-}
 
 export const rosterRoutes: FastifyPluginCallbackTypebox<RosterRouteOptions> = (app, opts, done) => {
   const { store, metrics, maxRows, maxBytes, concurrency } = opts;
@@ -256,7 +244,8 @@ export const rosterRoutes: FastifyPluginCallbackTypebox<RosterRouteOptions> = (a
       }
 
       const by = request.caller?.username ?? "";
-      await pool(plan.create, concurrency, async (entry) => {
+      const limit = pLimit(concurrency);
+      await limit.map(plan.create, async (entry) => {
         const name = userlandNameFor(entry.user);
         try {
           const created = await store.create(entry.user, entry.templateName, entry.enabled, by);
@@ -293,7 +282,7 @@ export const rosterRoutes: FastifyPluginCallbackTypebox<RosterRouteOptions> = (a
       });
 
       if (deleting) {
-        await pool(plan.toDelete, concurrency, async (u) => {
+        await limit.map(plan.toDelete, async (u) => {
           const name = u.metadata.name ?? "";
           try {
             if (await store.delete(name, u.metadata.uid)) {

@@ -8,6 +8,7 @@ import {
   TEMPLATE_NAME_PATTERN,
   USER_MAX,
   USER_PATTERN,
+  USERLAND_NAME_PATTERN,
   UserlandAnnotations,
   UserlandPhases,
   type Userland,
@@ -16,6 +17,9 @@ import { StringEnum, Type, type Static } from "../../api/v1alpha1/schema.ts";
 
 const USER_RE = new RegExp(USER_PATTERN);
 const TEMPLATE_RE = new RegExp(TEMPLATE_NAME_PATTERN);
+const USERLAND_NAME_RE = new RegExp(USERLAND_NAME_PATTERN);
+/** What the API server allows for any object name. */
+const USERLAND_NAME_MAX = 253;
 
 export const UserSchema = Type.String({
   minLength: 1,
@@ -35,12 +39,16 @@ export const TemplateNameSchema = Type.String({
   examples: ["code"],
 });
 
-/** Userland names are Kubernetes object names (DNS-1123 subdomains); hand-made ones need not be ours. */
+/**
+ * Userland names are the CRD's (USERLAND_NAME_PATTERN: no dots, unlike other object names);
+ * hand-made ones need not be ours.
+ */
 export const UserlandNameSchema = Type.String({
   minLength: 1,
-  maxLength: 253,
-  pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
-  description: "The Userland's name (metadata.name).",
+  maxLength: USERLAND_NAME_MAX,
+  pattern: USERLAND_NAME_PATTERN,
+  description:
+    "The Userland's name (metadata.name): lowercase letters, digits and '-', starting and ending with a letter or digit.",
 });
 
 export const PhaseSchema = StringEnum([...UserlandPhases]);
@@ -136,6 +144,16 @@ export function invalidUserReason(user: unknown): string | undefined {
   if (/[\r\n]/.test(user)) return "contains a line break";
   if ([...user].some((c) => c < " " || c === "\x7f")) return "contains a control character";
   return "contains a character other than printable ASCII (identities are sent in the X-User header)";
+}
+
+/** Why `name` is not a valid Userland name, in words, or undefined when it is one. */
+export function invalidUserlandNameReason(name: unknown): string | undefined {
+  if (typeof name !== "string") return "must be a string";
+  if (name.length === 0) return "is empty";
+  if (name.length > USERLAND_NAME_MAX) return `is longer than ${USERLAND_NAME_MAX} characters`;
+  if (USERLAND_NAME_RE.test(name)) return undefined;
+  if (name.includes(".")) return "must not contain '.': Userland names become Deployment and Service names";
+  return "must be lowercase letters, digits and '-', and start and end with a letter or digit";
 }
 
 /** Why `name` is not a valid Template name, in words, or undefined when it is one. */

@@ -9,32 +9,13 @@
  */
 import { userlandNameFor } from "../../api/naming.ts";
 import { API_VERSION, GROUP, VERSION, type Template, type Userland } from "../../api/v1alpha1/index.ts";
-import { isNotFound, statusCode } from "../../lib/kube.ts";
+import { isNotFound } from "../../lib/kube.ts";
 import { paths, type KubeRest, type ListResult, type RequestOptions } from "../../lib/kubeRest.ts";
 
 /** Who created a Userland through this service (a Kubernetes user name), for audits. */
 export const CREATED_BY_ANNOTATION = "userland.dev/created-by";
 
 const PAGE = 500;
-
-/**
- * Runs `call` again after a 429, as long as the API server asks for (at most 2 s, 4 tries). A 429
- * means the request was not served: API Priority and Fairness sheds load this way, and a CRD's
- * storage answers 429 for a moment after the CRD is updated (an upgrade), so even a create is safe
- * to repeat.
- */
-export async function retryTooManyRequests<T>(call: () => Promise<T>, attempts = 4): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await call();
-    } catch (error) {
-      if (statusCode(error) !== 429 || attempt >= attempts) throw error;
-      const body = (error as { body?: { details?: { retryAfterSeconds?: number } } }).body;
-      const seconds = Math.min(Math.max(body?.details?.retryAfterSeconds ?? 1, 0.1), 2);
-      await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
-    }
-  }
-}
 
 export class UserlandStore {
   readonly rest: KubeRest;
@@ -53,8 +34,9 @@ export class UserlandStore {
     return paths.namespaced(GROUP, VERSION, "templates", this.namespace, name);
   }
 
+  // KubeRest sends a request again after a 429 (an upgrade's CRD update answers 429 for a moment).
   private send<T>(method: string, path: string, opts?: RequestOptions): Promise<T> {
-    return retryTooManyRequests(() => this.rest.request<T>(method, path, opts));
+    return this.rest.request<T>(method, path, opts);
   }
 
   /** Every Userland in the namespace, page by page (a consistent snapshot of one resourceVersion). */

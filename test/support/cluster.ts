@@ -6,7 +6,7 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { TestContext } from "node:test";
-import { k8s } from "../../lib/kube.ts";
+import { isConflict, k8s } from "../../lib/kube.ts";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ControlPlane, kubeconfigYaml, repoRoot, type ControlPlaneInfo } from "../../cluster/controlPlane.ts";
@@ -76,7 +76,7 @@ export async function serviceAccountToken(
   await core
     .createNamespacedServiceAccount({ namespace, body: { metadata: { name } } })
     .catch((error: unknown) => {
-      if ((error as { code?: number }).code !== 409) throw error;
+      if (!isConflict(error)) throw error;
     });
   const request = await core.createNamespacedServiceAccountToken({
     namespace,

@@ -284,6 +284,15 @@ test("list with filters, get, start, stop and delete", async (t) => {
   assert.deepEqual(got.json.service, { name: "svc", port: 80 });
   assert.equal((await h.call("GET", "/api/v1/userlands/nobody", { token: h.teacher })).status, 404);
   assert.equal((await h.call("GET", "/api/v1/userlands/Not_A_Name", { token: h.teacher })).status, 400);
+  // The CRD refuses dotted names, so no Userland can have one: a clear 400, not a 404 from Kubernetes.
+  for (const method of ["GET", "DELETE"]) {
+    const dotted = await h.call(method, "/api/v1/userlands/a.b", { token: h.teacher });
+    assert.equal(dotted.status, 400, method);
+    assert.equal(dotted.json.field, "name");
+    assert.equal(dotted.json.in, "params");
+    assert.match(String(dotted.json.message), /must not contain '\.'/);
+  }
+  assert.equal((await h.call("POST", "/api/v1/userlands/a.b/start", { token: h.teacher })).status, 400);
 
   // Stopped by the idle culler long ago, then started by a teacher: the culler must not stop it again at once.
   await admin.patchUserland(h.ns, alice, {

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { Userland } from "../../../api/v1alpha1/index.ts";
-import { TtlCache, bearerToken } from "../auth.ts";
+import { bearerToken, reviewCache } from "../auth.ts";
 import { HttpError, describeValidation } from "../errors.ts";
 import { csvRoster, jsonRoster, parseCsv, planImport, validateRoster } from "../roster.ts";
 
@@ -187,13 +187,16 @@ test("bearer tokens and the TTL cache", () => {
       bad,
     );
   }
-  const cache = new TtlCache<number>(2);
-  cache.set("a", 1, 1000);
-  assert.equal(cache.get("a", 999), 1);
-  assert.equal(cache.get("a", 1000), undefined, "expired");
-  cache.set("a", 1, 5000);
-  cache.set("b", 2, 5000);
-  cache.set("c", 3, 5000);
+  let now = 1000;
+  const cache = reviewCache<number>(2, { now: () => now });
+  cache.set("a", 1, { ttl: 1000 });
+  now = 1999;
+  assert.equal(cache.get("a"), 1);
+  now = 2001;
+  assert.equal(cache.get("a"), undefined, "expired");
+  cache.set("a", 1, { ttl: 5000 });
+  cache.set("b", 2, { ttl: 5000 });
+  cache.set("c", 3, { ttl: 5000 });
   assert.equal(cache.size, 2, "bounded");
-  assert.equal(cache.get("a", 0), undefined, "the oldest went first");
+  assert.equal(cache.get("a"), undefined, "the oldest went first");
 });

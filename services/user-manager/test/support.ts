@@ -30,21 +30,21 @@ import { buildApp, type UserManagerApp } from "../app.ts";
 import { defaultConfig, type UserManagerConfig } from "../config.ts";
 import { createMetrics, type Metrics } from "../metrics.ts";
 import { REQUIRED_PERMISSIONS, missingPermissions } from "../permissions.ts";
-import { retryTooManyRequests as retry } from "../store.ts";
 
 /**
- * The admin's reads and writes, retried on 429: other test files (other processes) re-apply the
- * CRDs when they start, and a CRD's storage answers 429 for a moment after each update.
+ * The admin's reads and writes. KubeRest sends them again on 429: other test files (other
+ * processes) re-apply the CRDs when they start, and a CRD's storage answers 429 for a moment after
+ * each update.
  */
 export const admin = {
-  createUserland: (...args: Parameters<typeof createUserland>) => retry(() => createUserland(...args)),
-  getUserland: (...args: Parameters<typeof getUserland>) => retry(() => getUserland(...args)),
-  patchUserland: (...args: Parameters<typeof patchUserland>) => retry(() => patchUserland(...args)),
-  tryGetUserland: (ns: string, name: string) => retry(() => tryGet<Userland>(userlandsPath(ns, name))),
+  createUserland,
+  getUserland,
+  patchUserland,
+  tryGetUserland: (ns: string, name: string) => tryGet<Userland>(userlandsPath(ns, name)),
   listUserlands: async (ns: string): Promise<Userland[]> =>
-    (await retry(async () => (await adminRest()).list<Userland>(userlandsPath(ns)))).items,
-  patchStatus: (ns: string, name: string, status: unknown) =>
-    retry(async () => (await adminRest()).patch(`${userlandsPath(ns, name)}/status`, { status })),
+    (await (await adminRest()).list<Userland>(userlandsPath(ns))).items,
+  patchStatus: async (ns: string, name: string, status: unknown) =>
+    (await adminRest()).patch(`${userlandsPath(ns, name)}/status`, { status }),
 };
 
 export const USERLAND_VERBS = ["get", "list", "create", "patch", "delete"];
@@ -146,7 +146,7 @@ export async function startUserManager(t: TestContext, opts: HarnessOptions = {}
   await installCrds();
   const ns = await testNamespace(t, "um");
   for (const name of opts.templates ?? ["code", "jupyter"])
-    await retry(() => createTemplate(ns, name, simpleTemplateSpec(`registry.invalid/${name}:1`)));
+    await createTemplate(ns, name, simpleTemplateSpec(`registry.invalid/${name}:1`));
   const { rest } = await userManagerRest(t, ns);
 
   const metrics = createMetrics();
