@@ -1,0 +1,248 @@
+/**
+ * The proxy's request path piece by piece, without a cluster or a network: the Router's Route for
+ * each situation, the Starter's once-a-minute rule, the user-manager client's answers and the
+ * page shell every service uses.
+ */
+import assert from "node:assert/strict";
+import { createServer, type IncomingMessage } from "node:http";
+import type { AddressInfo } from "node:net";
+import { test, type TestContext } from "node:test";
+import type { Userland } from "../../../api/v1alpha1/index.ts";
+import { html, pageDocument } from "../../../lib/html.ts";
+import { createLogger } from "../../../lib/logger.ts";
+import type { Session } from "../../../lib/session.ts";
+import {
+  UserManagerError,
+  userManagerClient,
+  type UserManagerClient,
+} from "../../../lib/userManagerClient.ts";
+import { trustedProxies } from "../headers.ts";
+import { createMetrics } from "../metrics.ts";
+import type { RequestRecord } from "../requestLog.ts";
+import { overrideResolver } from "../resolver.ts";
+import { Router, type Route } from "../router.ts";
+import { UserlandIndex } from "../routing.ts";
+import { Starter } from "../starter.ts";
+
+const HOST = "code.example.org";
+const log = createLogger("proxy-router-test");
+
+function userland(user: string, status: Userland["status"], enabled?: boolean): Userland {
+  return {
+    apiVersion: "userland.dev/v1alpha1",
+    kind: "Userland",
+    metadata: { name: user, namespace: "ns", generation: 1 },
+    spec: { user, templateName: "code", ...(enabled === undefined ? {} : { enabled }) },
+    ...(status ? { status } : {}),
+  };
+}
+
+const ready = { phase: "Ready" as const, observedGeneration: 1, service: { name: "svc", port: 80 } };
+
+function fakeRequest(url: string, headers: Record<string, string> = {}): IncomingMessage {
+  return {
+    url,
+    method: "GET",
+    headers: { host: HOST, ...headers },
+    socket: { remoteAddress: "127.0.0.1" },
+  } as unknown as IncomingMessage;
+}
+
+/** A router over an in-memory index; the session user is the `user` header (no cookies needed here). */
+function router(
+  options: {
+    userlands?: Userland[];
+    startOnAccess?: boolean;
+    userManager?: UserManagerClient;
+    synced?: boolean;
+  } = {},
+) {
+  const index = new UserlandIndex();
+  for (const u of options.userlands ?? []) index.upsert(u);
+  const resolver = overrideResolver();
+  resolver.set("ns", "svc", "http://127.0.0.1:9");
+  const starter = new Starter(options.userManager, createMetrics(), log);
+  return new Router({
+    config: {
+      hostTemplates: new Map([[HOST, "code"]]),
+      baseDomain: undefined,
+      defaultTemplate: undefined,
+      trustedProxies: trustedProxies([]),
+      allowedOrigins: [],
+      startOnAccess: options.startOnAccess ?? false,
+    },
+    cluster: {
+      namespace: "ns",
+      findUserland: (user, template) => index.find(user, template),
+      getTemplate: () => undefined,
+      synced: () => options.synced ?? true,
+    },
+    sessions: {
+      fromRequest: (req): Promise<Session | undefined> => {
+        const user = req.headers.user;
+        return Promise.resolve(
+          typeof user === "string" ? { user, sid: "s", exp: Date.now() / 1000 + 60 } : undefined,
+        );
+      },
+    },
+    resolver,
+    starter,
+  });
+}
+
+const record = (): RequestRecord => ({ kind: "http", start: 0, peer: "127.0.0.1" });
+
+function pageOf(route: Route): { outcome: string; status: number } {
+  assert.equal(route.kind, "page");
+  return { outcome: route.outcome, status: route.page.status };
+}
+
+test("the router decides once for HTTP and WebSocket: refusals, sign-in, own endpoints, pages, forward", async () => {
+  const alice = userland("alice", ready);
+  const r = router({
+    userlands: [alice, userland("bob", { phase: "Starting" }), userland("carol", undefined, false)],
+  });
+
+  assert.deepEqual(pageOf(await r.route(fakeRequest("http://other/"), "http", record())), {
+    outcome: "bad_request",
+    status: 400,
+  });
+  assert.deepEqual(pageOf(await r.route(fakeRequest("/", { host: "evil.org" }), "http", record())), {
+    outcome: "unknown_host",
+    status: 404,
+  });
+  assert.equal((await r.route(fakeRequest("/"), "http", record())).kind, "signIn");
+
+  const own = await r.route(fakeRequest("/_userland/status", { user: "alice" }), "http", record());
+  assert.equal(own.kind, "ownEndpoint");
+  assert.equal(own.kind === "ownEndpoint" && own.pathname, "/_userland/status");
+
+  const rec = record();
+  const forward = await r.route(fakeRequest("/x", { user: "alice" }), "http", rec);
+  assert.equal(forward.kind, "forward");
+  assert.equal(forward.kind === "forward" && forward.target.href, "http://127.0.0.1:9/");
+  assert.deepEqual([rec.template, rec.user, rec.userland], ["code", "alice", "ns/alice"]);
+
+  assert.deepEqual(pageOf(await r.route(fakeRequest("/", { user: "bob" }), "http", record())), {
+    outcome: "starting",
+    status: 503,
+  });
+  assert.deepEqual(pageOf(await r.route(fakeRequest("/", { user: "carol" }), "http", record())), {
+    outcome: "stopped",
+    status: 503,
+  });
+  assert.deepEqual(pageOf(await r.route(fakeRequest("/", { user: "dave" }), "http", record())), {
+    outcome: "no_environment",
+    status: 404,
+  });
+
+  // Only WebSockets are checked for their Origin here (form posts in the own endpoints).
+  const foreign = { user: "alice", origin: "https://evil.org" };
+  assert.equal((await r.route(fakeRequest("/", foreign), "http", record())).kind, "forward");
+  assert.deepEqual(pageOf(await r.route(fakeRequest("/", foreign), "websocket", record())), {
+    outcome: "forbidden_origin",
+    status: 403,
+  });
+
+  const notSynced = router({ userlands: [alice], synced: false });
+  assert.deepEqual(
+    pageOf(await notSynced.route(fakeRequest("/", { user: "alice" }), "websocket", record())),
+    {
+      outcome: "starting",
+      status: 503,
+    },
+  );
+});
+
+test("a Ready Userland whose Service has no address gets the 502 page", async () => {
+  const r = router({ userlands: [userland("alice", { ...ready, service: { name: "unlisted", port: 80 } })] });
+  assert.deepEqual(pageOf(await r.route(fakeRequest("/", { user: "alice" }), "http", record())), {
+    outcome: "unresolved",
+    status: 502,
+  });
+});
+
+test("start on access asks the user-manager at most once a minute per Userland", async () => {
+  const starts: string[] = [];
+  const userManager: UserManagerClient = {
+    start: (name) => {
+      starts.push(name);
+      return Promise.resolve();
+    },
+    create: () => Promise.reject(new Error("not used")),
+  };
+  const r = router({ userlands: [userland("carol", undefined, false)], startOnAccess: true, userManager });
+  for (let i = 0; i < 3; i++)
+    assert.deepEqual(pageOf(await r.route(fakeRequest("/", { user: "carol" }), "http", record())), {
+      outcome: "starting",
+      status: 503,
+    });
+  assert.deepEqual(starts, ["carol"]);
+
+  const failing = new Starter(
+    { start: () => Promise.reject(new Error("down")), create: () => Promise.reject(new Error("not used")) },
+    createMetrics(),
+    log,
+  );
+  const carol = userland("carol", undefined, false);
+  assert.equal(await failing.request(carol, "carol"), false);
+  assert.equal(failing.recentlyRequested(carol), false, "a failed start may be retried at once");
+  assert.equal(new Starter(undefined, createMetrics(), log).canStart, false);
+});
+
+async function userManagerStandIn(t: TestContext, status: number) {
+  const calls: { url: string; authorization: string | undefined; body: string }[] = [];
+  const server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (chunk: Buffer) => (body += chunk.toString("utf8")));
+    req.on("end", () => {
+      calls.push({ url: req.url ?? "", authorization: req.headers.authorization, body });
+      res.writeHead(status, { "content-type": "application/json" }).end('{"message":"no"}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  return { url: new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/base`), calls };
+}
+
+test("the user-manager client: start and create, 409 is 'exists', refusals and unreachable are errors", async (t) => {
+  const created = await userManagerStandIn(t, 201);
+  const client = userManagerClient({ url: created.url });
+  assert.equal(await client.create("Ada", "code"), "created");
+  await client.start("ada-x");
+  assert.deepEqual(
+    created.calls.map((c) => [c.url, c.body]),
+    [
+      ["/base/api/v1/userlands", JSON.stringify({ user: "Ada", templateName: "code" })],
+      ["/base/api/v1/userlands/ada-x/start", "{}"],
+    ],
+  );
+
+  const conflict = await userManagerStandIn(t, 409);
+  assert.equal(await userManagerClient({ url: conflict.url }).create("Ada", "code"), "exists");
+  await assert.rejects(
+    userManagerClient({ url: conflict.url }).start("ada"),
+    (error: unknown) => error instanceof UserManagerError && error.status === 409 && /no/.test(error.detail),
+  );
+
+  await assert.rejects(
+    userManagerClient({ url: new URL("http://127.0.0.1:9/"), timeoutMs: 2000 }).start("ada"),
+    (error: unknown) => error instanceof UserManagerError && error.status === 0,
+  );
+});
+
+test("one page shell: title, heading, head extras and escaping", () => {
+  const page = pageDocument({
+    title: "A <title>",
+    style: "body{}",
+    heading: html`<span id="who">${"<b>"}</span>`,
+    head: html`<meta name="robots" content="noindex" />`,
+    body: html`<p>${"x & y"}</p>`,
+  });
+  assert.match(page, /^<!doctype html>/);
+  assert.match(page, /<title>A &#60;title&#62;<\/title>/);
+  assert.match(page, /<h1><span id="who">&#60;b&#62;<\/span><\/h1>/);
+  assert.match(page, /<meta name="robots" content="noindex" \/>/);
+  assert.match(page, /<p>x &#38; y<\/p>/);
+  assert.match(pageDocument({ title: "T", style: "", body: html`` }), /<h1>T<\/h1>/);
+});
