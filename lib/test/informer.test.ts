@@ -1,0 +1,178 @@
+/**
+ * The informer wrapper against the real API server: its cache follows list and watch, its indexes
+ * follow every change, update handlers see the object replaced, and a failed list or a broken
+ * watch is retried until the cache has caught up. ConfigMaps stand in for any kind.
+ */
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { createServer, connect, type Socket } from "node:net";
+import { test, type TestContext } from "node:test";
+import type { V1ConfigMap } from "@kubernetes/client-node";
+import { kubeconfigYaml } from "../../cluster/controlPlane.ts";
+import { eventually, testCluster, testNamespace } from "../../test/support/cluster.ts";
+import { Informer, namespacedKey } from "../informer.ts";
+import { k8s } from "../kube.ts";
+import { KubeRest, paths } from "../kubeRest.ts";
+import { createLogger } from "../logger.ts";
+
+const LABEL = "userland.dev/informer-test";
+const BY_GROUP = "byGroup";
+const log = createLogger("informer-test", process.env.INFORMER_TEST_LOG ?? "silent");
+
+const configMapsPath = (ns: string, name?: string) => paths.namespaced("", "v1", "configmaps", ns, name);
+
+async function adminRest(t: TestContext): Promise<KubeRest> {
+  const rest = new KubeRest((await testCluster()).kc, "userland-tests");
+  t.after(() => rest.close());
+  return rest;
+}
+
+function configMap(name: string, group: string, labelled = true): V1ConfigMap {
+  return {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name, labels: labelled ? { [LABEL]: "yes" } : {} },
+    data: { group },
+  };
+}
+
+/** A ConfigMap informer in `ns`, indexed by data.group, stopped when the test ends. */
+function configMapInformer(t: TestContext, kc: k8s.KubeConfig, rest: KubeRest, ns: string) {
+  const informer = new Informer<V1ConfigMap>(kc, rest, {
+    path: configMapsPath(ns),
+    labelSelector: `${LABEL}=yes`,
+    log,
+    freeze: true,
+  });
+  informer.addIndex(BY_GROUP, (cm) => (cm.data?.group ? [namespacedKey(ns, cm.data.group)] : []));
+  t.after(() => informer.stop());
+  return informer;
+}
+
+const names = (objects: readonly V1ConfigMap[]) => objects.map((o) => o.metadata?.name).sort();
+const inGroup = (informer: Informer<V1ConfigMap>, ns: string, group: string) =>
+  names(informer.byIndex(BY_GROUP, namespacedKey(ns, group)));
+
+test("the cache lists, follows the watch and keeps its index current; update handlers get the replaced object", async (t) => {
+  const cluster = await testCluster();
+  const ns = await testNamespace(t, "informer");
+  const rest = await adminRest(t);
+  await rest.create(configMapsPath(ns), configMap("a", "x"));
+  await rest.create(configMapsPath(ns), configMap("b", "y"));
+  await rest.create(configMapsPath(ns), configMap("unlabelled", "x", false));
+
+  const informer = configMapInformer(t, cluster.kc, rest, ns);
+  const seen: string[] = [];
+  informer.on("add", (cm) => seen.push(`add ${cm.metadata?.name}`));
+  informer.on("update", (cm, old) =>
+    seen.push(`update ${cm.metadata?.name} ${old?.data?.group}→${cm.data?.group}`),
+  );
+  informer.on("delete", (cm) => seen.push(`delete ${cm.metadata?.name}`));
+  assert.equal(informer.hasSynced, false);
+  await informer.start();
+
+  assert.equal(informer.hasSynced, true);
+  assert.deepEqual(names(informer.list()), ["a", "b"], "the label selector leaves the unlabelled one out");
+  assert.equal(informer.get("a", ns)?.data?.group, "x");
+  assert.deepEqual(inGroup(informer, ns, "x"), ["a"]);
+  assert.deepEqual(seen.sort(), ["add a", "add b"]);
+  assert.throws(() => ((informer.get("a", ns) as { data: Record<string, string> }).data.group = "z"));
+
+  seen.length = 0;
+  await rest.create(configMapsPath(ns), configMap("d", "x"));
+  await rest.patch(configMapsPath(ns, "a"), { data: { group: "y" } });
+  await rest.delete(configMapsPath(ns, "b"));
+  await eventually("the watch to deliver three changes", () => seen.length >= 3);
+  assert.deepEqual(seen, ["add d", "update a x→y", "delete b"]);
+  assert.deepEqual(inGroup(informer, ns, "x"), ["d"]);
+  assert.deepEqual(inGroup(informer, ns, "y"), ["a"]);
+  assert.deepEqual(inGroup(informer, ns, "none"), []);
+
+  // An index added to a filled cache files what is there already.
+  informer.addIndex("byName", (cm) => [cm.metadata?.name ?? ""]);
+  assert.deepEqual(names(informer.byIndex("byName", "d")), ["d"]);
+  assert.throws(() => informer.addIndex("byName", () => []), /exists already/);
+  assert.throws(() => informer.byIndex("missing", "d"), /no index missing/);
+});
+
+/**
+ * A TCP relay to the API server that can be cut: cutting closes every connection through it and
+ * refuses new ones until it is restored.
+ */
+async function cuttableRelay(
+  t: TestContext,
+  server: string,
+): Promise<{ url: string; cut(): void; restore(): void }> {
+  const target = new URL(server);
+  const sockets = new Set<Socket>();
+  let open = true;
+  const relay = createServer((client) => {
+    if (!open) return client.destroy();
+    const upstream = connect(Number(target.port), target.hostname);
+    for (const [from, to] of [
+      [client, upstream],
+      [upstream, client],
+    ] as const) {
+      sockets.add(from);
+      from.on("error", () => to.destroy());
+      from.on("close", () => (sockets.delete(from), to.destroy()));
+      from.pipe(to);
+    }
+  });
+  await new Promise<void>((resolve) => relay.listen(0, "127.0.0.1", resolve));
+  t.after(() => new Promise<void>((resolve) => relay.close(() => resolve())));
+  const address = relay.address() as { port: number };
+  return {
+    url: `https://127.0.0.1:${address.port}`,
+    cut: () => {
+      open = false;
+      for (const socket of sockets) socket.destroy();
+    },
+    restore: () => (open = true),
+  };
+}
+
+test("a failed first list and a broken watch are retried until the cache has caught up", async (t) => {
+  const cluster = await testCluster();
+  const ns = await testNamespace(t, "informer");
+  const admin = await adminRest(t);
+  await admin.create(configMapsPath(ns), configMap("a", "x"));
+
+  const relay = await cuttableRelay(t, cluster.info.server);
+  const kc = new k8s.KubeConfig();
+  kc.loadFromString(
+    kubeconfigYaml(relay.url, readFileSync(cluster.info.caFile), "test", cluster.info.adminToken, ns),
+  );
+  const rest = new KubeRest(kc, "userland-tests");
+  t.after(() => rest.close());
+  const informer = configMapInformer(t, kc, rest, ns);
+  const deleted: string[] = [];
+  informer.on("delete", (cm) => deleted.push(cm.metadata?.name ?? ""));
+
+  // The first list fails: start() waits for a later one instead of rejecting.
+  relay.cut();
+  const started = informer.start();
+  await eventually("a retry after the failed list", () => informer.restarts >= 1);
+  assert.equal(informer.hasSynced, false);
+  relay.restore();
+  await started;
+  assert.deepEqual(names(informer.list()), ["a"]);
+
+  // The watch breaks; what changes meanwhile reaches the cache once the API server is reachable.
+  const restartsBefore = informer.restarts;
+  relay.cut();
+  await admin.create(configMapsPath(ns), configMap("b", "x"));
+  await admin.patch(configMapsPath(ns, "a"), { data: { group: "y" } });
+  await eventually("a retry after the broken watch", () => informer.restarts > restartsBefore);
+  await admin.delete(configMapsPath(ns, "b"));
+  await admin.create(configMapsPath(ns), configMap("c", "x"));
+  relay.restore();
+  await eventually(
+    "the cache to catch up",
+    () => names(informer.list()).join() === "a,c" && informer.get("a", ns)?.data?.group === "y",
+    60_000,
+  );
+  assert.deepEqual(inGroup(informer, ns, "x"), ["c"]);
+  assert.deepEqual(inGroup(informer, ns, "y"), ["a"]);
+  assert.ok(!deleted.includes("a"));
+});
