@@ -7,6 +7,7 @@ import fastifyFormbody from "@fastify/formbody";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, { LogController } from "fastify";
 import { ConfigError } from "../../lib/config.ts";
+import { fastifyService } from "../../lib/fastifyService.ts";
 import type { Logger } from "../../lib/logger.ts";
 import {
   createSessionSigner,
@@ -60,7 +61,7 @@ export async function buildApp(config: AuthConfig, options: AppOptions) {
 
   const app = Fastify({
     loggerInstance: log,
-    // Logged below without query strings: callbacks carry authorization codes.
+    // Logged by fastifyService without query strings: callbacks carry authorization codes.
     logController: new LogController({ disableRequestLogging: true }),
     trustProxy: false,
   }).withTypeProvider<TypeBoxTypeProvider>();
@@ -68,38 +69,19 @@ export async function buildApp(config: AuthConfig, options: AppOptions) {
   await app.register(fastifyCookie);
   await app.register(fastifyFormbody);
 
-  app.addHook("onSend", async (_request, reply, payload) => {
-    if (!reply.hasHeader("cache-control")) reply.header("cache-control", "no-store");
-    reply.header("x-content-type-options", "nosniff");
-    reply.header("referrer-policy", "no-referrer");
-    reply.header("x-frame-options", "DENY");
-    reply.header(
-      "content-security-policy",
-      "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
-    );
-    return payload;
-  });
-  app.addHook("onResponse", async (request, reply) => {
-    const path = (request.raw.url ?? "").split("?")[0];
-    if (path === "/healthz" || path === "/readyz" || path === "/metrics") return;
-    log.debug(
-      { method: request.method, path, status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
-      "request",
-    );
-  });
-
-  app.get("/healthz", () => ({ status: "ok" }));
-  app.get("/readyz", async (_request, reply) => {
+  await app.register(fastifyService, {
+    registry: metrics.registry,
+    headers: {
+      "referrer-policy": "no-referrer",
+      "x-frame-options": "DENY",
+      "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
+    },
+    requestLogLevel: "debug",
     // Ready once the OIDC provider's metadata is known; GitHub needs no discovery.
-    if (ctx.oidc && !(await ctx.oidc.ready()))
-      return reply.code(503).send({ status: "waiting for the OpenID Connect provider" });
-    return { status: "ready" };
-  });
-  app.get("/metrics", async (_request, reply) => {
-    return reply
-      .header("cache-control", "no-store")
-      .type(metrics.registry.contentType)
-      .send(await metrics.registry.metrics());
+    notReady: async () =>
+      ctx.oidc && !(await ctx.oidc.ready())
+        ? { status: "waiting for the OpenID Connect provider" }
+        : undefined,
   });
 
   await app.register(sessionRoutes, { ctx });

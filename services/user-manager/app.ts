@@ -4,6 +4,7 @@
  */
 import { TypeBoxValidatorCompiler, type TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, { LogController, type FastifyBaseLogger } from "fastify";
+import { fastifyService } from "../../lib/fastifyService.ts";
 import type { KubeRest } from "../../lib/kubeRest.ts";
 import { createLogger, type Logger } from "../../lib/logger.ts";
 import { AccessReviewer, TokenAuthenticator, installAuth } from "./auth.ts";
@@ -27,8 +28,6 @@ export interface AppOptions {
   metrics?: Metrics;
   now?: () => Date;
 }
-
-const PROBES = new Set(["/healthz", "/readyz", "/metrics"]);
 
 export async function buildApp(options: AppOptions) {
   const { config, rest, namespace } = options;
@@ -77,46 +76,25 @@ export async function buildApp(options: AppOptions) {
     reviewer: new AccessReviewer({ rest, namespace, ttlMs: config.authzCacheTtl, metrics }),
   });
 
-  app.addHook("onSend", async (_request, reply, payload) => {
-    reply.header("x-content-type-options", "nosniff");
-    if (!reply.hasHeader("cache-control")) reply.header("cache-control", "no-store");
-    return payload;
-  });
-
-  app.addHook("onResponse", async (request, reply) => {
-    const route = request.routeOptions.url ?? "unmatched";
-    const status = reply.statusCode;
-    metrics.requests.inc({ method: request.method, route, status: String(status) });
-    metrics.requestDuration.observe({ method: request.method, route }, reply.elapsedTime / 1000);
-    const entry = {
-      method: request.method,
-      route,
-      path: request.url.split("?")[0],
-      status,
-      ms: Math.round(reply.elapsedTime),
-      caller: request.caller?.username,
-    };
-    if (PROBES.has(route) || route === OPENAPI_PATH) request.log.debug(entry, "request");
-    else request.log.info(entry, "request");
-  });
-
   let readyUntil = 0;
-  app.get("/healthz", { config: { public: true }, schema: { hide: true } }, () => ({ status: "ok" }));
-  app.get("/readyz", { config: { public: true }, schema: { hide: true } }, async (_request, reply) => {
+  await app.register(fastifyService, {
+    registry: metrics.registry,
+    metrics: { requests: metrics.requests, duration: metrics.requestDuration },
+    requestLogLevel: "info",
+    quietRoutes: [OPENAPI_PATH],
+    logFields: (request) => ({ caller: request.caller?.username }),
+    probeRouteOptions: { config: { public: true }, schema: { hide: true } },
     // Ready when the Userland API answers to the service's identity; remembered briefly so probes stay cheap.
-    if (Date.now() < readyUntil) return { status: "ready" };
-    try {
-      await rest.list(store.userlandPath(), { query: { limit: 1 }, timeoutMs: 5_000 });
-      readyUntil = Date.now() + 5_000;
-      return { status: "ready" };
-    } catch (error) {
-      return reply
-        .code(503)
-        .send({ error: "ServiceUnavailable", message: `cannot list Userlands: ${(error as Error).message}` });
-    }
-  });
-  app.get("/metrics", { config: { public: true }, schema: { hide: true } }, async (_request, reply) => {
-    return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+    notReady: async () => {
+      if (Date.now() < readyUntil) return undefined;
+      try {
+        await rest.list(store.userlandPath(), { query: { limit: 1 }, timeoutMs: 5_000 });
+        readyUntil = Date.now() + 5_000;
+        return undefined;
+      } catch (error) {
+        return { error: "ServiceUnavailable", message: `cannot list Userlands: ${(error as Error).message}` };
+      }
+    },
   });
   openApiRoute(app);
 
