@@ -5,5 +5,4 @@ export const API_VERSION = `${GROUP}/${VERSION}`;
 
 export * from "./template.ts";
 export * from "./userland.ts";
-export { Condition, Conditions } from "./schema.ts";
-export type { Static } from "./schema.ts";
+export { Condition } from "./schema.ts";

@@ -184,7 +184,6 @@ export const TemplateStatusSchema = Type.Object({
 
 export type TemplateSpec = Static<typeof TemplateSpecSchema>;
 export type TemplateStatus = Static<typeof TemplateStatusSchema>;
-export type TemplateVolume = Static<typeof TemplateVolumeSchema>;
 
 export interface Template {
   apiVersion: "userland.dev/v1alpha1";
