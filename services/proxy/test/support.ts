@@ -19,6 +19,7 @@ import { join } from "node:path";
 import type { TestContext } from "node:test";
 import { SignJWT, type JWK } from "jose";
 import { WebSocket, WebSocketServer } from "ws";
+import { GROUP } from "../../../api/v1alpha1/index.ts";
 import { k8s } from "../../../lib/kube.ts";
 import { createLogger } from "../../../lib/logger.ts";
 import {
@@ -202,11 +203,11 @@ export async function proxyKubeConfig(namespace: string, on?: TestCluster): Prom
         metadata: { name: "userland-proxy" },
         rules: [
           {
-            apiGroups: ["userland.dev"],
+            apiGroups: [GROUP],
             resources: ["userlands", "templates"],
             verbs: ["get", "list", "watch"],
           },
-          { apiGroups: ["userland.dev"], resources: ["userlands"], verbs: ["patch"] },
+          { apiGroups: [GROUP], resources: ["userlands"], verbs: ["patch"] },
         ],
       },
     })
