@@ -25,7 +25,7 @@ interface InformerOptions {
 }
 
 /** The values an object is filed under in one index (client-go's IndexFunc); none leaves it out. */
-export type IndexFunc<T> = (obj: T) => readonly string[];
+type IndexFunc<T> = (obj: T) => readonly string[];
 
 type Handler<T> = (obj: T) => void;
 /** `old` is the object the update replaces; undefined only if the cache never held it. */

@@ -42,7 +42,7 @@ const byOwningUserland = (child: k8s.KubernetesObject): string[] => {
   return owner ? [namespacedKey(child.metadata?.namespace, owner)] : [];
 };
 
-export interface CacheOptions {
+interface CacheOptions {
   kc: k8s.KubeConfig;
   rest: KubeRest;
   namespace: string;

@@ -23,7 +23,7 @@ export interface Blocker {
 }
 
 /** What a sync saw and did: each part is missing when the sync did not get that far. */
-export interface SyncOutcome {
+interface SyncOutcome {
   template?: Template;
   desired?: DesiredChildren;
   deployment?: V1Deployment;
@@ -106,7 +106,7 @@ export function computeStatus(userland: Userland, outcome: SyncOutcome, now: Dat
   return next;
 }
 
-export interface StatusEvent {
+interface StatusEvent {
   type: "normal" | "warning";
   reason: string;
   message: string;

@@ -263,8 +263,18 @@ test("a missing Template is a status condition and an Event, then heals when the
   await new Promise((r) => setTimeout(r, 2000));
   assert.ok((await reconciles()) - r1 <= 1, "no reconcile loop while the Template is missing");
 
+  assert.match(await operator.metrics(), /userland_operator_userlands\{phase="Failed"\} 1\n/);
+
   await createTemplate(ns, "nonexistent", simpleTemplateSpec());
   await waitForPhase(ns, "erin", "Ready");
+  // Counted from the operator's cache, which sees the new phase a moment after the API server.
+  await eventually("the userlands gauge to count erin as Ready", async () => {
+    const metrics = await operator.metrics();
+    return (
+      /userland_operator_userlands\{phase="Ready"\} 1\n/.test(metrics) &&
+      /userland_operator_userlands\{phase="Failed"\} 0\n/.test(metrics)
+    );
+  });
 });
 
 test("an invalid pod template is reported on the Template and its Userlands, checked by a server-side dry run", async (t) => {

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TestContext } from "node:test";
 import { customResourceDefinitions } from "../../api/crds.ts";
-import { k8s } from "../../lib/kube.ts";
+import { isAlreadyExists, k8s } from "../../lib/kube.ts";
 import { kubeconfigYaml, repoRoot } from "../../cluster/controlPlane.ts";
 import { freePort } from "../../cluster/controlPlane.ts";
 import { eventually, serviceAccountToken, testCluster, type TestCluster } from "./cluster.ts";
@@ -40,7 +40,7 @@ export function installCrds(cluster?: TestCluster): Promise<void> {
         else
           // Test files run in parallel processes: another one may create the same CRD first.
           await rest.create(base, crd).catch((error: unknown) => {
-            if ((error as { code?: number }).code !== 409) throw error;
+            if (!isAlreadyExists(error)) throw error;
           });
         await eventually(`CRD ${name} to be established`, async () => {
           const c = await rest.get<{ status?: { conditions?: { type: string; status: string }[] } }>(
@@ -90,7 +90,7 @@ export async function operatorKubeconfig(
       },
     })
     .catch((error: unknown) => {
-      if ((error as { code?: number }).code !== 409) throw error;
+      if (!isAlreadyExists(error)) throw error;
     });
   const token = await serviceAccountToken(namespace, "userland-operator", c);
   const dir = mkdtempSync(join(tmpdir(), "userland-operator-"));

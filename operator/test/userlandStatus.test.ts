@@ -1,0 +1,54 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import type { V1Deployment } from "@kubernetes/client-node";
+import { UserlandConditions, type Userland } from "../../api/v1alpha1/index.ts";
+import { computeStatus, phaseChangeEvent } from "../userlandStatus.ts";
+
+const now = new Date("2026-01-02T03:04:05.678Z");
+const userland = (status?: Userland["status"]): Userland => ({
+  apiVersion: "userland.dev/v1alpha1",
+  kind: "Userland",
+  metadata: { name: "ada", namespace: "ns", generation: 2 },
+  spec: { user: "ada", templateName: "code", enabled: true },
+  status,
+});
+const available: V1Deployment = {
+  metadata: { generation: 1 },
+  status: { observedGeneration: 1, replicas: 1, updatedReplicas: 1, availableReplicas: 1 },
+};
+
+test("computeStatus is pure: the same inputs give the same status, with the clock passed in", () => {
+  const first = computeStatus(userland(), { deployment: available }, now);
+  assert.deepEqual(computeStatus(userland(), { deployment: available }, now), first);
+  assert.equal(first.phase, "Ready");
+  const ready = first.conditions?.find((c) => c.type === UserlandConditions.Ready);
+  assert.equal(ready?.lastTransitionTime, "2026-01-02T03:04:05Z");
+  assert.equal(first.observedGeneration, 2);
+});
+
+test("a blocked sync is Failed with the blocker's reason; entering and leaving Failed deserve an Event", () => {
+  const blocked = {
+    condition: UserlandConditions.TemplateAvailable,
+    reason: "TemplateNotFound",
+    message: 'Template "code" does not exist in namespace ns',
+  };
+  const failed = computeStatus(userland({ phase: "Ready" }), { blocked }, now);
+  assert.equal(failed.phase, "Failed");
+  assert.deepEqual(phaseChangeEvent({ phase: "Ready" }, failed), {
+    type: "warning",
+    reason: "TemplateNotFound",
+    message: blocked.message,
+  });
+  const recovered = computeStatus(userland(failed), { deployment: available }, now);
+  assert.deepEqual(phaseChangeEvent(failed, recovered), {
+    type: "normal",
+    reason: "Recovered",
+    message: "The environment is ready",
+  });
+  assert.equal(phaseChangeEvent(failed, failed), undefined, "no Event while the phase stays");
+  assert.equal(
+    phaseChangeEvent({ phase: "Starting" }, recovered),
+    undefined,
+    "routine changes are not recorded",
+  );
+});
