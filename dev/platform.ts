@@ -1,7 +1,8 @@
 /**
  * The whole platform on one machine, for `npm start` and the end-to-end tests: a real control
  * plane, the CRDs, example Templates, the operator, user-manager, auth service and proxy (each its
- * real main.ts, as a child process under its own ServiceAccount), a local OpenID provider and demo
+ * real main.ts, as a child process under its own ServiceAccount with exactly the Helm chart's
+ * rights, rendered by helm from the chart), a local OpenID provider and demo
  * environments that stand in for IDE containers. Everything listens on 127.0.0.1; the proxy
  * reaches demo environments through its upstream override file (the documented resolver seam).
  */
@@ -17,7 +18,6 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
-import { customResourceDefinitions } from "../api/crds.ts";
 import type { Userland } from "../api/v1alpha1/index.ts";
 import { Informer } from "../lib/informer.ts";
 import { KubeRest, paths } from "../lib/kubeRest.ts";
@@ -31,6 +31,14 @@ import {
   repoRoot,
   type ControlPlaneInfo,
 } from "../cluster/controlPlane.ts";
+import {
+  createChartObjects,
+  renderChartRbac,
+  serviceAccountOf,
+  type ChartObject,
+  type Component,
+} from "../cluster/chartRbac.ts";
+import { installCustomResourceDefinitions } from "../cluster/customResourceDefinitions.ts";
 import { startDemoEnvironment, type DemoEnvironment } from "./demo-environment.ts";
 import { startDevIdentityProvider, type DevIdentityProvider } from "./identity-provider.ts";
 
@@ -52,6 +60,15 @@ export interface PlatformOptions {
   log?: (line: string) => void;
 }
 
+/** A credentials file the platform wrote for a component. */
+export interface Credential {
+  component: Component;
+  serviceAccount: string;
+  /** A kubeconfig (the component's Kubernetes client) or a bare token (its calls to the user-manager). */
+  kind: "kubeconfig" | "token";
+  file: string;
+}
+
 export interface Platform {
   url: string;
   authUrl: string;
@@ -63,6 +80,12 @@ export interface Platform {
   rest: KubeRest;
   /** Mints a token for a ServiceAccount in the platform namespace (for API callers such as a teacher). */
   token(serviceAccount: string): Promise<string>;
+  /** Each component's ServiceAccount, as the chart names it; its credentials are that account's. */
+  serviceAccounts: Record<Component, string>;
+  /** The credentials each component was given (all of them). */
+  credentials: Credential[];
+  /** A ServiceAccount bound to the chart's teacher ClusterRole. */
+  teacher: string;
   logsDir: string;
   stop(): Promise<void>;
 }
@@ -92,60 +115,29 @@ const demoTemplate = {
   },
 };
 
-/** Namespaced rights of each component, as in the Helm chart's Roles. */
-const roles: Record<string, { apiGroups: string[]; resources: string[]; verbs: string[] }[]> = {
-  "userland-operator": [
-    {
-      apiGroups: ["userland.dev"],
-      resources: ["userlands"],
-      verbs: ["get", "list", "watch", "update", "patch"],
-    },
-    {
-      apiGroups: ["userland.dev"],
-      resources: ["userlands/status", "templates/status"],
-      verbs: ["get", "update", "patch"],
-    },
-    { apiGroups: ["userland.dev"], resources: ["templates"], verbs: ["get", "list", "watch"] },
-    {
-      apiGroups: ["apps"],
-      resources: ["deployments"],
-      verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
-    },
-    {
-      apiGroups: [""],
-      resources: ["services", "persistentvolumeclaims"],
-      verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
-    },
-    { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },
-    { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["get", "create", "update"] },
-  ],
-  "userland-user-manager": [
-    {
-      apiGroups: ["userland.dev"],
-      resources: ["userlands"],
-      verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
-    },
-    { apiGroups: ["userland.dev"], resources: ["templates"], verbs: ["get", "list"] },
-    // Asks the API server whether a caller may do what they ask (RBAC decides for the user-manager).
-    { apiGroups: ["authorization.k8s.io"], resources: ["localsubjectaccessreviews"], verbs: ["create"] },
-  ],
-  "userland-proxy": [
-    { apiGroups: ["userland.dev"], resources: ["userlands"], verbs: ["get", "list", "watch", "patch"] },
-    { apiGroups: ["userland.dev"], resources: ["templates"], verbs: ["get", "list", "watch"] },
-  ],
-  // Callers of the user-manager API: the auth service provisions, a teacher manages a class.
-  "userland-provisioner": [
-    { apiGroups: ["userland.dev"], resources: ["userlands"], verbs: ["create", "get"] },
-  ],
-  "userland-teacher": [
-    {
-      apiGroups: ["userland.dev"],
-      resources: ["userlands"],
-      verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
-    },
-    { apiGroups: ["userland.dev"], resources: ["templates"], verbs: ["get", "list"] },
-  ],
+/** The chart's release name here, so objects get the names a default `helm install userland` gives them. */
+const RELEASE = "userland";
+/** The chart's ClusterRole for teachers (rbac.teacherRoleName), and the local teacher's ServiceAccount. */
+const TEACHER = "userland-teacher";
+
+/**
+ * The chart values that decide rights: the auth service provisions on first login (its one right,
+ * create userlands); the rest are the chart's defaults.
+ */
+const chartValues = {
+  auth: { provision: { enabled: true, template: DEMO_TEMPLATE } },
+  rbac: { teacherRoleName: TEACHER },
 };
+
+/** The chart's rights as the local platform creates them (`binDir`: where helm is). */
+export function platformRights(binDir: string): Promise<ChartObject[]> {
+  return renderChartRbac({
+    helm: join(binDir, "helm"),
+    namespace: NAMESPACE,
+    release: RELEASE,
+    values: chartValues,
+  });
+}
 
 export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
   const log = opts.log ?? ((line: string) => process.stderr.write(`[platform] ${line}\n`));
@@ -184,45 +176,25 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
   });
   const rest = new KubeRest(adminKc, "userland-platform");
   try {
-    // CRDs (raw JSON keeps the x-kubernetes-* keys), namespace, Roles, Templates.
-    const crdBase = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
-    for (const crd of customResourceDefinitions) await rest.create(crdBase, crd);
-    for (const crd of customResourceDefinitions)
-      await waitFor(`CRD ${crd.metadata?.name}`, async () => {
-        const c = await rest.get<{ status?: { conditions?: { type: string; status: string }[] } }>(
-          `${crdBase}/${crd.metadata?.name}`,
-        );
-        return c.status?.conditions?.some((x) => x.type === "Established" && x.status === "True") ?? false;
-      });
+    await installCustomResourceDefinitions(rest);
     await rest.create("/api/v1/namespaces", { metadata: { name: NAMESPACE } });
-    for (const [name, rules] of Object.entries(roles)) {
-      await rest.create(paths.namespaced("rbac.authorization.k8s.io", "v1", "roles", NAMESPACE), {
-        metadata: { name },
-        rules,
-      });
-      await rest.create(paths.namespaced("", "v1", "serviceaccounts", NAMESPACE), { metadata: { name } });
-      await rest.create(paths.namespaced("rbac.authorization.k8s.io", "v1", "rolebindings", NAMESPACE), {
-        metadata: { name },
-        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
-        subjects: [{ kind: "ServiceAccount", name, namespace: NAMESPACE }],
-      });
-    }
-    // The user-manager reviews callers' tokens and permissions: cluster-scoped APIs.
-    await rest.create("/apis/rbac.authorization.k8s.io/v1/clusterroles", {
-      metadata: { name: "userland-user-manager-reviews" },
-      rules: [
-        { apiGroups: ["authentication.k8s.io"], resources: ["tokenreviews"], verbs: ["create"] },
-        { apiGroups: ["authorization.k8s.io"], resources: ["subjectaccessreviews"], verbs: ["create"] },
-      ],
+    // Exactly the chart's rights: its ServiceAccounts, Roles, ClusterRoles and admission policy.
+    const rights = await platformRights(info.binDir);
+    await createChartObjects(rest, NAMESPACE, rights);
+    const serviceAccounts: Record<Component, string> = {
+      operator: serviceAccountOf(rights, "operator"),
+      "user-manager": serviceAccountOf(rights, "user-manager"),
+      proxy: serviceAccountOf(rights, "proxy"),
+      auth: serviceAccountOf(rights, "auth"),
+    };
+    // A teacher, bound as deploy/README.md tells admins to: a RoleBinding to the chart's ClusterRole.
+    await rest.create(paths.namespaced("", "v1", "serviceaccounts", NAMESPACE), {
+      metadata: { name: TEACHER },
     });
-    await rest.create("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
-      metadata: { name: "userland-user-manager-reviews" },
-      roleRef: {
-        apiGroup: "rbac.authorization.k8s.io",
-        kind: "ClusterRole",
-        name: "userland-user-manager-reviews",
-      },
-      subjects: [{ kind: "ServiceAccount", name: "userland-user-manager", namespace: NAMESPACE }],
+    await rest.create(paths.namespaced("rbac.authorization.k8s.io", "v1", "rolebindings", NAMESPACE), {
+      metadata: { name: TEACHER },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: TEACHER },
+      subjects: [{ kind: "ServiceAccount", name: TEACHER, namespace: NAMESPACE }],
     });
     await rest.create(paths.namespaced("userland.dev", "v1alpha1", "templates", NAMESPACE), demoTemplate);
     for (const template of exampleTemplates()) {
@@ -240,19 +212,25 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       );
       return request.status.token;
     };
-    const kubeconfigFor = async (serviceAccount: string): Promise<string> => {
-      const path = join(dir, `${serviceAccount}.kubeconfig`);
+    // Each component's credentials are its own ServiceAccount's, as the chart's pods get them.
+    const credentials: Credential[] = [];
+    const kubeconfigFor = async (component: Component): Promise<string> => {
+      const serviceAccount = serviceAccounts[component];
+      const file = join(dir, `${serviceAccount}.kubeconfig`);
       writeFileSync(
-        path,
+        file,
         kubeconfigYaml(info.server, ca, serviceAccount, await token(serviceAccount), NAMESPACE),
         { mode: 0o600 },
       );
-      return path;
+      credentials.push({ component, serviceAccount, kind: "kubeconfig", file });
+      return file;
     };
-    const tokenFile = async (serviceAccount: string): Promise<string> => {
-      const path = join(dir, `${serviceAccount}.token`);
-      writeFileSync(path, await token(serviceAccount), { mode: 0o600 });
-      return path;
+    const tokenFile = async (component: Component): Promise<string> => {
+      const serviceAccount = serviceAccounts[component];
+      const file = join(dir, `${serviceAccount}.token`);
+      writeFileSync(file, await token(serviceAccount), { mode: 0o600 });
+      credentials.push({ component, serviceAccount, kind: "token", file });
+      return file;
     };
 
     // Picked only now, right before the components listen: a port chosen before the control
@@ -294,13 +272,13 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
     };
 
     run("operator", "operator/main.ts", {
-      KUBECONFIG: await kubeconfigFor("userland-operator"),
+      KUBECONFIG: await kubeconfigFor("operator"),
       OPERATOR_HTTP_ADDRESS: "127.0.0.1",
       OPERATOR_HTTP_PORT: "0", // nothing here calls it; the log says where it listens
       OPERATOR_LEADER_ELECTION: "true",
     });
     run("user-manager", "services/user-manager/main.ts", {
-      KUBECONFIG: await kubeconfigFor("userland-user-manager"),
+      KUBECONFIG: await kubeconfigFor("user-manager"),
       USER_MANAGER_HOST: "127.0.0.1",
       USER_MANAGER_PORT: String(ports.userManager),
     });
@@ -320,12 +298,13 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       AUTH_USERNAME_CLAIM: "preferred_username",
       AUTH_PROVISION_URL: userManagerUrl,
       AUTH_PROVISION_TEMPLATE: DEMO_TEMPLATE,
-      AUTH_PROVISION_TOKEN_FILE: await tokenFile("userland-provisioner"),
+      // The auth service's own ServiceAccount, as the chart mounts it for provisioning.
+      AUTH_PROVISION_TOKEN_FILE: await tokenFile("auth"),
     });
     const overridesFile = join(dir, "upstreams.json");
     writeFileSync(overridesFile, "{}");
     run("proxy", "services/proxy/main.ts", {
-      KUBECONFIG: await kubeconfigFor("userland-proxy"),
+      KUBECONFIG: await kubeconfigFor("proxy"),
       PROXY_HOST: "127.0.0.1",
       PROXY_PORT: String(ports.proxy),
       PROXY_ADMIN_HOST: "127.0.0.1",
@@ -335,7 +314,9 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       PROXY_DEFAULT_TEMPLATE: DEMO_TEMPLATE,
       PROXY_UPSTREAM_OVERRIDES_FILE: overridesFile,
       PROXY_USER_MANAGER_URL: userManagerUrl,
-      PROXY_USER_MANAGER_TOKEN_FILE: await tokenFile("userland-provisioner"),
+      // The Start button asks the user-manager with the proxy's own token, as in the chart: the
+      // user-manager lets it because the proxy may patch Userlands.
+      PROXY_USER_MANAGER_TOKEN_FILE: await tokenFile("proxy"),
       PROXY_ACTIVITY_FLUSH: "10s",
     });
 
@@ -402,6 +383,9 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       controlPlane: info,
       rest,
       token,
+      serviceAccounts,
+      credentials,
+      teacher: TEACHER,
       logsDir,
       stop,
     };
