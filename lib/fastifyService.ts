@@ -1,10 +1,11 @@
 /**
  * What every fastify service of the platform (auth, user-manager) gets: safe default response
  * headers, one log line and optional metrics per request, and /healthz, /readyz and /metrics.
- * Registered like a fastify-plugin plugin (no encapsulation), so its hooks cover every route of the
- * app that registers it.
+ * Wrapped by fastify-plugin (no encapsulation), so its hooks cover every route of the app that
+ * registers it.
  */
 import type { FastifyPluginCallback, FastifyRequest, RouteShorthandOptions } from "fastify";
+import fastifyPlugin from "fastify-plugin";
 import type { Counter, Histogram, Registry } from "prom-client";
 
 const PROBES = ["/healthz", "/readyz", "/metrics"];
@@ -77,8 +78,4 @@ const plugin: FastifyPluginCallback<FastifyServiceOptions> = (app, options, done
 };
 
 /** The plugin; `app.register(fastifyService, options)`. */
-export const fastifyService = Object.assign(plugin, {
-  // What fastify-plugin sets: the hooks apply to the registering app, not to a child context.
-  [Symbol.for("skip-override")]: true,
-  [Symbol.for("fastify.display-name")]: "userland-service",
-});
+export const fastifyService = fastifyPlugin(plugin, { name: "userland-service", fastify: "5.x" });
