@@ -1,8 +1,9 @@
 /**
- * The Kubernetes rights the user-manager's own ServiceAccount needs, in one place: the README and
- * the chart's Role are written from this list, and the service checks it at start-up (with
- * SelfSubjectAccessReviews, which every authenticated identity may ask) so a missing rule is a clear
- * log line instead of a puzzling 500 later.
+ * The Kubernetes rights the user-manager's own ServiceAccount needs, in one place: the chart's Role
+ * and ClusterRole grant exactly these (test/permissions.test.ts renders the chart and compares), the
+ * README's table lists them, and the service checks them at start-up (with SelfSubjectAccessReviews,
+ * which every authenticated identity may ask) so a missing rule is a clear log line instead of a
+ * puzzling 500 later.
  */
 import type { KubeRest } from "../../lib/kubeRest.ts";
 
