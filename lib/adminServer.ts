@@ -4,8 +4,8 @@
  * should get work, /metrics is the prom-client registry.
  */
 import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import type { Registry } from "prom-client";
+import { listenOn } from "./listen.ts";
 
 export interface Readiness {
   ready: boolean;
@@ -49,16 +49,7 @@ export function createAdminServer({ registry, readiness }: AdminServerOptions): 
   });
   return {
     server,
-    listen: (port, host) =>
-      new Promise<string>((resolve, reject) => {
-        server.once("error", reject);
-        server.listen(port, host, () => {
-          server.off("error", reject);
-          const address = server.address() as AddressInfo;
-          const h = address.family === "IPv6" ? `[${address.address}]` : address.address;
-          resolve(`http://${h}:${address.port}`);
-        });
-      }),
+    listen: (port, host) => listenOn(server, port, host),
     close: async () => {
       const closed = new Promise<void>((resolve) =>
         server.listening ? server.close(() => resolve()) : resolve(),

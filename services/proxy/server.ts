@@ -8,11 +8,12 @@
  * for a WebSocket handshake.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo, Socket } from "node:net";
+import type { Socket } from "node:net";
 import type { Logger } from "../../lib/logger.ts";
 import { SESSION_COOKIE } from "../../lib/session.ts";
 import type { UserManagerClient } from "../../lib/userManagerClient.ts";
-import { createAdminServer } from "./admin.ts";
+import { createAdminServer } from "../../lib/adminServer.ts";
+import { listenOn } from "../../lib/listen.ts";
 import type { ProxyConfig } from "./config.ts";
 import { Forwarder, type ActivitySink } from "./forwarder.ts";
 import { prepareUpstreamHeaders, type ClientInfo } from "./headers.ts";
@@ -75,18 +76,6 @@ interface Reply {
   signIn(client: ClientInfo): void;
   ownEndpoint(route: OwnEndpointRoute): Promise<void> | void;
   forward(route: Extract<Route, { kind: "forward" }>): void;
-}
-
-function listenOn(server: Server, port: number, host: string): Promise<string> {
-  return new Promise<string>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(port, host, () => {
-      server.off("error", reject);
-      const address = server.address() as AddressInfo;
-      const h = address.family === "IPv6" ? `[${address.address}]` : address.address;
-      resolve(`http://${h}:${address.port}`);
-    });
-  });
 }
 
 export function createProxyServer(deps: ProxyDeps): RunningProxy {
@@ -212,14 +201,21 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
     socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
   });
 
-  const admin = createAdminServer({ cluster, resolver, metrics, closing: () => closing });
+  // Not ready while closing, so no new traffic is sent here during shutdown.
+  const admin = createAdminServer({
+    registry: metrics.registry,
+    readiness: () => ({
+      ready: cluster.synced() && !closing,
+      details: { synced: cluster.synced(), closing, resolver: resolver.kind },
+    }),
+  });
 
   return {
     server,
-    admin,
+    admin: admin.server,
     async listen(options) {
       const url = await listenOn(server, options.port, options.host);
-      const adminUrl = await listenOn(admin, options.adminPort, options.adminHost);
+      const adminUrl = await admin.listen(options.adminPort, options.adminHost);
       return { url, adminUrl };
     },
     async close(graceMs = 10_000) {
@@ -236,8 +232,7 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
       server.closeAllConnections();
       await closed;
       forwarder.close();
-      await new Promise<void>((resolve) => (admin.listening ? admin.close(() => resolve()) : resolve()));
-      admin.closeAllConnections();
+      await admin.close();
     },
     inFlight: () => ({ requests: inFlightRequests, websockets: forwarder.websockets }),
   };
