@@ -13,10 +13,10 @@ import { parseAllDocuments } from "yaml";
 import { paths, type KubeRest } from "../lib/kubeRest.ts";
 import { repoRoot } from "./controlPlane.ts";
 
-export const CHART_DIR = join(repoRoot, "charts", "userland");
+const CHART_DIR = join(repoRoot, "charts", "userland");
 
 /** The chart's templates that hold rights: RBAC, and what RBAC cannot say (the proxy may patch one annotation). */
-export const RBAC_TEMPLATES = ["templates/rbac.yaml", "templates/proxy-admission-policy.yaml"] as const;
+const RBAC_TEMPLATES = ["templates/rbac.yaml", "templates/proxy-admission-policy.yaml"] as const;
 
 /** The components, by their app.kubernetes.io/component label. */
 export type Component = "operator" | "user-manager" | "proxy" | "auth";

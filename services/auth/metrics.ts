@@ -5,7 +5,6 @@
 import { Counter, Registry, collectDefaultMetrics } from "prom-client";
 
 export type Provider = "oidc" | "github";
-export type LoginResult = "success" | "refused" | "error";
 
 export interface Metrics {
   registry: Registry;

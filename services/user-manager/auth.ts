@@ -44,7 +44,7 @@ declare module "fastify" {
 }
 
 /** Most entries a review cache holds; the least recently used go first beyond it. */
-export const REVIEW_CACHE_MAX = 10_000;
+const REVIEW_CACHE_MAX = 10_000;
 
 /**
  * A cache whose entries each expire after the time-to-live given when set, at most `max` of them.
