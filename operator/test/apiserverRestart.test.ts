@@ -14,7 +14,11 @@ import { simpleTemplateSpec } from "../../test/support/resources.ts";
 test("the operator keeps reconciling after kube-apiserver restarts mid-run", async (t) => {
   const { controlPlane, cluster } = await privateControlPlane(t, "restart");
   const ns = await testNamespace(t, "restart", cluster);
-  const operator = await startOperator(t, ns, { cluster });
+  // A Lease that outlasts the outage: the informers, not a new leadership term, must recover.
+  const operator = await startOperator(t, ns, {
+    cluster,
+    env: { OPERATOR_LEASE_DURATION: "90s", OPERATOR_RENEW_DEADLINE: "60s" },
+  });
   const rest = new KubeRest(cluster.kc, "userland-tests");
   t.after(() => rest.close());
   const ul = (name: string) => paths.namespaced("userland.dev", "v1alpha1", "userlands", ns, name);
