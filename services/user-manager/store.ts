@@ -5,12 +5,13 @@
  * Reads go to the API server on every request instead of an informer cache: a caller who has just
  * created a Userland must see it in the next list, and the request rate of an admin API is tiny.
  * The CRD has no selectable fields for spec.user or spec.templateName, so filters are applied
- * here after a paginated list.
+ * here after a paginated list. A 429 (a CRD's storage answers it for a moment after an upgrade
+ * updates the CRD) is sent again by KubeRest.
  */
 import { userlandNameFor } from "../../api/naming.ts";
 import { API_VERSION, GROUP, VERSION, type Template, type Userland } from "../../api/v1alpha1/index.ts";
 import { isNotFound } from "../../lib/kube.ts";
-import { paths, type KubeRest, type ListResult, type RequestOptions } from "../../lib/kubeRest.ts";
+import { paths, type KubeRest, type ListResult } from "../../lib/kubeRest.ts";
 
 /** Who created a Userland through this service (a Kubernetes user name), for audits. */
 export const CREATED_BY_ANNOTATION = "userland.dev/created-by";
@@ -34,17 +35,12 @@ export class UserlandStore {
     return paths.namespaced(GROUP, VERSION, "templates", this.namespace, name);
   }
 
-  // KubeRest sends a request again after a 429 (an upgrade's CRD update answers 429 for a moment).
-  private send<T>(method: string, path: string, opts?: RequestOptions): Promise<T> {
-    return this.rest.request<T>(method, path, opts);
-  }
-
   /** Every Userland in the namespace, page by page (a consistent snapshot of one resourceVersion). */
   async listAll(): Promise<Userland[]> {
     const items: Userland[] = [];
     let cont: string | undefined;
     do {
-      const page = await this.send<ListResult<Userland>>("GET", this.userlandPath(), {
+      const page = await this.rest.request<ListResult<Userland>>("GET", this.userlandPath(), {
         query: { limit: PAGE, continue: cont },
       });
       items.push(...page.items);
@@ -55,7 +51,7 @@ export class UserlandStore {
 
   async get(name: string): Promise<Userland | undefined> {
     try {
-      return await this.send<Userland>("GET", this.userlandPath(name));
+      return await this.rest.request<Userland>("GET", this.userlandPath(name));
     } catch (error) {
       if (isNotFound(error)) return undefined;
       throw error;
@@ -69,7 +65,7 @@ export class UserlandStore {
 
   async getTemplate(name: string): Promise<Template | undefined> {
     try {
-      return await this.send<Template>("GET", this.templatePath(name));
+      return await this.rest.request<Template>("GET", this.templatePath(name));
     } catch (error) {
       if (isNotFound(error)) return undefined;
       throw error;
@@ -83,7 +79,7 @@ export class UserlandStore {
     enabled: boolean | undefined,
     createdBy: string,
   ): Promise<Userland> {
-    return this.send<Userland>("POST", this.userlandPath(), {
+    return this.rest.request<Userland>("POST", this.userlandPath(), {
       body: {
         apiVersion: API_VERSION,
         kind: "Userland",
@@ -96,7 +92,7 @@ export class UserlandStore {
   /** A JSON merge patch; undefined when the Userland does not exist. */
   async patch(name: string, patch: unknown): Promise<Userland | undefined> {
     try {
-      return await this.send<Userland>("PATCH", this.userlandPath(name), {
+      return await this.rest.request<Userland>("PATCH", this.userlandPath(name), {
         body: patch,
         contentType: "application/merge-patch+json",
       });
@@ -112,7 +108,7 @@ export class UserlandStore {
    */
   async delete(name: string, uid?: string): Promise<boolean> {
     try {
-      await this.send("DELETE", this.userlandPath(name), {
+      await this.rest.request("DELETE", this.userlandPath(name), {
         body: {
           apiVersion: "v1",
           kind: "DeleteOptions",
