@@ -93,7 +93,10 @@ async function role(ns: string, name: string, rules: k8s.V1PolicyRule[], subject
   });
 }
 
-/** The user-manager's Role and ClusterRole from REQUIRED_PERMISSIONS, which the chart's grant exactly (permissions.test.ts). */
+/**
+ * The user-manager's Role and ClusterRole from REQUIRED_PERMISSIONS, which the chart's grant exactly
+ * (permissions.test.ts).
+ */
 async function grantServiceAccount(t: TestContext, ns: string, sa: string): Promise<void> {
   const rules = (namespaced: boolean): k8s.V1PolicyRule[] =>
     REQUIRED_PERMISSIONS.filter((p) => p.namespaced === namespaced).map((p) => ({
