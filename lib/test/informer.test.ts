@@ -120,7 +120,14 @@ async function cuttableRelay(
     }
   });
   await new Promise<void>((resolve) => relay.listen(0, "127.0.0.1", resolve));
-  t.after(() => new Promise<void>((resolve) => relay.close(() => resolve())));
+  // close() waits for open connections, such as the informer's watch: end them too.
+  t.after(
+    () =>
+      new Promise<void>((resolve) => {
+        relay.close(() => resolve());
+        for (const socket of sockets) socket.destroy();
+      }),
+  );
   const address = relay.address() as { port: number };
   return {
     url: `https://127.0.0.1:${address.port}`,
