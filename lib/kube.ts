@@ -33,8 +33,8 @@ export function statusCode(error: unknown): number | undefined {
 
 export const isNotFound = (error: unknown): boolean => statusCode(error) === 404;
 export const isConflict = (error: unknown): boolean => statusCode(error) === 409;
-/** A create found an object of that name (409, as a conflicting update). */
-export const isAlreadyExists = isConflict;
+/** A create found an object of that name: 409, as for a conflicting update, told apart by the call made. */
+export const isAlreadyExists = (error: unknown): boolean => statusCode(error) === 409;
 /** The API server refused an object as invalid (422), or the request as malformed (400). */
 export const isInvalid = (error: unknown): boolean => {
   const code = statusCode(error);
