@@ -5,12 +5,12 @@
  */
 import type { V1Deployment, V1PersistentVolumeClaim, V1Service } from "@kubernetes/client-node";
 import {
+  TemplateConditions,
   UserlandConditions,
   type Template,
   type Userland,
   type UserlandStatus,
 } from "../api/v1alpha1/index.ts";
-import { TemplateConditions } from "../api/v1alpha1/template.ts";
 import { namespacedKey } from "../lib/informer.ts";
 import { isAlreadyExists, isInvalid, isNotFound } from "../lib/kube.ts";
 import { Index } from "./caches.ts";

@@ -5,11 +5,12 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { childNames } from "../../api/naming.ts";
-import type { Userland } from "../../api/v1alpha1/index.ts";
-import { KubeRest, paths } from "../../lib/kubeRest.ts";
+import { API_VERSION, type Userland } from "../../api/v1alpha1/index.ts";
+import { KubeRest } from "../../lib/kubeRest.ts";
 import { eventually, privateControlPlane, testNamespace } from "../../test/support/cluster.ts";
 import { startOperator } from "../../test/support/operator.ts";
 import { simpleTemplateSpec } from "../../test/support/resources.ts";
+import { resources } from "../resources.ts";
 
 test("the operator keeps reconciling after kube-apiserver restarts mid-run", async (t) => {
   const { controlPlane, cluster } = await privateControlPlane(t, "restart");
@@ -21,10 +22,10 @@ test("the operator keeps reconciling after kube-apiserver restarts mid-run", asy
   });
   const rest = new KubeRest(cluster.kc, "userland-tests");
   t.after(() => rest.close());
-  const ul = (name: string) => paths.namespaced("userland.dev", "v1alpha1", "userlands", ns, name);
+  const ul = (name: string) => resources.Userland.path(ns, name);
   const create = (name: string) =>
-    rest.create(paths.namespaced("userland.dev", "v1alpha1", "userlands", ns), {
-      apiVersion: "userland.dev/v1alpha1",
+    rest.create(resources.Userland.path(ns), {
+      apiVersion: API_VERSION,
       kind: "Userland",
       metadata: { name },
       spec: { user: name, templateName: "code" },
@@ -32,8 +33,8 @@ test("the operator keeps reconciling after kube-apiserver restarts mid-run", asy
   const phase = (name: string) => async () =>
     (await rest.get<Userland>(ul(name))).status?.phase === "Ready" ? true : undefined;
 
-  await rest.create(paths.namespaced("userland.dev", "v1alpha1", "templates", ns), {
-    apiVersion: "userland.dev/v1alpha1",
+  await rest.create(resources.Template.path(ns), {
+    apiVersion: API_VERSION,
     kind: "Template",
     metadata: { name: "code" },
     spec: simpleTemplateSpec(),
@@ -49,13 +50,7 @@ test("the operator keeps reconciling after kube-apiserver restarts mid-run", asy
   await create("after");
   await eventually("after to be Ready", phase("after"), 60_000);
   // The watches on owned objects work again too: a deleted Deployment comes back.
-  const deployment = paths.namespaced(
-    "apps",
-    "v1",
-    "deployments",
-    ns,
-    childNames("code", "before").deployment,
-  );
+  const deployment = resources.Deployment.path(ns, childNames("code", "before").deployment);
   const old = await rest.get<{ metadata: { uid: string } }>(deployment);
   await rest.delete(deployment);
   await eventually(

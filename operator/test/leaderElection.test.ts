@@ -6,10 +6,11 @@
 import assert from "node:assert/strict";
 import { test, type TestContext } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { KubeRest, paths } from "../../lib/kubeRest.ts";
+import { KubeRest } from "../../lib/kubeRest.ts";
 import { createLogger } from "../../lib/logger.ts";
 import { eventually, testCluster, testNamespace } from "../../test/support/cluster.ts";
 import { LeaderElector } from "../leaderElection.ts";
+import { resources } from "../resources.ts";
 
 const LEASE = "test-lease";
 const timing = { leaseDurationMs: 2000, renewDeadlineMs: 1000, retryPeriodMs: 200 };
@@ -56,7 +57,7 @@ async function candidate(t: TestContext, namespace: string, identity: string) {
 async function readLease(namespace: string): Promise<Lease> {
   const rest = new KubeRest((await testCluster()).kc, "userland-tests");
   try {
-    return await rest.get<Lease>(paths.namespaced("coordination.k8s.io", "v1", "leases", namespace, LEASE));
+    return await rest.get<Lease>(resources.Lease.path(namespace, LEASE));
   } finally {
     await rest.close();
   }
@@ -119,7 +120,7 @@ test("a leader whose Lease another holder took stops leading", async (t) => {
 
   const rest = new KubeRest((await testCluster()).kc, "userland-tests");
   t.after(() => rest.close());
-  const path = paths.namespaced("coordination.k8s.io", "v1", "leases", ns, LEASE);
+  const path = resources.Lease.path(ns, LEASE);
   // Keep the intruder's record fresh, as a live leader would, so a never sees it expire.
   const intrude = async () => {
     const lease = await rest.get<Lease>(path);
