@@ -7,10 +7,12 @@ import { stringify } from "yaml";
 import {
   GROUP,
   TEMPLATE_NAME_PATTERN,
+  TEMPLATES,
   TemplateSpecSchema,
   TemplateStatusSchema,
-  UserlandSpecSchema,
   USERLAND_NAME_PATTERN,
+  USERLANDS,
+  UserlandSpecSchema,
   UserlandStatusSchema,
   VERSION,
 } from "./v1alpha1/index.ts";
@@ -39,7 +41,7 @@ interface ResourceDefinition {
 const definitions: ResourceDefinition[] = [
   {
     kind: "Template",
-    plural: "templates",
+    plural: TEMPLATES,
     singular: "template",
     shortNames: ["tpl", "ult"],
     description: "What every user of this Template gets: a pod template, its Service and per-user volumes.",
@@ -61,7 +63,7 @@ const definitions: ResourceDefinition[] = [
   },
   {
     kind: "Userland",
-    plural: "userlands",
+    plural: USERLANDS,
     singular: "userland",
     shortNames: ["ul"],
     description: "One user's environment: who it belongs to and which Template it runs.",

@@ -41,6 +41,7 @@ import {
 import { installCustomResourceDefinitions } from "../cluster/customResourceDefinitions.ts";
 import { startDemoEnvironment, type DemoEnvironment } from "./demo-environment.ts";
 import { startDevIdentityProvider, type DevIdentityProvider } from "./identity-provider.ts";
+import { templatesPath, userlandsPath } from "../api/v1alpha1/index.ts";
 
 export const NAMESPACE = "userland";
 export const DEMO_TEMPLATE = "demo";
@@ -196,10 +197,10 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: TEACHER },
       subjects: [{ kind: "ServiceAccount", name: TEACHER, namespace: NAMESPACE }],
     });
-    await rest.create(paths.namespaced("userland.dev", "v1alpha1", "templates", NAMESPACE), demoTemplate);
+    await rest.create(templatesPath(NAMESPACE), demoTemplate);
     for (const template of exampleTemplates()) {
       await rest
-        .create(paths.namespaced("userland.dev", "v1alpha1", "templates", NAMESPACE), template)
+        .create(templatesPath(NAMESPACE), template)
         .catch((error: unknown) => log(`example Template not applied: ${(error as Error).message}`));
     }
 
@@ -322,7 +323,7 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
 
     // Demo environments: one loopback server per Userland Service, published to the proxy's overrides.
     informer = new Informer<Userland>(adminKc, rest, {
-      path: paths.namespaced("userland.dev", "v1alpha1", "userlands", NAMESPACE),
+      path: userlandsPath(NAMESPACE),
       log: createLogger("demo-environments", "warn"),
     });
     const publish = () => {

@@ -18,7 +18,7 @@ import { buildPlatformImage, importImage, repositoryAndTag } from "../cluster/no
 import { Relays } from "../cluster/node/relay.ts";
 import { startRealCluster, type RealCluster } from "../cluster/realCluster.ts";
 import { k8s } from "../lib/kube.ts";
-import { KubeRest, paths } from "../lib/kubeRest.ts";
+import { KubeRest } from "../lib/kubeRest.ts";
 import type { DevIdentityProvider } from "./identity-provider.ts";
 import {
   helmInstall,
@@ -28,6 +28,7 @@ import {
   startLoginProvider,
   waitForPlatformReady,
 } from "./nodePlatform.ts";
+import { templatesPath, userlandsPath } from "../api/v1alpha1/index.ts";
 
 export const REAL_PLATFORM_NAMESPACE = "ide";
 
@@ -137,10 +138,10 @@ export async function startRealPlatform(opts: {
     });
     await waitForPlatformReady(apps, namespace);
     for (const template of templates) {
-      await rest.create(paths.namespaced("userland.dev", "v1alpha1", "templates", namespace), template);
+      await rest.create(templatesPath(namespace), template);
     }
     for (const [user, template] of Object.entries(ASSIGNED)) {
-      await rest.create(paths.namespaced("userland.dev", "v1alpha1", "userlands", namespace), {
+      await rest.create(userlandsPath(namespace), {
         apiVersion: "userland.dev/v1alpha1",
         kind: "Userland",
         metadata: { name: userlandNameFor(user) },

@@ -2,7 +2,7 @@
  * The API resources the operator reads and writes, and their paths: the one place that spells out
  * a group, version and plural. Template and Userland take theirs from api/.
  */
-import { GROUP, VERSION } from "../api/v1alpha1/index.ts";
+import { GROUP, TEMPLATES, USERLANDS, VERSION } from "../api/v1alpha1/index.ts";
 import { paths } from "../lib/kubeRest.ts";
 
 export interface Resource {
@@ -22,8 +22,8 @@ const resource = (group: string, version: string, plural: string): Resource => (
 });
 
 export const resources = {
-  Template: resource(GROUP, VERSION, "templates"),
-  Userland: resource(GROUP, VERSION, "userlands"),
+  Template: resource(GROUP, VERSION, TEMPLATES),
+  Userland: resource(GROUP, VERSION, USERLANDS),
   Deployment: resource("apps", "v1", "deployments"),
   Service: resource("", "v1", "services"),
   PersistentVolumeClaim: resource("", "v1", "persistentvolumeclaims"),

@@ -89,3 +89,12 @@ export const UserlandAnnotations = {
   /** Why the Userland was last stopped by the platform (e.g. "IdleTimeout"), written by the operator. */
   stoppedReason: "userland.dev/stopped-reason",
 } as const;
+
+/**
+ * The value of the last-activity annotation: RFC 3339 in whole seconds, like Kubernetes' own
+ * timestamps, whoever writes it (the proxy on traffic, the user-manager on Start).
+ */
+export function activityStamp(at: Date | number): string {
+  const ms = typeof at === "number" ? at : at.getTime();
+  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(/\.000Z$/, "Z");
+}

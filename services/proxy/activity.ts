@@ -6,9 +6,14 @@
  * already shows the same or later activity (another replica got there first).
  */
 import pLimit from "p-limit";
-import { GROUP, UserlandAnnotations, VERSION, type Userland } from "../../api/v1alpha1/index.ts";
+import {
+  activityStamp,
+  type Userland,
+  UserlandAnnotations,
+  userlandsPath,
+} from "../../api/v1alpha1/index.ts";
 import { isNotFound } from "../../lib/kube.ts";
-import { paths, type KubeRest } from "../../lib/kubeRest.ts";
+import type { KubeRest } from "../../lib/kubeRest.ts";
 import type { Logger } from "../../lib/logger.ts";
 import type { ProxyMetrics } from "./metrics.ts";
 
@@ -21,11 +26,6 @@ interface ActivityOptions {
   cached?: (namespace: string, name: string) => Userland | undefined;
   /** Patches in flight at once. */
   concurrency?: number;
-}
-
-/** RFC 3339 in whole seconds, as Kubernetes writes times. */
-function rfc3339(ms: number): string {
-  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(/\.000Z$/, "Z");
 }
 
 export class ActivityRecorder {
@@ -70,14 +70,14 @@ export class ActivityRecorder {
 
   private async write(key: string, ms: number): Promise<void> {
     const [namespace = "", name = ""] = key.split("/");
-    const stamp = rfc3339(ms);
+    const stamp = activityStamp(ms);
     const current = this.opts.cached?.(namespace, name)?.metadata.annotations?.[
       UserlandAnnotations.lastActivity
     ];
     if (current && Date.parse(current) >= Date.parse(stamp)) return;
     try {
       await this.opts.rest.patch(
-        paths.namespaced(GROUP, VERSION, "userlands", namespace, name),
+        userlandsPath(namespace, name),
         { metadata: { annotations: { [UserlandAnnotations.lastActivity]: stamp } } },
         "merge",
       );

@@ -4,10 +4,10 @@
  * from a file), the resolver chosen by the configuration, activity publishing and the HTTP servers.
  * main.ts runs it; tests run it in-process.
  */
-import { GROUP, VERSION, type Template, type Userland } from "../../api/v1alpha1/index.ts";
+import { type Template, templatesPath, type Userland, userlandsPath } from "../../api/v1alpha1/index.ts";
 import { Informer } from "../../lib/informer.ts";
 import type { k8s } from "../../lib/kube.ts";
-import { KubeRest, paths } from "../../lib/kubeRest.ts";
+import { KubeRest } from "../../lib/kubeRest.ts";
 import type { Logger } from "../../lib/logger.ts";
 import {
   createRemoteSessionVerifier,
@@ -88,11 +88,11 @@ export async function buildProxyApp(config: ProxyConfig, options: ProxyAppOption
   const rest = new KubeRest(kc, "userland-proxy");
 
   const userlands = new Informer<Userland>(kc, rest, {
-    path: paths.namespaced(GROUP, VERSION, "userlands", namespace),
+    path: userlandsPath(namespace),
     log,
   });
   const templates = new Informer<Template>(kc, rest, {
-    path: paths.namespaced(GROUP, VERSION, "templates", namespace),
+    path: templatesPath(namespace),
     log,
   });
   const index = new UserlandIndex();

@@ -12,7 +12,7 @@
 import { createHash } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { LRUCache, type Perf } from "lru-cache";
-import { GROUP } from "../../api/v1alpha1/index.ts";
+import { GROUP, USERLANDS } from "../../api/v1alpha1/index.ts";
 import type { KubeRest } from "../../lib/kubeRest.ts";
 import { HttpError } from "./errors.ts";
 import type { Metrics } from "./metrics.ts";
@@ -198,7 +198,7 @@ export class AccessReviewer {
               namespace,
               verb,
               group: GROUP,
-              resource: "userlands",
+              resource: USERLANDS,
               ...(name ? { name } : {}),
             },
           },
@@ -250,10 +250,10 @@ export function installAuth(app: FastifyInstance, opts: AuthOptions): void {
       403,
       "Forbidden",
       `${caller.username} may not ${verb} ${what} in namespace "${namespace}": ` +
-        `a Role bound to the caller must grant verb "${verb}" on resource "userlands" in API group "${GROUP}"`,
+        `a Role bound to the caller must grant verb "${verb}" on resource "${USERLANDS}" in API group "${GROUP}"`,
       {
         extra: {
-          permission: { verb, group: GROUP, resource: "userlands", namespace, ...(name ? { name } : {}) },
+          permission: { verb, group: GROUP, resource: USERLANDS, namespace, ...(name ? { name } : {}) },
         },
       },
     );

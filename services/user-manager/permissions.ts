@@ -6,6 +6,7 @@
  * puzzling 500 later.
  */
 import type { KubeRest } from "../../lib/kubeRest.ts";
+import { GROUP, TEMPLATES, USERLANDS } from "../../api/v1alpha1/index.ts";
 
 export interface Permission {
   group: string;
@@ -32,15 +33,15 @@ export const REQUIRED_PERMISSIONS: readonly Permission[] = [
     why: "ask RBAC what a caller may do",
   },
   ...(["get", "list", "create", "patch", "delete"] as const).map((verb) => ({
-    group: "userland.dev",
-    resource: "userlands",
+    group: GROUP,
+    resource: USERLANDS,
     verb,
     namespaced: true,
     why: "manage Userlands",
   })),
   {
-    group: "userland.dev",
-    resource: "templates",
+    group: GROUP,
+    resource: TEMPLATES,
     verb: "get",
     namespaced: true,
     why: "check that a Template exists",

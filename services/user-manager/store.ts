@@ -9,9 +9,15 @@
  * updates the CRD) is sent again by KubeRest.
  */
 import { userlandNameFor } from "../../api/naming.ts";
-import { API_VERSION, GROUP, VERSION, type Template, type Userland } from "../../api/v1alpha1/index.ts";
+import {
+  API_VERSION,
+  type Template,
+  templatesPath,
+  type Userland,
+  userlandsPath,
+} from "../../api/v1alpha1/index.ts";
 import { isNotFound } from "../../lib/kube.ts";
-import { paths, type KubeRest, type ListResult } from "../../lib/kubeRest.ts";
+import type { KubeRest, ListResult } from "../../lib/kubeRest.ts";
 
 /** Who created a Userland through this service (a Kubernetes user name), for audits. */
 export const CREATED_BY_ANNOTATION = "userland.dev/created-by";
@@ -28,11 +34,11 @@ export class UserlandStore {
   }
 
   userlandPath(name?: string): string {
-    return paths.namespaced(GROUP, VERSION, "userlands", this.namespace, name);
+    return userlandsPath(this.namespace, name);
   }
 
   templatePath(name?: string): string {
-    return paths.namespaced(GROUP, VERSION, "templates", this.namespace, name);
+    return templatesPath(this.namespace, name);
   }
 
   /** Every Userland in the namespace, page by page (a consistent snapshot of one resourceVersion). */

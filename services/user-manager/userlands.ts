@@ -7,7 +7,7 @@
  */
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import { userlandNameFor } from "../../api/naming.ts";
-import { UserlandAnnotations, type Userland } from "../../api/v1alpha1/index.ts";
+import { activityStamp, UserlandAnnotations, type Userland } from "../../api/v1alpha1/index.ts";
 import { Type } from "../../api/v1alpha1/schema.ts";
 import { isConflict } from "../../lib/kube.ts";
 import { conflict, notFound, type HttpError } from "./errors.ts";
@@ -192,7 +192,7 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
         metadata: {
           annotations: {
             [UserlandAnnotations.stoppedReason]: null,
-            [UserlandAnnotations.lastActivity]: now().toISOString(),
+            [UserlandAnnotations.lastActivity]: activityStamp(now()),
           },
         },
         spec: { enabled: true },

@@ -19,6 +19,7 @@ import { k8s } from "../../lib/kube.ts";
 import { KubeError, KubeRest, paths } from "../../lib/kubeRest.ts";
 import { createSessionSigner, parseSigningKeys, SESSION_COOKIE } from "../../lib/session.ts";
 import { eventually } from "../support/cluster.ts";
+import { userlandsPath } from "../../api/v1alpha1/index.ts";
 
 const dir = join(repoRoot, ".userland", `platform-rights-${randomBytes(3).toString("hex")}`);
 let platform: Platform;
@@ -33,8 +34,7 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const userlandPath = (name?: string) =>
-  paths.namespaced("userland.dev", "v1alpha1", "userlands", platform.namespace, name);
+const userlandPath = (name?: string) => userlandsPath(platform.namespace, name);
 
 /** A client that authenticates with the credentials file the platform gave a component. */
 function clientFrom(kind: "kubeconfig" | "token", file: string): KubeRest {

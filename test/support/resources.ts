@@ -4,6 +4,7 @@ import type { Template, TemplateSpec, Userland } from "../../api/v1alpha1/index.
 import { KubeRest, paths } from "../../lib/kubeRest.ts";
 import { isNotFound } from "../../lib/kube.ts";
 import { eventually, testCluster } from "./cluster.ts";
+import { templatesPath, userlandsPath } from "../../api/v1alpha1/index.ts";
 
 let restClient: KubeRest | undefined;
 export async function adminRest(): Promise<KubeRest> {
@@ -11,10 +12,7 @@ export async function adminRest(): Promise<KubeRest> {
   return restClient;
 }
 
-export const templatesPath = (ns: string, name?: string) =>
-  paths.namespaced("userland.dev", "v1alpha1", "templates", ns, name);
-export const userlandsPath = (ns: string, name?: string) =>
-  paths.namespaced("userland.dev", "v1alpha1", "userlands", ns, name);
+export { templatesPath, userlandsPath } from "../../api/v1alpha1/index.ts";
 export const deploymentsPath = (ns: string, name?: string) =>
   paths.namespaced("apps", "v1", "deployments", ns, name);
 export const servicesPath = (ns: string, name?: string) => paths.namespaced("", "v1", "services", ns, name);

@@ -1,0 +1,14 @@
+/** Template's and Userland's plurals and REST paths: the one place that spells them out. */
+import { paths } from "../../lib/kubeRest.ts";
+import { GROUP, VERSION } from "./group.ts";
+
+export const TEMPLATES = "templates";
+export const USERLANDS = "userlands";
+
+/** The collection path in `namespace`, or one Template's path (and a subresource's, e.g. "status"). */
+export const templatesPath = (namespace: string, name?: string, subresource?: string): string =>
+  paths.namespaced(GROUP, VERSION, TEMPLATES, namespace, name, subresource);
+
+/** The collection path in `namespace`, or one Userland's path (and a subresource's, e.g. "status"). */
+export const userlandsPath = (namespace: string, name?: string, subresource?: string): string =>
+  paths.namespaced(GROUP, VERSION, USERLANDS, namespace, name, subresource);
