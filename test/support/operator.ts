@@ -3,18 +3,16 @@
  * under a real ServiceAccount token, scoped to one test namespace.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TestContext } from "node:test";
-import { customResourceDefinitions } from "../../api/crds.ts";
+import { installCustomResourceDefinitions } from "../../cluster/customResourceDefinitions.ts";
 import { isAlreadyExists, k8s } from "../../lib/kube.ts";
-import { kubeconfigYaml, repoRoot } from "../../cluster/controlPlane.ts";
-import { freePort } from "../../cluster/controlPlane.ts";
+import { freePort, kubeconfigYaml, repoRoot } from "../../cluster/controlPlane.ts";
 import { eventually, serviceAccountToken, testCluster, type TestCluster } from "./cluster.ts";
 import { adminRest } from "./resources.ts";
 import { KubeRest } from "../../lib/kubeRest.ts";
-import { readFileSync } from "node:fs";
 
 const crdsInstalled = new Map<string, Promise<void>>();
 
@@ -24,31 +22,8 @@ export function installCrds(cluster?: TestCluster): Promise<void> {
   const pending =
     crdsInstalled.get(key) ??
     (async () => {
-      // Raw JSON: the typed client would drop the x-kubernetes-* keys it spells in camelCase.
       const rest = cluster ? new KubeRest(cluster.kc, "userland-tests") : await adminRest();
-      const base = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
-      for (const crd of customResourceDefinitions) {
-        const name = crd.metadata?.name ?? "";
-        const existing = await rest
-          .get<{ metadata: { resourceVersion: string } }>(`${base}/${name}`)
-          .catch(() => undefined);
-        if (existing)
-          await rest.replace(`${base}/${name}`, {
-            ...crd,
-            metadata: { ...crd.metadata, resourceVersion: existing.metadata.resourceVersion },
-          });
-        else
-          // Test files run in parallel processes: another one may create the same CRD first.
-          await rest.create(base, crd).catch((error: unknown) => {
-            if (!isAlreadyExists(error)) throw error;
-          });
-        await eventually(`CRD ${name} to be established`, async () => {
-          const c = await rest.get<{ status?: { conditions?: { type: string; status: string }[] } }>(
-            `${base}/${name}`,
-          );
-          return c.status?.conditions?.some((x) => x.type === "Established" && x.status === "True");
-        });
-      }
+      await installCustomResourceDefinitions(rest);
     })();
   crdsInstalled.set(key, pending);
   return pending;
