@@ -23,7 +23,6 @@ export { diesWithParent } from "./processes.ts";
 const here = dirname(fileURLToPath(import.meta.url));
 export const repoRoot = join(here, "..");
 
-export { SERVICE_CIDR, POD_CIDR } from "./addresses.ts";
 const ADMIN_USER = "userland-test-admin";
 /** The real node's name (cluster/node), known here because its kubelet's identity is. */
 export const REAL_NODE_NAME = "userland-node";

@@ -1,4 +1,4 @@
-/** Type-check, lint and format checks run with every test run, so CI enforces them. */
+/** Type-check, lint, format and unused-code checks run with every test run, so CI enforces them. */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
@@ -23,5 +23,10 @@ test("ESLint passes", () => {
 
 test("Prettier formatting is applied", () => {
   const { ok, output } = run("prettier", ["--check", "."]);
+  assert.ok(ok, output);
+});
+
+test("knip finds no unused files, exports or dependencies", () => {
+  const { ok, output } = run("knip", []);
   assert.ok(ok, output);
 });
