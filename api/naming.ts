@@ -14,6 +14,16 @@ export const LABELS = {
   /** Selects a Userland's pods; unique per Userland and Template. */
   instance: "userland.dev/instance",
   volume: "userland.dev/volume",
+  /** A hash of spec.user on each PVC: a claim is never mounted for a different identity. */
+  userHash: "userland.dev/user-hash",
+} as const;
+
+/** Annotations on the children the operator creates. */
+export const ANNOTATIONS = {
+  /** The exact Userland name on every child (label values are limited to 63 characters). */
+  userlandName: "userland.dev/userland-name",
+  /** A hash of what the operator last wrote; a child whose hash differs is rewritten. */
+  desiredHash: "userland.dev/desired-hash",
 } as const;
 
 export const MANAGED_BY = "userland-operator";

@@ -4,13 +4,12 @@
  * objects up by.
  */
 import type { V1Deployment, V1PersistentVolumeClaim, V1Service } from "@kubernetes/client-node";
-import { LABELS, MANAGED_BY } from "../api/naming.ts";
+import { ANNOTATIONS, LABELS, MANAGED_BY } from "../api/naming.ts";
 import type { Template, Userland } from "../api/v1alpha1/index.ts";
 import { Informer, namespacedKey } from "../lib/informer.ts";
 import type { k8s } from "../lib/kube.ts";
 import type { KubeRest } from "../lib/kubeRest.ts";
 import type { Logger } from "../lib/logger.ts";
-import { USERLAND_NAME_ANNOTATION } from "./desired.ts";
 import { resources, type Resource } from "./resources.ts";
 
 export interface Caches {
@@ -32,7 +31,7 @@ export const Index = {
 /** The Userland a child belongs to: its name annotation, or the controller reference if a hand edit removed the annotation. */
 export function owningUserland(child: k8s.KubernetesObject): string | undefined {
   return (
-    child.metadata?.annotations?.[USERLAND_NAME_ANNOTATION] ??
+    child.metadata?.annotations?.[ANNOTATIONS.userlandName] ??
     child.metadata?.ownerReferences?.find((r) => r.controller && r.kind === "Userland")?.name
   );
 }

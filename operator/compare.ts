@@ -8,8 +8,6 @@
  */
 import { createHash } from "node:crypto";
 
-export const DESIRED_HASH_ANNOTATION = "userland.dev/desired-hash";
-
 export function desiredHash(value: unknown): string {
   return createHash("sha256").update(stableJson(value)).digest("hex").slice(0, 16);
 }

@@ -11,14 +11,9 @@ import type {
   V1Service,
   V1ServicePort,
 } from "@kubernetes/client-node";
-import { childNames, LABELS, MANAGED_BY, shortHash, type ChildNames } from "../api/naming.ts";
+import { ANNOTATIONS, childNames, type ChildNames, LABELS, MANAGED_BY, shortHash } from "../api/naming.ts";
 import { API_VERSION, SERVICE_EXTERNAL_FIELDS, type Template, type Userland } from "../api/v1alpha1/index.ts";
-import { DESIRED_HASH_ANNOTATION, desiredHash } from "./compare.ts";
-
-/** The exact Userland name on every child (label values are limited to 63 characters). */
-export const USERLAND_NAME_ANNOTATION = "userland.dev/userland-name";
-/** A hash of spec.user on each PVC: a claim is never mounted for a different identity. */
-export const USER_HASH_LABEL = "userland.dev/user-hash";
+import { desiredHash } from "./compare.ts";
 
 export interface DesiredChildren {
   names: ChildNames;
@@ -70,7 +65,7 @@ export function desiredChildren(userland: Userland, template: Template): Desired
     name: objectName,
     namespace,
     labels: { ...labels, ...extraLabels },
-    annotations: { [USERLAND_NAME_ANNOTATION]: name },
+    annotations: { [ANNOTATIONS.userlandName]: name },
     ownerReferences,
   });
 
@@ -136,7 +131,7 @@ export function desiredChildren(userland: Userland, template: Template): Desired
     kind: "PersistentVolumeClaim",
     metadata: meta(
       names.pvc(v.name),
-      { [LABELS.volume]: v.name, [USER_HASH_LABEL]: userHash(userland.spec.user) },
+      { [LABELS.volume]: v.name, [LABELS.userHash]: userHash(userland.spec.user) },
       // Retain (the default) keeps the claim when the Userland is deleted: no owner to collect it.
       (v.reclaimPolicy ?? "Retain") === "Delete" ? owner : [],
     ),
@@ -147,7 +142,7 @@ export function desiredChildren(userland: Userland, template: Template): Desired
     const metadata = object.metadata ?? {};
     metadata.annotations = {
       ...metadata.annotations,
-      [DESIRED_HASH_ANNOTATION]: desiredHash({ metadata, spec: object.spec }),
+      [ANNOTATIONS.desiredHash]: desiredHash({ metadata, spec: object.spec }),
     };
   }
   return { names, deployment, service, pvcs, proxyPort: proxyPort(template, ports) };

@@ -11,13 +11,14 @@ import {
   type Userland,
   type UserlandStatus,
 } from "../api/v1alpha1/index.ts";
+import { ANNOTATIONS, LABELS } from "../api/naming.ts";
 import { namespacedKey } from "../lib/informer.ts";
 import { isAlreadyExists, isInvalid, isNotFound } from "../lib/kube.ts";
 import { Index } from "./caches.ts";
-import { DESIRED_HASH_ANNOTATION, isSubset, stableJson } from "./compare.ts";
+import { isSubset, stableJson } from "./compare.ts";
 import { findCondition } from "./conditions.ts";
 import type { OperatorContext } from "./context.ts";
-import { desiredChildren, TemplateError, USER_HASH_LABEL, type DesiredChildren } from "./desired.ts";
+import { desiredChildren, TemplateError, type DesiredChildren } from "./desired.ts";
 import { userlandRef } from "./events.ts";
 import { resources } from "./resources.ts";
 import { computeStatus, phaseChangeEvent, type Blocker } from "./userlandStatus.ts";
@@ -123,8 +124,8 @@ async function ensurePvcs(ctx: OperatorContext, userland: Userland, desired: Des
       await create(ctx, userland, "PersistentVolumeClaim", pvc);
       continue;
     }
-    const wantedUser = pvc.metadata?.labels?.[USER_HASH_LABEL];
-    if (actual.metadata?.labels?.[USER_HASH_LABEL] !== wantedUser) {
+    const wantedUser = pvc.metadata?.labels?.[LABELS.userHash];
+    if (actual.metadata?.labels?.[LABELS.userHash] !== wantedUser) {
       throw new Blocked(
         UserlandConditions.Ready,
         "VolumeBelongsToAnotherUser",
@@ -167,9 +168,9 @@ async function ensureChild<T extends Child>(
       `${kind} ${actual.metadata?.name} already exists and does not belong to this Userland`,
     );
   }
-  const hash = desired.metadata?.annotations?.[DESIRED_HASH_ANNOTATION];
+  const hash = desired.metadata?.annotations?.[ANNOTATIONS.desiredHash];
   const inSync =
-    actual.metadata?.annotations?.[DESIRED_HASH_ANNOTATION] === hash &&
+    actual.metadata?.annotations?.[ANNOTATIONS.desiredHash] === hash &&
     isSubset(desired.metadata, actual.metadata) &&
     isSubset(desired.spec, actual.spec);
   if (inSync) return actual;

@@ -88,6 +88,8 @@ export const UserlandAnnotations = {
   lastActivity: "userland.dev/last-activity",
   /** Why the Userland was last stopped by the platform (e.g. "IdleTimeout"), written by the operator. */
   stoppedReason: "userland.dev/stopped-reason",
+  /** Who created the Userland through the user-manager (a Kubernetes user name), for audits. */
+  createdBy: "userland.dev/created-by",
 } as const;
 
 /**

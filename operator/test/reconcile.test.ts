@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { test } from "node:test";
-import { childNames } from "../../api/naming.ts";
+import { ANNOTATIONS, childNames } from "../../api/naming.ts";
 import type { Userland } from "../../api/v1alpha1/index.ts";
 import { eventually, testCluster, testNamespace } from "../../test/support/cluster.ts";
 import { installCrds, startOperator } from "../../test/support/operator.ts";
@@ -23,7 +23,6 @@ import {
   userlandsPath,
   waitForPhase,
 } from "../../test/support/resources.ts";
-import { DESIRED_HASH_ANNOTATION } from "../compare.ts";
 import { listEvents } from "../../test/support/events.ts";
 
 test("a Userland gets its Deployment, Service and status; kubectl shows USER, TEMPLATE, PHASE, AGE", async (t) => {
@@ -485,5 +484,5 @@ spec:
   // The claim never binds here (no "longhorn" provisioner), so the pod waits: Starting.
   const u: Userland = await waitForPhase(ns, "koba1t", "Starting");
   assert.equal(u.status?.service?.port, 80);
-  assert.ok(deployment.metadata?.annotations?.[DESIRED_HASH_ANNOTATION]);
+  assert.ok(deployment.metadata?.annotations?.[ANNOTATIONS.desiredHash]);
 });

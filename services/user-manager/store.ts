@@ -14,13 +14,11 @@ import {
   type Template,
   templatesPath,
   type Userland,
+  UserlandAnnotations,
   userlandsPath,
 } from "../../api/v1alpha1/index.ts";
 import { isNotFound } from "../../lib/kube.ts";
 import type { KubeRest, ListResult } from "../../lib/kubeRest.ts";
-
-/** Who created a Userland through this service (a Kubernetes user name), for audits. */
-export const CREATED_BY_ANNOTATION = "userland.dev/created-by";
 
 const PAGE = 500;
 
@@ -89,7 +87,10 @@ export class UserlandStore {
       body: {
         apiVersion: API_VERSION,
         kind: "Userland",
-        metadata: { name: userlandNameFor(user), annotations: { [CREATED_BY_ANNOTATION]: createdBy } },
+        metadata: {
+          name: userlandNameFor(user),
+          annotations: { [UserlandAnnotations.createdBy]: createdBy },
+        },
         spec: { user, templateName, ...(enabled === undefined ? {} : { enabled }) },
       },
     });

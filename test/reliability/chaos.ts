@@ -19,17 +19,12 @@ import { createReadStream, rmSync } from "node:fs";
 import { dirname } from "node:path";
 import { createInterface } from "node:readline";
 import type { V1Deployment, V1ObjectMeta, V1PersistentVolumeClaim, V1Service } from "@kubernetes/client-node";
-import { childNames } from "../../api/naming.ts";
+import { ANNOTATIONS, childNames, LABELS } from "../../api/naming.ts";
 import type { Template, TemplateSpec, Userland } from "../../api/v1alpha1/index.ts";
 import { statusCode } from "../../lib/kube.ts";
 import { KubeRest } from "../../lib/kubeRest.ts";
-import { DESIRED_HASH_ANNOTATION, isSubset } from "../../operator/compare.ts";
-import {
-  controllerRef,
-  desiredChildren,
-  USER_HASH_LABEL,
-  USERLAND_NAME_ANNOTATION,
-} from "../../operator/desired.ts";
+import { isSubset } from "../../operator/compare.ts";
+import { controllerRef, desiredChildren } from "../../operator/desired.ts";
 import type { ControlPlane } from "../../cluster/controlPlane.ts";
 import type { TestCluster } from "../support/cluster.ts";
 import { operatorKubeconfig, spawnOperator, type OperatorProcess } from "../support/operator.ts";
@@ -664,8 +659,8 @@ export class Chaos {
           : {
               metadata: {
                 annotations: {
-                  [DESIRED_HASH_ANNOTATION]: null,
-                  [USERLAND_NAME_ANNOTATION]: null,
+                  [ANNOTATIONS.desiredHash]: null,
+                  [ANNOTATIONS.userlandName]: null,
                 },
               },
             };
@@ -923,7 +918,7 @@ function comparePvc(
   const name = `PersistentVolumeClaim ${desired.metadata?.name}`;
   if (!actual) return `${name} is missing`;
   if (actual.metadata?.deletionTimestamp) return `${name} is being deleted`;
-  if (actual.metadata?.labels?.[USER_HASH_LABEL] !== desired.metadata?.labels?.[USER_HASH_LABEL])
+  if (actual.metadata?.labels?.[LABELS.userHash] !== desired.metadata?.labels?.[LABELS.userHash])
     return `${name} belongs to another user`;
   const wantOwned = (desired.metadata?.ownerReferences ?? []).length > 0;
   if (isControlledBy(actual, userland) !== wantOwned)

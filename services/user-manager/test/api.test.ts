@@ -2,8 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { userlandNameFor } from "../../../api/naming.ts";
-
-import { CREATED_BY_ANNOTATION } from "../store.ts";
+import { UserlandAnnotations } from "../../../api/v1alpha1/index.ts";
 import { admin, metricValue, startUserManager, type Harness } from "./support.ts";
 
 const view = (r: { json: Record<string, unknown> }) =>
@@ -123,7 +122,10 @@ test("create, conflicts, unknown template and input validation", async (t) => {
   assert.equal(created.headers.get("location"), `/api/v1/userlands/${name}`);
   const stored = await admin.getUserland(h.ns, name);
   assert.deepEqual(stored.spec, { user: "a.b@uni.ac.jp", templateName: "code", enabled: true });
-  assert.equal(stored.metadata.annotations?.[CREATED_BY_ANNOTATION], `system:serviceaccount:${h.ns}:teacher`);
+  assert.equal(
+    stored.metadata.annotations?.[UserlandAnnotations.createdBy],
+    `system:serviceaccount:${h.ns}:teacher`,
+  );
 
   const duplicate = await post({ user: "a.b@uni.ac.jp", templateName: "jupyter" });
   assert.equal(duplicate.status, 409);
