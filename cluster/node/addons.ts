@@ -19,16 +19,26 @@ export const onRealNode = {
 
 type Manifest = Record<string, unknown>;
 
+const clusterRoleBinding = (
+  name: string,
+  clusterRole: string,
+  subject: Record<string, string>,
+): Manifest => ({
+  apiVersion: "rbac.authorization.k8s.io/v1",
+  kind: "ClusterRoleBinding",
+  metadata: { name },
+  roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: clusterRole },
+  subjects: [subject],
+});
+
 /** Needed before the kubelet starts: its permissions and the API server's in-cluster address. */
 export function bootstrapObjects(): Manifest[] {
   return [
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "ClusterRoleBinding",
-      metadata: { name: "userland-real-node" },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "system:node" },
-      subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "Group", name: "system:nodes" }],
-    },
+    clusterRoleBinding("userland-real-node", "system:node", {
+      apiGroup: "rbac.authorization.k8s.io",
+      kind: "Group",
+      name: "system:nodes",
+    }),
     {
       apiVersion: "discovery.k8s.io/v1",
       kind: "EndpointSlice",
@@ -79,13 +89,11 @@ export function coreDnsObjects(image: string): Manifest[] {
         { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ["list", "watch"] },
       ],
     },
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "ClusterRoleBinding",
-      metadata: { name: "system:coredns" },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "system:coredns" },
-      subjects: [{ kind: "ServiceAccount", name: "coredns", namespace: "kube-system" }],
-    },
+    clusterRoleBinding("system:coredns", "system:coredns", {
+      kind: "ServiceAccount",
+      name: "coredns",
+      namespace: "kube-system",
+    }),
     {
       apiVersion: "v1",
       kind: "ConfigMap",
