@@ -195,3 +195,27 @@ export async function installChart(
   await applyManifests(namespace, objects);
   return objects;
 }
+
+/**
+ * Installs CRDs that cluster/build.sh copied from Go modules into the tools directory (e.g.
+ * monitoring.coreos.com_servicemonitors.yaml) and waits until the API server serves them.
+ * Server-side apply: these CRDs are too large for client-side apply's annotation, and test files
+ * running in parallel may apply the same ones.
+ */
+export async function installToolCrds(files: string[]): Promise<void> {
+  const { info } = await testCluster();
+  const paths = files.map((f) => join(info.binDir, f));
+  for (const path of paths) {
+    if (!existsSync(path))
+      throw new Error(`${path} is missing: cluster/build.sh copies it from its Go module`);
+  }
+  const args = paths.flatMap((p) => ["-f", p]);
+  ok(
+    await kubectl(["apply", "--server-side", "--force-conflicts", "--field-manager=userland-tests", ...args]),
+    "kubectl apply (CRDs)",
+  );
+  ok(
+    await kubectl(["wait", "--for=condition=Established", "--timeout=60s", ...args]),
+    "kubectl wait (CRDs established)",
+  );
+}

@@ -1,0 +1,10 @@
+# Recipe for ../../build.sh, which sources it in this directory (see go_build there).
+# No build: the standard channel's CRDs as the module ships them (one 3 MB module download).
+go mod download sigs.k8s.io/gateway-api
+dir=$(go list -m -f '{{.Dir}}' sigs.k8s.io/gateway-api)
+outputs=()
+for kind in gatewayclasses gateways httproutes referencegrants; do
+  cp "$dir/config/crd/standard/gateway.networking.k8s.io_$kind.yaml" "$out/"
+  outputs+=("gateway.networking.k8s.io_$kind.yaml")
+done
+chmod 644 "$out"/*.yaml # the module cache is read-only; the copies need not be
