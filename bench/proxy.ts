@@ -84,6 +84,9 @@ async function runUserland(upstreamPort: number, publicJwks: string): Promise<nu
       websocketIdleTimeoutMs: 15 * 60_000,
       startOnAccess: false,
       accessLog: true,
+      timeouts: { headersMs: 20_000, requestMs: 5 * 60_000 },
+      // One benchmark user opens every connection: no per-student cap in the way.
+      limits: { websocketsPerUser: 100_000, requestsPerUser: 100_000 },
     },
     cluster: {
       namespace: "bench",

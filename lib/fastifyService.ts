@@ -41,8 +41,12 @@ const plugin: FastifyPluginCallback<FastifyServiceOptions> = (app, options, done
   const headers = { "x-content-type-options": "nosniff", ...options.headers };
   const routeOptions = options.probeRouteOptions ?? {};
 
-  app.addHook("onSend", async (_request, reply, payload) => {
+  app.addHook("onSend", async (request, reply, payload) => {
     if (!reply.hasHeader("cache-control")) reply.header("cache-control", "no-store");
+    // Answered before the body arrived (401, 403, 413): close the connection after the answer
+    // instead of reading, and throwing away, whatever the client still sends (forever, for an
+    // endless chunked body).
+    if (!request.raw.complete) reply.header("connection", "close");
     reply.headers(headers);
     return payload;
   });

@@ -7,7 +7,9 @@ import fastifyFormbody from "@fastify/formbody";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, { LogController } from "fastify";
 import { ConfigError } from "../../lib/config.ts";
+import { formFromOwnSite } from "../../lib/formOrigin.ts";
 import { fastifyService } from "../../lib/fastifyService.ts";
+import { fastifyTimeoutOptions } from "../../lib/serverTimeouts.ts";
 import type { Logger } from "../../lib/logger.ts";
 import {
   createSessionSigner,
@@ -22,7 +24,8 @@ import { createGitHubClient } from "./github.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
 import { createOidcClient } from "./oidc.ts";
 import { createProvisioner } from "./provision.ts";
-import { loginRoutes } from "./routes.ts";
+import { messagePage } from "./pages.ts";
+import { loginRoutes, sendPage } from "./routes.ts";
 import { sessionRoutes } from "./session-routes.ts";
 import { createTransactionSealer } from "./transaction.ts";
 
@@ -64,6 +67,7 @@ export async function buildApp(config: AuthConfig, options: AppOptions) {
     // Logged by fastifyService without query strings: callbacks carry authorization codes.
     logController: new LogController({ disableRequestLogging: true }),
     trustProxy: false,
+    ...fastifyTimeoutOptions(config.timeouts),
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   await app.register(fastifyCookie);
@@ -84,6 +88,17 @@ export async function buildApp(config: AuthConfig, options: AppOptions) {
         : undefined,
   });
 
+  // Every state-changing form (today the sign-out) must come from the auth service's own pages:
+  // another site's form must not sign a student out (or in) with their cookies.
+  app.addHook("onRequest", async (request, reply) => {
+    if (request.method === "GET" || request.method === "HEAD" || request.method === "OPTIONS") return;
+    if (formFromOwnSite(request.headers, (origin) => origin === config.publicUrl.origin)) return;
+    return sendPage(
+      reply,
+      403,
+      messagePage("Not allowed", "This form must be sent from this site's own page."),
+    );
+  });
   await app.register(sessionRoutes, { ctx });
   await app.register(loginRoutes, { ctx });
   return app;

@@ -5,6 +5,7 @@
 import { formatDuration } from "../../api/duration.ts";
 import { TEMPLATE_NAME_PATTERN } from "../../api/v1alpha1/template.ts";
 import { ConfigError, loadConfig, parse, type ConfigOf, type Settings } from "../../lib/config.ts";
+import { timeoutSettings, type ServerTimeouts } from "../../lib/serverTimeouts.ts";
 import type { AllowLists } from "./allowlist.ts";
 import type { GitHubSettings } from "./github.ts";
 import type { OidcSettings } from "./oidc.ts";
@@ -34,6 +35,8 @@ const prefix = (raw: string): string => {
 export const settings = {
   host: { env: "AUTH_HOST", description: "Address to listen on", parse: parse.string, default: "0.0.0.0" },
   port: { env: "AUTH_PORT", description: "Port to listen on", parse: parse.port, default: 8080 },
+  // Sign-out forms and callbacks are tiny: a request still arriving after 30 s is a slow-loris client.
+  ...timeoutSettings("AUTH", { headersMs: 20_000, requestMs: 30_000 }),
   publicUrl: {
     env: "AUTH_PUBLIC_URL",
     description:
@@ -241,6 +244,7 @@ export const settings = {
 export interface AuthConfig {
   host: string;
   port: number;
+  timeouts: ServerTimeouts;
   /** Normalized to end with "/" so endpoint URLs resolve under any path prefix. */
   publicUrl: URL;
   sessionKeysFile: string;
@@ -422,6 +426,7 @@ export function loadAuthConfig(env: NodeJS.ProcessEnv = process.env): AuthConfig
   return {
     host: c.host,
     port: c.port,
+    timeouts: { headersMs: c.headersTimeout, requestMs: c.requestTimeout },
     publicUrl,
     sessionKeysFile: c.sessionKeysFile,
     sessionTtlSeconds,

@@ -6,6 +6,7 @@
  * the value is parsed with the WHATWG URL parser, the same one browsers use, its host is compared
  * exactly, and the re-serialized URL is what goes into `Location`, never the raw input.
  */
+import { localPath } from "../../lib/localPath.ts";
 
 export interface HostPattern {
   /** `*.example.org` matches exactly one more label: `a.example.org`, not `a.b.example.org`. */
@@ -84,16 +85,12 @@ export function checkRedirect(raw: unknown, policy: RedirectPolicy): URL | undef
   // silently drop, turning "/\t/evil" into "//evil"; backslashes are read as "/" in http(s) URLs.
   // Neither belongs in a legitimate return URL, and non-ASCII hosts are look-alike material.
   if (/[^!-~]/.test(raw) || raw.includes("\\")) return undefined;
-  let url: URL;
   if (raw.startsWith("/")) {
-    if (raw.startsWith("//")) return undefined;
-    try {
-      url = new URL(raw, policy.publicUrl);
-    } catch {
-      return undefined;
-    }
-    return url.origin === policy.publicUrl.origin ? url : undefined;
+    // A path on the auth service's own site: the same check as every other local path.
+    const path = localPath(raw);
+    return path === undefined ? undefined : new URL(path, policy.publicUrl);
   }
+  let url: URL;
   try {
     url = new URL(raw);
   } catch {

@@ -5,6 +5,7 @@
 import { formatDuration } from "../../api/duration.ts";
 import { TEMPLATE_NAME_PATTERN } from "../../api/v1alpha1/template.ts";
 import { ConfigError, loadConfig, parse, type ConfigOf, type Settings } from "../../lib/config.ts";
+import { timeoutSettings, type ServerTimeouts } from "../../lib/serverTimeouts.ts";
 import { cidrList, trustedProxies, type TrustedProxies } from "./headers.ts";
 import { HOST_PATTERN, normaliseHost } from "./host.ts";
 import { parseOverrides, type UpstreamOverrides } from "./resolver.ts";
@@ -196,6 +197,26 @@ export const settings = {
     default: 15 * 60_000,
     show: formatDuration,
   },
+  // Uploads to environments stream through the proxy: five minutes is Node's own default.
+  ...timeoutSettings(
+    "PROXY",
+    { headersMs: 20_000, requestMs: 5 * 60_000 },
+    " (uploads to environments count; WebSockets do not)",
+  ),
+  maxWebSocketsPerUser: {
+    env: "PROXY_MAX_WEBSOCKETS_PER_USER",
+    description:
+      "Open WebSockets one student may have at once (every replica counts its own); more are refused with 429",
+    parse: parse.integer(1, 100_000),
+    default: 64,
+  },
+  maxRequestsPerUser: {
+    env: "PROXY_MAX_REQUESTS_PER_USER",
+    description:
+      "HTTP requests one student may have in flight to environments at once (every replica counts its own); more are refused with 429",
+    parse: parse.integer(1, 100_000),
+    default: 128,
+  },
   activityFlush: {
     env: "PROXY_ACTIVITY_FLUSH",
     description: "How often recorded activity is written to the userland.dev/last-activity annotation",
@@ -258,6 +279,8 @@ export interface ProxyConfig {
   upstreamTimeoutMs: number;
   connectTimeoutMs: number;
   websocketIdleTimeoutMs: number;
+  timeouts: ServerTimeouts;
+  limits: { websocketsPerUser: number; requestsPerUser: number };
   activityFlushMs: number;
   userManager: { url: URL; tokenFile: string | undefined } | undefined;
   startOnAccess: boolean;
@@ -310,6 +333,8 @@ export function loadProxyConfig(env: NodeJS.ProcessEnv = process.env): ProxyConf
     upstreamTimeoutMs: c.upstreamTimeout,
     connectTimeoutMs: c.connectTimeout,
     websocketIdleTimeoutMs: c.websocketIdleTimeout,
+    timeouts: { headersMs: c.headersTimeout, requestMs: c.requestTimeout },
+    limits: { websocketsPerUser: c.maxWebSocketsPerUser, requestsPerUser: c.maxRequestsPerUser },
     activityFlushMs: c.activityFlush,
     userManager: c.userManagerUrl ? { url: c.userManagerUrl, tokenFile: c.userManagerTokenFile } : undefined,
     startOnAccess: c.startOnAccess,

@@ -97,7 +97,14 @@ export class Forwarder {
     onError: OnUpstreamError,
   ): void {
     this.records.set(req, record);
-    this.proxy.web(req, res, { target }, (error: Error) => this.failed(record, error, onError));
+    const failed = (error: Error) => this.failed(record, error, onError);
+    // http-proxy-3 throws for a target it cannot parse: that is the request's fault, answered
+    // like any other failed forward (a warning), not a crash of the proxy's (an error and a 500).
+    try {
+      this.proxy.web(req, res, { target }, failed);
+    } catch (error) {
+      failed(error as Error);
+    }
   }
 
   ws(
@@ -109,10 +116,13 @@ export class Forwarder {
     onError: OnUpstreamError,
   ): void {
     this.records.set(req, record);
-    // No pooled agent: an upgraded connection never returns to a pool.
-    this.proxy.ws(req, socket, head, { target, agent: false }, (error: Error) =>
-      this.failed(record, error, onError),
-    );
+    const failed = (error: Error) => this.failed(record, error, onError);
+    try {
+      // No pooled agent: an upgraded connection never returns to a pool.
+      this.proxy.ws(req, socket, head, { target, agent: false }, failed);
+    } catch (error) {
+      failed(error as Error);
+    }
   }
 
   /** Environments' editors reconnect on their own (to another replica); waiting would only hold up a rollout. */

@@ -182,6 +182,30 @@ export function cookieValues(cookie: string | undefined, name: string): string[]
   return values;
 }
 
+/** Headers that frame the message or pick the environment: Node and the router own them, not `Connection`. */
+const NEVER_HOP_BY_HOP: ReadonlySet<string> = new Set(["host", "content-length", "transfer-encoding"]);
+
+/**
+ * Removes the hop-by-hop headers: `Connection` itself, the names it lists and the usual ones. A
+ * client listing `X-User` in `Connection` would otherwise have a proxy inside the environment drop
+ * the proxy's X-User. A WebSocket handshake keeps `Connection: upgrade` and its `Upgrade`.
+ */
+function removeHopByHop(headers: IncomingHttpHeaders): void {
+  const tokens = (headers.connection ?? "")
+    .split(",")
+    .map((t) => t.trim().toLowerCase())
+    .filter(Boolean);
+  const upgrade = tokens.includes("upgrade") && headers.upgrade?.toLowerCase() === "websocket";
+  for (const name of tokens) if (!NEVER_HOP_BY_HOP.has(name)) delete headers[name];
+  delete headers["keep-alive"];
+  delete headers["proxy-connection"];
+  delete headers.connection;
+  if (upgrade) {
+    headers.connection = "upgrade";
+    headers.upgrade = "websocket";
+  }
+}
+
 /**
  * Rewrites `headers` (a request's own header object, which http-proxy-3 copies) for the upstream.
  * Runs for every proxied request and WebSocket upgrade.
@@ -193,6 +217,7 @@ export function prepareUpstreamHeaders(
   sessionCookie: string,
 ): void {
   const forwardedFor = client.trusted ? headers["x-forwarded-for"] : undefined;
+  removeHopByHop(headers);
   for (const name of Object.keys(headers)) {
     const normalised = normaliseHeaderName(name);
     if (IDENTITY_HEADERS.has(normalised) || IDENTITY_PREFIXES.some((p) => normalised.startsWith(p))) {
@@ -213,6 +238,7 @@ export function prepareUpstreamHeaders(
   headers["x-forwarded-for"] = chain ? `${chain}, ${client.peer}` : client.peer;
   headers["x-forwarded-proto"] = client.proto;
   if (client.host) headers["x-forwarded-host"] = client.host;
+  // Last, after every removal: nothing the client sent can take it away or come after it.
   headers["x-user"] = user;
 }
 

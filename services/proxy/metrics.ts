@@ -16,7 +16,9 @@ export type RouteOutcome =
   | "unresolved"
   | "forbidden_origin"
   | "bad_request"
-  | "own_endpoint";
+  | "own_endpoint"
+  /** Refused: the student already holds PROXY_MAX_REQUESTS_PER_USER / PROXY_MAX_WEBSOCKETS_PER_USER. */
+  | "limited";
 
 export type UpstreamError = "refused" | "reset" | "timeout" | "other";
 

@@ -4,6 +4,8 @@
  * button). Never forwarded to an environment.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { formFromOwnSite } from "../../lib/formOrigin.ts";
+import { localPath } from "../../lib/localPath.ts";
 import { environmentInfo, environmentState, userlandKey } from "./environment.ts";
 import { originAllowed } from "./headers.ts";
 import { missingPage, simplePage } from "./pages.ts";
@@ -17,20 +19,6 @@ export interface OwnEndpointDeps {
   cluster: ClusterView;
   starter: Starter;
   allowedOrigins: readonly string[];
-}
-
-/** A local path to return to after a form post (never another site: "//x" and "/\x" are refused). */
-export function safeReturnPath(value: unknown): string {
-  if (
-    typeof value !== "string" ||
-    !value.startsWith("/") ||
-    value.startsWith("//") ||
-    value.startsWith("/\\")
-  )
-    return "/";
-  if (value.length > 2048 || [...value].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f))
-    return "/";
-  return value;
 }
 
 class FormTooLarge extends Error {}
@@ -76,8 +64,8 @@ export async function serveOwnEndpoint(
     );
     return;
   }
-  // Forms from other sites must not start environments: browsers send Origin on every POST.
-  if (!originAllowed(req.headers.origin, client, deps.allowedOrigins)) {
+  // Forms from other sites (another Template's environment included) must not start environments.
+  if (!formFromOwnSite(req.headers, (origin) => originAllowed(origin, client, deps.allowedOrigins))) {
     record.outcome = "forbidden_origin";
     sendPage(req, res, simplePage(403, "Not allowed", "This form must be sent from this site."));
     return;
@@ -92,6 +80,19 @@ export async function serveOwnEndpoint(
       error instanceof FormTooLarge
         ? simplePage(413, "Form too large", "This form must be smaller than 4 KiB.")
         : simplePage(400, "Bad request", "The form could not be read."),
+    );
+    return;
+  }
+  // The form is the stopped page's, whose rd is always a local path: anything else (another site,
+  // characters a Location header cannot carry) was not made by that page.
+  const rd = form.get("rd");
+  const returnPath = rd === null ? "/" : localPath(rd);
+  if (returnPath === undefined) {
+    record.outcome = "bad_request";
+    sendPage(
+      req,
+      res,
+      simplePage(400, "Bad request", "The form's return address is not a path on this site."),
     );
     return;
   }
@@ -116,7 +117,7 @@ export async function serveOwnEndpoint(
     return;
   }
   res.writeHead(303, {
-    location: safeReturnPath(form.get("rd")),
+    location: returnPath,
     "cache-control": "no-store",
     "content-length": 0,
   });

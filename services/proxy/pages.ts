@@ -6,6 +6,7 @@
  */
 import { createHash } from "node:crypto";
 import { html, Html, pageDocument } from "../../lib/html.ts";
+import { localPath } from "../../lib/localPath.ts";
 
 const style = `
   :root { color-scheme: light dark; --bg: #f4f5f7; --card: #fff; --fg: #1d2430; --muted: #5b6474; --accent: #2456c7; }
@@ -131,7 +132,7 @@ export function stoppedPage(
       : html`<p>Your files are kept while it is stopped.</p>`;
   const action = options.canStart
     ? html`<form method="post" action="/_userland/start" class="actions">
-        <input type="hidden" name="rd" value="${options.returnPath}" />
+        <input type="hidden" name="rd" value="${localPath(options.returnPath) ?? "/"}" />
         <button type="submit">Start my environment</button>
       </form>`
     : html`<p class="muted">Ask your course administrator to start it again.</p>`;
@@ -215,7 +216,7 @@ export function upstreamErrorPage(
     body: document(
       title,
       html`${body}
-        <div class="actions"><a class="button" href="${returnPath}">Try again</a></div>`,
+        <div class="actions"><a class="button" href="${localPath(returnPath) ?? "/"}">Try again</a></div>`,
       {
         refreshSeconds: status === 502 ? 10 : undefined,
       },
@@ -231,6 +232,20 @@ export function simplePage(status: number, title: string, message: string): Page
     title,
     body: document(title, html`<p>${message}</p>`, {}),
     json: { error: title, message },
+  };
+}
+
+/** The student already holds as many requests or WebSockets as one student may (limits.ts). */
+export function tooManyPage(kind: "http" | "websocket", limit: number): Page {
+  const what = kind === "websocket" ? "WebSocket connections" : "requests in progress";
+  const title = "Too many connections";
+  const message = `You have ${limit} ${what} open to your environments, the most one student may have at once. Close some tabs or wait for them to finish, then try again.`;
+  return {
+    status: 429,
+    title,
+    body: document(title, html`<p>${message}</p>`, {}),
+    headers: { "retry-after": "5" },
+    json: { error: "too many connections", kind, limit, message },
   };
 }
 

@@ -14,11 +14,21 @@ export function prefersJson(req: IncomingMessage): boolean {
   return /\bapplication\/json\b/i.test(accept) && !/\btext\/html\b/i.test(accept);
 }
 
+/**
+ * An answer given before the request's body arrived (a refusal, a sign-in, a page) closes the
+ * connection after it: otherwise Node reads, and throws away, whatever the client still sends
+ * (forever, for an endless chunked body).
+ */
+function closeIfBodyUnread(req: IncomingMessage, res: ServerResponse): void {
+  if (!req.complete) res.shouldKeepAlive = false;
+}
+
 export function sendPage(req: IncomingMessage, res: ServerResponse, page: Page): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
+  closeIfBodyUnread(req, res);
   const json = prefersJson(req);
   const body = json ? JSON.stringify(page.json) : page.body;
   const headers = json
@@ -45,6 +55,7 @@ export function sendSignIn(
   loginUrl: URL,
   client: ClientInfo,
 ): void {
+  closeIfBodyUnread(req, res);
   if (wantsLoginRedirect(req)) {
     res.writeHead(302, {
       location: loginLocation(loginUrl, client, req.url ?? "/"),
@@ -67,6 +78,7 @@ const STATUS_TEXT: Record<number, string> = {
   401: "Unauthorized",
   403: "Forbidden",
   404: "Not Found",
+  429: "Too Many Requests",
   502: "Bad Gateway",
   503: "Service Unavailable",
   504: "Gateway Timeout",

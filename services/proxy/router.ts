@@ -48,6 +48,8 @@ export type Route =
       kind: "forward";
       outcome: "proxied";
       target: URL;
+      /** The path and query as routed here: exactly what the environment gets (see `route`). */
+      path: string;
       userland: { namespace: string; name: string };
       env: EnvironmentInfo;
     });
@@ -89,10 +91,12 @@ export class Router {
     // request line and the Host header disagree about where the request goes.
     if (!url.startsWith("/"))
       return page("bad_request", simplePage(400, "Bad request", "The request target must be a path."));
-    let pathname: string;
+    let parsed: URL;
     try {
-      // Prefixing keeps "//x/y" a path (as http-proxy-3 forwards it), not a host.
-      pathname = new URL(`http://proxy.invalid${url}`).pathname;
+      // Prefixing keeps "//x/y" a path, not a host. This one parse decides both where the request
+      // goes and what is forwarded: http-proxy-3 parses "/\x/..." as the host "x", so the raw
+      // target would reach the environment as another path than the one routed here.
+      parsed = new URL(`http://proxy.invalid${url}`);
     } catch {
       return page("bad_request", simplePage(400, "Bad request", "The request target is not a valid path."));
     }
@@ -109,15 +113,26 @@ export class Router {
       );
     if (kind === "websocket" && !originAllowed(req.headers.origin, client, config.allowedOrigins))
       return page("forbidden_origin", foreignWebSocketPage());
+    const { pathname } = parsed;
     if (isOwnPath(pathname))
       return { kind: "ownEndpoint", outcome: "own_endpoint", session, template, client, pathname };
     // A refused WebSocket has no page to return to.
     const returnPath = kind === "http" ? url : "/";
-    return this.resolveTarget({ session, template, client }, returnPath, record);
+    return this.resolveTarget(
+      { session, template, client },
+      `${pathname}${parsed.search}`,
+      returnPath,
+      record,
+    );
   }
 
   /** The session user's environment for the Template: where to forward, or the page to show. */
-  private async resolveTarget(signed: Signed, returnPath: string, record: RequestRecord): Promise<Route> {
+  private async resolveTarget(
+    signed: Signed,
+    path: string,
+    returnPath: string,
+    record: RequestRecord,
+  ): Promise<Route> {
     const { cluster, resolver } = this.deps;
     const userland = cluster.findUserland(signed.session.user, signed.template);
     const env = environmentInfo(cluster, signed.template, signed.session.user);
@@ -128,7 +143,15 @@ export class Router {
     const service = userland.status?.service;
     const target = service && resolver.resolve(namespace, service.name, service.port);
     if (!target) return page("unresolved", upstreamErrorPage(502, env, returnPath));
-    return { kind: "forward", outcome: "proxied", ...signed, target, userland: { namespace, name }, env };
+    return {
+      kind: "forward",
+      outcome: "proxied",
+      ...signed,
+      target,
+      path,
+      userland: { namespace, name },
+      env,
+    };
   }
 
   /** The page for a Userland that is not ready, or undefined when it is. */

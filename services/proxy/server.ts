@@ -14,12 +14,14 @@ import { SESSION_COOKIE } from "../../lib/session.ts";
 import type { UserManagerClient } from "../../lib/userManagerClient.ts";
 import { createAdminServer } from "../../lib/adminServer.ts";
 import { listenOn } from "../../lib/listen.ts";
+import { serverTimeoutOptions } from "../../lib/serverTimeouts.ts";
 import type { ProxyConfig } from "./config.ts";
 import { Forwarder, type ActivitySink } from "./forwarder.ts";
 import { prepareUpstreamHeaders, type ClientInfo } from "./headers.ts";
+import { UserLimits } from "./limits.ts";
 import type { ProxyMetrics } from "./metrics.ts";
 import { serveOwnEndpoint } from "./ownEndpoints.ts";
-import { simplePage, upstreamErrorPage, type Page } from "./pages.ts";
+import { simplePage, tooManyPage, upstreamErrorPage, type Page } from "./pages.ts";
 import { requestLog, startRecord, type RequestRecord } from "./requestLog.ts";
 import type { UpstreamResolver } from "./resolver.ts";
 import { refuseUpgrade, sendPage, sendSignIn } from "./respond.ts";
@@ -41,6 +43,8 @@ export type ProxyServerConfig = Pick<
   | "websocketIdleTimeoutMs"
   | "startOnAccess"
   | "accessLog"
+  | "timeouts"
+  | "limits"
 >;
 
 export interface ProxyDeps {
@@ -76,6 +80,8 @@ interface Reply {
   signIn(client: ClientInfo): void;
   ownEndpoint(route: OwnEndpointRoute): Promise<void> | void;
   forward(route: Extract<Route, { kind: "forward" }>): void;
+  /** Runs `fn` once the request or WebSocket is over. */
+  onEnd(fn: () => void): void;
 }
 
 export function createProxyServer(deps: ProxyDeps): RunningProxy {
@@ -84,6 +90,7 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
   const router = new Router({ config, cluster, sessions: deps.sessions, resolver, starter });
   const forwarder = new Forwarder({ config, metrics, log, activity });
   const requests = requestLog({ metrics, log, accessLog: config.accessLog });
+  const limits = new UserLimits(config.limits);
   let inFlightRequests = 0;
   let closing = false;
 
@@ -97,10 +104,19 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
         return reply.signIn(route.client);
       case "ownEndpoint":
         return reply.ownEndpoint(route);
-      case "forward":
+      case "forward": {
+        const release = limits.acquire(record.kind, route.session.user);
+        if (!release) {
+          record.outcome = "limited";
+          return reply.page(tooManyPage(record.kind, limits.limit(record.kind)));
+        }
+        reply.onEnd(release);
         prepareUpstreamHeaders(req.headers, route.session.user, route.client, SESSION_COOKIE);
+        // The environment gets the path that was routed, not a second parse of the raw target.
+        req.url = route.path;
         activity.touch(route.userland.namespace, route.userland.name);
         return reply.forward(route);
+      }
     }
   }
 
@@ -138,6 +154,7 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
           );
           sendPage(req, res, upstreamErrorPage(kind === "timeout" ? 504 : 502, route.env, req.url ?? "/"));
         }),
+      onEnd: (fn) => res.once("close", fn),
     };
     await act(req, await router.route(req, "http", record), record, reply);
   }
@@ -172,18 +189,22 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
           refuse(page.status, page.json);
         });
       },
+      onEnd: (fn) => socket.once("close", fn),
     };
     await act(req, await router.route(req, "websocket", record), record, reply);
   }
 
-  const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
-    handleRequest(req, res).catch((error: unknown) => {
-      log.error({ err: error }, "request failed");
-      if (!res.headersSent)
-        sendPage(req, res, simplePage(500, "Something went wrong", "The proxy failed; try again."));
-      else res.destroy();
-    });
-  });
+  const server = createServer(
+    { keepAliveTimeout: 65_000, ...serverTimeoutOptions(config.timeouts) },
+    (req, res) => {
+      handleRequest(req, res).catch((error: unknown) => {
+        log.error({ err: error }, "request failed");
+        if (!res.headersSent)
+          sendPage(req, res, simplePage(500, "Something went wrong", "The proxy failed; try again."));
+        else res.destroy();
+      });
+    },
+  );
   server.on("upgrade", (req: IncomingMessage, socket: Socket, head: Buffer) => {
     handleUpgrade(req, socket, head).catch((error: unknown) => {
       log.error({ err: error }, "upgrade failed");

@@ -5,6 +5,7 @@
 import { TypeBoxValidatorCompiler, type TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, { LogController, type FastifyBaseLogger } from "fastify";
 import { fastifyService } from "../../lib/fastifyService.ts";
+import { fastifyTimeoutOptions } from "../../lib/serverTimeouts.ts";
 import type { KubeRest } from "../../lib/kubeRest.ts";
 import { createLogger, type Logger } from "../../lib/logger.ts";
 import { AccessReviewer, TokenAuthenticator, installAuth } from "./auth.ts";
@@ -41,6 +42,7 @@ export async function buildApp(options: AppOptions) {
     // One line per request is logged below, with the caller; never headers (they carry tokens).
     logController: new LogController({ disableRequestLogging: true }),
     trustProxy: false,
+    ...fastifyTimeoutOptions({ headersMs: config.headersTimeout, requestMs: config.requestTimeout }),
     bodyLimit: 64 * 1024,
     // An identity in /users/{user}/userland may be 256 characters, up to three times that once
     // percent-encoded (find-my-way's default of 100 answered 414 for valid identities).

@@ -32,6 +32,8 @@ declare module "fastify" {
     caller: Caller | null;
     /** Throws 403 unless the caller may `verb` Userlands (named `name`, if given). */
     authorize(verb: Verb, name?: string): Promise<void>;
+    /** Whether the caller may `verb` Userlands (named `name`, if given); false without a caller. */
+    may(verb: Verb, name?: string): Promise<boolean>;
   }
   interface FastifyContextConfig {
     /** Served without authentication (probes, metrics, the OpenAPI document). */
@@ -259,8 +261,13 @@ export function installAuth(app: FastifyInstance, opts: AuthOptions): void {
     );
   }
 
+  async function may(this: FastifyRequest, verb: Verb, name?: string): Promise<boolean> {
+    return this.caller ? (await reviewer.review(this.caller, verb, name)).allowed : false;
+  }
+
   app.decorateRequest("caller", null);
   app.decorateRequest("authorize", authorize);
+  app.decorateRequest("may", may);
 
   app.addHook("onRequest", async (request) => {
     const config = request.routeOptions.config;

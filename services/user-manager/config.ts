@@ -4,6 +4,7 @@
  */
 import { formatDuration } from "../../api/duration.ts";
 import { loadConfig, parse, type ConfigOf, type Settings } from "../../lib/config.ts";
+import { timeoutSettings } from "../../lib/serverTimeouts.ts";
 
 const audiences = (raw: string): string[] => {
   const list = parse.list(raw);
@@ -25,6 +26,8 @@ export const settings = {
     parse: parse.port,
     default: 8080,
   },
+  // A roster import is at most USER_MANAGER_ROSTER_MAX_BYTES: two minutes is plenty for it.
+  ...timeoutSettings("USER_MANAGER", { headersMs: 20_000, requestMs: 120_000 }),
   namespace: {
     env: "USERLAND_NAMESPACE",
     description: "Namespace whose Userlands this service manages",

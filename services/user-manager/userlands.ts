@@ -6,6 +6,7 @@
  * searches spec.user, because a hand-made Userland may have any name.
  */
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
+import type { FastifyRequest } from "fastify";
 import { userlandNameFor } from "../../api/naming.ts";
 import { activityStamp, UserlandAnnotations, type Userland } from "../../api/v1alpha1/index.ts";
 import { Type } from "../../api/v1alpha1/schema.ts";
@@ -52,6 +53,7 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
 
   const existsFor = (user: string, found: Userland[]): HttpError => {
     const [first] = found;
+    if (found.length === 0) return conflict(`user "${user}" already has a Userland`, { field: "user" });
     if (found.length === 1 && first) {
       return conflict(
         `user "${user}" already has Userland "${first.metadata.name ?? ""}" (template "${first.spec.templateName}")`,
@@ -65,6 +67,16 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
       field: "user",
       names: found.map((u) => u.metadata.name ?? ""),
     });
+  };
+
+  /**
+   * The Userlands of a 409 the caller may see: creating needs only `create` (the auth service's
+   * provisioning token has nothing else), and a conflict must not tell such a caller which
+   * Userland, Template and state another user has; reading them needs `get` on each.
+   */
+  const visible = async (request: FastifyRequest, found: Userland[]): Promise<Userland[]> => {
+    for (const u of found) if (!(await request.may("get", u.metadata.name))) return [];
+    return found;
   };
 
   app.post(
@@ -90,7 +102,7 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
         );
       }
       const found = await store.findByUser(user);
-      if (found.length > 0) throw existsFor(user, found);
+      if (found.length > 0) throw existsFor(user, await visible(request, found));
       const name = userlandNameFor(user);
       let created: Userland;
       try {
@@ -98,7 +110,7 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
       } catch (error) {
         if (!isConflict(error)) throw error;
         const other = await store.get(name);
-        if (other?.spec.user === user) throw existsFor(user, [other]);
+        if (other?.spec.user === user) throw existsFor(user, await visible(request, [other]));
         throw conflict(`the name "${name}" is taken by a Userland of another user`, { field: "user" });
       }
       metrics.created.inc({ source: "api" });
