@@ -1,0 +1,174 @@
+/**
+ * The chart's ServiceMonitors and PrometheusRule are accepted by the real API server with the
+ * prometheus-operator's CRDs (from its Go module, copied by cluster/build.sh), scrape the port that
+ * serves each component's /metrics, and every alert links a section of the admin guide.
+ */
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { test } from "node:test";
+import { repoRoot } from "../../cluster/controlPlane.ts";
+import { testNamespace } from "../support/cluster.ts";
+import {
+  applyManifests,
+  installToolCrds,
+  kubectl,
+  parseManifests,
+  renderChart,
+  type KubeObject,
+} from "./support.ts";
+
+const CRDS = ["monitoring.coreos.com_servicemonitors.yaml", "monitoring.coreos.com_prometheusrules.yaml"];
+const monitoringOn = {
+  monitoring: {
+    serviceMonitor: { enabled: true, labels: { release: "kube-prometheus-stack" } },
+    prometheusRule: { enabled: true, runbookUrl: "https://git.example.org/userland/deploy/README.md" },
+  },
+};
+
+interface ServicePort {
+  name: string;
+  port: number;
+  targetPort: string | number;
+}
+interface Rule {
+  alert: string;
+  expr: string;
+  for?: string;
+  annotations: Record<string, string>;
+}
+
+/** GitHub's anchors for the guide's headings: lower case, punctuation dropped, spaces to dashes. */
+function guideAnchors(): Set<string> {
+  const guide = readFileSync(join(repoRoot, "deploy", "README.md"), "utf8");
+  const anchors = new Set<string>();
+  let inCode = false;
+  for (const line of guide.split("\n")) {
+    if (line.startsWith("```")) inCode = !inCode;
+    const heading = !inCode && /^#{1,6} (.*)$/.exec(line)?.[1];
+    if (heading)
+      anchors.add(
+        heading
+          .toLowerCase()
+          .replace(/[^\p{L}\p{N}\s_-]/gu, "")
+          .replace(/\s/g, "-"),
+      );
+  }
+  return anchors;
+}
+
+const monitoringObjects = (objects: KubeObject[]) =>
+  objects.filter((o) => o.apiVersion.startsWith("monitoring.coreos.com/"));
+
+test("monitoring objects are off by default", async () => {
+  assert.deepEqual(monitoringObjects(parseManifests(await renderChart("userland", "ide"))), []);
+});
+
+test("the ServiceMonitors and PrometheusRule are accepted by the API server with the prometheus-operator CRDs", async (t) => {
+  await installToolCrds(CRDS);
+  const ns = await testNamespace(t, "monitoring");
+  const objects = parseManifests(await renderChart("userland", ns, monitoringOn));
+  const monitoring = monitoringObjects(objects);
+  assert.deepEqual(
+    monitoring.map((o) => `${o.kind} ${o.metadata.name}`).sort(),
+    [
+      "PrometheusRule userland",
+      ...["auth", "operator", "proxy", "user-manager"].map((c) => `ServiceMonitor userland-${c}`),
+    ].sort(),
+  );
+  const report = await applyManifests(ns, monitoring);
+  assert.equal(report.trim().split("\n").length, monitoring.length, report);
+
+  // The CRD's schema is enforced (so the apply above was checked): a wrong interval is refused.
+  const [first] = monitoring.filter((o) => o.kind === "ServiceMonitor");
+  assert.ok(first);
+  const spec = first.spec as { endpoints: Record<string, unknown>[] };
+  const broken = {
+    ...first,
+    metadata: { ...first.metadata, name: "broken" },
+    spec: { ...spec, endpoints: [{ ...spec.endpoints[0], interval: "soon" }] },
+  };
+  const refused = await kubectl(["apply", "--server-side", "-n", ns, "-f", "-"], JSON.stringify(broken));
+  assert.notEqual(refused.code, 0, "an invalid interval is refused");
+  assert.match(refused.stderr, /interval/);
+});
+
+test("each ServiceMonitor selects Services of its component with the port that serves /metrics", async () => {
+  const objects = parseManifests(await renderChart("userland", "ide", monitoringOn));
+  const services = objects.filter((o) => o.kind === "Service");
+  for (const monitor of objects.filter((o) => o.kind === "ServiceMonitor")) {
+    assert.equal(
+      monitor.metadata.labels?.release,
+      "kube-prometheus-stack",
+      "the labels Prometheus selects by",
+    );
+    const spec = monitor.spec as {
+      selector: { matchLabels: Record<string, string> };
+      namespaceSelector: { matchNames: string[] };
+      endpoints: { port: string; path: string }[];
+    };
+    assert.deepEqual(spec.namespaceSelector.matchNames, ["ide"]);
+    const selected = services.filter((s) =>
+      Object.entries(spec.selector.matchLabels).every(([k, v]) => s.metadata.labels?.[k] === v),
+    );
+    const scraped = selected.filter((s) =>
+      (s.spec as { ports: ServicePort[] }).ports.some((p) => p.name === spec.endpoints[0]?.port),
+    );
+    // Exactly one Service is scraped: the proxy's student-facing Service has no metrics port.
+    assert.equal(scraped.length, 1, `${monitor.metadata.name} scrapes one Service`);
+    assert.equal(spec.endpoints[0]?.path, "/metrics");
+    const component = monitor.metadata.labels?.["app.kubernetes.io/component"];
+    const deployment = objects.find(
+      (o) => o.kind === "Deployment" && o.metadata.name === `userland-${component}`,
+    );
+    const servicePort = (scraped[0]?.spec as { ports: ServicePort[] }).ports.find(
+      (p) => p.name === spec.endpoints[0]?.port,
+    );
+    const containers = (
+      deployment?.spec as {
+        template: {
+          spec: { containers: { ports: { name: string }[]; livenessProbe: { httpGet: { port: string } } }[] };
+        };
+      }
+    ).template.spec.containers;
+    // The port the Service sends to is the one the component's probes (and so /metrics) answer on.
+    assert.equal(
+      servicePort?.targetPort,
+      containers[0]?.livenessProbe.httpGet.port,
+      `${component}'s metrics port`,
+    );
+  }
+});
+
+test("every alert has a duration, a severity and a runbook link to a section of the admin guide", async () => {
+  const objects = parseManifests(await renderChart("userland", "ide", monitoringOn));
+  const rule = objects.find((o) => o.kind === "PrometheusRule");
+  assert.ok(rule);
+  const rules = (
+    rule.spec as { groups: { rules: (Rule & { labels: Record<string, string> })[] }[] }
+  ).groups.flatMap((g) => g.rules);
+  assert.deepEqual(
+    rules.map((r) => r.alert),
+    [
+      "UserlandOperatorNotLeading",
+      "UserlandReconcileErrors",
+      "UserlandsStuckStarting",
+      "UserlandProxyErrors",
+      "UserlandComponentDown",
+    ],
+  );
+  const anchors = guideAnchors();
+  for (const r of rules) {
+    assert.match(r.for ?? "", /^\d+m$/, `${r.alert} waits before firing`);
+    assert.match(r.labels.severity ?? "", /^(warning|critical)$/, r.alert);
+    assert.ok(r.annotations.summary && r.annotations.description, `${r.alert} says what broke`);
+    const url = r.annotations.runbook_url ?? "";
+    const [base, anchor = ""] = url.split("#");
+    assert.equal(base, "https://git.example.org/userland/deploy/README.md", `${r.alert} links the guide`);
+    assert.ok(anchors.has(anchor), `${r.alert}: deploy/README.md has a section #${anchor}`);
+  }
+  assert.ok(
+    rules.every((r) => r.expr.includes('namespace="ide"')),
+    "alerts watch this release's namespace",
+  );
+});
