@@ -30,3 +30,17 @@ test("knip finds no unused files, exports or dependencies", () => {
   const { ok, output } = run("knip", []);
   assert.ok(ok, output);
 });
+
+test("actionlint finds nothing wrong in .github/workflows", () => {
+  // cluster/build.sh prints its cached tools directory (built from cluster/tools/actionlint/go.mod).
+  const tools = spawnSync("bash", [join(repoRoot, "cluster", "build.sh")], {
+    cwd: repoRoot,
+    encoding: "utf8",
+  });
+  assert.equal(tools.status, 0, tools.stderr.slice(-3000));
+  const result = spawnSync(join(tools.stdout.trim(), "actionlint"), ["-no-color"], {
+    cwd: repoRoot,
+    encoding: "utf8",
+  });
+  assert.equal(result.status, 0, `${result.stdout}${result.stderr}`);
+});
