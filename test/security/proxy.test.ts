@@ -32,6 +32,8 @@ import { createTemplate, createUserland, simpleTemplateSpec, waitForPhase } from
 
 const MALLORY = "mallory";
 const VICTIM = "victim";
+/** A third student, for the per-student limits. */
+const BOB = "bob";
 const CODE = "code.example.test";
 const JUPYTER = "jupyter.example.test";
 const now = () => Math.floor(Date.now() / 1000);
@@ -62,12 +64,24 @@ test("hostile requests through the proxy never reach another user's environment"
       await createUserland(ns, `${template}-${user}`, user, template);
     }
   }
+  // A third student, outside the table's bookkeeping: the per-student limits must not touch others.
+  const bobUpstream = await startUpstream(t, `${BOB}/code`);
+  await createUserland(ns, `code-${BOB}`, BOB, "code");
   // No default Template: an unknown Host is a 404, not somebody's environment.
   const proxy = await startProxy(t, ns, keys, { PROXY_ALLOWED_ORIGINS: "https://portal.example.test" });
-  for (const [key, name] of userlands) {
+  // The same cluster behind a proxy with tiny per-student limits (issue 13 item 6).
+  const limited = await startProxy(t, ns, keys, {
+    PROXY_MAX_WEBSOCKETS_PER_USER: "2",
+    PROXY_MAX_REQUESTS_PER_USER: "2",
+  });
+  const services = new Map<string, string>();
+  for (const [key, name] of [...userlands, [`${BOB}/code`, `code-${BOB}`] as const]) {
     const service = (await waitForPhase(ns, name, "Ready")).status?.service;
     assert.ok(service, `${name} names its Service`);
-    proxy.resolver.set(ns, service.name, upstreams.get(key)?.url ?? "");
+    services.set(key, service.name);
+    const url = key === `${BOB}/code` ? bobUpstream.url : (upstreams.get(key)?.url ?? "");
+    proxy.resolver.set(ns, service.name, url);
+    limited.resolver.set(ns, service.name, url);
   }
 
   const mallory = await keys.cookie(MALLORY);
@@ -519,11 +533,21 @@ test("hostile requests through the proxy never reach another user's environment"
   });
 
   // --- The proxy's own Start form ------------------------------------------------------------------
-  const startForm = (rd: string, origin = `https://${CODE}`) =>
+  /** `origin` null: no Origin header; `extra` adds headers (Sec-Fetch-Site). */
+  const startForm = (
+    rd: string,
+    origin: string | null = `https://${CODE}`,
+    extra: Record<string, string> = {},
+  ) =>
     send(proxy.port, {
       method: "POST",
       path: "/_userland/start",
-      headers: { ...asMallory(), origin, "content-type": "application/x-www-form-urlencoded" },
+      headers: {
+        ...asMallory(),
+        ...(origin === null ? {} : { origin }),
+        "content-type": "application/x-www-form-urlencoded",
+        ...extra,
+      },
       body: new URLSearchParams({ rd }).toString(),
     });
   for (const rd of [
@@ -532,11 +556,13 @@ test("hostile requests through the proxy never reach another user's environment"
     "https://evil.example/",
     "/\t/evil.example",
     "javascript:alert(1)",
+    "/caf\u00e9",
+    "/\u20ac",
   ]) {
-    row(`Start form with rd=${JSON.stringify(rd)} returns to "/" on this host`, async () => {
+    row(`Start form with rd=${JSON.stringify(rd)} is refused with 400 (no redirect, no 500)`, async () => {
       const r = await only([], () => startForm(rd));
-      assert.equal(r.status, 303);
-      assert.equal(r.headers.location, "/");
+      assert.equal(r.status, 400, r.body.slice(0, 200));
+      assert.equal(r.headers.location, undefined);
     });
   }
   row("Start form with a local rd returns to it (control)", async () => {
@@ -548,6 +574,157 @@ test("hostile requests through the proxy never reach another user's environment"
     const r = await only([], () => startForm("/", "https://evil.example"));
     assert.equal(r.status, 403);
   });
+  // Browsers may leave Origin out of a POST, or send "null" (the stopped page's no-referrer
+  // policy makes chromium send "Origin: null" on its own form); Sec-Fetch-Site then decides.
+  const fetchSiteRows: [string, string | null, string, number][] = [
+    ["no Origin, Sec-Fetch-Site: cross-site", null, "cross-site", 403],
+    ["no Origin, Sec-Fetch-Site: same-site (another Template's environment)", null, "same-site", 403],
+    ["Origin: null, Sec-Fetch-Site: cross-site (a sandboxed frame)", "null", "cross-site", 403],
+    [
+      "Origin: null, Sec-Fetch-Site: same-origin (the stopped page's own form in chromium)",
+      "null",
+      "same-origin",
+      303,
+    ],
+  ];
+  for (const [what, origin, site, status] of fetchSiteRows) {
+    row(`Start form with ${what}: ${status}`, async () => {
+      const r = await only([], () => startForm("/", origin, { "sec-fetch-site": site }));
+      assert.equal(r.status, status, r.body.slice(0, 200));
+    });
+  }
+
+  // --- Pages that link back to the request's path (issue 13 item 2) ----------------------------------
+  for (const path of ["//evil.example/x", "/\\evil.example/x", "/%2F%2Fevil.example/x"]) {
+    row(`the 502 page for ${JSON.stringify(path)} links only to a path on this site`, async () => {
+      const service = services.get(`${MALLORY}/code`) ?? "";
+      // Port 1 on loopback: nothing listens, the connection is refused.
+      proxy.resolver.set(ns, service, "http://127.0.0.1:1");
+      try {
+        const r = await only([], () => get(asMallory({ accept: "text/html" }), path));
+        assert.equal(r.status, 502, r.body.slice(0, 200));
+        const links = [...r.body.matchAll(/href="([^"]*)"/g)].map((m) => m[1] ?? "");
+        assert.ok(links.length > 0, "the page has its Try again link");
+        for (const link of links) {
+          const target = new URL(link, `https://${CODE}/`);
+          assert.equal(target.origin, `https://${CODE}`, `link ${link} stays on this site`);
+          assert.ok(link.startsWith("/") && !link.includes("\\"), `link ${link} is a plain path`);
+        }
+      } finally {
+        proxy.resolver.set(ns, service, own().url);
+      }
+    });
+  }
+
+  // --- The path routed is the path forwarded (issue 13 item 5) ---------------------------------------
+  for (const [path, upstreamPath] of [
+    ["/\\foo/_userland/status", "//foo/_userland/status"],
+    ["/\\x:99999", "//x:99999"],
+    ["/\\evil.example/a?b=1", "//evil.example/a?b=1"],
+  ] as const) {
+    row(
+      `path ${JSON.stringify(path)} reaches mallory's own environment as ${upstreamPath}, as routed`,
+      async () => {
+        const r = await only([`${MALLORY}/code`], () => get(asMallory(), path));
+        assert.equal(r.status, 200, r.body.slice(0, 200));
+        assert.equal(seenBy(r).url, upstreamPath);
+      },
+    );
+  }
+
+  // --- Hop-by-hop headers the client names (issue 13 item 7) ------------------------------------------
+  row(
+    "Connection: x-user, x-forwarded-for, cookie: the environment still gets X-User: mallory, last, and no such Connection",
+    async () => {
+      const r = await only([`${MALLORY}/code`], () =>
+        get(asMallory({ connection: "x-user, x-forwarded-for, keep-alive", "keep-alive": "timeout=5" })),
+      );
+      assert.equal(r.status, 200, r.body);
+      const seen = own().seen.at(-1);
+      assert.ok(seen);
+      assert.ok(
+        !/x-user|x-forwarded/i.test(String(seen.headers.connection ?? "")),
+        `connection: ${String(seen.headers.connection)}`,
+      );
+      assert.equal(seen.headers["keep-alive"], undefined);
+      assert.equal(seen.headers["x-forwarded-for"], "127.0.0.1");
+    },
+  );
+  row(
+    "WebSocket with Connection: Upgrade, X-User: the handshake upstream says only Connection: upgrade",
+    async () => {
+      const opened = await only([`${MALLORY}/code`], () =>
+        openWebSocket(proxy.port, {
+          host: CODE,
+          cookie: mallory,
+          origin: `https://${CODE}`,
+          headers: { Connection: "Upgrade, X-User" },
+        }),
+      );
+      assert.ok("ws" in opened, JSON.stringify(opened));
+      const seen = own().seen.at(-1);
+      assert.equal(seen?.headers.connection?.toLowerCase(), "upgrade");
+      assert.equal((await roundTrip(opened.ws, "x")).xUser, MALLORY);
+      opened.ws.close();
+    },
+  );
+
+  // --- Per-student limits (issue 13 item 6): PROXY_MAX_WEBSOCKETS_PER_USER=2, PROXY_MAX_REQUESTS_PER_USER=2
+  row(
+    "a student's third WebSocket is refused with 429; another student's opens; closing one frees a slot",
+    async () => {
+      const open = (cookie: string) =>
+        openWebSocket(limited.port, { host: CODE, cookie, origin: `https://${CODE}` });
+      const bob = await keys.cookie(BOB);
+      const first = await open(mallory);
+      const second = await open(mallory);
+      assert.ok("ws" in first && "ws" in second, "two WebSockets open");
+      const third = await open(mallory);
+      assert.ok("status" in third && third.status === 429, JSON.stringify(third));
+      assert.equal((JSON.parse(third.body) as { limit: number }).limit, 2);
+      const bobs = await open(bob);
+      assert.ok("ws" in bobs, "another student is not limited by mallory's sockets");
+      assert.equal((await roundTrip(bobs.ws, "x")).xUser, BOB);
+      bobs.ws.close();
+      first.ws.close();
+      await eventually(
+        "a slot to be free again",
+        async () => {
+          const again = await open(mallory);
+          if (!("ws" in again)) return false;
+          again.ws.close();
+          return true;
+        },
+        5000,
+      );
+      second.ws.close();
+    },
+  );
+  row(
+    "a student's third request in flight is refused with 429 (page and JSON); another student's is served",
+    async () => {
+      const slow = () => send(limited.port, { path: "/slow?ms=1500", headers: asMallory() });
+      const inFlight = [slow(), slow()];
+      await eventually(
+        "two requests in flight",
+        () => own().seen.filter((s) => s.url === "/slow?ms=1500").length >= 2,
+        5000,
+      );
+      const json = await send(limited.port, { headers: asMallory({ accept: "application/json" }) });
+      assert.equal(json.status, 429, json.body);
+      assert.equal(json.json().limit, 2);
+      assert.equal(json.headers["retry-after"], "5");
+      const page = await send(limited.port, { headers: asMallory({ accept: "text/html" }) });
+      assert.equal(page.status, 429);
+      assert.match(page.body, /Too many connections/);
+      const bob = await send(limited.port, { headers: { host: CODE, cookie: await keys.cookie(BOB) } });
+      assert.equal(bob.status, 200);
+      assert.equal(bob.json().xUser, BOB);
+      for (const r of await Promise.all(inFlight)) assert.equal(r.status, 200);
+      const after = await send(limited.port, { headers: asMallory() });
+      assert.equal(after.status, 200, "the slots are given back when the requests end");
+    },
+  );
 
   // --- Run the table ------------------------------------------------------------------------------
   for (const r of rows) await t.test(r.name, r.run);

@@ -196,7 +196,8 @@ test("stopped: a page with a Start button that starts the environment through th
     headers: { host: HOST, cookie: alice, origin: `https://${HOST}`, ...form },
     body: "rd=%2F%2Fevil.example%2F",
   });
-  assert.equal(offsite.headers.location, "/", "the return path never leaves the site");
+  assert.equal(offsite.status, 400, "a return path off the site is refused");
+  assert.equal(offsite.headers.location, undefined, "the return path never leaves the site");
 
   // Start on access: visiting is enough.
   const onAccess = await startProxy(t, ns, keys, {

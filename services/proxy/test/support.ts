@@ -130,7 +130,8 @@ export async function startUpstream(t: CleanupScope, name: string): Promise<Upst
       rawHeaders: req.rawHeaders,
     };
     seen.push(record);
-    const url = new URL(req.url ?? "/", "http://x");
+    // Prefixed, not resolved against a base: "//x:99999" is a path here, not a host.
+    const url = new URL(`http://x${req.url ?? "/"}`);
     const reply = () => {
       const body = JSON.stringify({ ...record, xUser: req.headers["x-user"] });
       res.writeHead(200, {
