@@ -9,8 +9,12 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { repoRoot } from "../../cluster/controlPlane.ts";
 import { testNamespace } from "../support/cluster.ts";
+import { installCrds } from "../support/operator.ts";
 import {
   applyManifests,
+  chartDir,
+  helm,
+  installChart,
   installToolCrds,
   kubectl,
   parseManifests,
@@ -171,4 +175,27 @@ test("every alert has a duration, a severity and a runbook link to a section of 
     rules.every((r) => r.expr.includes('namespace="ide"')),
     "alerts watch this release's namespace",
   );
+});
+
+test("the whole chart with the Gateway API, dashboards and monitoring on is accepted by the API server", async (t) => {
+  await installToolCrds([
+    ...CRDS,
+    "gateway.networking.k8s.io_gatewayclasses.yaml",
+    "gateway.networking.k8s.io_gateways.yaml",
+    "gateway.networking.k8s.io_httproutes.yaml",
+  ]);
+  await installCrds();
+  const ns = await testNamespace(t, "all-on");
+  const lint = await helm(["lint", "--strict", chartDir, "--set", "monitoring.dashboards.enabled=true"]);
+  assert.equal(lint.code, 0, lint.stdout + lint.stderr);
+  const objects = await installChart(t, "userland", ns, {
+    ...monitoringOn,
+    monitoring: { ...monitoringOn.monitoring, dashboards: { enabled: true } },
+    ingress: { enabled: false },
+    gateway: { enabled: true, parentRefs: [{ name: "userland" }] },
+  });
+  const kinds = new Set(objects.map((o) => o.kind));
+  for (const kind of ["HTTPRoute", "ServiceMonitor", "PrometheusRule", "ConfigMap", "Deployment"])
+    assert.ok(kinds.has(kind), `${kind} rendered and applied`);
+  assert.ok(!kinds.has("Ingress"));
 });
