@@ -15,7 +15,7 @@ import { EventRecorder } from "./events.ts";
 import type { OperatorMetrics } from "./metrics.ts";
 import { syncTemplate } from "./syncTemplate.ts";
 import { syncUserland } from "./syncUserland.ts";
-import { WorkQueue } from "./workqueue.ts";
+import { ExponentialFailureRateLimiter, WorkQueue } from "./workqueue.ts";
 
 export interface ControllerOptions {
   kc: k8s.KubeConfig;
@@ -38,6 +38,15 @@ const RECOUNT_DELAY_MS = 1000;
 const MAX_RETRIES = 15;
 
 /**
+ * A Userland blocked by an object that holds a child's name is synced again after 0.5 s, doubling
+ * to at most 10 s for as long as it stays blocked: the object is outside the caches (it is not the
+ * operator's), so its removal sends no event, and the Userland must recover within seconds, not at
+ * the next resync. One blocked Userland costs at most a create (409) and a get every 10 s.
+ */
+const BLOCKED_RETRY_BASE_MS = 500;
+const BLOCKED_RETRY_MAX_MS = 10_000;
+
+/**
  * What Userlands depend on in a Template: its spec (generation) and whether it is valid. A status
  * update that only recounts Userlands leaves it unchanged.
  */
@@ -52,6 +61,10 @@ export class Controller {
   private readonly opts: ControllerOptions;
   private readonly log: Logger;
   private readonly context: OperatorContext;
+  private readonly blockedRetry = new ExponentialFailureRateLimiter(
+    BLOCKED_RETRY_BASE_MS,
+    BLOCKED_RETRY_MAX_MS,
+  );
   private workers: Promise<void>[] = [];
   private resyncTimer: NodeJS.Timeout | undefined;
 
@@ -179,13 +192,19 @@ export class Controller {
     }
   }
 
+  private async syncUserlandKey(key: string, namespace: string, name: string): Promise<void> {
+    const { retry } = await syncUserland(this.context, namespace, name);
+    if (retry) this.queue.addAfter(key, this.blockedRetry.when(key));
+    else this.blockedRetry.forget(key);
+  }
+
   private async process(key: string): Promise<void> {
     const [kindCode, namespace = "", name = ""] = key.split("/");
     const kind = kindCode === "T" ? "Template" : "Userland";
     const end = this.opts.metrics.reconcileDuration.startTimer({ kind });
     try {
       if (kind === "Template") await syncTemplate(this.context, namespace, name);
-      else await syncUserland(this.context, namespace, name);
+      else await this.syncUserlandKey(key, namespace, name);
       this.queue.forget(key);
       this.opts.metrics.reconciles.inc({ kind, result: "success" });
     } catch (error) {

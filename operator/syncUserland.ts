@@ -20,6 +20,7 @@ import { findCondition } from "./conditions.ts";
 import type { OperatorContext } from "./context.ts";
 import { desiredChildren, TemplateError, type DesiredChildren } from "./desired.ts";
 import { userlandRef } from "./events.ts";
+import { escPredecessor, isControlledBy } from "./ownership.ts";
 import { resources } from "./resources.ts";
 import { computeStatus, phaseChangeEvent, type Blocker } from "./userlandStatus.ts";
 
@@ -29,21 +30,40 @@ type ChildKind = "Deployment" | "Service" | "PersistentVolumeClaim";
 const childPath = (kind: ChildKind, namespace: string, name?: string) =>
   resources[kind].path(namespace, name);
 
-/** Thrown to stop a sync at a Blocker: reported in status, not retried. */
+/**
+ * Thrown to stop a sync at a Blocker: reported in status. A Template's problem is not retried (the
+ * Template's own events re-queue its Userlands); an object in the way (`heldByObject`) is, because
+ * a foreign object is outside the label-selected caches and its removal sends no event.
+ */
 class Blocked extends Error implements Blocker {
   readonly reason: string;
   readonly condition: string;
-  constructor(condition: string, reason: string, message: string) {
+  readonly heldByObject: boolean;
+  constructor(condition: string, reason: string, message: string, heldByObject = false) {
     super(message);
     this.condition = condition;
     this.reason = reason;
+    this.heldByObject = heldByObject;
   }
 }
 
-export async function syncUserland(ctx: OperatorContext, namespace: string, name: string): Promise<void> {
+/** An object that is not provably this Userland's holds a child's name. */
+const nameHeld = (reason: string, message: string) =>
+  new Blocked(UserlandConditions.Ready, reason, message, true);
+
+export interface UserlandSyncResult {
+  /** Blocked by an object that holds a child's name: sync again with back-off until it is gone. */
+  retry: boolean;
+}
+
+export async function syncUserland(
+  ctx: OperatorContext,
+  namespace: string,
+  name: string,
+): Promise<UserlandSyncResult> {
   const userland = ctx.caches.userlands.get(name, namespace);
   // Deleted: the garbage collector removes the children that have an owner reference.
-  if (!userland || userland.metadata.deletionTimestamp) return;
+  if (!userland || userland.metadata.deletionTimestamp) return { retry: false };
 
   const template = ctx.caches.templates.get(userland.spec.templateName, namespace);
   let desired: DesiredChildren | undefined;
@@ -75,6 +95,7 @@ export async function syncUserland(ctx: OperatorContext, namespace: string, name
   const event = phaseChangeEvent(userland.status, status);
   if (event) ctx.events[event.type](userlandRef(userland), event.reason, event.message);
   await writeStatus(ctx, userland, status);
+  return { retry: blocked?.heldByObject === true };
 }
 
 function resolveDesired(userland: Userland, template: Template | undefined): DesiredChildren {
@@ -108,26 +129,22 @@ function resolveDesired(userland: Userland, template: Template | undefined): Des
   }
 }
 
-function isControlledBy(object: Child, userland: Userland): boolean {
-  return (object.metadata?.ownerReferences ?? []).some(
-    (r) => r.controller && r.uid === userland.metadata.uid,
-  );
-}
-
 /** Claims are created once and never rewritten (their spec is immutable); only ownership follows the reclaim policy. */
 async function ensurePvcs(ctx: OperatorContext, userland: Userland, desired: DesiredChildren): Promise<void> {
   const namespace = userland.metadata.namespace ?? "";
   for (const pvc of desired.pvcs) {
     const name = pvc.metadata?.name ?? "";
-    const actual = ctx.caches.pvcs.get(name, namespace);
-    if (!actual) {
-      await create(ctx, userland, "PersistentVolumeClaim", pvc);
+    // An unlabelled claim is outside the label-selected cache: creating it answers 409 with it.
+    const cached = ctx.caches.pvcs.get(name, namespace);
+    const actual = cached ?? (await create(ctx, userland, "PersistentVolumeClaim", pvc));
+    const wantedUser = pvc.metadata?.labels?.[LABELS.userHash];
+    const actualUser = actual.metadata?.labels?.[LABELS.userHash];
+    if (actualUser === undefined) {
+      await adoptPvc(ctx, userland, pvc, actual);
       continue;
     }
-    const wantedUser = pvc.metadata?.labels?.[LABELS.userHash];
-    if (actual.metadata?.labels?.[LABELS.userHash] !== wantedUser) {
-      throw new Blocked(
-        UserlandConditions.Ready,
+    if (actualUser !== wantedUser) {
+      throw nameHeld(
         "VolumeBelongsToAnotherUser",
         `PersistentVolumeClaim ${name} holds another user's data; delete or rename it to give this Userland a new volume`,
       );
@@ -151,6 +168,51 @@ async function ensurePvcs(ctx: OperatorContext, userland: Userland, desired: Des
   }
 }
 
+/**
+ * A claim without the user-hash label is taken over only when it is provably this Userland's
+ * (operator/ownership.ts): labelled like a claim the operator made, owned as the reclaim policy
+ * says (Retain: no owner, so an ESC Userland's deletion can no longer collect it), and an Event
+ * says so. Anything else may be someone's data: the Userland is blocked, and the message says how
+ * an admin who knows better hands it over.
+ */
+async function adoptPvc(
+  ctx: OperatorContext,
+  userland: Userland,
+  desired: V1PersistentVolumeClaim,
+  actual: V1PersistentVolumeClaim,
+): Promise<void> {
+  const name = actual.metadata?.name ?? "";
+  const namespace = actual.metadata?.namespace ?? "";
+  const esc = escPredecessor(actual, userland);
+  if (!esc && !isControlledBy(actual, userland)) {
+    const userHash = desired.metadata?.labels?.[LABELS.userHash] ?? "";
+    throw nameHeld(
+      "VolumeNameConflict",
+      `PersistentVolumeClaim ${name} already exists and is not provably this Userland's (no ${LABELS.userHash} label, and not owned by this Userland or by the ESC Userland of this user); delete or rename it, or if it holds this user's data, label it: kubectl label pvc ${name} ${LABELS.userHash}=${userHash}`,
+    );
+  }
+  const wantedOwners = desired.metadata?.ownerReferences ?? [];
+  const ownerReferences = [
+    ...(actual.metadata?.ownerReferences ?? []).filter((r) => !r.controller),
+    ...wantedOwners,
+  ];
+  await ctx.rest.patch(childPath("PersistentVolumeClaim", namespace, name), {
+    metadata: {
+      labels: desired.metadata?.labels,
+      annotations: desired.metadata?.annotations,
+      ownerReferences,
+      resourceVersion: actual.metadata?.resourceVersion,
+    },
+  });
+  const from = esc ? ` from ESC Userland ${esc.name}` : "";
+  const kept = wantedOwners.length > 0 ? "deleted with the Userland" : "kept when the Userland is deleted";
+  ctx.events.normal(
+    userlandRef(userland),
+    "Adopted",
+    `Adopted PersistentVolumeClaim ${name}${from}: it is this user's volume, ${kept}`,
+  );
+}
+
 async function ensureChild<T extends Child>(
   ctx: OperatorContext,
   userland: Userland,
@@ -161,13 +223,7 @@ async function ensureChild<T extends Child>(
   // Not in the cache: create it. A 409 hands back the existing object, e.g. one whose labels were
   // edited out of the label-selected watch; it is then compared and repaired like any other.
   actual ??= await create(ctx, userland, kind, desired);
-  if (!isControlledBy(actual, userland)) {
-    throw new Blocked(
-      UserlandConditions.Ready,
-      "NameConflict",
-      `${kind} ${actual.metadata?.name} already exists and does not belong to this Userland`,
-    );
-  }
+  if (!isControlledBy(actual, userland)) actual = await replaceEscChild(ctx, userland, kind, desired, actual);
   const hash = desired.metadata?.annotations?.[ANNOTATIONS.desiredHash];
   const inSync =
     actual.metadata?.annotations?.[ANNOTATIONS.desiredHash] === hash &&
@@ -195,6 +251,41 @@ async function ensureChild<T extends Child>(
   return result;
 }
 
+/**
+ * An ESC Userland's Deployment or Service for the same user (operator/ownership.ts) holds no data
+ * and its selector cannot be changed in place: it is deleted (that exact object) and made anew.
+ * Anything else in the way blocks the Userland until it is gone.
+ */
+async function replaceEscChild<T extends Child>(
+  ctx: OperatorContext,
+  userland: Userland,
+  kind: ChildKind,
+  desired: T,
+  actual: T,
+): Promise<T> {
+  const name = actual.metadata?.name ?? "";
+  const conflict = () =>
+    nameHeld("NameConflict", `${kind} ${name} already exists and does not belong to this Userland`);
+  const esc = escPredecessor(actual, userland);
+  if (!esc) throw conflict();
+  try {
+    await ctx.rest.delete(childPath(kind, actual.metadata?.namespace ?? "", name), {
+      preconditions: { uid: actual.metadata?.uid },
+      propagationPolicy: "Background",
+    });
+  } catch (error) {
+    if (!isNotFound(error)) throw error;
+  }
+  ctx.events.normal(
+    userlandRef(userland),
+    "Replaced",
+    `Replaced ${kind} ${name} of ESC Userland ${esc.name}`,
+  );
+  const created = await create(ctx, userland, kind, desired);
+  if (!isControlledBy(created, userland)) throw conflict();
+  return created;
+}
+
 async function create<T extends Child>(
   ctx: OperatorContext,
   userland: Userland,
@@ -209,14 +300,9 @@ async function create<T extends Child>(
     return created;
   } catch (error) {
     if (isAlreadyExists(error)) {
-      // The cache has not seen it yet, or someone else's object has this name.
-      const existing = await ctx.rest.get<T>(childPath(kind, namespace, name));
-      if (kind === "PersistentVolumeClaim" || isControlledBy(existing, userland)) return existing;
-      throw new Blocked(
-        UserlandConditions.Ready,
-        "NameConflict",
-        `${kind} ${name} already exists and does not belong to this Userland`,
-      );
+      // The cache has not seen it yet, or someone else's object has this name: the caller checks
+      // whose it is.
+      return await ctx.rest.get<T>(childPath(kind, namespace, name));
     }
     if (isInvalid(error)) {
       // Children come only from the Template, so their refusal is the Template's fault. It can

@@ -3,7 +3,9 @@
  * spec.user its name as the user, installed for one test namespace, and ESC's sample objects.
  */
 import type { TestContext } from "node:test";
+import { isAlreadyExists } from "../../lib/kube.ts";
 import { eventually } from "../support/cluster.ts";
+import { adminRest, deploymentsPath, pvcsPath, servicesPath } from "../support/resources.ts";
 import {
   applyManifests,
   helm,
@@ -120,3 +122,142 @@ export const asUserland = (object: EscObject): EscObject => ({
   ...object,
   apiVersion: "userland.dev/v1alpha1",
 });
+
+/** ESC's group and the version its Userlands and their children's owner references carry. */
+export const ESC_API_VERSION = "esc.k06.in/v1alpha2";
+
+let escCrds: Promise<void> | undefined;
+
+/**
+ * ESC's two CRDs as ESC declared them in substance (config/crd/bases): group esc.k06.in, namespaced
+ * Template and Userland (spec {templateName, enabled}), served at v1alpha2. Cluster-scoped and the
+ * same for every test, so they are created once and left in place.
+ */
+export function installEscCrds(): Promise<void> {
+  escCrds ??= (async () => {
+    const rest = await adminRest();
+    const crd = (kind: string, plural: string, spec: Record<string, unknown>) => ({
+      apiVersion: "apiextensions.k8s.io/v1",
+      kind: "CustomResourceDefinition",
+      metadata: { name: `${plural}.esc.k06.in` },
+      spec: {
+        group: "esc.k06.in",
+        scope: "Namespaced",
+        names: { kind, listKind: `${kind}List`, plural, singular: kind.toLowerCase() },
+        versions: [
+          {
+            name: "v1alpha2",
+            served: true,
+            storage: true,
+            subresources: { status: {} },
+            schema: {
+              openAPIV3Schema: {
+                type: "object",
+                properties: {
+                  spec,
+                  status: { type: "object", "x-kubernetes-preserve-unknown-fields": true },
+                },
+              },
+            },
+          },
+        ],
+      },
+    });
+    const definitions = [
+      crd("Template", "templates", { type: "object", "x-kubernetes-preserve-unknown-fields": true }),
+      crd("Userland", "userlands", {
+        type: "object",
+        required: ["templateName"],
+        properties: {
+          Name: { type: "string" },
+          templateName: { type: "string" },
+          enabled: { type: "boolean" },
+        },
+      }),
+    ];
+    for (const definition of definitions) {
+      await rest.create(CRDS_PATH, definition).catch((error: unknown) => {
+        if (!isAlreadyExists(error)) throw error;
+      });
+    }
+    for (const definition of definitions) {
+      await eventually(`${definition.metadata.name} to be served`, async () => {
+        const served = await rest.get<{ status?: { conditions?: { type: string; status: string }[] } }>(
+          `${CRDS_PATH}/${definition.metadata.name}`,
+        );
+        return served.status?.conditions?.some((c) => c.type === "Established" && c.status === "True");
+      });
+    }
+  })();
+  return escCrds;
+}
+
+const CRDS_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+
+/** Where ESC objects live in the API. */
+export const escPath = (plural: "templates" | "userlands", ns: string, name?: string) =>
+  `/apis/${ESC_API_VERSION}/namespaces/${ns}/${plural}${name ? `/${name}` : ""}`;
+
+/**
+ * What ESC's controller (controllers/userland_controller.go) made for a Userland, made here as it
+ * did: `<template>-<name>` Deployment and `-svc` Service selecting {app, controller, template},
+ * and one `-pvc-<volume>` claim per volume with no labels. All three are controlled by the ESC
+ * Userland, so deleting it with the default cascade deletes the claims: the users' data.
+ */
+export async function escChildren(
+  ns: string,
+  userland: { metadata: { name: string; uid?: string } },
+  templateName: string,
+  volumes: string[],
+): Promise<void> {
+  const rest = await adminRest();
+  const name = userland.metadata.name;
+  const base = `${templateName}-${name}`;
+  const ownerReferences = [
+    {
+      apiVersion: ESC_API_VERSION,
+      kind: "Userland",
+      name,
+      uid: userland.metadata.uid ?? "",
+      controller: true,
+      blockOwnerDeletion: true,
+    },
+  ];
+  const labels = { app: base, controller: name, template: templateName };
+  for (const volume of volumes) {
+    await rest.create(pvcsPath(ns), {
+      metadata: { name: `${base}-pvc-${volume}`, ownerReferences },
+      spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "2Gi" } } },
+    });
+  }
+  await rest.create(deploymentsPath(ns), {
+    metadata: { name: base, ownerReferences },
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: labels },
+      template: {
+        metadata: { labels },
+        spec: {
+          containers: [{ name: "code-server", image: "codercom/code-server:3.8.0" }],
+          volumes: volumes.map((v) => ({
+            name: v,
+            persistentVolumeClaim: { claimName: `${base}-pvc-${v}` },
+          })),
+        },
+      },
+    },
+  });
+  await rest.create(servicesPath(ns), {
+    metadata: { name: `${base}-svc`, ownerReferences },
+    spec: { type: "ClusterIP", selector: labels, ports: [{ name: "80-80", port: 80, targetPort: 8080 }] },
+  });
+}
+
+/** Creates an ESC object through ESC's API; returns it as stored (with its UID). */
+export async function createEsc<T extends { metadata: { name: string; uid?: string } }>(
+  ns: string,
+  object: EscObject,
+): Promise<T> {
+  const plural = object.kind === "Template" ? "templates" : "userlands";
+  return (await adminRest()).create<T>(escPath(plural, ns), object);
+}
