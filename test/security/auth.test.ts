@@ -249,6 +249,38 @@ test("hostile input against the auth service; what a captured session is worth",
     },
   );
 
+  // --- Sign-out CSRF (issue 13 item 3): only the auth service's own pages may post its forms ---------
+  const own = new URL(auth.url).origin;
+  const signOut = (browser: Browser, headers: Record<string, string>) =>
+    browser.fetch(at("logout"), {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
+      body: "rd=/",
+    });
+  const csrf: [string, Record<string, string>, number][] = [
+    ["Origin of another site", { origin: "https://evil.test" }, 403],
+    ["Origin of an allowed redirect host (a student's environment)", { origin: "https://example.org" }, 403],
+    ["no Origin, Sec-Fetch-Site: cross-site", { "sec-fetch-site": "cross-site" }, 403],
+    ["no Origin, Sec-Fetch-Site: same-site", { "sec-fetch-site": "same-site" }, 403],
+    ["Origin: null without Sec-Fetch-Site (a sandboxed frame)", { origin: "null" }, 403],
+    ["the service's own Origin", { origin: own }, 303],
+    [
+      "Origin: null, Sec-Fetch-Site: same-origin (the logout page's own form in chromium: no-referrer)",
+      { origin: "null", "sec-fetch-site": "same-origin" },
+      303,
+    ],
+  ];
+  for (const [what, headers, expected] of csrf) {
+    const verdict = expected === 403 ? "is refused with 403; the student stays signed in" : "signs out";
+    row(`a sign-out form POST with ${what} ${verdict}`, async () => {
+      const browser = withSession();
+      const r = await signOut(browser, headers);
+      assert.equal(r.status, expected, await r.text());
+      if (expected === 403) assert.equal(browser.cookie(SESSION_COOKIE), malloryToken, "still signed in");
+      else assert.equal(browser.cookie(SESSION_COOKIE), undefined, "signed out");
+    });
+  }
+
   // --- Oversized input ------------------------------------------------------------------------------
   row("a 20 KB header is refused with 431; the service stays up", async () => {
     const r = await send(Number(new URL(auth.url).port), {

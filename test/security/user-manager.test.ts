@@ -140,6 +140,36 @@ test("hostile rosters and requests against the user-manager", async (t) => {
     const race = (await stored()).filter((u) => u.spec.user.startsWith("race"));
     assert.equal(race.length, 15);
   });
+  // --- What a 409 tells (issue 13 item 7) --------------------------------------------------------------
+  row(
+    "a caller with only create (the auth service's provisioning token) learns nothing of another user's Userland from a 409",
+    async () => {
+      const provisioner = await h.callerWith("provisioner", [
+        { apiGroups: ["userland.dev"], resources: ["userlands"], verbs: ["create"] },
+      ]);
+      const first = await h.call("POST", "/api/v1/userlands", {
+        token: h.teacher,
+        body: { user: "secret-owner", templateName: "jupyter", enabled: false },
+      });
+      assert.equal(first.status, 201, first.text);
+      const name = userlandNameFor("secret-owner");
+      const r = await h.call("POST", "/api/v1/userlands", {
+        token: provisioner,
+        body: { user: "secret-owner", templateName: "code" },
+      });
+      assert.equal(r.status, 409, r.text);
+      assert.equal(r.json.userland, undefined, r.text);
+      assert.equal(r.json.names, undefined, r.text);
+      assert.ok(!r.text.includes(name) && !r.text.includes("jupyter"), r.text);
+      // A caller who may get it sees which Userland it is (control).
+      const teacher = await h.call("POST", "/api/v1/userlands", {
+        token: h.teacher,
+        body: { user: "secret-owner", templateName: "code" },
+      });
+      assert.equal(teacher.status, 409);
+      assert.equal((teacher.json.userland as { name?: string } | undefined)?.name, name);
+    },
+  );
   row("five concurrent creates of one user: one 201, four 409, one Userland", async () => {
     const results = await Promise.all(
       Array.from({ length: 5 }, () =>
