@@ -11,6 +11,7 @@ import {
   TemplateSpecSchema,
   TemplateStatusSchema,
   USERLAND_NAME_PATTERN,
+  USER_REQUIRED_RULE,
   USERLANDS,
   UserlandSpecSchema,
   UserlandStatusSchema,
@@ -33,6 +34,8 @@ interface ResourceDefinition {
   shortNames: string[];
   description: string;
   spec: TSchema;
+  /** Spec fields that admission may fill in: optional in the published schema, required by a rule. */
+  filledByAdmission?: { field: string; rule: { rule: string; message: string } }[];
   status: TSchema;
   rootValidations?: { rule: string; message: string }[];
   printerColumns: { name: string; type: string; jsonPath: string; description?: string; priority?: number }[];
@@ -68,6 +71,7 @@ const definitions: ResourceDefinition[] = [
     shortNames: ["ul"],
     description: "One user's environment: who it belongs to and which Template it runs.",
     spec: UserlandSpecSchema,
+    filledByAdmission: [{ field: "user", rule: USER_REQUIRED_RULE }],
     status: UserlandStatusSchema,
     rootValidations: [
       {
@@ -86,6 +90,20 @@ const definitions: ResourceDefinition[] = [
     ],
   },
 ];
+
+/** The spec's schema as published: fields admission may fill in are required by a rule, not by `required`. */
+function specSchema(def: ResourceDefinition): Record<string, unknown> {
+  const spec = toOpenAPI(def.spec);
+  const filled = def.filledByAdmission ?? [];
+  if (filled.length === 0) return spec;
+  const fields = new Set(filled.map((f) => f.field));
+  const validations = (spec["x-kubernetes-validations"] as unknown[] | undefined) ?? [];
+  return {
+    ...spec,
+    required: ((spec.required as string[] | undefined) ?? []).filter((f) => !fields.has(f)),
+    "x-kubernetes-validations": [...validations, ...filled.map((f) => f.rule)],
+  };
+}
 
 function crd(def: ResourceDefinition): V1CustomResourceDefinition {
   return {
@@ -119,7 +137,7 @@ function crd(def: ResourceDefinition): V1CustomResourceDefinition {
                 apiVersion: { type: "string" },
                 kind: { type: "string" },
                 metadata: { type: "object" },
-                spec: toOpenAPI(def.spec),
+                spec: specSchema(def),
                 status: toOpenAPI(def.status),
               },
               ...(def.rootValidations ? { "x-kubernetes-validations": def.rootValidations } : {}),

@@ -21,6 +21,19 @@ export const USERLAND_NAME_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$";
 export const USER_PATTERN = "^[!-~]([ -~]*[!-~])?$";
 export const USER_MAX = 256;
 
+/**
+ * Every stored Userland has spec.user, so the type says so. The CRD still lists it as optional and
+ * requires it with this rule, evaluated after mutating admission: an ESC Userland (no user field,
+ * its name is the user) gets its name as spec.user from the chart's MutatingAdmissionPolicy
+ * (templates/userland-user-default.yaml), and clients that check objects against the published
+ * schema (kubectl validates a `kind: List` itself) must leave that decision to the API server.
+ */
+export const USER_REQUIRED_RULE = {
+  rule: "has(self.user)",
+  message:
+    "spec.user: Required value: the user's identity (a Userland without it gets its name as spec.user from the chart's MutatingAdmissionPolicy on Kubernetes 1.36+)",
+};
+
 export const UserlandSpecSchema = Type.Object({
   user: Type.String({
     minLength: 1,
