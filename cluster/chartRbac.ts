@@ -1,6 +1,6 @@
 /**
  * The Helm chart's rights for components that run outside the chart (the local platform): helm
- * renders charts/userland's RBAC and the proxy's admission policy, and exactly those objects are
+ * renders charts/userland's RBAC and admission policies, and exactly those objects are
  * created. So there is one source for who may do what (docs/decisions/0004-rbac.md), and each
  * component runs under its own ServiceAccount with the chart's Role, never a copy of it.
  */
@@ -15,8 +15,17 @@ import { repoRoot } from "./controlPlane.ts";
 
 const CHART_DIR = join(repoRoot, "charts", "userland");
 
-/** The chart's templates that hold rights: RBAC, and what RBAC cannot say (the proxy may patch one annotation). */
-const RBAC_TEMPLATES = ["templates/rbac.yaml", "templates/proxy-admission-policy.yaml"] as const;
+/**
+ * The chart's templates that decide what a request may do or becomes: RBAC, what RBAC cannot say
+ * (the proxy may patch one annotation), and the ESC default for spec.user.
+ */
+const RBAC_TEMPLATES = [
+  "templates/rbac.yaml",
+  "templates/proxy-admission-policy.yaml",
+  "templates/userland-user-default.yaml",
+] as const;
+/** Rendered offline, helm cannot ask the cluster; the control plane built here serves these. */
+const API_VERSIONS = ["admissionregistration.k8s.io/v1/MutatingAdmissionPolicy"];
 
 /** The components, by their app.kubernetes.io/component label. */
 export type Component = "operator" | "user-manager" | "proxy" | "auth";
@@ -54,6 +63,7 @@ export async function renderChartRbac(opts: RenderOptions): Promise<ChartObject[
         "--values",
         valuesFile,
         ...RBAC_TEMPLATES.flatMap((t) => ["--show-only", t]),
+        ...API_VERSIONS.flatMap((v) => ["--api-versions", v]),
       ],
       {
         maxBuffer: 16 * 1024 * 1024,
@@ -100,6 +110,10 @@ const collections: Record<string, (namespace: string) => string> = {
     "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies",
   "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding": () =>
     "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings",
+  "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy": () =>
+    "/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicies",
+  "admissionregistration.k8s.io/v1/MutatingAdmissionPolicyBinding": () =>
+    "/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicybindings",
 };
 
 /** The API path of a rendered object's collection, or with `name` of the object itself. */

@@ -114,6 +114,8 @@ export const CLUSTER_SCOPED_KINDS = new Set([
   "ClusterRoleBinding",
   "ValidatingAdmissionPolicy",
   "ValidatingAdmissionPolicyBinding",
+  "MutatingAdmissionPolicy",
+  "MutatingAdmissionPolicyBinding",
   "CustomResourceDefinition",
   "Namespace",
 ]);
