@@ -28,21 +28,37 @@ export async function installCustomResourceDefinitions(
 ): Promise<void> {
   for (const crd of customResourceDefinitions) {
     const name = crd.metadata?.name ?? "";
+    await createOrReplace(rest, name, crd);
+    await waitUntilEstablished(rest, name, opts.timeoutMs ?? 30_000);
+  }
+}
+
+/**
+ * Test files run in parallel processes that install the same CRDs: another one may create or
+ * replace a CRD between our read and our write (409). Then read again and write again; every
+ * process writes the same definition, so whoever wins leaves the right one.
+ */
+async function createOrReplace(
+  rest: KubeRest,
+  name: string,
+  crd: (typeof customResourceDefinitions)[number],
+) {
+  for (let attempt = 1; ; attempt++) {
     const existing = await rest.get<CrdState>(`${CRD_PATH}/${name}`).catch((error: unknown) => {
       if (isNotFound(error)) return undefined;
       throw error;
     });
-    if (existing)
-      await rest.replace(`${CRD_PATH}/${name}`, {
-        ...crd,
-        metadata: { ...crd.metadata, resourceVersion: existing.metadata.resourceVersion },
-      });
-    else
-      // Test files run in parallel processes: another one may create the same CRD first.
-      await rest.create(CRD_PATH, crd).catch((error: unknown) => {
-        if (!isConflict(error)) throw error;
-      });
-    await waitUntilEstablished(rest, name, opts.timeoutMs ?? 30_000);
+    try {
+      if (existing)
+        await rest.replace(`${CRD_PATH}/${name}`, {
+          ...crd,
+          metadata: { ...crd.metadata, resourceVersion: existing.metadata.resourceVersion },
+        });
+      else await rest.create(CRD_PATH, crd);
+      return;
+    } catch (error) {
+      if (!isConflict(error) || attempt >= 5) throw error;
+    }
   }
 }
 

@@ -347,8 +347,9 @@ test("hostile rosters and requests against the user-manager", async (t) => {
   });
 
   // --- Path and parameter tricks ------------------------------------------------------------------------
-  // Sent verbatim (fetch would resolve "%2e%2e" itself). A name Kubernetes could hold ("a.b") is
-  // looked up exactly; anything else is refused before Kubernetes is asked.
+  // Sent verbatim (fetch would resolve "%2e%2e" itself). Only names the CRD accepts are looked up
+  // ("a.b" is a valid object name elsewhere, but the Userland CRD refuses dots); anything else is
+  // refused before Kubernetes is asked.
   const nameRows: [string, number][] = [
     ["..%2F..%2Fsecrets", 400],
     ["a%2Fb", 400],
@@ -356,7 +357,8 @@ test("hostile rosters and requests against the user-manager", async (t) => {
     ["..", 400],
     ["Alice", 400],
     ["a%00b", 400],
-    ["a.b", 404],
+    ["a.b", 400],
+    ["no-such-userland", 404],
     ["n".repeat(300), 400],
   ];
   for (const [name, status] of nameRows) {
