@@ -41,6 +41,13 @@ interface ResourceDefinition {
   printerColumns: { name: string; type: string; jsonPath: string; description?: string; priority?: number }[];
 }
 
+/** Object names become parts of other names, so the CRD checks them (the API server allows more). */
+const nameRule = (pattern: string, message: string) => ({
+  rule: `self.metadata.name.matches('${pattern}')`,
+  message,
+});
+const AGE_COLUMN = { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" };
+
 const definitions: ResourceDefinition[] = [
   {
     kind: "Template",
@@ -51,17 +58,16 @@ const definitions: ResourceDefinition[] = [
     spec: TemplateSpecSchema,
     status: TemplateStatusSchema,
     rootValidations: [
-      {
-        rule: `self.metadata.name.matches('${TEMPLATE_NAME_PATTERN}')`,
-        message:
-          "Template names are lowercase letters, digits and '-', start with a letter and have at most 24 characters: they become part of host names and Service names",
-      },
+      nameRule(
+        TEMPLATE_NAME_PATTERN,
+        "Template names are lowercase letters, digits and '-', start with a letter and have at most 24 characters: they become part of host names and Service names",
+      ),
     ],
     printerColumns: [
       { name: "Display Name", type: "string", jsonPath: ".spec.displayName" },
       { name: "Userlands", type: "integer", jsonPath: ".status.userlands" },
       { name: "Valid", type: "string", jsonPath: ".status.conditions[?(@.type=='PodTemplateValid')].status" },
-      { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
+      AGE_COLUMN,
     ],
   },
   {
@@ -74,11 +80,10 @@ const definitions: ResourceDefinition[] = [
     filledByAdmission: [{ field: "user", rule: USER_REQUIRED_RULE }],
     status: UserlandStatusSchema,
     rootValidations: [
-      {
-        rule: `self.metadata.name.matches('${USERLAND_NAME_PATTERN}')`,
-        message:
-          "Userland names are lowercase letters, digits and '-' (no dots): they become part of Deployment and Service names",
-      },
+      nameRule(
+        USERLAND_NAME_PATTERN,
+        "Userland names are lowercase letters, digits and '-' (no dots): they become part of Deployment and Service names",
+      ),
     ],
     printerColumns: [
       { name: "User", type: "string", jsonPath: ".spec.user" },
@@ -86,7 +91,7 @@ const definitions: ResourceDefinition[] = [
       { name: "Phase", type: "string", jsonPath: ".status.phase" },
       { name: "Enabled", type: "boolean", jsonPath: ".spec.enabled", priority: 1 },
       { name: "Message", type: "string", jsonPath: ".status.message", priority: 1 },
-      { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
+      AGE_COLUMN,
     ],
   },
 ];

@@ -4,13 +4,13 @@
  * volumes[].name/pvcSpec), so an ESC Template works after changing only its apiVersion.
  */
 import type {
-  V1ObjectMeta,
   V1PersistentVolumeClaimSpec,
   V1PodSpec,
   V1ResourceRequirements,
   V1ServiceSpec,
 } from "@kubernetes/client-node";
 import { DURATION_PATTERN } from "../duration.ts";
+import type { CustomObject } from "./group.ts";
 import {
   Conditions,
   Embedded,
@@ -185,13 +185,7 @@ export const TemplateStatusSchema = Type.Object({
 export type TemplateSpec = Static<typeof TemplateSpecSchema>;
 export type TemplateStatus = Static<typeof TemplateStatusSchema>;
 
-export interface Template {
-  apiVersion: "userland.dev/v1alpha1";
-  kind: "Template";
-  metadata: V1ObjectMeta;
-  spec: TemplateSpec;
-  status?: TemplateStatus;
-}
+export type Template = CustomObject<"Template", TemplateSpec, TemplateStatus>;
 
 /** Template condition types. */
 export const TemplateConditions = {

@@ -2,7 +2,7 @@
  * Userland: one user's environment. Just who (spec.user, the identity exactly as the auth service
  * reports it), which Template, and whether it should run.
  */
-import type { V1ObjectMeta } from "@kubernetes/client-node";
+import type { CustomObject } from "./group.ts";
 import { Conditions, StringEnum, Type, type Static } from "./schema.ts";
 import { TEMPLATE_NAME_PATTERN } from "./template.ts";
 
@@ -79,13 +79,7 @@ export const UserlandStatusSchema = Type.Object({
 export type UserlandSpec = Static<typeof UserlandSpecSchema>;
 export type UserlandStatus = Static<typeof UserlandStatusSchema>;
 
-export interface Userland {
-  apiVersion: "userland.dev/v1alpha1";
-  kind: "Userland";
-  metadata: V1ObjectMeta;
-  spec: UserlandSpec;
-  status?: UserlandStatus;
-}
+export type Userland = CustomObject<"Userland", UserlandSpec, UserlandStatus>;
 
 /** Userland condition types. */
 export const UserlandConditions = {

@@ -146,21 +146,34 @@ export function invalidUserReason(user: unknown): string | undefined {
   return "contains a character other than printable ASCII (identities are sent in the X-User header)";
 }
 
-/** Why `name` is not a valid Userland name, in words, or undefined when it is one. */
-export function invalidUserlandNameReason(name: unknown): string | undefined {
+/** Why `name` breaks an object-name rule, in words (`explain` words a pattern mismatch), or undefined. */
+function nameReason(
+  name: unknown,
+  max: number,
+  pattern: RegExp,
+  explain: (name: string) => string,
+): string | undefined {
   if (typeof name !== "string") return "must be a string";
   if (name.length === 0) return "is empty";
-  if (name.length > USERLAND_NAME_MAX) return `is longer than ${USERLAND_NAME_MAX} characters`;
-  if (USERLAND_NAME_RE.test(name)) return undefined;
-  if (name.includes(".")) return "must not contain '.': Userland names become Deployment and Service names";
-  return "must be lowercase letters, digits and '-', and start and end with a letter or digit";
+  if (name.length > max) return `is longer than ${max} characters`;
+  return pattern.test(name) ? undefined : explain(name);
+}
+
+/** Why `name` is not a valid Userland name, in words, or undefined when it is one. */
+export function invalidUserlandNameReason(name: unknown): string | undefined {
+  return nameReason(name, USERLAND_NAME_MAX, USERLAND_NAME_RE, (n) =>
+    n.includes(".")
+      ? "must not contain '.': Userland names become Deployment and Service names"
+      : "must be lowercase letters, digits and '-', and start and end with a letter or digit",
+  );
 }
 
 /** Why `name` is not a valid Template name, in words, or undefined when it is one. */
 export function invalidTemplateReason(name: unknown): string | undefined {
-  if (typeof name !== "string") return "must be a string";
-  if (name.length === 0) return "is empty";
-  if (name.length > TEMPLATE_NAME_MAX) return `is longer than ${TEMPLATE_NAME_MAX} characters`;
-  if (TEMPLATE_RE.test(name)) return undefined;
-  return "must be lowercase letters, digits and '-', start with a letter and not end with '-'";
+  return nameReason(
+    name,
+    TEMPLATE_NAME_MAX,
+    TEMPLATE_RE,
+    () => "must be lowercase letters, digits and '-', start with a letter and not end with '-'",
+  );
 }

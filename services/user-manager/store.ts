@@ -53,13 +53,8 @@ export class UserlandStore {
     return items;
   }
 
-  async get(name: string): Promise<Userland | undefined> {
-    try {
-      return await this.rest.request<Userland>("GET", this.userlandPath(name));
-    } catch (error) {
-      if (isNotFound(error)) return undefined;
-      throw error;
-    }
+  get(name: string): Promise<Userland | undefined> {
+    return this.getIfExists<Userland>(this.userlandPath(name));
   }
 
   /** The Userlands whose spec.user is exactly `user` (normally one; hand-made duplicates are possible). */
@@ -67,9 +62,13 @@ export class UserlandStore {
     return (await this.listAll()).filter((u) => u.spec.user === user);
   }
 
-  async getTemplate(name: string): Promise<Template | undefined> {
+  getTemplate(name: string): Promise<Template | undefined> {
+    return this.getIfExists<Template>(this.templatePath(name));
+  }
+
+  private async getIfExists<T>(path: string): Promise<T | undefined> {
     try {
-      return await this.rest.request<Template>("GET", this.templatePath(name));
+      return await this.rest.request<T>("GET", path);
     } catch (error) {
       if (isNotFound(error)) return undefined;
       throw error;

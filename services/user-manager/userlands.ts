@@ -185,55 +185,55 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
     },
   );
 
-  app.post(
-    "/api/v1/userlands/:name/start",
-    {
-      config: { permissions: ["patch"], nameParam: "name" },
-      schema: {
-        tags: ["userlands"],
-        summary: "Start a Userland",
-        description:
-          "Sets spec.enabled=true, clears the stopped reason and counts now as activity, so the idle culler does not stop it again at once.",
-        params: NameParams,
-        response: { 200: UserlandView, ...errors },
-      },
-    },
-    async (request) => {
-      const { name } = request.params;
-      const u = await store.patch(name, {
-        metadata: {
-          annotations: {
-            [UserlandAnnotations.stoppedReason]: null,
-            [UserlandAnnotations.lastActivity]: activityStamp(now()),
-          },
+  /** Start and Stop: one patch of the named Userland, answered with its new view. */
+  const switchRoute = (
+    action: "start" | "stop",
+    summary: string,
+    description: string,
+    patch: () => Record<string, unknown>,
+  ) =>
+    app.post(
+      `/api/v1/userlands/:name/${action}`,
+      {
+        config: { permissions: ["patch"], nameParam: "name" },
+        schema: {
+          tags: ["userlands"],
+          summary,
+          description,
+          params: NameParams,
+          response: { 200: UserlandView, ...errors },
         },
-        spec: { enabled: true },
-      });
-      if (!u) throw notFound(`Userland "${name}" does not exist in namespace "${ns}"`);
-      request.log.info({ by: request.caller?.username, name }, "started Userland");
-      return toView(u);
-    },
-  );
-
-  app.post(
-    "/api/v1/userlands/:name/stop",
-    {
-      config: { permissions: ["patch"], nameParam: "name" },
-      schema: {
-        tags: ["userlands"],
-        summary: "Stop a Userland",
-        description: "Sets spec.enabled=false: the environment scales to zero and its data is kept.",
-        params: NameParams,
-        response: { 200: UserlandView, ...errors },
       },
-    },
-    async (request) => {
-      const { name } = request.params;
-      const u = await store.patch(name, { spec: { enabled: false } });
-      if (!u) throw notFound(`Userland "${name}" does not exist in namespace "${ns}"`);
-      request.log.info({ by: request.caller?.username, name }, "stopped Userland");
-      return toView(u);
-    },
+      async (request) => {
+        const { name } = request.params;
+        const u = await store.patch(name, patch());
+        if (!u) throw notFound(`Userland "${name}" does not exist in namespace "${ns}"`);
+        request.log.info(
+          { by: request.caller?.username, name },
+          `${action === "start" ? "started" : "stopped"} Userland`,
+        );
+        return toView(u);
+      },
+    );
+  switchRoute(
+    "start",
+    "Start a Userland",
+    "Sets spec.enabled=true, clears the stopped reason and counts now as activity, so the idle culler does not stop it again at once.",
+    () => ({
+      metadata: {
+        annotations: {
+          [UserlandAnnotations.stoppedReason]: null,
+          [UserlandAnnotations.lastActivity]: activityStamp(now()),
+        },
+      },
+      spec: { enabled: true },
+    }),
+  );
+  switchRoute(
+    "stop",
+    "Stop a Userland",
+    "Sets spec.enabled=false: the environment scales to zero and its data is kept.",
+    () => ({ spec: { enabled: false } }),
   );
 
   app.delete(
