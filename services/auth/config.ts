@@ -83,6 +83,13 @@ export const settings = {
     parse: hostPatterns,
     default: [],
   },
+  clearSiteUrl: {
+    env: "AUTH_CLEAR_SITE_URL",
+    description:
+      "The proxy's sign-out hop on any Template host, e.g. https://code.example.org/_userland/signed-out: signing out, and signing in before the new session is set, pass through it, and the proxy clears cookies, storage and service workers on every Template host (shared lab computers); unset: not cleared",
+    parse: parse.httpUrl,
+    default: undefined,
+  },
   defaultRedirect: {
     env: "AUTH_DEFAULT_REDIRECT",
     description: "Where to go after login when no safe return URL was given; unset: AUTH_PUBLIC_URL",
@@ -251,6 +258,8 @@ export interface AuthConfig {
   sessionTtlSeconds: number;
   loginTimeoutSeconds: number;
   cookie: { secure: boolean; domain?: string | undefined };
+  /** The proxy's /_userland/signed-out, through which sign-out and sign-in clear every Template host. */
+  clearSiteUrl?: URL | undefined;
   redirects: RedirectPolicy;
   oidc?:
     | (OidcSettings & { usernameClaim: string; userPrefix: string; groupsClaim: string; displayName: string })
@@ -432,6 +441,7 @@ export function loadAuthConfig(env: NodeJS.ProcessEnv = process.env): AuthConfig
     sessionTtlSeconds,
     loginTimeoutSeconds,
     cookie: { secure: c.cookieSecure, domain: cookieDomain },
+    clearSiteUrl: c.clearSiteUrl,
     redirects,
     oidc,
     github,

@@ -21,6 +21,13 @@ import { transactionCookieName, type LoginTransaction } from "./transaction.ts";
 
 const ReturnTo = Type.String({ maxLength: 4096 });
 
+/** The first hop of the proxy's clearing chain (`/_userland/signed-out`), which ends at `back`. */
+function clearingChain(clearSiteUrl: URL, back: URL): string {
+  const first = new URL(clearSiteUrl);
+  first.searchParams.set("rd", back.href);
+  return first.href;
+}
+
 export function sendPage(reply: FastifyReply, status: number, body: string): FastifyReply {
   return reply.code(status).type("text/html; charset=utf-8").send(body);
 }
@@ -70,6 +77,10 @@ export const loginRoutes: FastifyPluginCallbackTypebox<{ ctx: AuthContext }> = (
         querystring: Type.Object({
           rd: Type.Optional(ReturnTo),
           provider: Type.Optional(Type.Union([Type.Literal("oidc"), Type.Literal("github")])),
+          /** Set by the clearing chain's last hop: the Template hosts are clear, start now. */
+          cleared: Type.Optional(Type.Literal("1")),
+          /** Carried through the chain (which clears cookies): the browser had signed out. */
+          fresh: Type.Optional(Type.Literal("1")),
         }),
       },
     },
@@ -95,7 +106,16 @@ export const loginRoutes: FastifyPluginCallbackTypebox<{ ctx: AuthContext }> = (
           chooserPage(providers.map((p) => ({ href: loginUrl(returnTo, p), label: labels[p] }))),
         );
       // After a sign-out, the provider must ask for credentials again instead of reusing its own session.
-      return start(reply, provider, returnTo, request.cookies[SIGNED_OUT_COOKIE] !== undefined);
+      const signedOut = request.cookies[SIGNED_OUT_COOKIE] !== undefined || request.query.fresh === "1";
+      if (config.clearSiteUrl && request.query.cleared === undefined) {
+        // Before a new session exists, every Template host drops what an environment left behind
+        // in this browser (service workers, storage, cookies planted with other paths).
+        const back = new URL(loginUrl(returnTo, provider));
+        back.searchParams.set("cleared", "1");
+        if (signedOut) back.searchParams.set("fresh", "1");
+        return reply.redirect(clearingChain(config.clearSiteUrl, back), 303);
+      }
+      return start(reply, provider, returnTo, signedOut);
     },
   );
 
@@ -282,12 +302,30 @@ export const loginRoutes: FastifyPluginCallbackTypebox<{ ctx: AuthContext }> = (
   app.post("/logout", async (request, reply) => {
     const session = await currentSession(request);
     reply.clearCookie(SESSION_COOKIE, sessionCookieOptions(config));
-    reply.setCookie(SIGNED_OUT_COOKIE, "1", sessionCookieOptions(config, config.sessionTtlSeconds));
     if (session) log.info({ user: session.user }, "logout");
     // The body is optional (a bare POST logs out too); safeRedirect accepts only a string rd.
-    const rd = (request.body as { rd?: unknown } | null | undefined)?.rd;
-    return reply.redirect(safeRedirect(rd, config.redirects), 303);
+    const rd = safeRedirect((request.body as { rd?: unknown } | null | undefined)?.rd, config.redirects);
+    if (config.clearSiteUrl) {
+      // Through every Template host (each clears its origin), then /signed-out marks the browser:
+      // the chain clears cookies, so the mark is set after it.
+      const back = endpoint(config, "signed-out");
+      back.searchParams.set("rd", rd);
+      return reply.redirect(clearingChain(config.clearSiteUrl, back), 303);
+    }
+    reply.setCookie(SIGNED_OUT_COOKIE, "1", sessionCookieOptions(config, config.sessionTtlSeconds));
+    return reply.redirect(rd, 303);
   });
+
+  // The clearing chain's end after a sign-out. Anyone may link here: it only makes the next
+  // OpenID Connect login ask for credentials again.
+  app.get(
+    "/signed-out",
+    { schema: { querystring: Type.Object({ rd: Type.Optional(ReturnTo) }) } },
+    async (request, reply) => {
+      reply.setCookie(SIGNED_OUT_COOKIE, "1", sessionCookieOptions(config, config.sessionTtlSeconds));
+      return reply.redirect(safeRedirect(request.query.rd, config.redirects), 303);
+    },
+  );
 
   app.get("/", async (request, reply) => {
     const session = await currentSession(request);

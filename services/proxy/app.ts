@@ -106,6 +106,8 @@ export async function buildProxyApp(config: ProxyConfig, options: ProxyAppOption
     findUserland: (user, template) => index.find(user, template),
     getTemplate: (name) => templates.get(name, namespace),
     synced: () => userlands.hasSynced && templates.hasSynced,
+    getUserland: (name) => userlands.get(name, namespace),
+    templateNames: () => templates.list(namespace).map((t) => t.metadata.name ?? ""),
   };
   const activity = new ActivityRecorder({
     rest,

@@ -8,6 +8,7 @@ import { ConfigError, loadConfig, parse, type ConfigOf, type Settings } from "..
 import { timeoutSettings, type ServerTimeouts } from "../../lib/serverTimeouts.ts";
 import { cidrList, trustedProxies, type TrustedProxies } from "./headers.ts";
 import { HOST_PATTERN, normaliseHost } from "./host.ts";
+import { ORIGIN_MODES, type OriginMode } from "./origins.ts";
 import { parseOverrides, type UpstreamOverrides } from "./resolver.ts";
 
 const templatePattern = new RegExp(TEMPLATE_NAME_PATTERN);
@@ -38,6 +39,12 @@ function baseDomain(raw: string): string {
   const domain = normaliseHost(raw).replace(/^\*?\./, "");
   if (!HOST_PATTERN.test(domain)) throw new Error(`"${raw}" is not a domain such as example.org`);
   return domain;
+}
+
+function originMode(raw: string): OriginMode {
+  const mode = ORIGIN_MODES.find((m) => m.toLowerCase() === raw.trim().toLowerCase());
+  if (!mode) throw new Error(`"${raw}" is not one of ${ORIGIN_MODES.join(", ")}`);
+  return mode;
 }
 
 function origins(raw: string): string[] {
@@ -135,6 +142,13 @@ export const settings = {
     description: "Serve <template>.<domain> for every Template, e.g. example.org",
     parse: baseDomain,
     default: undefined,
+  },
+  origins: {
+    env: "PROXY_ORIGINS",
+    description:
+      "shared: every student's environment of a Template at <template>.<domain> (service workers refused unless the Template opts in); perUser: each environment at <userland>--<template>.<PROXY_BASE_DOMAIN> (needs wildcard DNS and a *.<domain> certificate), <template>.<domain> sends students there",
+    parse: originMode,
+    default: "shared" as OriginMode,
   },
   defaultTemplate: {
     env: "PROXY_DEFAULT_TEMPLATE",
@@ -270,6 +284,7 @@ export interface ProxyConfig {
   loginUrl: URL;
   hostTemplates: Map<string, string>;
   baseDomain: string | undefined;
+  origins: OriginMode;
   defaultTemplate: string | undefined;
   upstreamOverrides: UpstreamOverrides | undefined;
   upstreamOverridesFile: string | undefined;
@@ -306,6 +321,10 @@ export function loadProxyConfig(env: NodeJS.ProcessEnv = process.env): ProxyConf
       "say which Template each host serves: set PROXY_HOST_TEMPLATES, PROXY_BASE_DOMAIN and/or PROXY_DEFAULT_TEMPLATE",
     );
   }
+  if (c.origins === "perUser" && c.baseDomain === undefined)
+    problems.push(
+      "PROXY_ORIGINS=perUser needs PROXY_BASE_DOMAIN (environments are <userland>--<template>.<domain>)",
+    );
   if (c.upstreamOverrides && c.upstreamOverridesFile) {
     problems.push("set PROXY_UPSTREAM_OVERRIDES or PROXY_UPSTREAM_OVERRIDES_FILE, not both");
   }
@@ -324,6 +343,7 @@ export function loadProxyConfig(env: NodeJS.ProcessEnv = process.env): ProxyConf
     loginUrl: c.loginUrl,
     hostTemplates: c.hostTemplates,
     baseDomain: c.baseDomain,
+    origins: c.origins,
     defaultTemplate: c.defaultTemplate,
     upstreamOverrides: c.upstreamOverrides,
     upstreamOverridesFile: c.upstreamOverridesFile,

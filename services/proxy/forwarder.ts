@@ -62,6 +62,8 @@ export class Forwarder {
   /** http-proxy-3's events name the request only; this finds its record. */
   private readonly records = new WeakMap<IncomingMessage, RequestRecord>();
   private readonly openWebSockets = new Set<Socket>();
+  /** Requests whose environment may not widen a service worker's scope (a shared origin). */
+  private readonly noServiceWorkers = new WeakSet<IncomingMessage>();
 
   constructor(deps: ForwarderDeps) {
     this.deps = deps;
@@ -94,9 +96,11 @@ export class Forwarder {
     res: ServerResponse,
     target: URL,
     record: RequestRecord,
+    serviceWorkers: boolean,
     onError: OnUpstreamError,
   ): void {
     this.records.set(req, record);
+    if (!serviceWorkers) this.noServiceWorkers.add(req);
     const failed = (error: Error) => this.failed(record, error, onError);
     // http-proxy-3 throws for a target it cannot parse: that is the request's fault, answered
     // like any other failed forward (a warning), not a crash of the proxy's (an error and a 500).
@@ -163,6 +167,8 @@ export class Forwarder {
       const kept = setCookie.filter((c) => c.split("=", 1)[0]?.trim().toLowerCase() !== SESSION_COOKIE);
       if (kept.length !== setCookie.length) proxyRes.headers["set-cookie"] = kept;
     }
+    // On a shared origin a service worker would outlive its student's session on that browser.
+    if (this.noServiceWorkers.has(req)) delete proxyRes.headers["service-worker-allowed"];
   }
 
   private upgradeSent(proxyReq: ClientRequest, req: IncomingMessage, socket: Socket): void {

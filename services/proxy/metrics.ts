@@ -18,7 +18,11 @@ export type RouteOutcome =
   | "bad_request"
   | "own_endpoint"
   /** Refused: the student already holds PROXY_MAX_REQUESTS_PER_USER / PROXY_MAX_WEBSOCKETS_PER_USER. */
-  | "limited";
+  | "limited"
+  /** PROXY_ORIGINS=perUser: the Template's host sends the student on to their environment's own host. */
+  | "per_user_host"
+  /** A service worker's script on a shared origin whose Template has not opted in. */
+  | "forbidden_service_worker";
 
 export type UpstreamError = "refused" | "reset" | "timeout" | "other";
 

@@ -48,19 +48,26 @@ export function sendJson(res: ServerResponse, status: number, value: unknown): v
   res.end(body);
 }
 
-/** No valid session: a browser navigating goes to the login page, anything else gets 401. */
+/**
+ * No valid session: a browser navigating goes to the login page, anything else gets 401. When the
+ * cookies named different users (one of them planted by an environment's script), the browser is
+ * also told to drop every cookie of the site, the planted one included, so signing in again works.
+ */
 export function sendSignIn(
   req: IncomingMessage,
   res: ServerResponse,
   loginUrl: URL,
   client: ClientInfo,
+  conflicting = false,
 ): void {
   closeIfBodyUnread(req, res);
+  const clear: Record<string, string> = conflicting ? { "clear-site-data": '"cookies"' } : {};
   if (wantsLoginRedirect(req)) {
     res.writeHead(302, {
       location: loginLocation(loginUrl, client, req.url ?? "/"),
       "cache-control": "no-store",
       "content-length": 0,
+      ...clear,
     });
     res.end();
     return;
@@ -69,6 +76,7 @@ export function sendSignIn(
     "content-type": "application/json",
     "cache-control": "no-store",
     "www-authenticate": 'Cookie realm="userland"',
+    ...clear,
   });
   res.end(JSON.stringify({ error: "not signed in", login: loginUrl.href }));
 }

@@ -11,6 +11,7 @@ import type { ProxyConfig } from "./config.ts";
 import { environmentInfo, environmentState, userlandKey } from "./environment.ts";
 import { clientInfo, originAllowed, type ClientInfo } from "./headers.ts";
 import type { RouteOutcome } from "./metrics.ts";
+import { isServiceWorkerScript, serviceWorkersAllowed, userlandForLabel, userlandLabel } from "./origins.ts";
 import {
   failedPage,
   foreignWebSocketPage,
@@ -25,7 +26,8 @@ import {
 } from "./pages.ts";
 import type { RequestKind, RequestRecord } from "./requestLog.ts";
 import type { UpstreamResolver } from "./resolver.ts";
-import { templateForHost, type ClusterView } from "./routing.ts";
+import { SIGNED_OUT_PATH } from "./signedOut.ts";
+import { labelUnder, templateForHost, type ClusterView } from "./routing.ts";
 import type { RequestSessions } from "./session.ts";
 import type { Starter } from "./starter.ts";
 
@@ -39,8 +41,12 @@ interface Signed {
 export type Route =
   /** A page (or its JSON) instead of the environment: refusals, unknown host, not ready. */
   | { kind: "page"; outcome: RouteOutcome; page: Page }
-  /** No valid session. */
-  | { kind: "signIn"; outcome: "no_session"; client: ClientInfo }
+  /** No valid session; `conflicting`: the cookies named different users (the browser must drop them). */
+  | { kind: "signIn"; outcome: "no_session"; client: ClientInfo; conflicting: boolean }
+  /** PROXY_ORIGINS=perUser: the Template's host sends the student on to their environment's host. */
+  | { kind: "redirect"; outcome: "per_user_host"; location: string }
+  /** A hop of the sign-out (and sign-in) chain: clear this origin, go on (signedOut.ts). Needs no session. */
+  | { kind: "signedOut"; outcome: "own_endpoint"; client: ClientInfo; query: URLSearchParams }
   /** The proxy's own /_userland/ endpoints, never forwarded. */
   | (Signed & { kind: "ownEndpoint"; outcome: "own_endpoint"; pathname: string })
   /** The session's own environment, ready, at `target`. */
@@ -52,13 +58,21 @@ export type Route =
       path: string;
       userland: { namespace: string; name: string };
       env: EnvironmentInfo;
+      /** Service workers may be registered from this environment (else Service-Worker-Allowed is dropped). */
+      serviceWorkers: boolean;
     });
 
 export type OwnEndpointRoute = Extract<Route, { kind: "ownEndpoint" }>;
 
 export type RouterConfig = Pick<
   ProxyConfig,
-  "hostTemplates" | "baseDomain" | "defaultTemplate" | "trustedProxies" | "allowedOrigins" | "startOnAccess"
+  | "hostTemplates"
+  | "baseDomain"
+  | "defaultTemplate"
+  | "trustedProxies"
+  | "allowedOrigins"
+  | "startOnAccess"
+  | "origins"
 >;
 
 export interface RouterDeps {
@@ -100,30 +114,82 @@ export class Router {
     } catch {
       return page("bad_request", simplePage(400, "Bad request", "The request target is not a valid path."));
     }
-    const template = templateForHost(client.host, config);
-    if (!template) return page("unknown_host", unknownHostPage(client.host));
-    record.template = template;
-    const session = await sessions.fromRequest(req);
-    if (!session) return { kind: "signIn", outcome: "no_session", client };
+    if (parsed.pathname === SIGNED_OUT_PATH)
+      return { kind: "signedOut", outcome: "own_endpoint", client, query: parsed.searchParams };
+    // PROXY_ORIGINS=perUser: "<userland>--<template>.<domain>" names one environment. Which one
+    // is decided only after the session is known, so the answer never tells a stranger whether a
+    // Userland of that name exists.
+    const label = config.origins === "perUser" ? labelUnder(client.host, config.baseDomain) : undefined;
+    const perUserHost = label !== undefined && label.includes("--") && cluster.getUserland !== undefined;
+    let template = perUserHost ? undefined : templateForHost(client.host, config);
+    if (!perUserHost && !template) return page("unknown_host", unknownHostPage(client.host));
+    if (template) record.template = template;
+    const lookup = await sessions.fromRequest(req);
+    if (!lookup.session)
+      return { kind: "signIn", outcome: "no_session", client, conflicting: lookup.conflicting };
+    const { session } = lookup;
     record.user = session.user;
     if (!cluster.synced())
       return page(
         "starting",
         simplePage(503, "Starting up", "The platform is starting; try again in a few seconds."),
       );
+    let hostUserland: Userland | undefined;
+    if (perUserHost) {
+      hostUserland = userlandForLabel(label, (name) => cluster.getUserland?.(name));
+      // Another student's host and a host that names nothing look the same.
+      if (!hostUserland || hostUserland.spec.user !== session.user)
+        return page("unknown_host", unknownHostPage(client.host));
+      template = hostUserland.spec.templateName;
+      record.template = template;
+    }
+    if (template === undefined) return page("unknown_host", unknownHostPage(client.host));
     if (kind === "websocket" && !originAllowed(req.headers.origin, client, config.allowedOrigins))
       return page("forbidden_origin", foreignWebSocketPage());
     const { pathname } = parsed;
     if (isOwnPath(pathname))
       return { kind: "ownEndpoint", outcome: "own_endpoint", session, template, client, pathname };
+    const serviceWorkers = serviceWorkersAllowed(config.origins, cluster.getTemplate(template));
+    if (isServiceWorkerScript(req) && !serviceWorkers)
+      return page(
+        "forbidden_service_worker",
+        simplePage(
+          403,
+          "Service workers are not allowed here",
+          "Every student's environment of this Template shares this address, so a service worker would outlive your session on this browser. Ask an admin to serve environments at their own addresses (PROXY_ORIGINS=perUser) or to allow service workers for this Template.",
+        ),
+      );
     // A refused WebSocket has no page to return to.
     const returnPath = kind === "http" ? url : "/";
-    return this.resolveTarget(
+    const route = await this.resolveTarget(
       { session, template, client },
       `${pathname}${parsed.search}`,
       returnPath,
       record,
+      serviceWorkers,
+      hostUserland,
     );
+    // The Template's own host serves no environment content when each has its own origin.
+    if (route.kind === "forward" && config.origins === "perUser" && !perUserHost) {
+      const userland = cluster.getUserland?.(route.userland.name);
+      const ownLabel = userland && userlandLabel(userland);
+      if (!ownLabel || !config.baseDomain || kind === "websocket")
+        return page(
+          "no_environment",
+          simplePage(
+            404,
+            "Not served at this address",
+            "Your environment is served at its own address, which is too long for a host name: ask an admin to give your Userland a shorter name.",
+          ),
+        );
+      const port = /:\d+$/.exec(client.host)?.[0] ?? "";
+      return {
+        kind: "redirect",
+        outcome: "per_user_host",
+        location: `${client.proto}://${ownLabel}.${config.baseDomain}${port}${route.path}`,
+      };
+    }
+    return route;
   }
 
   /** The session user's environment for the Template: where to forward, or the page to show. */
@@ -132,9 +198,11 @@ export class Router {
     path: string,
     returnPath: string,
     record: RequestRecord,
+    serviceWorkers: boolean,
+    named?: Userland,
   ): Promise<Route> {
     const { cluster, resolver } = this.deps;
-    const userland = cluster.findUserland(signed.session.user, signed.template);
+    const userland = named ?? cluster.findUserland(signed.session.user, signed.template);
     const env = environmentInfo(cluster, signed.template, signed.session.user);
     if (userland) record.userland = userlandKey(userland);
     const notReady = await this.pageFor(userland, env, returnPath, record);
@@ -151,6 +219,7 @@ export class Router {
       path,
       userland: { namespace, name },
       env,
+      serviceWorkers,
     };
   }
 

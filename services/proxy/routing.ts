@@ -38,6 +38,18 @@ export function templateForHost(hostHeader: string | undefined, routes: HostRout
   return routes.defaultTemplate;
 }
 
+/** The one label of `hostHeader` under `baseDomain` ("x" for "x.example.org:8443"), or undefined. */
+export function labelUnder(
+  hostHeader: string | undefined,
+  baseDomain: string | undefined,
+): string | undefined {
+  if (!hostHeader || !baseDomain) return undefined;
+  const host = normaliseHost(stripPort(hostHeader.trim().toLowerCase()));
+  if (!host.endsWith(`.${baseDomain}`)) return undefined;
+  const label = host.slice(0, -baseDomain.length - 1);
+  return label !== "" && !label.includes(".") ? label : undefined;
+}
+
 const key = (u: Userland) => `${u.metadata.namespace ?? ""}/${u.metadata.name ?? ""}`;
 const slot = (user: string, template: string) => `${template}\u0000${user}`;
 
@@ -104,4 +116,8 @@ export interface ClusterView {
   findUserland(user: string, templateName: string): Userland | undefined;
   getTemplate(name: string): Template | undefined;
   synced(): boolean;
+  /** A Userland by name (per-user hosts name it); absent: no per-user hosts are served. */
+  getUserland?(name: string): Userland | undefined;
+  /** Every Template's name (the hosts sign-out clears); absent: only PROXY_HOST_TEMPLATES' hosts. */
+  templateNames?(): string[];
 }

@@ -28,11 +28,13 @@ import { refuseUpgrade, sendPage, sendSignIn } from "./respond.ts";
 import { Router, type OwnEndpointRoute, type Route } from "./router.ts";
 import type { ClusterView } from "./routing.ts";
 import type { RequestSessions } from "./session.ts";
+import { serveSignedOut } from "./signedOut.ts";
 import { Starter } from "./starter.ts";
 
 export type ProxyServerConfig = Pick<
   ProxyConfig,
   | "loginUrl"
+  | "origins"
   | "hostTemplates"
   | "baseDomain"
   | "defaultTemplate"
@@ -77,7 +79,9 @@ export interface RunningProxy {
 /** How a Route is answered on one kind of connection. */
 interface Reply {
   page(page: Page): void;
-  signIn(client: ClientInfo): void;
+  signIn(client: ClientInfo, conflicting: boolean): void;
+  redirect(location: string): void;
+  signedOut(route: Extract<Route, { kind: "signedOut" }>): void;
   ownEndpoint(route: OwnEndpointRoute): Promise<void> | void;
   forward(route: Extract<Route, { kind: "forward" }>): void;
   /** Runs `fn` once the request or WebSocket is over. */
@@ -101,7 +105,11 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
       case "page":
         return reply.page(route.page);
       case "signIn":
-        return reply.signIn(route.client);
+        return reply.signIn(route.client, route.conflicting);
+      case "redirect":
+        return reply.redirect(route.location);
+      case "signedOut":
+        return reply.signedOut(route);
       case "ownEndpoint":
         return reply.ownEndpoint(route);
       case "forward": {
@@ -130,7 +138,13 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
     });
     const reply: Reply = {
       page: (page) => sendPage(req, res, page),
-      signIn: (client) => sendSignIn(req, res, config.loginUrl, client),
+      signIn: (client, conflicting) => sendSignIn(req, res, config.loginUrl, client, conflicting),
+      redirect: (location) => {
+        res.shouldKeepAlive = req.complete;
+        res.writeHead(302, { location, "cache-control": "no-store", "content-length": 0 });
+        res.end();
+      },
+      signedOut: (route) => serveSignedOut(config, cluster, req, res, route.client, route.query),
       ownEndpoint: (route) =>
         serveOwnEndpoint(
           { cluster, starter, allowedOrigins: config.allowedOrigins },
@@ -140,7 +154,7 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
           record,
         ),
       forward: (route) =>
-        forwarder.web(req, res, route.target, record, (kind, error) => {
+        forwarder.web(req, res, route.target, record, route.serviceWorkers, (kind, error) => {
           // Not req.destroyed: a request whose body was fully read is destroyed already.
           const socket = req.socket as Socket | null;
           if (res.destroyed || res.writableEnded || !socket || socket.destroyed) return;
@@ -180,6 +194,8 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
     const reply: Reply = {
       page: (page) => refuse(page.status, page.json),
       signIn: () => refuse(401, { error: "not signed in" }),
+      redirect: (location) => refuse(404, { error: "served at another address", location }),
+      signedOut: () => refuse(404, { error: "not found" }),
       ownEndpoint: () => refuse(404, { error: "not found" }),
       forward: (route) => {
         socket.once("close", () => end(record.status ?? 499));

@@ -5,6 +5,11 @@
  *
  * Verified tokens are remembered for a minute (bounded), because an ES256 verification costs more
  * than the rest of the proxy's work on a small request; expiry is still checked on every use.
+ *
+ * A browser may send several session cookies: the auth service's, and ones an environment's script
+ * set on the shared domain with another path (`userland_session=<its student's token>; path=/x`),
+ * which the browser sends first. So every cookie is checked, and valid sessions of different users
+ * are no session at all (the browser is told to drop its cookies); the first valid one never wins.
  */
 import type { IncomingMessage } from "node:http";
 import { LRUCache } from "lru-cache";
@@ -13,11 +18,17 @@ import { cookieValues, type ClientInfo } from "./headers.ts";
 
 const CACHE_TTL_MS = 60_000;
 const CACHE_MAX = 10_000;
-/** A browser sends at most a host-only and a domain cookie; more is hostile or broken. */
+/**
+ * A browser sends at most a host-only and a domain cookie; more is hostile or broken, and is no
+ * session (checking only the first few would let planted cookies push the student's own out).
+ */
 const MAX_COOKIES_TRIED = 3;
 
+/** A request's session, or why it has none: `conflicting` when its cookies name different users or are too many. */
+export type SessionLookup = { session: Session } | { session: undefined; conflicting: boolean };
+
 export interface RequestSessions {
-  fromRequest(req: IncomingMessage): Promise<Session | undefined>;
+  fromRequest(req: IncomingMessage): Promise<SessionLookup>;
 }
 
 export function requestSessions(verifier: SessionVerifier, cookieName = SESSION_COOKIE): RequestSessions {
@@ -34,13 +45,18 @@ export function requestSessions(verifier: SessionVerifier, cookieName = SESSION_
   };
   return {
     async fromRequest(req) {
-      const tokens = cookieValues(req.headers.cookie, cookieName).slice(0, MAX_COOKIES_TRIED);
+      const tokens = cookieValues(req.headers.cookie, cookieName);
+      if (tokens.length > MAX_COOKIES_TRIED) return { session: undefined, conflicting: true };
       const now = Date.now();
+      let found: Session | undefined;
       for (const token of tokens) {
         const session = await check(token, now);
-        if (session) return session;
+        if (!session) continue;
+        if (found && found.user !== session.user) return { session: undefined, conflicting: true };
+        // The latest expiry of the same user's sessions: which one is used does not matter otherwise.
+        if (!found || session.exp > found.exp) found = session;
       }
-      return undefined;
+      return found ? { session: found } : { session: undefined, conflicting: false };
     },
   };
 }

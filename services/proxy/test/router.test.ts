@@ -10,7 +10,7 @@ import { test, type TestContext } from "node:test";
 import type { Userland } from "../../../api/v1alpha1/index.ts";
 import { html, pageDocument } from "../../../lib/html.ts";
 import { createLogger } from "../../../lib/logger.ts";
-import type { Session } from "../../../lib/session.ts";
+import type { SessionLookup } from "../session.ts";
 import {
   UserManagerError,
   userManagerClient,
@@ -70,6 +70,7 @@ function router(
       trustedProxies: trustedProxies([]),
       allowedOrigins: [],
       startOnAccess: options.startOnAccess ?? false,
+      origins: "shared",
     },
     cluster: {
       namespace: "ns",
@@ -78,10 +79,12 @@ function router(
       synced: () => options.synced ?? true,
     },
     sessions: {
-      fromRequest: (req): Promise<Session | undefined> => {
+      fromRequest: (req): Promise<SessionLookup> => {
         const user = req.headers.user;
         return Promise.resolve(
-          typeof user === "string" ? { user, sid: "s", exp: Date.now() / 1000 + 60 } : undefined,
+          typeof user === "string"
+            ? { session: { user, sid: "s", exp: Date.now() / 1000 + 60 } }
+            : { session: undefined, conflicting: false },
         );
       },
     },
