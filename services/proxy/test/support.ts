@@ -137,6 +137,8 @@ export async function startUpstream(t: CleanupScope, name: string): Promise<Upst
       res.writeHead(200, {
         "content-type": "application/json",
         "set-cookie": ["app=1; Path=/", "userland_session=evil; Path=/"],
+        // What an environment sends to widen its service worker's scope to the whole origin.
+        ...(url.pathname === "/sw.js" ? { "service-worker-allowed": "/" } : {}),
       });
       res.end(body);
     };
