@@ -1,7 +1,7 @@
 /**
  * Pod start-up as the benchmarks measure it: `n` pods of one spec created at once in a namespace of
- * their own, each one's create → Ready (by its own readiness probe) time; then the namespace is
- * deleted and its pods waited out, so that the next measurement has the node to itself.
+ * their own, each one's create → Ready (by its own readiness probe) time; then (after `afterReady`)
+ * the namespace is deleted and its pods waited out, so that the next measurement has the node to itself.
  */
 import type { CoreV1Api, V1PodSpec } from "@kubernetes/client-node";
 
@@ -10,6 +10,8 @@ export async function timePodsReady(
   namespace: string,
   n: number,
   spec: V1PodSpec,
+  /** Runs once every pod is Ready, before the clean-up (e.g. to read usage counters). */
+  afterReady: () => void | Promise<void> = () => undefined,
 ): Promise<number[]> {
   await core.createNamespace({ body: { metadata: { name: namespace } } });
   const created = new Map<string, number>();
@@ -31,6 +33,7 @@ export async function timePodsReady(
     }
     await new Promise((r) => setTimeout(r, 100));
   }
+  await afterReady();
   await core.deleteNamespace({ name: namespace });
   while ((await core.listNamespacedPod({ namespace })).items.length > 0)
     await new Promise((r) => setTimeout(r, 500));

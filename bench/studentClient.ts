@@ -22,6 +22,16 @@ export interface Answer {
   firstByteAt: number;
 }
 
+/** What a browser went through to reach an environment (see StudentClient.openLikeBrowser). */
+export interface BrowserVisit {
+  /** The environment's own answer. */
+  answer: Answer;
+  /** The proxy's pages shown before it, in order: their status and when they arrived. */
+  pages: { status: number; at: number }[];
+  /** When the starting page's poll first said the environment is no longer starting, if it was shown. */
+  proxyReadyAt: number | undefined;
+}
+
 export class StudentClient {
   private cookies: Cookie[] = [];
   /** Requests that failed while waiting for the environment (and were asked again). */
@@ -136,6 +146,65 @@ export class StudentClient {
           `${url.href}: still ${answer?.body.slice(0, 120) ?? "no answer"} after ${timeoutMs} ms`,
         );
       await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+
+  /**
+   * Opens `url` as a browser does and does what the proxy's pages tell a browser to do until
+   * `isEnvironment` accepts an answer: the starting page's script polls /_userland/status every
+   * second (doubling to 10 s after a failed poll) and reloads once the state is no longer
+   * "starting"; the other pages reload by their meta refresh (missing: 5 s, unreachable: 10 s).
+   * So the time measured includes the waits a student's browser really has.
+   */
+  async openLikeBrowser(
+    url: URL,
+    isEnvironment: (answer: Answer) => boolean,
+    timeoutMs: number,
+    /** The page the browser is on already (e.g. where the sign-in landed), acted on first. */
+    landed?: Answer,
+  ): Promise<BrowserVisit> {
+    const deadline = performance.now() + timeoutMs;
+    const pages: BrowserVisit["pages"] = [];
+    let proxyReadyAt: number | undefined;
+    const wait = (ms: number) => {
+      if (performance.now() + ms > deadline)
+        throw new Error(`${url.href}: no environment after ${timeoutMs} ms (${JSON.stringify(pages)})`);
+      return new Promise((r) => setTimeout(r, ms));
+    };
+    for (let next = landed; ; next = undefined) {
+      const page =
+        next ??
+        (await this.send(url).catch((error: unknown) => {
+          this.networkErrors.push((error as Error).message);
+          return undefined;
+        }));
+      if (page && isEnvironment(page)) return { answer: page, pages, proxyReadyAt };
+      if (!page) {
+        await wait(1000);
+        continue;
+      }
+      pages.push({ status: page.status, at: page.firstByteAt });
+      if (page.body.includes('fetch("/_userland/status"')) {
+        // The starting page's script, step by step.
+        let delay = 1000;
+        for (;;) {
+          await wait(delay);
+          const status = await this.send(new URL("/_userland/status", url), { accept: "application/json" })
+            .then((a) => (JSON.parse(a.body) as { state?: string }).state)
+            .catch(() => undefined);
+          if (status === undefined) delay = Math.min(delay * 2, 10_000);
+          else if (status !== "starting") break;
+          else delay = 1000;
+        }
+        proxyReadyAt ??= performance.now();
+        continue;
+      }
+      const refresh = /<meta http-equiv="refresh" content="(\d+)"/.exec(page.body)?.[1];
+      if (refresh === undefined)
+        throw new Error(
+          `${url.href}: ${page.status} page with nothing to follow: ${page.body.slice(0, 200)}`,
+        );
+      await wait(Number(refresh) * 1000);
     }
   }
 

@@ -1,0 +1,66 @@
+/**
+ * API requests as the API server's audit log counts them (cluster/controlPlane.ts writes one JSON
+ * line per request, batched within a second): everything after a byte offset, by user.
+ */
+import { openSync, readSync, closeSync, statSync } from "node:fs";
+
+export interface RequestCount {
+  total: number;
+  writes: number;
+}
+
+interface AuditEvent {
+  auditID: string;
+  verb: string;
+  user: { username: string };
+  stageTimestamp: string;
+  objectRef?: { resource?: string; namespace?: string };
+}
+
+const WRITE_VERBS = new Set(["create", "update", "patch", "delete", "deletecollection"]);
+
+/** Where the audit log ends now: count from here with `requestsSince`. */
+export function auditOffset(file: string): number {
+  return statSync(file).size;
+}
+
+/**
+ * Requests logged after `offset` and finished by `until` (ms since the epoch), by user name.
+ * Left out: Lease renewals (a steady beat) and requests for objects in other namespaces than
+ * `namespace` (e.g. an earlier measurement's namespace being deleted).
+ */
+export function requestsSince(
+  file: string,
+  offset: number,
+  namespace: string,
+  until = Infinity,
+): Map<string, RequestCount> {
+  const size = statSync(file).size;
+  const buffer = Buffer.alloc(Math.max(0, size - offset));
+  const fd = openSync(file, "r");
+  try {
+    readSync(fd, buffer, 0, buffer.length, offset);
+  } finally {
+    closeSync(fd);
+  }
+  const counts = new Map<string, RequestCount>();
+  // A watch is logged when its response starts and again when it ends: one request, one auditID.
+  const seen = new Set<string>();
+  for (const line of buffer.toString("utf8").split("\n")) {
+    let e: AuditEvent;
+    try {
+      e = JSON.parse(line) as AuditEvent;
+    } catch {
+      continue; // an empty line, or the end of a batch still being written
+    }
+    if (e.objectRef?.resource === "leases" || seen.has(e.auditID)) continue;
+    if (e.objectRef?.namespace !== undefined && e.objectRef.namespace !== namespace) continue;
+    if (Date.parse(e.stageTimestamp) > until) continue;
+    seen.add(e.auditID);
+    const count = counts.get(e.user.username) ?? { total: 0, writes: 0 };
+    count.total++;
+    if (WRITE_VERBS.has(e.verb)) count.writes++;
+    counts.set(e.user.username, count);
+  }
+  return counts;
+}

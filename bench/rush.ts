@@ -1,0 +1,436 @@
+/**
+ * The class-start rush: `node bench/rush.ts [--students 100,300] [--variants auto,imported]
+ * [--window 10]` (`npm run bench:rush`; `--help`).
+ *
+ * Starts the local platform (dev/platform.ts: kwok control plane, every component a process of
+ * its own, the local OpenID provider, demo environments standing in for IDEs through the proxy's
+ * upstream override file). For each class size N:
+ *   - baseline: the demo Template's pod spec as N bare Pods created at once, create → Ready;
+ *   - per variant, N students start their sign-in spread evenly over the window (10 s), through
+ *     the real flow (proxy → auth → the provider's form → auth's callback → proxy), then do what
+ *     the proxy's pages tell a browser to do until their own environment's first byte:
+ *       auto: nobody has a Userland yet; the auth service provisions one at first login;
+ *       imported: a teacher imported the roster beforehand and every environment is Ready.
+ * Printed: sign-in → first proxied byte p50/p95/max, where the time goes (each step's time since
+ * the student's sign-in started, from watch events), each process's CPU seconds and peak RSS, the
+ * API server's requests by identity (its audit log) and the operator's queue wait.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import type { V1PodSpec } from "@kubernetes/client-node";
+import { userlandNameFor } from "../api/naming.ts";
+import { templatesPath, userlandsPath, type Template } from "../api/v1alpha1/index.ts";
+import { repoRoot } from "../cluster/controlPlane.ts";
+import { DEMO_TEMPLATE, NAMESPACE, startPlatform, type Platform } from "../dev/platform.ts";
+import { k8s } from "../lib/kube.ts";
+import { auditOffset, requestsSince, type RequestCount } from "./audit.ts";
+import { timePodsReady } from "./pods.ts";
+import { childProcesses, sampleUsage, type Proc, type Usage } from "./processUsage.ts";
+import { STEPS, Timeline } from "./rushTimeline.ts";
+import { percentile } from "./stats.ts";
+import { StudentClient } from "./studentClient.ts";
+
+const VARIANTS = ["auto", "imported"] as const;
+type Variant = (typeof VARIANTS)[number];
+
+const usage = `usage: node bench/rush.ts [--students 100,300] [--variants auto,imported] [--window 10] [--timeout 600]
+  --students  class sizes, comma-separated (default 100,300)
+  --variants  auto (provisioned at first login), imported (roster imported and Ready beforehand)
+  --window    seconds over which the students start signing in (default 10)
+  --timeout   seconds one rush may take before it counts as failed (default 600)`;
+
+const { values } = parseArgs({
+  options: {
+    students: { type: "string", default: "100,300" },
+    variants: { type: "string", default: VARIANTS.join(",") },
+    window: { type: "string", default: "10" },
+    timeout: { type: "string", default: "600" },
+    help: { type: "boolean", short: "h" },
+  },
+});
+if (values.help) {
+  console.log(usage);
+  process.exit(0);
+}
+const sizes = values.students.split(",").map(Number);
+const variants = values.variants.split(",");
+const windowMs = Number(values.window) * 1000;
+const timeoutMs = Number(values.timeout) * 1000;
+if (
+  sizes.some((n) => !Number.isInteger(n) || n < 1 || n > 1000) ||
+  variants.some((v) => !(VARIANTS as readonly string[]).includes(v)) ||
+  !(windowMs >= 0) ||
+  !(timeoutMs > 0)
+) {
+  console.error(usage);
+  process.exit(2);
+}
+
+const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+const mib = (bytes: number) => `${Math.round(bytes / 2 ** 20)}`;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const log = (line: string) => console.error(`[rush] ${line}`);
+
+interface Student {
+  user: string;
+  started: number;
+  signedIn: number;
+  proxyReady: number | undefined;
+  firstByte: number;
+  /** The proxy's pages the student saw before the environment, by status. */
+  pages: number[];
+}
+
+interface Measured {
+  label: string;
+  n: number;
+  /** Sign-in → first byte (rush) or create → Ready (baseline), ascending, ms. */
+  times: number[];
+  /** Each step's time since the student's start, ascending, ms. */
+  steps: Map<string, number[]>;
+  usage: Usage[];
+  requests: Map<string, RequestCount>;
+  wallMs: number;
+  notes: string[];
+}
+
+const dir = join(repoRoot, ".userland", "bench-rush");
+const platform = await startPlatform({ dir, log: (line) => log(`platform: ${line}`) });
+const kc = new k8s.KubeConfig();
+kc.loadFromFile(platform.controlPlane.kubeconfig);
+const core = kc.makeApiClient(k8s.CoreV1Api);
+const timeline = new Timeline(kc, platform.rest, NAMESPACE, join(dir, "upstreams.json"));
+const proxyUrl = new URL(platform.url);
+const portFor = (url: URL) => (url.hostname === "127.0.0.1" ? Number(url.port) : undefined);
+
+async function cleanup(): Promise<void> {
+  await timeline.stop().catch(() => undefined);
+  await platform.stop();
+}
+process.on("SIGINT", () => void cleanup().then(() => process.exit(130)));
+
+/** Identity names for the API server's audit log: the platform's ServiceAccounts by component. */
+function identityName(username: string, platform: Platform): string {
+  for (const [component, account] of Object.entries(platform.serviceAccounts))
+    if (username === `system:serviceaccount:${NAMESPACE}:${account}`) return component;
+  if (username.startsWith("system:serviceaccount:kube-system:"))
+    return `kube-controller-manager (${username.slice("system:serviceaccount:kube-system:".length)})`;
+  return username;
+}
+
+/** Everything measured around `step`: CPU and peak RSS per process, API requests by identity. */
+async function measure<T>(
+  procs: readonly Proc[],
+  namespace: string,
+  step: (done: () => void) => Promise<T>,
+): Promise<{ result: T; usage: Usage[]; requests: Map<string, RequestCount>; wallMs: number }> {
+  const offset = auditOffset(platform.controlPlane.auditLog);
+  const sampler = sampleUsage([...procs, { name: "bench (students, provider, demos)", pid: process.pid }]);
+  const started = performance.now();
+  let usage: Usage[] | undefined;
+  let wallMs = 0;
+  let until = Infinity;
+  const done = () => {
+    wallMs = performance.now() - started;
+    until = Math.min(until, Date.now());
+    usage ??= sampler.stop();
+  };
+  const result = await step(done).finally(done);
+  await sleep(2000); // the audit log is written in batches of up to a second
+  const requests = new Map<string, RequestCount>();
+  for (const [user, count] of requestsSince(platform.controlPlane.auditLog, offset, namespace, until)) {
+    const name = identityName(user, platform);
+    const sum = requests.get(name) ?? { total: 0, writes: 0 };
+    requests.set(name, { total: sum.total + count.total, writes: sum.writes + count.writes });
+  }
+  return { result, usage: usage ?? [], requests, wallMs };
+}
+
+/** The operator's work-queue and reconcile histograms (sum and count), from its /metrics. */
+async function operatorQueue(): Promise<Record<string, number>> {
+  const line = readFileSync(join(platform.logsDir, "operator.log"), "utf8")
+    .split("\n")
+    .find((l) => l.includes('"operator started"'));
+  const http = line ? (JSON.parse(line) as { http?: string }).http : undefined;
+  if (!http) return {};
+  const text = await (await fetch(`${http}/metrics`)).text();
+  const out: Record<string, number> = {};
+  const histograms =
+    /^(userland_operator_(?:workqueue_queue_duration_seconds|reconcile_duration_seconds)_(?:sum|count))(?:\{([^}]*)\})? (\S+)$/gm;
+  for (const m of text.matchAll(histograms)) {
+    // Template reconciles are kept apart: the line below reports Userland ones.
+    const key = `${m[1]}${m[2]?.includes('kind="Template"') ? ":Template" : ""}`;
+    out[key] = (out[key] ?? 0) + Number(m[3]);
+  }
+  return out;
+}
+
+function describeQueue(before: Record<string, number>, after: Record<string, number>): string {
+  const d = (k: string) => (after[k] ?? 0) - (before[k] ?? 0);
+  const q = "userland_operator_workqueue_queue_duration_seconds";
+  const r = "userland_operator_reconcile_duration_seconds";
+  const mean = (k: string) => (d(`${k}_count`) > 0 ? (d(`${k}_sum`) / d(`${k}_count`)) * 1000 : NaN);
+  return (
+    `operator: ${d(`${q}_count`)} keys taken from the queue, mean wait ${mean(q).toFixed(0)} ms; ` +
+    `${d(`${r}_count`)} Userland reconciles, mean ${mean(r).toFixed(0)} ms`
+  );
+}
+
+/**
+ * Durations (ms, ascending) the components logged for their requests since `since` (ms since the
+ * epoch): the user-manager's and the proxy's request lines carry `ms`.
+ */
+function loggedTimes(component: string, since: number, match: (line: LogLine) => boolean): number[] {
+  const times: number[] = [];
+  for (const text of readFileSync(join(platform.logsDir, `${component}.log`), "utf8").split("\n")) {
+    if (!text.startsWith("{")) continue;
+    const line = JSON.parse(text) as LogLine;
+    if (Date.parse(line.time) >= since && typeof line.ms === "number" && match(line)) times.push(line.ms);
+  }
+  return times.sort((a, b) => a - b);
+}
+
+interface LogLine {
+  time: string;
+  ms?: number;
+  method?: string;
+  route?: string;
+  path?: string;
+  status?: number;
+  outcome?: string;
+}
+
+function describeTimes(what: string, times: number[]): string {
+  if (times.length === 0) return `${what}: none`;
+  return `${what}: ${times.length}, p50 ${percentile(times, 50).toFixed(0)} ms, p95 ${percentile(times, 95).toFixed(0)} ms, max ${(times.at(-1) ?? NaN).toFixed(0)} ms`;
+}
+
+async function deleteAll(names: readonly string[]): Promise<void> {
+  for (let i = 0; i < names.length; i += 20)
+    await Promise.all(
+      names
+        .slice(i, i + 20)
+        .map((name) => platform.rest.delete(userlandsPath(NAMESPACE, name)).catch(() => undefined)),
+    );
+  const deadline = performance.now() + 10 * 60_000;
+  for (;;) {
+    const left = timeline.remaining();
+    if (left.userlands === 0 && left.pods === 0) return;
+    if (performance.now() > deadline) throw new Error(`clean-up: still ${JSON.stringify(left)}`);
+    await sleep(500);
+  }
+}
+
+/** A teacher imports the class roster (the user-manager's roster API) and waits until every one is Ready. */
+async function importRoster(users: readonly string[]): Promise<number> {
+  const started = performance.now();
+  const token = await platform.token(platform.teacher);
+  const response = await fetch(`${platform.userManagerUrl}/api/v1/rosters/import`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: JSON.stringify({ templateName: DEMO_TEMPLATE, users }),
+  });
+  if (!response.ok) throw new Error(`roster import: ${response.status} ${await response.text()}`);
+  const names = users.map(userlandNameFor);
+  while (timeline.readyAndPublished(names) < names.length) {
+    if (performance.now() - started > timeoutMs) throw new Error("roster import: not all Ready in time");
+    await sleep(250);
+  }
+  return performance.now() - started;
+}
+
+async function rush(variant: Variant, n: number, procs: readonly Proc[]): Promise<Measured> {
+  const users = Array.from({ length: n }, (_, i) => `${variant}-${n}-${i}`);
+  const notes: string[] = [];
+  if (variant === "imported") {
+    log(`N=${n} ${variant}: importing the roster`);
+    notes.push(`roster import → all ${n} Ready and published: ${s(await importRoster(users))}`);
+    // The proxy re-reads the override file once a second: the environments are there before class.
+    await sleep(3000);
+  }
+  log(`N=${n} ${variant}: students signing in over ${windowMs / 1000} s`);
+  const queueBefore = await operatorQueue();
+  const since = Date.now();
+  const networkErrors: string[] = [];
+  const { result, usage, requests, wallMs } = await measure(procs, NAMESPACE, async (done) => {
+    const students = await Promise.all(
+      users.map(async (user, i): Promise<Student> => {
+        await sleep((i * windowMs) / n);
+        const client = new StudentClient(portFor);
+        const started = performance.now();
+        const landed = await client.signIn(proxyUrl, user);
+        const signedIn = performance.now();
+        const owner = `<span id="owner">${user}</span>`;
+        const visit = await client.openLikeBrowser(
+          proxyUrl,
+          (a) => a.status === 200 && a.body.includes(owner),
+          timeoutMs,
+          landed,
+        );
+        networkErrors.push(...client.networkErrors);
+        return {
+          user,
+          started,
+          signedIn,
+          proxyReady: visit.proxyReadyAt,
+          firstByte: visit.answer.firstByteAt,
+          pages: visit.pages.map((p) => p.status),
+        };
+      }),
+    );
+    done();
+    return students;
+  });
+  notes.push(describeQueue(queueBefore, await operatorQueue()));
+  notes.push(
+    describeTimes(
+      "user-manager POST /api/v1/userlands (auto-provisioning)",
+      loggedTimes("user-manager", since, (l) => l.method === "POST" && l.route === "/api/v1/userlands"),
+    ),
+    describeTimes(
+      "proxy: requests forwarded to an environment",
+      loggedTimes("proxy", since, (l) => l.outcome === "proxied"),
+    ),
+    describeTimes(
+      "proxy: its own pages and /_userland/status",
+      loggedTimes("proxy", since, (l) => l.outcome !== "proxied"),
+    ),
+  );
+  const pages = new Map<number, number>();
+  for (const student of result)
+    for (const status of student.pages) pages.set(status, (pages.get(status) ?? 0) + 1);
+  notes.push(
+    `proxy pages shown before the environment: ${[...pages].map(([status, count]) => `${count}× ${status}`).join(", ") || "none"}`,
+  );
+  if (networkErrors.length > 0) notes.push(`failed requests, asked again: ${networkErrors.length}`);
+
+  const steps = new Map<string, number[]>([["signed in", []]]);
+  for (const step of STEPS) steps.set(step, []);
+  steps.set("proxy says ready", []);
+  for (const student of result) {
+    const since = (at: number | undefined) => (at === undefined ? undefined : at - student.started);
+    const add = (key: string, ms: number | undefined) => {
+      if (ms !== undefined) steps.get(key)?.push(ms);
+    };
+    add("signed in", since(student.signedIn));
+    const at = timeline.stepsOf(userlandNameFor(student.user));
+    for (const step of STEPS) add(step, since(at[step]));
+    add("proxy says ready", since(student.proxyReady));
+  }
+  for (const list of steps.values()) list.sort((a, b) => a - b);
+  const times = result.map((st) => st.firstByte - st.started).sort((a, b) => a - b);
+  log(`N=${n} ${variant}: p50 ${s(percentile(times, 50))}, max ${s(times.at(-1) ?? NaN)}; cleaning up`);
+  await deleteAll(users.map(userlandNameFor));
+  return { label: variant, n, times, steps, usage, requests, wallMs, notes };
+}
+
+async function baseline(n: number, procs: readonly Proc[], spec: V1PodSpec): Promise<Measured> {
+  log(`N=${n} baseline: ${n} bare Pods`);
+  const namespace = `rush-direct-${n}`;
+  const { result, usage, requests, wallMs } = await measure(procs, namespace, (done) =>
+    timePodsReady(core, namespace, n, spec, done),
+  );
+  return {
+    label: "pods created directly",
+    n,
+    times: result,
+    steps: new Map(),
+    usage,
+    requests,
+    wallMs,
+    notes: [],
+  };
+}
+
+function print(rows: Measured[]): void {
+  const row = (...cells: (string | number)[]) => console.log(`| ${cells.join(" | ")} |`);
+  console.log(
+    `\nClass-start rush on the local platform (kwok control plane, components as processes, 2 cores)\n`,
+  );
+  console.log(`students start signing in evenly over ${windowMs / 1000} s\n`);
+  row("N", "what", "p50", "p95", "max", "wall", "API requests (writes)");
+  row("---:", "---", "---:", "---:", "---:", "---:", "---:");
+  for (const m of rows) {
+    let total = 0;
+    let writes = 0;
+    for (const c of m.requests.values()) {
+      total += c.total;
+      writes += c.writes;
+    }
+    row(
+      m.n,
+      m.label,
+      s(percentile(m.times, 50)),
+      s(percentile(m.times, 95)),
+      s(m.times.at(-1) ?? NaN),
+      s(m.wallMs),
+      `${total} (${writes})`,
+    );
+  }
+  for (const m of rows) {
+    console.log(`\n### N=${m.n}, ${m.label}\n`);
+    if (m.steps.size > 0) {
+      console.log("Each step, time since the student's sign-in started:\n");
+      row("step", "p50", "p95", "max", "count");
+      row("---", "---:", "---:", "---:", "---:");
+      for (const [step, list] of m.steps)
+        row(step, s(percentile(list, 50)), s(percentile(list, 95)), s(list.at(-1) ?? NaN), list.length);
+      row(
+        "first proxied byte",
+        s(percentile(m.times, 50)),
+        s(percentile(m.times, 95)),
+        s(m.times.at(-1) ?? NaN),
+        m.times.length,
+      );
+      console.log();
+    }
+    row("process", "CPU s", "peak RSS MiB");
+    row("---", "---:", "---:");
+    for (const u of m.usage) row(u.name, u.cpuSeconds.toFixed(1), mib(u.peakRssBytes));
+    console.log();
+    row("API identity", "requests", "writes");
+    row("---", "---:", "---:");
+    for (const [name, c] of [...m.requests].sort((a, b) => b[1].total - a[1].total))
+      row(name, c.total, c.writes);
+    for (const note of m.notes) console.log(`\n${note}`);
+  }
+  console.log(
+    "\nsign-in → first proxied byte: from the student's first request (the proxy, which sends it to the" +
+      " auth service and on to the provider's form) to the first byte of their own environment's page" +
+      " through the proxy, doing what the proxy's pages make a browser do (starting page: poll every" +
+      " second; other pages: meta refresh). Baseline: bare Pods, create → Ready, no platform." +
+      " API requests: the audit log, Lease renewals left out.",
+  );
+}
+
+try {
+  await timeline.start();
+  // The proxy answers once it listens (it redirects to the sign-in).
+  for (const deadline = performance.now() + 60_000; ;) {
+    const up = await fetch(proxyUrl, { redirect: "manual" }).then(
+      () => true,
+      () => false,
+    );
+    if (up) break;
+    if (performance.now() > deadline) throw new Error("the proxy does not answer");
+    await sleep(200);
+  }
+  const procs = childProcesses();
+  log(`measuring ${procs.map((p) => `${p.name} (${p.pid})`).join(", ")}`);
+  const template = await platform.rest.get<Template>(templatesPath(NAMESPACE, DEMO_TEMPLATE));
+  const spec = template.spec.template.spec;
+  if (!spec) throw new Error("the demo Template has no pod spec");
+  const rows: Measured[] = [];
+  for (const n of sizes) {
+    rows.push(await baseline(n, procs, spec));
+    for (const variant of variants as Variant[]) rows.push(await rush(variant, n, procs));
+  }
+  print(rows);
+} catch (error) {
+  console.error("bench/rush.ts failed:", error);
+  process.exitCode = 1;
+} finally {
+  await cleanup();
+}
+process.exit(process.exitCode ?? 0);
