@@ -5,7 +5,8 @@
  * Starts the local platform (dev/platform.ts: kwok control plane, every component a process of
  * its own, the local OpenID provider, demo environments standing in for IDEs through the proxy's
  * upstream override file). For each class size N:
- *   - baseline: the demo Template's pod spec as N bare Pods created at once, create → Ready;
+ *   - baselines: the demo Template's pod spec as N bare Pods created at once, create → Ready; and
+ *     the Deployments and Services the operator would write, created at once, create → available;
  *   - per variant, N students start their sign-in spread evenly over the window (10 s), through
  *     the real flow (proxy → auth → the provider's form → auth's callback → proxy), then do what
  *     the proxy's pages tell a browser to do until their own environment's first byte:
@@ -25,7 +26,7 @@ import { repoRoot } from "../cluster/controlPlane.ts";
 import { DEMO_TEMPLATE, NAMESPACE, startPlatform, type Platform } from "../dev/platform.ts";
 import { k8s } from "../lib/kube.ts";
 import { auditOffset, requestsSince, type RequestCount } from "./audit.ts";
-import { timePodsReady } from "./pods.ts";
+import { timeDeploymentsReady, timePodsReady } from "./pods.ts";
 import { childProcesses, sampleUsage, type Proc, type Usage } from "./processUsage.ts";
 import { STEPS, Timeline } from "./rushTimeline.ts";
 import { percentile } from "./stats.ts";
@@ -327,12 +328,30 @@ async function rush(variant: Variant, n: number, procs: readonly Proc[]): Promis
 
 async function baseline(n: number, procs: readonly Proc[], spec: V1PodSpec): Promise<Measured> {
   log(`N=${n} baseline: ${n} bare Pods`);
-  const namespace = `rush-direct-${n}`;
+  const namespace = `rush-pods-${n}`;
   const { result, usage, requests, wallMs } = await measure(procs, namespace, (done) =>
     timePodsReady(core, namespace, n, spec, done),
   );
   return {
-    label: "pods created directly",
+    label: "bare Pods created directly",
+    n,
+    times: result,
+    steps: new Map(),
+    usage,
+    requests,
+    wallMs,
+    notes: [],
+  };
+}
+
+async function deploymentBaseline(n: number, procs: readonly Proc[], template: Template): Promise<Measured> {
+  log(`N=${n} baseline: ${n} Deployments and Services`);
+  const namespace = `rush-deployments-${n}`;
+  const { result, usage, requests, wallMs } = await measure(procs, namespace, (done) =>
+    timeDeploymentsReady(platform.rest, namespace, n, template, done),
+  );
+  return {
+    label: "Deployments + Services created directly",
     n,
     times: result,
     steps: new Map(),
@@ -399,7 +418,8 @@ function print(rows: Measured[]): void {
     "\nsign-in → first proxied byte: from the student's first request (the proxy, which sends it to the" +
       " auth service and on to the provider's form) to the first byte of their own environment's page" +
       " through the proxy, doing what the proxy's pages make a browser do (starting page: poll every" +
-      " second; other pages: meta refresh). Baseline: bare Pods, create → Ready, no platform." +
+      " second; other pages: meta refresh). Baselines, no platform: bare Pods, create → Ready;" +
+      " the operator's Deployments and Services written by a client, create → available." +
       " API requests: the audit log, Lease renewals left out.",
   );
 }
@@ -424,6 +444,7 @@ try {
   const rows: Measured[] = [];
   for (const n of sizes) {
     rows.push(await baseline(n, procs, spec));
+    rows.push(await deploymentBaseline(n, procs, template));
     for (const variant of variants as Variant[]) rows.push(await rush(variant, n, procs));
   }
   print(rows);
