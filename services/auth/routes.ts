@@ -115,6 +115,10 @@ export const loginRoutes: FastifyPluginCallbackTypebox<{ ctx: AuthContext }> = (
         if (signedOut) back.searchParams.set("fresh", "1");
         return reply.redirect(clearingChain(config.clearSiteUrl, back), 303);
       }
+      // The chain cleared the mark with every other cookie: set it again until a login succeeds,
+      // or a sign-in abandoned at the provider would let the next one reuse the provider's session.
+      if (signedOut && config.clearSiteUrl)
+        reply.setCookie(SIGNED_OUT_COOKIE, "1", sessionCookieOptions(config, config.sessionTtlSeconds));
       return start(reply, provider, returnTo, signedOut);
     },
   );
