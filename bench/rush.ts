@@ -17,6 +17,7 @@
  * API server's requests by identity (its audit log) and the operator's queue wait.
  */
 import { readFileSync } from "node:fs";
+import { availableParallelism, loadavg } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import type { V1PodSpec } from "@kubernetes/client-node";
@@ -125,7 +126,15 @@ async function measure<T>(
   procs: readonly Proc[],
   namespace: string,
   step: (done: () => void) => Promise<T>,
-): Promise<{ result: T; usage: Usage[]; requests: Map<string, RequestCount>; wallMs: number }> {
+): Promise<{
+  result: T;
+  usage: Usage[];
+  requests: Map<string, RequestCount>;
+  wallMs: number;
+  load: string;
+}> {
+  // The machine's load beside the numbers: other work on a 2-core machine changes them a lot.
+  const loadBefore = loadavg()[0] ?? NaN;
   const offset = auditOffset(platform.controlPlane.auditLog);
   const sampler = sampleUsage([...procs, { name: "bench (students, provider, demos)", pid: process.pid }]);
   const started = performance.now();
@@ -145,7 +154,8 @@ async function measure<T>(
     const sum = requests.get(name) ?? { total: 0, writes: 0 };
     requests.set(name, { total: sum.total + count.total, writes: sum.writes + count.writes });
   }
-  return { result, usage: usage ?? [], requests, wallMs };
+  const load = `load average (1 min) ${loadBefore.toFixed(1)} before, ${(loadavg()[0] ?? NaN).toFixed(1)} after, on ${availableParallelism()} CPUs`;
+  return { result, usage: usage ?? [], requests, wallMs, load };
 }
 
 /** The operator's work-queue and reconcile histograms (sum and count), from its /metrics. */
@@ -254,7 +264,7 @@ async function rush(variant: Variant, n: number, procs: readonly Proc[]): Promis
   const queueBefore = await operatorQueue();
   const since = Date.now();
   const networkErrors: string[] = [];
-  const { result, usage, requests, wallMs } = await measure(procs, NAMESPACE, async (done) => {
+  const { result, usage, requests, wallMs, load } = await measure(procs, NAMESPACE, async (done) => {
     const students = await Promise.all(
       users.map(async (user, i): Promise<Student> => {
         await sleep((i * windowMs) / n);
@@ -283,7 +293,7 @@ async function rush(variant: Variant, n: number, procs: readonly Proc[]): Promis
     done();
     return students;
   });
-  notes.push(describeQueue(queueBefore, await operatorQueue()));
+  notes.push(load, describeQueue(queueBefore, await operatorQueue()));
   notes.push(
     describeTimes(
       "user-manager POST /api/v1/userlands (auto-provisioning)",
@@ -329,7 +339,7 @@ async function rush(variant: Variant, n: number, procs: readonly Proc[]): Promis
 async function baseline(n: number, procs: readonly Proc[], spec: V1PodSpec): Promise<Measured> {
   log(`N=${n} baseline: ${n} bare Pods`);
   const namespace = `rush-pods-${n}`;
-  const { result, usage, requests, wallMs } = await measure(procs, namespace, (done) =>
+  const { result, usage, requests, wallMs, load } = await measure(procs, namespace, (done) =>
     timePodsReady(core, namespace, n, spec, done),
   );
   return {
@@ -340,14 +350,14 @@ async function baseline(n: number, procs: readonly Proc[], spec: V1PodSpec): Pro
     usage,
     requests,
     wallMs,
-    notes: [],
+    notes: [load],
   };
 }
 
 async function deploymentBaseline(n: number, procs: readonly Proc[], template: Template): Promise<Measured> {
   log(`N=${n} baseline: ${n} Deployments and Services`);
   const namespace = `rush-deployments-${n}`;
-  const { result, usage, requests, wallMs } = await measure(procs, namespace, (done) =>
+  const { result, usage, requests, wallMs, load } = await measure(procs, namespace, (done) =>
     timeDeploymentsReady(platform.rest, namespace, n, template, done),
   );
   return {
@@ -358,7 +368,7 @@ async function deploymentBaseline(n: number, procs: readonly Proc[], template: T
     usage,
     requests,
     wallMs,
-    notes: [],
+    notes: [load],
   };
 }
 
