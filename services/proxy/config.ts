@@ -148,7 +148,7 @@ export const settings = {
     description:
       "shared: every student's environment of a Template at <template>.<domain> (service workers refused unless the Template opts in); perUser: each environment at <userland>--<template>.<PROXY_BASE_DOMAIN> (needs wildcard DNS and a *.<domain> certificate), <template>.<domain> sends students there",
     parse: originMode,
-    default: "shared" as OriginMode,
+    default: "shared",
   },
   defaultTemplate: {
     env: "PROXY_DEFAULT_TEMPLATE",
