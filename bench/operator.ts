@@ -5,6 +5,8 @@
  * until every Userland is Ready, API requests per Userland (counted by the API server's audit log),
  * and the operator's peak memory. Baseline: the same N Deployments and Services created directly
  * by a client, without the operator (what the cluster itself needs).
+ * OPERATOR_NODE_OPTIONS is passed to the operator as NODE_OPTIONS, for profiling it, e.g.
+ * "--cpu-prof --cpu-prof-dir=/tmp/prof" (profiles are written when it exits).
  */
 import { randomBytes } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
@@ -162,13 +164,46 @@ async function baseline(n: number): Promise<{ exist: number; ready: number }> {
   return { exist, ready };
 }
 
+/** The operator's memory by part (MiB), from its process metrics: where RSS goes beyond the live heap. */
+const MEMORY_PARTS = {
+  rss: "process_resident_memory_bytes",
+  heapTotal: "nodejs_heap_size_total_bytes",
+  heapUsed: "nodejs_heap_size_used_bytes",
+  external: "nodejs_external_memory_bytes",
+} as const;
+type MemoryParts = Record<keyof typeof MEMORY_PARTS, number>;
+
+function memoryParts(metrics: string): MemoryParts {
+  const mib = (name: string) =>
+    Number(new RegExp(`^userland_operator_${name} (\\S+)$`, "m").exec(metrics)?.[1] ?? 0) / 2 ** 20;
+  return Object.fromEntries(
+    Object.entries(MEMORY_PARTS).map(([part, name]) => [part, mib(name)]),
+  ) as MemoryParts;
+}
+
 async function withOperator(n: number): Promise<Omit<Row, "n" | "baselineExist" | "baselineReady">> {
   const ns = await newNamespace("bench-operator");
   const { path, username } = await operatorKubeconfig(ns, cluster);
   const operator = await spawnOperator(path, username, ns, {
-    env: { LOG_LEVEL: "warn", OPERATOR_FREEZE_CACHE: "false" },
+    env: {
+      LOG_LEVEL: "warn",
+      OPERATOR_FREEZE_CACHE: "false",
+      ...(process.env.OPERATOR_NODE_OPTIONS ? { NODE_OPTIONS: process.env.OPERATOR_NODE_OPTIONS } : {}),
+    },
   });
   let peakKiB = 0;
+  // Each part's highest value seen, sampled from /metrics (the parts need not peak together).
+  const peakParts: MemoryParts = { rss: 0, heapTotal: 0, heapUsed: 0, external: 0 };
+  const partsSampler = setInterval(() => {
+    operator.metrics().then(
+      (text) => {
+        const parts = memoryParts(text);
+        for (const part of Object.keys(peakParts) as (keyof MemoryParts)[])
+          peakParts[part] = Math.max(peakParts[part], parts[part]);
+      },
+      () => undefined,
+    );
+  }, 2000);
   const sampler = setInterval(() => {
     try {
       const status = readFileSync(`/proc/${operator.child.pid}/status`, "utf8");
@@ -212,10 +247,13 @@ async function withOperator(n: number): Promise<Omit<Row, "n" | "baselineExist" 
       started,
     );
     await new Promise((r) => setTimeout(r, 2000)); // audit batches
+    const parts = Object.entries(peakParts).map(([part, mib]) => `${part} ${mib.toFixed(0)}`);
+    console.error(`N=${n}: operator memory, highest of each part (MiB): ${parts.join(", ")}`);
     const audit = auditCount(username, since);
     return { exist, ready, requests: audit.total / n, writes: audit.writes / n, peakMiB: peakKiB / 1024 };
   } finally {
     clearInterval(sampler);
+    clearInterval(partsSampler);
     await operator.stop("SIGTERM");
     await deleteNamespace(ns);
   }

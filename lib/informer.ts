@@ -9,19 +9,63 @@
  * Template" is a lookup in the cache rather than a map every caller keeps beside it; and like
  * client-go's informer it hands update handlers the object it replaces.
  *
+ * Like client-go's SetTransform it can strip what no reader needs from every object before it is
+ * cached (managedFields, which are often half of an object): a cache of thousands of objects is
+ * most of a controller's memory.
+ *
  * Objects handed out are the cache's own: callers must not mutate them (clone first).
  */
 import { k8s } from "./kube.ts";
 import type { KubeRest } from "./kubeRest.ts";
 import type { Logger } from "./logger.ts";
 
-interface InformerOptions {
+interface InformerOptions<T> {
   /** Collection path, e.g. /apis/apps/v1/namespaces/ns/deployments. */
   path: string;
   labelSelector?: string;
   log: Logger;
   /** Deep-freeze cached objects so that an accidental mutation throws (tests). */
   freeze?: boolean;
+  /**
+   * Applied to every listed and watched object before it is cached or handed to a handler. It gets
+   * the freshly parsed object, which nothing else holds, and may change it in place.
+   */
+  transform?: (obj: T) => T;
+}
+
+/**
+ * A transform that drops metadata.managedFields. Safe for objects that are later sent back whole
+ * (a PUT built from a cached copy): a request without managedFields leaves the stored ones as they
+ * are.
+ */
+export function withoutManagedFields<T extends k8s.KubernetesObject>(obj: T): T {
+  if (obj.metadata) delete obj.metadata.managedFields;
+  return obj;
+}
+
+/** client-node's Watch with a transform applied to each object it delivers. */
+class TransformingWatch<T> extends k8s.Watch {
+  private readonly transform: (obj: T) => T;
+  constructor(kc: k8s.KubeConfig, transform: (obj: T) => T) {
+    super(kc);
+    this.transform = transform;
+  }
+
+  override watch(
+    path: string,
+    queryParams: Record<string, string | number | boolean | undefined>,
+    callback: (phase: string, apiObj: unknown, watchObj?: unknown) => void,
+    done: (err: unknown) => void,
+  ): Promise<AbortController> {
+    return super.watch(
+      path,
+      queryParams,
+      // ERROR events carry a Status, BOOKMARK events a stub: only objects are transformed.
+      (phase, obj, watchObj) =>
+        callback(phase, phase === "ERROR" || phase === "BOOKMARK" ? obj : this.transform(obj as T), watchObj),
+      done,
+    );
+  }
 }
 
 /** The values an object is filed under in one index (client-go's IndexFunc); none leaves it out. */
@@ -73,7 +117,7 @@ class Index<T> {
 
 export class Informer<T extends k8s.KubernetesObject> {
   private readonly listWatch: k8s.ListWatch<T>;
-  private readonly opts: InformerOptions;
+  private readonly opts: InformerOptions<T>;
   /** The cached objects by key, kept beside ListWatch's cache to hand update handlers the old object. */
   private readonly objects = new Map<string, T>();
   private readonly indexes = new Map<string, Index<T>>();
@@ -91,15 +135,18 @@ export class Informer<T extends k8s.KubernetesObject> {
   /** Counts re-lists and re-watches after failures. */
   restarts = 0;
 
-  constructor(kc: k8s.KubeConfig, rest: KubeRest, opts: InformerOptions) {
+  constructor(kc: k8s.KubeConfig, rest: KubeRest, opts: InformerOptions<T>) {
     this.opts = opts;
+    const transform = opts.transform;
     const list = async (): Promise<k8s.KubernetesListObject<T>> => {
       const result = await rest.list<T>(opts.path, { query: { labelSelector: opts.labelSelector } });
+      if (transform) result.items = result.items.map(transform);
       // ListWatch fills its cache right after this promise settles, within the same macrotask.
       setImmediate(() => this.markSynced());
       return result;
     };
-    this.listWatch = new k8s.ListWatch<T>(opts.path, new k8s.Watch(kc), list, false, opts.labelSelector);
+    const watch = transform ? new TransformingWatch(kc, transform) : new k8s.Watch(kc);
+    this.listWatch = new k8s.ListWatch<T>(opts.path, watch, list, false, opts.labelSelector);
     this.syncedPromise = new Promise((resolve) => (this.syncedResolve = resolve));
     // The indexes are current before any handler runs, so a handler may look up the object it got.
     this.listWatch.on("add", (obj) => {

@@ -6,7 +6,7 @@
 import type { V1Deployment, V1PersistentVolumeClaim, V1Service } from "@kubernetes/client-node";
 import { ANNOTATIONS, LABELS, MANAGED_BY } from "../api/naming.ts";
 import type { Template, Userland } from "../api/v1alpha1/index.ts";
-import { Informer, namespacedKey } from "../lib/informer.ts";
+import { Informer, namespacedKey, withoutManagedFields } from "../lib/informer.ts";
 import type { k8s } from "../lib/kube.ts";
 import type { KubeRest } from "../lib/kubeRest.ts";
 import type { Logger } from "../lib/logger.ts";
@@ -49,21 +49,39 @@ interface CacheOptions {
   freeze?: boolean;
 }
 
+/**
+ * Templates and Userlands are only read and patched, never sent back whole: kubectl's copy of the
+ * last applied object (as large as the object) goes too.
+ */
+function withoutAppliedCopy<T extends k8s.KubernetesObject>(obj: T): T {
+  const annotations = withoutManagedFields(obj).metadata?.annotations;
+  if (annotations) delete annotations[LAST_APPLIED];
+  return obj;
+}
+const LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration";
+
 export function createCaches(opts: CacheOptions): Caches {
-  const informer = <T extends k8s.KubernetesObject>(resource: Resource, labelSelector?: string) =>
+  const informer = <T extends k8s.KubernetesObject>(
+    resource: Resource,
+    transform: (obj: T) => T,
+    labelSelector?: string,
+  ) =>
     new Informer<T>(opts.kc, opts.rest, {
       path: resource.path(opts.namespace),
       labelSelector,
       log: opts.log.child({ informer: resource.plural }),
       freeze: opts.freeze,
+      transform,
     });
   const owned = `${LABELS.managedBy}=${MANAGED_BY}`;
+  // Children keep everything but managedFields: a repair is a PUT built from the cached copy, and
+  // what it leaves out (an annotation someone added) would be removed.
   const caches: Caches = {
-    templates: informer<Template>(resources.Template),
-    userlands: informer<Userland>(resources.Userland),
-    deployments: informer<V1Deployment>(resources.Deployment, owned),
-    services: informer<V1Service>(resources.Service, owned),
-    pvcs: informer<V1PersistentVolumeClaim>(resources.PersistentVolumeClaim, owned),
+    templates: informer<Template>(resources.Template, withoutAppliedCopy),
+    userlands: informer<Userland>(resources.Userland, withoutAppliedCopy),
+    deployments: informer<V1Deployment>(resources.Deployment, withoutManagedFields, owned),
+    services: informer<V1Service>(resources.Service, withoutManagedFields, owned),
+    pvcs: informer<V1PersistentVolumeClaim>(resources.PersistentVolumeClaim, withoutManagedFields, owned),
   };
   caches.userlands.addIndex(Index.byTemplate, (u) => [
     namespacedKey(u.metadata.namespace, u.spec.templateName),

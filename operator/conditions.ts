@@ -8,6 +8,13 @@ export type ConditionInput = Omit<ConditionValue, "lastTransitionTime">;
 /** metav1.Time: RFC 3339 in whole seconds. */
 export const conditionTime = (date: Date): string => date.toISOString().replace(/\.\d+Z$/, "Z");
 
+/**
+ * A metav1.Time (e.g. creationTimestamp) in milliseconds since the epoch, NaN if missing: objects
+ * from the API carry a string, client-node's types say Date, so both are read.
+ */
+export const timeMs = (time: Date | string | undefined): number =>
+  time instanceof Date ? time.getTime() : Date.parse(time ?? "");
+
 export function setCondition(
   existing: readonly ConditionValue[] | undefined,
   next: ConditionInput,

@@ -7,6 +7,7 @@ import type { Logger } from "../lib/logger.ts";
 import type { Caches } from "./caches.ts";
 import type { EventRecorder } from "./events.ts";
 import type { OperatorMetrics } from "./metrics.ts";
+import type { Spawns } from "./spawns.ts";
 
 export interface OperatorContext {
   namespace: string;
@@ -14,6 +15,8 @@ export interface OperatorContext {
   caches: Caches;
   events: EventRecorder;
   metrics: OperatorMetrics;
+  /** When each Userland on its way to Ready began to start. */
+  spawns: Spawns;
   log: Logger;
   now(): Date;
 }

@@ -13,6 +13,7 @@ import { allInformers, createCaches, Index, owningUserland, type Caches } from "
 import type { OperatorContext } from "./context.ts";
 import { EventRecorder } from "./events.ts";
 import type { OperatorMetrics } from "./metrics.ts";
+import { Spawns } from "./spawns.ts";
 import { syncTemplate } from "./syncTemplate.ts";
 import { syncUserland } from "./syncUserland.ts";
 import { ExponentialFailureRateLimiter, WorkQueue } from "./workqueue.ts";
@@ -80,6 +81,7 @@ export class Controller {
       caches: this.caches,
       events: new EventRecorder(rest, "userland-operator", opts.log),
       metrics: opts.metrics,
+      spawns: new Spawns(),
       log: opts.log,
       now: () => new Date(),
     };
@@ -109,6 +111,7 @@ export class Controller {
       enqueueUserland(u);
     });
     userlands.on("delete", (u) => {
+      this.context.spawns.forget(u);
       recountTemplateOf(u);
       enqueueUserland(u);
     });
@@ -153,7 +156,10 @@ export class Controller {
 
   /** Starts the informers, waits for their first lists, then starts the workers. */
   async start(): Promise<void> {
-    this.opts.metrics.countUserlandsIn(() => this.caches.userlands.list());
+    this.opts.metrics.readFrom({
+      userlands: () => this.caches.userlands.list(),
+      spawns: this.context.spawns,
+    });
     await Promise.all(allInformers(this.caches).map((c) => c.start()));
     this.log.info(
       { namespace: this.opts.namespace, workers: this.opts.workers },
@@ -180,7 +186,7 @@ export class Controller {
     await this.queue.shutDownWithDrain();
     await Promise.all(this.workers);
     await Promise.all(allInformers(this.caches).map((c) => c.stop()));
-    this.opts.metrics.countUserlandsIn(undefined);
+    this.opts.metrics.readFrom(undefined);
   }
 
   private async runWorker(): Promise<void> {
@@ -193,9 +199,10 @@ export class Controller {
   }
 
   private async syncUserlandKey(key: string, namespace: string, name: string): Promise<void> {
-    const { retry } = await syncUserland(this.context, namespace, name);
+    const { retry, againAfterMs } = await syncUserland(this.context, namespace, name);
     if (retry) this.queue.addAfter(key, this.blockedRetry.when(key));
     else this.blockedRetry.forget(key);
+    if (againAfterMs !== undefined) this.queue.addAfter(key, againAfterMs);
   }
 
   private async process(key: string): Promise<void> {

@@ -1,12 +1,19 @@
 /** Prometheus metrics of the operator (prom-client), on its own registry. */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import { UserlandPhases, type Userland } from "../api/v1alpha1/index.ts";
+import type { Spawns } from "./spawns.ts";
 import type { QueueMetrics } from "./workqueue.ts";
+
+/** What the leader's gauges are read from at each scrape. */
+export interface LeaderState {
+  userlands(): readonly Userland[];
+  spawns: Spawns;
+}
 
 export class OperatorMetrics {
   readonly registry = new Registry();
-  /** The leader's cached Userlands, counted at each scrape; none on a standby replica. */
-  private userlands: (() => readonly Userland[]) | undefined;
+  /** The leader's cached Userlands and spawns, read at each scrape; none on a standby replica. */
+  private leaderState: LeaderState | undefined;
   readonly reconciles = new Counter({
     name: "userland_operator_reconcile_total",
     help: "Reconciles by object kind and result (success, error).",
@@ -54,10 +61,24 @@ export class OperatorMetrics {
   });
   readonly userlandPhases = new Gauge({
     name: "userland_operator_userlands",
-    help: "Userlands by status.phase, as last reconciled (read from the leader's cache; none on a standby).",
-    labelNames: ["phase"] as const,
+    help: "Userlands by status.phase and Template, as last reported (Pending: no status yet); read from the leader's cache, none on a standby.",
+    labelNames: ["phase", "template"] as const,
     registers: [this.registry],
     collect: () => this.countPhases(),
+  });
+  readonly spawnDuration = new Histogram({
+    name: "userland_operator_spawn_duration_seconds",
+    help: "From a Userland's creation, enabling or return to Starting until it is Ready, by Template.",
+    labelNames: ["template"] as const,
+    // From a pod that starts at once on a warm node to the Deployment's 10-minute progress deadline.
+    buckets: [1, 2, 5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300, 600],
+    registers: [this.registry],
+  });
+  readonly spawnOldest: Gauge = new Gauge({
+    name: "userland_operator_spawn_oldest_seconds",
+    help: "How long the longest-waiting Userland on its way to Ready has waited (0: none is); the leader's view.",
+    registers: [this.registry],
+    collect: () => this.spawnOldest.set(this.leaderState?.spawns.oldestSeconds(Date.now()) ?? 0),
   });
   readonly culled = new Counter({
     name: "userland_operator_culled_total",
@@ -69,20 +90,26 @@ export class OperatorMetrics {
     collectDefaultMetrics({ register: this.registry, prefix: "userland_operator_" });
   }
 
-  /** Where the userlands gauge counts from: the leading controller's cache, or nothing. */
-  countUserlandsIn(userlands: (() => readonly Userland[]) | undefined): void {
-    this.userlands = userlands;
+  /** Where the leader's gauges read from: the leading controller, or nothing. */
+  readFrom(state: LeaderState | undefined): void {
+    this.leaderState = state;
   }
 
   private countPhases(): void {
     this.userlandPhases.reset();
-    if (!this.userlands) return;
-    const counts = new Map<string, number>(UserlandPhases.map((phase) => [phase, 0]));
-    for (const u of this.userlands()) {
-      const phase = u.status?.phase;
-      if (phase) counts.set(phase, (counts.get(phase) ?? 0) + 1);
+    if (!this.leaderState) return;
+    // Every phase of every Template in use is reported, zeros included, so sums and alerts see 0
+    // rather than no series.
+    const counts = new Map<string, Map<string, number>>();
+    for (const u of this.leaderState.userlands()) {
+      const template = u.spec.templateName;
+      let byPhase = counts.get(template);
+      if (!byPhase) counts.set(template, (byPhase = new Map(UserlandPhases.map((phase) => [phase, 0]))));
+      const phase = u.status?.phase ?? "Pending";
+      byPhase.set(phase, (byPhase.get(phase) ?? 0) + 1);
     }
-    for (const [phase, n] of counts) this.userlandPhases.set({ phase }, n);
+    for (const [template, byPhase] of counts)
+      for (const [phase, n] of byPhase) this.userlandPhases.set({ phase, template }, n);
   }
 
   queueMetrics(): QueueMetrics {

@@ -22,7 +22,7 @@ import { desiredChildren, TemplateError, type DesiredChildren } from "./desired.
 import { userlandRef } from "./events.ts";
 import { escPredecessor, isControlledBy } from "./ownership.ts";
 import { resources } from "./resources.ts";
-import { computeStatus, phaseChangeEvent, type Blocker } from "./userlandStatus.ts";
+import { computeStatus, firstStatusDelayMs, phaseChangeEvent, type Blocker } from "./userlandStatus.ts";
 
 type Child = V1Deployment | V1Service | V1PersistentVolumeClaim;
 type ChildKind = "Deployment" | "Service" | "PersistentVolumeClaim";
@@ -54,7 +54,16 @@ const nameHeld = (reason: string, message: string) =>
 export interface UserlandSyncResult {
   /** Blocked by an object that holds a child's name: sync again with back-off until it is gone. */
   retry: boolean;
+  /** A new Userland's first status is held back (firstStatusDelayMs): sync again after this long. */
+  againAfterMs?: number;
 }
+
+/**
+ * The children one sync created, named in one Event ("Created Deployment x and Service y"): one
+ * Event per new Userland rather than one per object.
+ */
+type Created = string[];
+const listing = new Intl.ListFormat("en", { style: "long", type: "conjunction" });
 
 export async function syncUserland(
   ctx: OperatorContext,
@@ -69,33 +78,57 @@ export async function syncUserland(
   let desired: DesiredChildren | undefined;
   let deployment: V1Deployment | undefined;
   let blocked: Blocked | undefined;
+  const created: Created = [];
   try {
     desired = resolveDesired(userland, template);
-    await ensurePvcs(ctx, userland, desired);
-    deployment = await ensureChild(
-      ctx,
-      userland,
-      "Deployment",
-      desired.deployment,
-      ctx.caches.deployments.get(desired.names.deployment, namespace),
-    );
-    await ensureChild(
-      ctx,
-      userland,
-      "Service",
-      desired.service,
-      ctx.caches.services.get(desired.names.service, namespace),
-    );
+    await ensurePvcs(ctx, userland, desired, created);
+    // The Deployment and the Service do not depend on each other: both requests at once halve
+    // the time a new Userland waits for its children.
+    [deployment] = await allSettled([
+      ensureChild(
+        ctx,
+        userland,
+        "Deployment",
+        desired.deployment,
+        ctx.caches.deployments.get(desired.names.deployment, namespace),
+        created,
+      ),
+      ensureChild(
+        ctx,
+        userland,
+        "Service",
+        desired.service,
+        ctx.caches.services.get(desired.names.service, namespace),
+        created,
+      ),
+    ]);
     await removeStaleChildren(ctx, userland, desired);
   } catch (error) {
     if (!(error instanceof Blocked)) throw error;
     blocked = error;
+  } finally {
+    if (created.length > 0)
+      ctx.events.normal(userlandRef(userland), "Created", `Created ${listing.format(created)}`);
   }
-  const status = computeStatus(userland, { template, desired, deployment, blocked }, ctx.now());
-  const event = phaseChangeEvent(userland.status, status);
-  if (event) ctx.events[event.type](userlandRef(userland), event.reason, event.message);
-  await writeStatus(ctx, userland, status);
-  return { retry: blocked?.heldByObject === true };
+  const now = ctx.now();
+  const status = computeStatus(userland, { template, desired, deployment, blocked }, now);
+  const holdBackMs = firstStatusDelayMs(userland, status, deployment, now);
+  if (holdBackMs === 0) {
+    const event = phaseChangeEvent(userland.status, status);
+    if (event) ctx.events[event.type](userlandRef(userland), event.reason, event.message);
+    await writeStatus(ctx, userland, status);
+  }
+  const spawned = ctx.spawns.observe(userland, userland.status?.phase, status.phase, now.getTime());
+  if (spawned) ctx.metrics.spawnDuration.observe({ template: spawned.template }, spawned.seconds);
+  return { retry: blocked?.heldByObject === true, againAfterMs: holdBackMs || undefined };
+}
+
+/** Like Promise.all, but settles only when every promise has: no request is still running when it rejects. */
+async function allSettled<A, B>(promises: [Promise<A>, Promise<B>]): Promise<[A, B]> {
+  const [a, b] = await Promise.allSettled(promises);
+  if (a.status === "rejected") throw a.reason;
+  if (b.status === "rejected") throw b.reason;
+  return [a.value, b.value];
 }
 
 function resolveDesired(userland: Userland, template: Template | undefined): DesiredChildren {
@@ -130,13 +163,18 @@ function resolveDesired(userland: Userland, template: Template | undefined): Des
 }
 
 /** Claims are created once and never rewritten (their spec is immutable); only ownership follows the reclaim policy. */
-async function ensurePvcs(ctx: OperatorContext, userland: Userland, desired: DesiredChildren): Promise<void> {
+async function ensurePvcs(
+  ctx: OperatorContext,
+  userland: Userland,
+  desired: DesiredChildren,
+  created: Created,
+): Promise<void> {
   const namespace = userland.metadata.namespace ?? "";
   for (const pvc of desired.pvcs) {
     const name = pvc.metadata?.name ?? "";
     // An unlabelled claim is outside the label-selected cache: creating it answers 409 with it.
     const cached = ctx.caches.pvcs.get(name, namespace);
-    const actual = cached ?? (await create(ctx, userland, "PersistentVolumeClaim", pvc));
+    const actual = cached ?? (await create(ctx, userland, "PersistentVolumeClaim", pvc, created));
     const wantedUser = pvc.metadata?.labels?.[LABELS.userHash];
     const actualUser = actual.metadata?.labels?.[LABELS.userHash];
     if (actualUser === undefined) {
@@ -219,11 +257,13 @@ async function ensureChild<T extends Child>(
   kind: ChildKind,
   desired: T,
   actual: T | undefined,
+  created: Created,
 ): Promise<T> {
   // Not in the cache: create it. A 409 hands back the existing object, e.g. one whose labels were
   // edited out of the label-selected watch; it is then compared and repaired like any other.
-  actual ??= await create(ctx, userland, kind, desired);
-  if (!isControlledBy(actual, userland)) actual = await replaceEscChild(ctx, userland, kind, desired, actual);
+  actual ??= await create(ctx, userland, kind, desired, created);
+  if (!isControlledBy(actual, userland))
+    actual = await replaceEscChild(ctx, userland, kind, desired, actual, created);
   const hash = desired.metadata?.annotations?.[ANNOTATIONS.desiredHash];
   const inSync =
     actual.metadata?.annotations?.[ANNOTATIONS.desiredHash] === hash &&
@@ -262,6 +302,7 @@ async function replaceEscChild<T extends Child>(
   kind: ChildKind,
   desired: T,
   actual: T,
+  created: Created,
 ): Promise<T> {
   const name = actual.metadata?.name ?? "";
   const conflict = () =>
@@ -281,9 +322,9 @@ async function replaceEscChild<T extends Child>(
     "Replaced",
     `Replaced ${kind} ${name} of ESC Userland ${esc.name}`,
   );
-  const created = await create(ctx, userland, kind, desired);
-  if (!isControlledBy(created, userland)) throw conflict();
-  return created;
+  const made = await create(ctx, userland, kind, desired, created);
+  if (!isControlledBy(made, userland)) throw conflict();
+  return made;
 }
 
 async function create<T extends Child>(
@@ -291,13 +332,14 @@ async function create<T extends Child>(
   userland: Userland,
   kind: ChildKind,
   desired: T,
+  created: Created,
 ): Promise<T> {
   const name = desired.metadata?.name ?? "";
   const namespace = desired.metadata?.namespace ?? "";
   try {
-    const created = await ctx.rest.create<T>(childPath(kind, namespace), desired);
-    ctx.events.normal(userlandRef(userland), "Created", `Created ${kind} ${name}`);
-    return created;
+    const made = await ctx.rest.create<T>(childPath(kind, namespace), desired);
+    created.push(`${kind} ${name}`);
+    return made;
   } catch (error) {
     if (isAlreadyExists(error)) {
       // The cache has not seen it yet, or someone else's object has this name: the caller checks

@@ -11,7 +11,7 @@ import {
   type UserlandPhase,
   type UserlandStatus,
 } from "../api/v1alpha1/index.ts";
-import { conditionTime, findCondition, setCondition } from "./conditions.ts";
+import { conditionTime, findCondition, setCondition, timeMs } from "./conditions.ts";
 import type { DesiredChildren } from "./desired.ts";
 
 /** A failure reported in status that waits for a change instead of being retried. */
@@ -104,6 +104,29 @@ export function computeStatus(userland: Userland, outcome: SyncOutcome, now: Dat
   if (desired) next.service = { name: desired.names.service, port: desired.proxyPort };
   else if (previous.service) next.service = previous.service;
   return next;
+}
+
+/**
+ * How long a new Userland's first status is held back: until it is Ready, or this long after its
+ * Deployment was created if it is still starting then. Most environments start within it, so a new
+ * Userland costs one status write (Ready) instead of two (Starting, then Ready), which at the start
+ * of a class is a third of the operator's writes. Until then readers see no status, which the proxy
+ * shows as starting and the user-manager as not reported yet.
+ */
+export const FIRST_STATUS_DELAY_MS = 10_000;
+
+/** Milliseconds to hold `next` back before writing it (0: write it now); see FIRST_STATUS_DELAY_MS. */
+export function firstStatusDelayMs(
+  userland: Userland,
+  next: UserlandStatus,
+  deployment: V1Deployment | undefined,
+  now: Date,
+): number {
+  if (userland.status?.phase !== undefined || next.phase !== "Starting") return 0;
+  const created = timeMs(deployment?.metadata?.creationTimestamp);
+  if (!Number.isFinite(created)) return 0;
+  // Clamped: the API server's clock (creationTimestamp) need not agree with this one.
+  return Math.min(Math.max(0, created + FIRST_STATUS_DELAY_MS - now.getTime()), FIRST_STATUS_DELAY_MS);
 }
 
 interface StatusEvent {

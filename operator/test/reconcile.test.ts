@@ -27,7 +27,7 @@ import { listEvents } from "../../test/support/events.ts";
 
 test("a Userland gets its Deployment, Service and status; kubectl shows USER, TEMPLATE, PHASE, AGE", async (t) => {
   const ns = await testNamespace(t);
-  await startOperator(t, ns);
+  const operator = await startOperator(t, ns);
   await createTemplate(ns, "code", simpleTemplateSpec());
   await createUserland(ns, "alice", "Alice@uni.example", "code");
   const names = childNames("code", "alice");
@@ -54,6 +54,19 @@ test("a Userland gets its Deployment, Service and status; kubectl shows USER, TE
   const service = await getService(ns, names.service);
   assert.deepEqual(service?.spec?.selector, deployment?.spec?.selector?.matchLabels);
   assert.equal(service?.spec?.ports?.[0]?.port, 80);
+
+  // A new Userland costs one Event naming both children, and its wait is recorded for its Template.
+  const events = await eventually("the Created Event", async () => {
+    const created = (await listEvents(ns, "alice")).filter((e) => e.reason === "Created");
+    return created.length > 0 ? created : undefined;
+  });
+  assert.deepEqual(
+    events.map((e) => e.message),
+    [`Created Deployment ${names.deployment} and Service ${names.service}`],
+  );
+  const metrics = await operator.metrics();
+  assert.match(metrics, /userland_operator_spawn_duration_seconds_count\{template="code"\} 1\n/);
+  assert.match(metrics, /userland_operator_userlands\{phase="Ready",template="code"\} 1\n/);
 
   // The printer columns, through the real kubectl.
   const { info } = await testCluster();
@@ -262,7 +275,10 @@ test("a missing Template is a status condition and an Event, then heals when the
   await new Promise((r) => setTimeout(r, 2000));
   assert.ok((await reconciles()) - r1 <= 1, "no reconcile loop while the Template is missing");
 
-  assert.match(await operator.metrics(), /userland_operator_userlands\{phase="Failed"\} 1\n/);
+  assert.match(
+    await operator.metrics(),
+    /userland_operator_userlands\{phase="Failed",template="nonexistent"\} 1\n/,
+  );
 
   await createTemplate(ns, "nonexistent", simpleTemplateSpec());
   await waitForPhase(ns, "erin", "Ready");
@@ -270,10 +286,15 @@ test("a missing Template is a status condition and an Event, then heals when the
   await eventually("the userlands gauge to count erin as Ready", async () => {
     const metrics = await operator.metrics();
     return (
-      /userland_operator_userlands\{phase="Ready"\} 1\n/.test(metrics) &&
-      /userland_operator_userlands\{phase="Failed"\} 0\n/.test(metrics)
+      /userland_operator_userlands\{phase="Ready",template="nonexistent"\} 1\n/.test(metrics) &&
+      /userland_operator_userlands\{phase="Failed",template="nonexistent"\} 0\n/.test(metrics)
     );
   });
+  // From Failed back to Starting when the Template appeared, then Ready: one spawn recorded.
+  assert.match(
+    await operator.metrics(),
+    /userland_operator_spawn_duration_seconds_count\{template="nonexistent"\} 1\n/,
+  );
 });
 
 test("an invalid pod template is reported on the Template and its Userlands, checked by a server-side dry run", async (t) => {

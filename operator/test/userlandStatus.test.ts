@@ -2,7 +2,12 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { V1Deployment } from "@kubernetes/client-node";
 import { UserlandConditions, type Userland } from "../../api/v1alpha1/index.ts";
-import { computeStatus, phaseChangeEvent } from "../userlandStatus.ts";
+import {
+  computeStatus,
+  FIRST_STATUS_DELAY_MS,
+  firstStatusDelayMs,
+  phaseChangeEvent,
+} from "../userlandStatus.ts";
 
 const now = new Date("2026-01-02T03:04:05.678Z");
 const userland = (status?: Userland["status"]): Userland => ({
@@ -50,5 +55,35 @@ test("a blocked sync is Failed with the blocker's reason; entering and leaving F
     phaseChangeEvent({ phase: "Starting" }, recovered),
     undefined,
     "routine changes are not recorded",
+  );
+});
+
+test("a new Userland's first status waits until it is Ready or its Deployment is 10 s old; later ones never wait", () => {
+  const createdAt = (ms: number): V1Deployment => ({
+    metadata: { generation: 1, creationTimestamp: new Date(now.getTime() - ms) },
+    status: {},
+  });
+  const young = createdAt(4000);
+  const starting = computeStatus(userland(), { deployment: young }, now);
+  assert.equal(starting.phase, "Starting");
+  assert.equal(firstStatusDelayMs(userland(), starting, young, now), FIRST_STATUS_DELAY_MS - 4000);
+  const old = createdAt(FIRST_STATUS_DELAY_MS + 1);
+  assert.equal(
+    firstStatusDelayMs(userland(), starting, old, now),
+    0,
+    "still starting after the delay: say so",
+  );
+  const ready = computeStatus(userland(), { deployment: available }, now);
+  assert.equal(firstStatusDelayMs(userland(), ready, young, now), 0, "Ready is written at once");
+  assert.equal(
+    firstStatusDelayMs(userland({ phase: "Stopped" }), starting, young, now),
+    0,
+    "enabled again: the stored Stopped must not stay",
+  );
+  const future = createdAt(-60_000);
+  assert.equal(
+    firstStatusDelayMs(userland(), starting, future, now),
+    FIRST_STATUS_DELAY_MS,
+    "clock skew is bounded",
   );
 });
