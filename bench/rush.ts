@@ -71,6 +71,10 @@ if (
 
 const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 const mib = (bytes: number) => `${Math.round(bytes / 2 ** 20)}`;
+const firstLine = (error: unknown) =>
+  String((error as Error).message ?? error)
+    .split("\n")[0]
+    ?.slice(0, 200);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const log = (line: string) => console.error(`[rush] ${line}`);
 
@@ -264,22 +268,29 @@ async function rush(variant: Variant, n: number, procs: readonly Proc[]): Promis
   const queueBefore = await operatorQueue();
   const since = Date.now();
   const networkErrors: string[] = [];
+  const failures: string[] = [];
   const { result, usage, requests, wallMs, load } = await measure(procs, NAMESPACE, async (done) => {
     const students = await Promise.all(
-      users.map(async (user, i): Promise<Student> => {
+      users.map(async (user, i): Promise<Student | undefined> => {
         await sleep((i * windowMs) / n);
         const client = new StudentClient(portFor);
         const started = performance.now();
-        const landed = await client.signIn(proxyUrl, user);
+        // A student who cannot get in is counted and reported, not the end of the measurement.
+        const landed = await client.signIn(proxyUrl, user).catch((error: unknown) => {
+          failures.push(`${user}: sign-in: ${firstLine(error)}`);
+          return undefined;
+        });
+        if (!landed) return undefined;
         const signedIn = performance.now();
         const owner = `<span id="owner">${user}</span>`;
-        const visit = await client.openLikeBrowser(
-          proxyUrl,
-          (a) => a.status === 200 && a.body.includes(owner),
-          timeoutMs,
-          landed,
-        );
+        const visit = await client
+          .openLikeBrowser(proxyUrl, (a) => a.status === 200 && a.body.includes(owner), timeoutMs, landed)
+          .catch((error: unknown) => {
+            failures.push(`${user}: opening the environment: ${firstLine(error)}`);
+            return undefined;
+          });
         networkErrors.push(...client.networkErrors);
+        if (!visit) return undefined;
         return {
           user,
           started,
@@ -291,8 +302,10 @@ async function rush(variant: Variant, n: number, procs: readonly Proc[]): Promis
       }),
     );
     done();
-    return students;
+    return students.filter((st) => st !== undefined);
   });
+  if (failures.length > 0)
+    notes.push(`FAILED: ${failures.length} of ${n} students, e.g.\n  ${failures.slice(0, 3).join("\n  ")}`);
   notes.push(load, describeQueue(queueBefore, await operatorQueue()));
   notes.push(
     describeTimes(
@@ -372,14 +385,12 @@ async function deploymentBaseline(n: number, procs: readonly Proc[], template: T
   };
 }
 
-function print(rows: Measured[]): void {
+/** The summary table of `rows`, then (with `details`) each one's steps, processes and requests. */
+function print(rows: Measured[], details = true): void {
   const row = (...cells: (string | number)[]) => console.log(`| ${cells.join(" | ")} |`);
-  console.log(
-    `\nClass-start rush on the local platform (kwok control plane, components as processes, 2 cores)\n`,
-  );
-  console.log(`students start signing in evenly over ${windowMs / 1000} s\n`);
-  row("N", "what", "p50", "p95", "max", "wall", "API requests (writes)");
-  row("---:", "---", "---:", "---:", "---:", "---:", "---:");
+  console.log();
+  row("N", "what", "done", "p50", "p95", "max", "wall", "API requests (writes)");
+  row("---:", "---", "---:", "---:", "---:", "---:", "---:", "---:");
   for (const m of rows) {
     let total = 0;
     let writes = 0;
@@ -390,6 +401,7 @@ function print(rows: Measured[]): void {
     row(
       m.n,
       m.label,
+      m.times.length,
       s(percentile(m.times, 50)),
       s(percentile(m.times, 95)),
       s(m.times.at(-1) ?? NaN),
@@ -397,6 +409,7 @@ function print(rows: Measured[]): void {
       `${total} (${writes})`,
     );
   }
+  if (!details) return;
   for (const m of rows) {
     console.log(`\n### N=${m.n}, ${m.label}\n`);
     if (m.steps.size > 0) {
@@ -452,12 +465,21 @@ try {
   const spec = template.spec.template.spec;
   if (!spec) throw new Error("the demo Template has no pod spec");
   const rows: Measured[] = [];
+  console.log(
+    `\n# Class-start rush on the local platform (kwok control plane, components as processes)\n\nstudents start signing in evenly over ${windowMs / 1000} s`,
+  );
   for (const n of sizes) {
-    rows.push(await baseline(n, procs, spec));
-    rows.push(await deploymentBaseline(n, procs, template));
-    for (const variant of variants as Variant[]) rows.push(await rush(variant, n, procs));
+    // Each measurement printed as soon as it is done: a long run cut short still reports.
+    const measured = (m: Measured) => {
+      print([m]);
+      rows.push(m);
+    };
+    measured(await baseline(n, procs, spec));
+    measured(await deploymentBaseline(n, procs, template));
+    for (const variant of variants as Variant[]) await measured(await rush(variant, n, procs));
   }
-  print(rows);
+  console.log("\n## All measurements");
+  print(rows, false);
 } catch (error) {
   console.error("bench/rush.ts failed:", error);
   process.exitCode = 1;
