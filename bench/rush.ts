@@ -476,7 +476,7 @@ try {
     };
     measured(await baseline(n, procs, spec));
     measured(await deploymentBaseline(n, procs, template));
-    for (const variant of variants as Variant[]) await measured(await rush(variant, n, procs));
+    for (const variant of variants as Variant[]) measured(await rush(variant, n, procs));
   }
   console.log("\n## All measurements");
   print(rows, false);
