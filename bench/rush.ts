@@ -437,14 +437,6 @@ function print(rows: Measured[], details = true): void {
       row(name, c.total, c.writes);
     for (const note of m.notes) console.log(`\n${note}`);
   }
-  console.log(
-    "\nsign-in → first proxied byte: from the student's first request (the proxy, which sends it to the" +
-      " auth service and on to the provider's form) to the first byte of their own environment's page" +
-      " through the proxy, doing what the proxy's pages make a browser do (starting page: poll every" +
-      " second; other pages: meta refresh). Baselines, no platform: bare Pods, create → Ready;" +
-      " the operator's Deployments and Services written by a client, create → available." +
-      " API requests: the audit log, Lease renewals left out.",
-  );
 }
 
 try {
@@ -480,6 +472,14 @@ try {
   }
   console.log("\n## All measurements");
   print(rows, false);
+  console.log(
+    "\nsign-in → first proxied byte: from the student's first request (the proxy, which sends it to the" +
+      " auth service and on to the provider's form) to the first byte of their own environment's page" +
+      " through the proxy, doing what the proxy's pages make a browser do (starting page: poll every" +
+      " second; other pages: meta refresh). Baselines, no platform: bare Pods, create → Ready;" +
+      " the operator's Deployments and Services written by a client, create → available." +
+      " API requests: the audit log, Lease renewals left out.",
+  );
 } catch (error) {
   console.error("bench/rush.ts failed:", error);
   process.exitCode = 1;
