@@ -76,6 +76,7 @@ async function runUserland(upstreamPort: number, publicJwks: string): Promise<nu
       loginUrl: new URL("https://auth.bench.test/login"),
       hostTemplates: new Map([[HOST, "code"]]),
       baseDomain: undefined,
+      origins: "shared",
       defaultTemplate: undefined,
       trustedProxies: trustedProxies([]),
       allowedOrigins: [],

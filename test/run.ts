@@ -22,9 +22,10 @@ const defaultPatterns = [
   "api/**/*.test.ts",
 ];
 /**
- * Run after every other file, one at a time: tests that start a second real node of their own
- * (while another real node starts beside the shared one, the shared node's relayed traffic was seen
- * failing), named *.alone.ts so that the patterns above leave them out.
+ * Run after every other file, one at a time, named *.alone.ts so that the patterns above leave them
+ * out: tests that start a second real node of their own (while another real node starts beside the
+ * shared one, the shared node's relayed traffic was seen failing), and tests that install ESC's
+ * CRDs (while they exist, kubectl's "userland" and "template" name two kinds each).
  */
 const alonePatterns = ["test/**/*.alone.ts"];
 

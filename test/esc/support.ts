@@ -3,7 +3,7 @@
  * spec.user its name as the user, installed for one test namespace, and ESC's sample objects.
  */
 import type { TestContext } from "node:test";
-import { isAlreadyExists } from "../../lib/kube.ts";
+import { isAlreadyExists, isNotFound } from "../../lib/kube.ts";
 import { eventually } from "../support/cluster.ts";
 import { adminRest, deploymentsPath, pvcsPath, servicesPath } from "../support/resources.ts";
 import {
@@ -126,70 +126,79 @@ export const asUserland = (object: EscObject): EscObject => ({
 /** ESC's group and the version its Userlands and their children's owner references carry. */
 export const ESC_API_VERSION = "esc.k06.in/v1alpha2";
 
-let escCrds: Promise<void> | undefined;
-
 /**
  * ESC's two CRDs as ESC declared them in substance (config/crd/bases): group esc.k06.in, namespaced
- * Template and Userland (spec {templateName, enabled}), served at v1alpha2. Cluster-scoped and the
- * same for every test, so they are created once and left in place.
+ * Template and Userland (spec {templateName, enabled}), served at v1alpha2; deleted when `t` ends.
+ * While they exist, "userland" and "template" name two kinds each for kubectl (as during a real
+ * migration), so only *.alone.ts files, which run one at a time after all others, install them.
  */
-export function installEscCrds(): Promise<void> {
-  escCrds ??= (async () => {
-    const rest = await adminRest();
-    const crd = (kind: string, plural: string, spec: Record<string, unknown>) => ({
-      apiVersion: "apiextensions.k8s.io/v1",
-      kind: "CustomResourceDefinition",
-      metadata: { name: `${plural}.esc.k06.in` },
-      spec: {
-        group: "esc.k06.in",
-        scope: "Namespaced",
-        names: { kind, listKind: `${kind}List`, plural, singular: kind.toLowerCase() },
-        versions: [
-          {
-            name: "v1alpha2",
-            served: true,
-            storage: true,
-            subresources: { status: {} },
-            schema: {
-              openAPIV3Schema: {
-                type: "object",
-                properties: {
-                  spec,
-                  status: { type: "object", "x-kubernetes-preserve-unknown-fields": true },
-                },
+export async function installEscCrds(t: TestContext): Promise<void> {
+  const rest = await adminRest();
+  const crd = (kind: string, plural: string, spec: Record<string, unknown>) => ({
+    apiVersion: "apiextensions.k8s.io/v1",
+    kind: "CustomResourceDefinition",
+    metadata: { name: `${plural}.esc.k06.in` },
+    spec: {
+      group: "esc.k06.in",
+      scope: "Namespaced",
+      names: { kind, listKind: `${kind}List`, plural, singular: kind.toLowerCase() },
+      versions: [
+        {
+          name: "v1alpha2",
+          served: true,
+          storage: true,
+          subresources: { status: {} },
+          schema: {
+            openAPIV3Schema: {
+              type: "object",
+              properties: {
+                spec,
+                status: { type: "object", "x-kubernetes-preserve-unknown-fields": true },
               },
             },
           },
-        ],
-      },
-    });
-    const definitions = [
-      crd("Template", "templates", { type: "object", "x-kubernetes-preserve-unknown-fields": true }),
-      crd("Userland", "userlands", {
-        type: "object",
-        required: ["templateName"],
-        properties: {
-          Name: { type: "string" },
-          templateName: { type: "string" },
-          enabled: { type: "boolean" },
         },
-      }),
-    ];
+      ],
+    },
+  });
+  const definitions = [
+    crd("Template", "templates", { type: "object", "x-kubernetes-preserve-unknown-fields": true }),
+    crd("Userland", "userlands", {
+      type: "object",
+      required: ["templateName"],
+      properties: {
+        Name: { type: "string" },
+        templateName: { type: "string" },
+        enabled: { type: "boolean" },
+      },
+    }),
+  ];
+  t.after(async () => {
+    // Gone before the next file starts: a CRD still terminating would look installed to it.
     for (const definition of definitions) {
-      await rest.create(CRDS_PATH, definition).catch((error: unknown) => {
-        if (!isAlreadyExists(error)) throw error;
-      });
+      const path = `${CRDS_PATH}/${definition.metadata.name}`;
+      await rest.delete(path).catch(() => undefined);
+      await eventually(`${definition.metadata.name} to be deleted`, async () =>
+        rest.get(path).then(
+          () => false,
+          (error: unknown) => isNotFound(error),
+        ),
+      );
     }
-    for (const definition of definitions) {
-      await eventually(`${definition.metadata.name} to be served`, async () => {
-        const served = await rest.get<{ status?: { conditions?: { type: string; status: string }[] } }>(
-          `${CRDS_PATH}/${definition.metadata.name}`,
-        );
-        return served.status?.conditions?.some((c) => c.type === "Established" && c.status === "True");
-      });
-    }
-  })();
-  return escCrds;
+  });
+  for (const definition of definitions) {
+    await rest.create(CRDS_PATH, definition).catch((error: unknown) => {
+      if (!isAlreadyExists(error)) throw error;
+    });
+  }
+  for (const definition of definitions) {
+    await eventually(`${definition.metadata.name} to be served`, async () => {
+      const served = await rest.get<{ status?: { conditions?: { type: string; status: string }[] } }>(
+        `${CRDS_PATH}/${definition.metadata.name}`,
+      );
+      return served.status?.conditions?.some((c) => c.type === "Established" && c.status === "True");
+    });
+  }
 }
 
 const CRDS_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";

@@ -37,7 +37,7 @@ test("docs/migrating-from-esc.md keeps every user's volume and routes every user
   const ns = await testNamespace(t, "esc");
   const rest = await adminRest();
   await installCrds();
-  await installEscCrds();
+  await installEscCrds(t);
   await installUserFromNamePolicy(t, ns);
 
   // ESC as it ran: its controller, a Template, and per user a Userland with what ESC made for it.
