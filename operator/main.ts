@@ -3,6 +3,8 @@
  * `node operator/main.ts --help` lists its settings. SIGTERM/SIGINT: reconciles in progress finish,
  * the Lease is released; a second signal exits at once.
  */
+// First, so that the heap is sized for memory before anything is loaded.
+import "./heap.ts";
 import { hostname } from "node:os";
 import { createAdminServer } from "../lib/adminServer.ts";
 import { currentNamespace, loadKubeConfig } from "../lib/kube.ts";
