@@ -314,11 +314,13 @@ test("an invalid pod template is reported on the Template and its Userlands, che
     return tpl.status?.conditions?.find((c) => c.type === "PodTemplateValid" && c.status === "False");
   });
   assert.match(template.message, /Not_A_DNS_Label/);
-  const failed = await waitForPhase(ns, "frank", "Failed");
-  assert.equal(
-    failed.status?.conditions?.find((c) => c.type === "TemplateAvailable")?.reason,
-    "TemplateInvalid",
-  );
+  // The Userland may be synced before the operator's Template cache has the Template (two watches):
+  // TemplateNotFound first, then TemplateInvalid once the Template's own event re-queues it.
+  await eventually("frank to be Failed because the Template is invalid", async () => {
+    const u = await getUserland(ns, "frank");
+    const reason = u.status?.conditions?.find((c) => c.type === "TemplateAvailable")?.reason;
+    return u.status?.phase === "Failed" && reason === "TemplateInvalid";
+  });
   assert.equal(
     await getDeployment(ns, childNames("broken", "frank").deployment),
     undefined,
