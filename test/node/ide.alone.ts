@@ -3,6 +3,10 @@
  * built here from Debian's packages (cluster/node/localTemplates.ts), made a Userland by the operator,
  * runs on the real node; through its Service, reached from 127.0.0.1 only via the harness's relay,
  * Jupyter answers at the root path and a Python cell runs in a real kernel over its WebSocket.
+ *
+ * Runs alone (*.alone.ts): twice in CI, beside other files, a request through the relay got no
+ * answer for 300 s after the pod was Ready; alone, and beside the platform test, it passes. Not
+ * explained yet (see the stop's note).
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
