@@ -10,7 +10,7 @@ import { test, type TestContext } from "node:test";
 import type { V1ConfigMap } from "@kubernetes/client-node";
 import { kubeconfigYaml } from "../../cluster/controlPlane.ts";
 import { eventually, testCluster, testNamespace } from "../../test/support/cluster.ts";
-import { Informer, namespacedKey } from "../informer.ts";
+import { Informer, namespacedKey, withoutManagedFields } from "../informer.ts";
 import { k8s } from "../kube.ts";
 import { KubeRest, paths } from "../kubeRest.ts";
 import { createLogger } from "../logger.ts";
@@ -182,4 +182,35 @@ test("a failed first list and a broken watch are retried until the cache has cau
   assert.deepEqual(inGroup(informer, ns, "x"), ["c"]);
   assert.deepEqual(inGroup(informer, ns, "y"), ["a"]);
   assert.ok(!deleted.includes("a"));
+});
+
+test("a transform shapes every listed and watched object before it is cached or handed out", async (t) => {
+  const cluster = await testCluster();
+  const ns = await testNamespace(t, "informer");
+  const rest = await adminRest(t);
+  await rest.create(configMapsPath(ns), configMap("listed", "x"));
+  const informer = new Informer<V1ConfigMap>(cluster.kc, rest, {
+    path: configMapsPath(ns),
+    labelSelector: `${LABEL}=yes`,
+    log,
+    freeze: true,
+    transform: (cm) => {
+      withoutManagedFields(cm);
+      if (cm.data) cm.data.seen = "transformed";
+      return cm;
+    },
+  });
+  t.after(() => informer.stop());
+  const handed: V1ConfigMap[] = [];
+  informer.on("add", (cm) => handed.push(cm));
+  informer.on("update", (cm) => handed.push(cm));
+  await informer.start();
+  await rest.create(configMapsPath(ns), configMap("watched", "x"));
+  await rest.patch(configMapsPath(ns, "listed"), { data: { group: "y" } });
+  await eventually("the watch to deliver two changes", () => handed.length >= 3);
+  for (const cm of [...informer.list(), ...handed]) {
+    assert.equal(cm.metadata?.managedFields, undefined, `${cm.metadata?.name} has no managedFields`);
+    assert.equal(cm.data?.seen, "transformed");
+  }
+  assert.equal(informer.get("listed", ns)?.data?.group, "y");
 });
