@@ -349,40 +349,29 @@ async function rush(variant: Variant, n: number, procs: readonly Proc[]): Promis
   return { label: variant, n, times, steps, usage, requests, wallMs, notes };
 }
 
-async function baseline(n: number, procs: readonly Proc[], spec: V1PodSpec): Promise<Measured> {
-  log(`N=${n} baseline: ${n} bare Pods`);
-  const namespace = `rush-pods-${n}`;
-  const { result, usage, requests, wallMs, load } = await measure(procs, namespace, (done) =>
-    timePodsReady(core, namespace, n, spec, done),
-  );
-  return {
-    label: "bare Pods created directly",
-    n,
-    times: result,
-    steps: new Map(),
-    usage,
-    requests,
-    wallMs,
-    notes: [load],
-  };
+/** A baseline: N objects created directly by a client, timed to Ready, measured like a rush. */
+async function timedBaseline(
+  label: string,
+  n: number,
+  procs: readonly Proc[],
+  namespace: string,
+  run: (done: () => void) => Promise<number[]>,
+): Promise<Measured> {
+  log(`N=${n} baseline: ${label}`);
+  const { result, usage, requests, wallMs, load } = await measure(procs, namespace, run);
+  return { label, n, times: result, steps: new Map(), usage, requests, wallMs, notes: [load] };
 }
 
-async function deploymentBaseline(n: number, procs: readonly Proc[], template: Template): Promise<Measured> {
-  log(`N=${n} baseline: ${n} Deployments and Services`);
-  const namespace = `rush-deployments-${n}`;
-  const { result, usage, requests, wallMs, load } = await measure(procs, namespace, (done) =>
-    timeDeploymentsReady(platform.rest, namespace, n, template, done),
+function baseline(n: number, procs: readonly Proc[], spec: V1PodSpec): Promise<Measured> {
+  return timedBaseline("bare Pods created directly", n, procs, `rush-pods-${n}`, (done) =>
+    timePodsReady(core, `rush-pods-${n}`, n, spec, done),
   );
-  return {
-    label: "Deployments + Services created directly",
-    n,
-    times: result,
-    steps: new Map(),
-    usage,
-    requests,
-    wallMs,
-    notes: [load],
-  };
+}
+
+function deploymentBaseline(n: number, procs: readonly Proc[], template: Template): Promise<Measured> {
+  return timedBaseline("Deployments + Services created directly", n, procs, `rush-deployments-${n}`, (done) =>
+    timeDeploymentsReady(platform.rest, `rush-deployments-${n}`, n, template, done),
+  );
 }
 
 /** The summary table of `rows`, then (with `details`) each one's steps, processes and requests. */
