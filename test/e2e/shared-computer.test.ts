@@ -24,8 +24,7 @@ import { startProxy, testKeys } from "../../services/proxy/test/support.ts";
 import { launchBrowser } from "../support/browser.ts";
 import { testNamespace } from "../support/cluster.ts";
 import { installCrds } from "../support/operator.ts";
-import { userlandsPath } from "../../api/v1alpha1/index.ts";
-import { adminRest, createTemplate, createUserland, simpleTemplateSpec } from "../support/resources.ts";
+import { createTemplate, createUserland, markReady, simpleTemplateSpec } from "../support/resources.ts";
 
 const DOMAIN = "userland.localhost";
 let browser: Browser;
@@ -113,11 +112,8 @@ for (const mode of ["shared", "perUser"] as const) {
     });
     t.after(() => auth.close());
     // The status the operator would write (this test is about the browser, not the operator).
-    const rest = await adminRest();
     for (const user of ["alice", "bob"] as const) {
-      await rest.patch(`${userlandsPath(ns)}/code-${user}/status`, {
-        status: { phase: "Ready", service: { name: `env-${user}`, port: 8080 } },
-      });
+      await markReady(ns, `code-${user}`, { name: `env-${user}`, port: 8080 });
       proxy.resolver.set(ns, `env-${user}`, envs[user].url);
     }
     const envOrigin = (user: string) =>

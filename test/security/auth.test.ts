@@ -18,13 +18,7 @@ import { startOidcProvider } from "../../services/auth/test/support/oidc-provide
 import { send, startProxy, startUpstream, testKeys } from "../../services/proxy/test/support.ts";
 import { testNamespace } from "../support/cluster.ts";
 import { installCrds } from "../support/operator.ts";
-import {
-  adminRest,
-  createTemplate,
-  createUserland,
-  simpleTemplateSpec,
-  userlandsPath,
-} from "../support/resources.ts";
+import { createTemplate, createUserland, markReady, simpleTemplateSpec } from "../support/resources.ts";
 
 const ALLOWED = "example.org,*.apps.example.org";
 
@@ -306,12 +300,7 @@ test("hostile input against the auth service; what a captured session is worth",
   await installCrds();
   await createTemplate(ns, "code", simpleTemplateSpec());
   await createUserland(ns, "code-mallory", "github:mallory", "code");
-  // No operator here: the status says Ready and names a Service, which the resolver maps to loopback.
-  await (
-    await adminRest()
-  ).patch(`${userlandsPath(ns, "code-mallory")}/status`, {
-    status: { phase: "Ready", service: { name: "code-mallory-svc", port: 80 } },
-  });
+  await markReady(ns, "code-mallory", { name: "code-mallory-svc", port: 80 });
   const upstream = await startUpstream(t, "github:mallory/code");
   const proxyKeys = await testKeys(t, signingJwks);
   const proxy = await startProxy(t, ns, proxyKeys);

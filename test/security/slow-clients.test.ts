@@ -18,13 +18,7 @@ import { startProxy, startUpstream, testKeys } from "../../services/proxy/test/s
 import { startUserManager } from "../../services/user-manager/test/support.ts";
 import { testNamespace } from "../support/cluster.ts";
 import { installCrds } from "../support/operator.ts";
-import {
-  adminRest,
-  createTemplate,
-  createUserland,
-  simpleTemplateSpec,
-  userlandsPath,
-} from "../support/resources.ts";
+import { createTemplate, createUserland, markReady, simpleTemplateSpec } from "../support/resources.ts";
 
 /** Every service here: headers within 1 s, the whole request within 3 s. */
 const HEADERS_TIMEOUT_MS = 1000;
@@ -187,12 +181,7 @@ test("slow and endless clients: the proxy closes them", async (t) => {
   await installCrds();
   await createTemplate(ns, "code", simpleTemplateSpec());
   await createUserland(ns, "code-mallory", "mallory", "code");
-  // No operator: the status says Ready and names a Service, which the resolver maps to loopback.
-  await (
-    await adminRest()
-  ).patch(`${userlandsPath(ns, "code-mallory")}/status`, {
-    status: { phase: "Ready", service: { name: "code-mallory-svc", port: 80 } },
-  });
+  await markReady(ns, "code-mallory", { name: "code-mallory-svc", port: 80 });
   const upstream = await startUpstream(t, "mallory/code");
   const keys = await testKeys(t);
   const proxy = await startProxy(t, ns, keys, timeouts("PROXY"));

@@ -68,6 +68,20 @@ export async function patchUserland(ns: string, name: string, patch: unknown): P
   return (await adminRest()).patch<Userland>(userlandsPath(ns, name), patch);
 }
 
+/**
+ * Writes the status the operator would write for a Ready Userland whose Service is `service`, for
+ * tests that run the proxy without the operator (their resolver maps the Service to loopback).
+ */
+export async function markReady(
+  ns: string,
+  name: string,
+  service: { name: string; port: number },
+): Promise<Userland> {
+  return (await adminRest()).patch<Userland>(userlandsPath(ns, name, "status"), {
+    status: { phase: "Ready", service },
+  });
+}
+
 export async function patchTemplate(ns: string, name: string, patch: unknown): Promise<Template> {
   return (await adminRest()).patch<Template>(templatesPath(ns, name), patch);
 }
