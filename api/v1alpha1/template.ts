@@ -110,10 +110,10 @@ const stringList = { type: "array", items: { type: "string" } };
 
 export const TemplateSpecSchema = Type.Object({
   displayName: Type.Optional(
-    Type.String({ maxLength: 100, description: "Shown to students on start pages." }),
+    Type.String({ maxLength: 100, description: "Shown to students on their home page and start pages." }),
   ),
   description: Type.Optional(
-    Type.String({ maxLength: 2000, description: "Shown to students on start pages." }),
+    Type.String({ maxLength: 2000, description: "Shown to students on their home page and start pages." }),
   ),
   template: PodTemplateSpecSchema,
   service: Type.Optional(
@@ -165,6 +165,12 @@ export const TemplateSpecSchema = Type.Object({
     Type.String({
       pattern: DURATION_PATTERN,
       description: 'Stop a Userland after this long without traffic ("30m", "2h"). Unset: never.',
+    }),
+  ),
+  selfService: Type.Optional(
+    Type.Boolean({
+      description:
+        "Any signed-in student who has no environment of this Template may create one from their home page (the proxy asks the user-manager). false (default): only teachers and admins assign it.",
     }),
   ),
   defaultResources: Type.Optional(
