@@ -1,5 +1,6 @@
 /**
- * The session cookie contract between the auth service (which signs) and the proxy (which verifies).
+ * The session cookie contract between the auth service (which signs) and the proxy and the
+ * user-manager's console (which verify).
  *
  * A session is a compact JWS signed with ES256. The auth service holds the private keys; every other
  * component gets only the public JWKS, so it can check a session but can never mint one. Several
@@ -53,6 +54,11 @@ export interface SigningKeys {
 
 export interface Session {
   user: string;
+  /**
+   * The identity provider's groups at sign-in (the OIDC groups claim); empty for providers without
+   * groups and for sessions signed before groups were carried (the claim is optional).
+   */
+  groups: string[];
   /** Random session id, for logs and audit. */
   sid: string;
   /** Expiry, seconds since the epoch. */
@@ -62,7 +68,7 @@ export interface Session {
 export interface SessionSigner {
   /** Key id of the active signing key. */
   readonly kid: string;
-  sign(user: string, ttlSeconds: number): Promise<string>;
+  sign(user: string, ttlSeconds: number, groups?: readonly string[]): Promise<string>;
 }
 
 export interface SessionVerifier {
@@ -72,6 +78,33 @@ export interface SessionVerifier {
 
 export function isValidUser(user: unknown): user is string {
   return typeof user === "string" && user.length >= 1 && user.length <= USER_MAX && userPattern.test(user);
+}
+
+/**
+ * Most characters the groups of one session may take (their JSON): the cookie must stay under the
+ * 4 KiB browsers keep and MAX_TOKEN_LENGTH, with room for the rest of the token.
+ */
+export const SESSION_GROUPS_MAX_CHARS = 1536;
+
+/** A group name a session may carry: the same rules as an identity (printable ASCII, no edge spaces). */
+export const isValidGroup = isValidUser;
+
+/**
+ * The groups a session can carry, in the order given: valid names only, each once, while they fit
+ * in SESSION_GROUPS_MAX_CHARS. `dropped` lists the rest so the signer's caller can say so.
+ */
+export function sessionGroups(groups: readonly string[]): { groups: string[]; dropped: string[] } {
+  const kept: string[] = [];
+  const dropped: string[] = [];
+  let size = 2;
+  for (const group of new Set(groups)) {
+    const cost = JSON.stringify(group).length + 1;
+    if (isValidGroup(group) && size + cost <= SESSION_GROUPS_MAX_CHARS) {
+      kept.push(group);
+      size += cost;
+    } else dropped.push(group);
+  }
+  return { groups: kept, dropped };
 }
 
 /** A new P-256 private JWK for session signing. */
@@ -222,11 +255,17 @@ export function createSessionSigner(signingKeys: SigningKeys): SessionSigner {
   if (!active) throw new Error("no signing key");
   return {
     kid: active.kid,
-    async sign(user, ttlSeconds) {
+    async sign(user, ttlSeconds, groups = []) {
       if (!isValidUser(user)) throw new Error("refusing to sign a session for an invalid identity");
       if (!Number.isInteger(ttlSeconds) || ttlSeconds <= 0)
         throw new Error("session TTL must be a positive whole number of seconds");
-      return new SignJWT({ sid: randomBytes(16).toString("base64url") })
+      if (sessionGroups(groups).groups.length !== groups.length)
+        throw new Error(
+          "refusing to sign a session with invalid, repeated or too many groups (sessionGroups)",
+        );
+      // No claim at all without groups: such a token is byte for byte what older signers wrote.
+      const claims = { sid: randomBytes(16).toString("base64url"), ...(groups.length > 0 ? { groups } : {}) };
+      return new SignJWT(claims)
         .setProtectedHeader({ alg: SESSION_ALG, kid: active.kid, typ: "JWT" })
         .setSubject(user)
         .setIssuer(SESSION_ISSUER)
@@ -304,9 +343,11 @@ function verifierWith(keys: JWTVerifyGetKey, options: VerifierOptions): SessionV
           clockTolerance: options.clockToleranceSeconds ?? 5,
         });
         if (typeof protectedHeader.kid !== "string") return undefined;
-        const { sub, sid, exp } = payload;
+        const { sub, sid, exp, groups } = payload;
         if (!isValidUser(sub) || typeof sid !== "string" || typeof exp !== "number") return undefined;
-        return { user: sub, sid, exp };
+        // Optional (sessions signed before groups were carried have none); malformed is no session.
+        if (groups !== undefined && !(Array.isArray(groups) && groups.every(isValidGroup))) return undefined;
+        return { user: sub, groups: groups ?? [], sid, exp };
       } catch {
         return undefined;
       }

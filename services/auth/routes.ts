@@ -5,11 +5,11 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import Type from "typebox";
 import * as client from "openid-client";
-import { SESSION_COOKIE } from "../../lib/session.ts";
+import { SESSION_COOKIE, sessionGroups } from "../../lib/session.ts";
 
 /** Set by sign-out: the next OpenID Connect login sends prompt=login, so a shared computer is really signed out. */
 export const SIGNED_OUT_COOKIE = "userland_signed_out";
-import { decideGitHub, decideOidc } from "./allowlist.ts";
+import { decideGitHub, decideOidc, groupsOf } from "./allowlist.ts";
 import { endpoint, sessionCookieOptions, transactionCookieOptions, type AuthContext } from "./context.ts";
 import { GitHubError } from "./github.ts";
 import type { Outcome } from "./identity.ts";
@@ -224,6 +224,7 @@ export const loginRoutes: FastifyPluginCallbackTypebox<{ ctx: AuthContext }> = (
     tx: LoginTransaction,
     decision: Outcome<string>,
     subject: string,
+    claimedGroups: readonly string[] = [],
   ) {
     if (!decision.ok) {
       metrics.logins.inc({ provider, result: "refused" });
@@ -231,7 +232,14 @@ export const loginRoutes: FastifyPluginCallbackTypebox<{ ctx: AuthContext }> = (
       return sendPage(reply, 403, messagePage("Access denied", decision.reason));
     }
     const user = decision.value;
-    const token = await ctx.signer.sign(user, config.sessionTtlSeconds);
+    // The groups travel in the session so the user-manager's console can ask RBAC about them.
+    const { groups, dropped } = sessionGroups(claimedGroups);
+    if (dropped.length > 0)
+      log.warn(
+        { provider, user, dropped: dropped.slice(0, 20), count: dropped.length },
+        "groups left out of the session: invalid names, or more than a session cookie holds (have the identity provider send fewer)",
+      );
+    const token = await ctx.signer.sign(user, config.sessionTtlSeconds, groups);
     reply.setCookie(SESSION_COOKIE, token, sessionCookieOptions(config, config.sessionTtlSeconds));
     reply.clearCookie(SIGNED_OUT_COOKIE, sessionCookieOptions(config));
     metrics.logins.inc({ provider, result: "success" });
@@ -261,7 +269,8 @@ export const loginRoutes: FastifyPluginCallbackTypebox<{ ctx: AuthContext }> = (
     } catch (error) {
       return failed(reply, "oidc", tx, describeOidcError(error), error);
     }
-    return finish(reply, "oidc", tx, decideOidc(claims, rules, config.allow), String(claims.sub));
+    const groups = groupsOf(claims[rules.groupsClaim]);
+    return finish(reply, "oidc", tx, decideOidc(claims, rules, config.allow), String(claims.sub), groups);
   });
 
   app.get("/callback/github", async (request, reply) => {

@@ -33,7 +33,11 @@ export const sessionRoutes: FastifyPluginCallbackTypebox<{ ctx: AuthContext }> =
     {
       schema: {
         response: {
-          200: Type.Object({ user: Type.String(), expiresAt: Type.String({ format: "date-time" }) }),
+          200: Type.Object({
+            user: Type.String(),
+            groups: Type.Array(Type.String()),
+            expiresAt: Type.String({ format: "date-time" }),
+          }),
           401: Type.Object({ error: Type.String() }),
         },
       },
@@ -41,7 +45,11 @@ export const sessionRoutes: FastifyPluginCallbackTypebox<{ ctx: AuthContext }> =
     async (request, reply) => {
       const session = await ctx.verifier.verify(request.cookies[SESSION_COOKIE]);
       if (!session) return reply.code(401).send({ error: "not signed in" });
-      return { user: session.user, expiresAt: new Date(session.exp * 1000).toISOString() };
+      return {
+        user: session.user,
+        groups: session.groups,
+        expiresAt: new Date(session.exp * 1000).toISOString(),
+      };
     },
   );
 

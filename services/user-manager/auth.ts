@@ -1,6 +1,7 @@
 /**
  * Authentication and authorization of every API call by Kubernetes itself: the bearer token is
- * checked with a TokenReview, and the caller's right to act on Userlands with a
+ * checked with a TokenReview (or, for the teachers' console, the auth service's session cookie is
+ * verified and its user and groups prefixed), and the caller's right to act on Userlands with a
  * LocalSubjectAccessReview. Admins, teachers' tools and other services use their own Kubernetes
  * identities (a ServiceAccount token, `kubectl create token`, an OIDC token the API server accepts),
  * and RBAC Roles decide who may do what; this service keeps no user list of its own.
@@ -13,7 +14,10 @@ import { createHash } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { LRUCache, type Perf } from "lru-cache";
 import { GROUP, USERLANDS } from "../../api/v1alpha1/index.ts";
+import { formFromOwnSite } from "../../lib/formOrigin.ts";
 import type { KubeRest } from "../../lib/kubeRest.ts";
+import { SESSION_COOKIE, type Session } from "../../lib/session.ts";
+import type { RequestSessions } from "../proxy/session.ts";
 import { HttpError } from "./errors.ts";
 import type { Metrics } from "./metrics.ts";
 
@@ -24,6 +28,8 @@ export interface Caller {
   uid?: string;
   groups: string[];
   extra?: Record<string, string[]>;
+  /** The auth service's session the caller signed in with (the console), absent for bearer tokens. */
+  session?: Session;
 }
 
 declare module "fastify" {
@@ -228,10 +234,40 @@ export function bearerToken(header: string | undefined): string | undefined {
   return match[1];
 }
 
+/**
+ * Sign-in with the auth service's session cookie (the teachers' console). The session's user and
+ * groups become Kubernetes subjects under prefixes, so RBAC decides exactly as for a token: an admin
+ * appoints a teacher with a RoleBinding to `<userPrefix><user>` or `<groupPrefix><group>`.
+ */
+export interface SessionAuth {
+  sessions: RequestSessions;
+  userPrefix: string;
+  groupPrefix: string;
+  /** The console's origin: the only one whose pages may send cookie-authenticated writes. */
+  origin: string;
+}
+
+/** The Kubernetes identity of a session: prefixed, and nothing else (no system:authenticated). */
+export function sessionCaller(
+  session: Session,
+  auth: Pick<SessionAuth, "userPrefix" | "groupPrefix">,
+): Caller {
+  return {
+    username: auth.userPrefix + session.user,
+    groups: session.groups.map((g) => auth.groupPrefix + g),
+    session,
+  };
+}
+
+/** Methods that change nothing; every other one sent with a cookie must come from the console's own pages. */
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
 export interface AuthOptions {
   authenticator: TokenAuthenticator;
   reviewer: AccessReviewer;
   namespace: string;
+  /** Session sign-in, when the console is on. */
+  sessions?: SessionAuth | undefined;
 }
 
 /**
@@ -240,7 +276,7 @@ export interface AuthOptions {
  * service parse large uploads.
  */
 export function installAuth(app: FastifyInstance, opts: AuthOptions): void {
-  const { authenticator, reviewer, namespace } = opts;
+  const { authenticator, reviewer, namespace, sessions } = opts;
 
   async function authorize(this: FastifyRequest, verb: Verb, name?: string): Promise<void> {
     const caller = this.caller;
@@ -269,24 +305,50 @@ export function installAuth(app: FastifyInstance, opts: AuthOptions): void {
   app.decorateRequest("authorize", authorize);
   app.decorateRequest("may", may);
 
+  /** The caller of a request without a bearer token: its session, when sessions are on and it sends one. */
+  async function sessionCallerOf(request: FastifyRequest): Promise<Caller> {
+    if (!sessions || !request.headers.cookie?.includes(`${SESSION_COOKIE}=`))
+      throw new HttpError(
+        401,
+        "Unauthorized",
+        sessions
+          ? "authentication required: send Authorization: Bearer <Kubernetes token>, or sign in (the console)"
+          : "authentication required: send Authorization: Bearer <Kubernetes token>",
+      );
+    const found = await sessions.sessions.fromRequest(request.raw);
+    if (!found.session)
+      throw new HttpError(
+        401,
+        "Unauthorized",
+        found.conflicting
+          ? "the browser sent sessions of different users: sign out and sign in again"
+          : "the session is not valid (expired, or signed by another installation): sign in again",
+      );
+    // A cookie goes with every request the browser makes, whoever's page asks for it (another
+    // Template's host is the same site): a write counts only from the console's own pages.
+    if (!SAFE_METHODS.has(request.method) && !formFromOwnSite(request.headers, (o) => o === sessions.origin))
+      throw new HttpError(
+        403,
+        "Forbidden",
+        "cross-site request refused: a request signed in with the session cookie must come from the console's own pages (send a bearer token instead)",
+      );
+    return sessionCaller(found.session, sessions);
+  }
+
   app.addHook("onRequest", async (request) => {
     const config = request.routeOptions.config;
     if (config.public) return;
     const token = bearerToken(request.headers.authorization);
-    if (!token)
-      throw new HttpError(
-        401,
-        "Unauthorized",
-        "authentication required: send Authorization: Bearer <Kubernetes token>",
-      );
-    const caller = await authenticator.authenticate(token);
-    if (!caller)
-      throw new HttpError(
-        401,
-        "Unauthorized",
-        "the bearer token was not accepted by Kubernetes (invalid, expired or for another audience)",
-      );
-    request.caller = caller;
+    if (token) {
+      const caller = await authenticator.authenticate(token);
+      if (!caller)
+        throw new HttpError(
+          401,
+          "Unauthorized",
+          "the bearer token was not accepted by Kubernetes (invalid, expired or for another audience)",
+        );
+      request.caller = caller;
+    } else request.caller = await sessionCallerOf(request);
     const name = config.nameParam
       ? (request.params as Record<string, string | undefined>)[config.nameParam]
       : undefined;

@@ -3,8 +3,31 @@
  * deployment gets one message naming every variable to fix.
  */
 import { formatDuration } from "../../api/duration.ts";
-import { loadConfig, parse, type ConfigOf, type Settings } from "../../lib/config.ts";
+import { ConfigError, loadConfig, parse, type ConfigOf, type Settings } from "../../lib/config.ts";
 import { timeoutSettings } from "../../lib/serverTimeouts.ts";
+
+/**
+ * A prefix put before a session's user or groups to make them Kubernetes subjects: never empty and
+ * never `system:`, so a signed-in identity can never be taken for a ServiceAccount, a node or a
+ * built-in group such as system:masters.
+ */
+const subjectPrefix = (raw: string): string => {
+  if (!/^[!-~]+$/.test(raw)) throw new Error("expected printable ASCII without spaces, e.g. userland:");
+  if (raw.startsWith("system:"))
+    throw new Error('must not start with "system:" (Kubernetes reserves it for its own identities)');
+  return raw;
+};
+
+/** A label key: an optional DNS-subdomain prefix and a name (Kubernetes' qualified name). */
+const labelKey = (raw: string): string => {
+  if (
+    !/^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/.test(
+      raw,
+    )
+  )
+    throw new Error("expected a label key such as userland.dev/class");
+  return raw;
+};
 
 const audiences = (raw: string): string[] => {
   const list = parse.list(raw);
@@ -75,13 +98,115 @@ export const settings = {
     parse: parse.integer(1, 64),
     default: 8,
   },
+
+  // The teachers' console and the API's session sign-in: on when the session keys are set.
+  sessionJwksUrl: {
+    env: "USER_MANAGER_SESSION_JWKS_URL",
+    description:
+      "The auth service's public session keys, http(s)://<auth>/.well-known/jwks.json; turns on the teachers' console and session sign-in for the API (or USER_MANAGER_SESSION_PUBLIC_KEYS_FILE)",
+    parse: parse.httpUrl,
+    default: undefined,
+  },
+  sessionKeysFile: {
+    env: "USER_MANAGER_SESSION_PUBLIC_KEYS_FILE",
+    description:
+      "Public JWKS file of the auth service's session keys, read at start-up (or USER_MANAGER_SESSION_JWKS_URL)",
+    parse: parse.string,
+    default: undefined,
+  },
+  loginUrl: {
+    env: "USER_MANAGER_LOGIN_URL",
+    description:
+      "The auth service's login URL, e.g. https://auth.example.org/login; the console sends browsers without a session to <url>?rd=<console page> (needed with the session keys)",
+    parse: parse.httpUrl,
+    default: undefined,
+  },
+  consoleUrl: {
+    env: "USER_MANAGER_CONSOLE_URL",
+    description:
+      "The console's public URL, e.g. https://example.org/console/; its origin is the only one whose pages may send cookie-authenticated writes (needed with the session keys)",
+    parse: parse.httpUrl,
+    default: undefined,
+  },
+  sessionUserPrefix: {
+    env: "USER_MANAGER_SESSION_USER_PREFIX",
+    description:
+      "Prefix that makes a session's user a Kubernetes user for RBAC, e.g. userland: (kubectl create rolebinding … --user=userland:alice)",
+    parse: subjectPrefix,
+    default: "userland:",
+  },
+  sessionGroupPrefix: {
+    env: "USER_MANAGER_SESSION_GROUP_PREFIX",
+    description:
+      "Prefix that makes each of a session's groups a Kubernetes group for RBAC, e.g. userland:group: (… --group=userland:group:teachers)",
+    parse: subjectPrefix,
+    default: "userland:group:",
+  },
+  classLabel: {
+    env: "USER_MANAGER_CLASS_LABEL",
+    description: "Label on Userlands by whose value the console narrows a Template's Userlands to one class",
+    parse: labelKey,
+    default: "userland.dev/class",
+  },
 } satisfies Settings;
 
 export type UserManagerConfig = ConfigOf<typeof settings>;
 
+export type SessionKeySource = { url: URL } | { file: string };
+
+/** The console and the API's session sign-in, when configured. */
+export interface ConsoleConfig {
+  keys: SessionKeySource;
+  loginUrl: URL;
+  /** Normalised to end with "/". */
+  url: URL;
+  userPrefix: string;
+  groupPrefix: string;
+  classLabel: string;
+}
+
+/** The console's settings, undefined when it is off; throws ConfigError naming what to set. */
+export function consoleConfig(c: UserManagerConfig): ConsoleConfig | undefined {
+  const problems: string[] = [];
+  const keys = c.sessionJwksUrl ?? c.sessionKeysFile;
+  if (c.sessionJwksUrl && c.sessionKeysFile)
+    problems.push("set USER_MANAGER_SESSION_JWKS_URL or USER_MANAGER_SESSION_PUBLIC_KEYS_FILE, not both");
+  if (keys === undefined) {
+    if (c.loginUrl || c.consoleUrl)
+      problems.push(
+        "the console needs the auth service's public session keys: set USER_MANAGER_SESSION_JWKS_URL (e.g. http://userland-auth.<namespace>.svc/.well-known/jwks.json) or USER_MANAGER_SESSION_PUBLIC_KEYS_FILE",
+      );
+  } else {
+    if (!c.loginUrl)
+      problems.push(
+        "set USER_MANAGER_LOGIN_URL: the auth service's login URL (e.g. https://auth.example.org/login), where the console sends teachers to sign in",
+      );
+    if (!c.consoleUrl)
+      problems.push(
+        "set USER_MANAGER_CONSOLE_URL: the console's public URL (e.g. https://example.org/console/), whose origin alone may send cookie-authenticated writes",
+      );
+  }
+  if (c.consoleUrl && (c.consoleUrl.search || c.consoleUrl.hash || c.consoleUrl.username))
+    problems.push("USER_MANAGER_CONSOLE_URL must not have a query, fragment or user name");
+  if (problems.length > 0) throw new ConfigError("user-manager", problems);
+  if (keys === undefined || !c.loginUrl || !c.consoleUrl) return undefined;
+  const url = new URL(c.consoleUrl);
+  if (!url.pathname.endsWith("/")) url.pathname += "/";
+  return {
+    keys: c.sessionJwksUrl ? { url: c.sessionJwksUrl } : { file: c.sessionKeysFile ?? "" },
+    loginUrl: c.loginUrl,
+    url,
+    userPrefix: c.sessionUserPrefix,
+    groupPrefix: c.sessionGroupPrefix,
+    classLabel: c.classLabel,
+  };
+}
+
 /** Throws ConfigError listing every problem. */
 export function loadUserManagerConfig(env: NodeJS.ProcessEnv = process.env): UserManagerConfig {
-  return loadConfig("user-manager", settings, env);
+  const config = loadConfig("user-manager", settings, env);
+  consoleConfig(config);
+  return config;
 }
 
 /** Defaults for everything, for tests and embedding; `overrides` wins. */

@@ -77,7 +77,13 @@ const Query = Type.Object(
     dryRun: Type.Optional(
       Type.Boolean({
         description:
-          "With prune: only report what would be deleted (default true). Creating is never a dry run.",
+          "With prune: only report what would be deleted (default true). Creating is never a dry run (see preview).",
+      }),
+    ),
+    preview: Type.Optional(
+      Type.Boolean({
+        description:
+          "Write nothing: toCreate lists what the import would create and toDelete (with prune) what it would delete (the console's diff).",
       }),
     ),
   },
@@ -115,6 +121,9 @@ const ImportResult = Type.Object({
   ),
   toDelete: Type.Array(Ref),
   deleted: Type.Array(Ref),
+  toCreate: Type.Optional(
+    Type.Array(LineRef, { description: "With preview: the Userlands the import would create." }),
+  ),
   dryRun: Type.Boolean({ description: "True when deletions were only listed." }),
   message: Type.Optional(Type.String()),
 });
@@ -218,7 +227,8 @@ export const rosterRoutes: FastifyPluginCallbackTypebox<RosterRouteOptions> = (a
         invalid.sort((a, b) => a.line - b.line);
       }
 
-      const deleting = prune && !dryRun && invalid.length === 0;
+      const preview = query.preview === true;
+      const deleting = prune && !dryRun && invalid.length === 0 && !preview;
       if (deleting) await request.authorize("delete");
 
       const userlands = await store.listAll();
@@ -239,6 +249,16 @@ export const rosterRoutes: FastifyPluginCallbackTypebox<RosterRouteOptions> = (a
         deleted: [],
         dryRun: prune && !deleting,
       };
+      if (preview) {
+        result.toCreate = plan.create.map((e) => ({
+          line: e.line,
+          user: e.user,
+          name: userlandNameFor(e.user),
+          templateName: e.templateName,
+        }));
+        result.dryRun = true;
+        return result;
+      }
       if (prune && !dryRun && !deleting) {
         result.message = `nothing was deleted: the roster has ${invalid.length} invalid line(s); fix them and import again with dryRun=false`;
       }

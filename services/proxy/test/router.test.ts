@@ -83,7 +83,7 @@ function router(
         const user = req.headers.user;
         return Promise.resolve(
           typeof user === "string"
-            ? { session: { user, sid: "s", exp: Date.now() / 1000 + 60 } }
+            ? { session: { user, groups: [], sid: "s", exp: Date.now() / 1000 + 60 } }
             : { session: undefined, conflicting: false },
         );
       },
