@@ -1,7 +1,7 @@
 /**
  * The one client of the user-management service's REST API, for the services that call it with
- * their own bearer token: the proxy (start a stopped environment) and the auth service (create a
- * Userland at first login). The token is read from a file on every call: projected ServiceAccount
+ * their own bearer token: the proxy (start and stop a student's environment, create one of a
+ * self-service Template) and the auth service (create a Userland at first login). The token is read from a file on every call: projected ServiceAccount
  * tokens are rotated on disk.
  */
 import { readFile } from "node:fs/promises";
@@ -30,6 +30,8 @@ export class UserManagerError extends Error {
 export interface UserManagerClient {
   /** Starts the Userland `name` (the user-manager serves one namespace: the caller's). */
   start(name: string): Promise<void>;
+  /** Stops the Userland `name` (scaled to zero, data kept). */
+  stop(name: string): Promise<void>;
   /** Creates `user`'s Userland for a Template; "exists" when it already has one (409). */
   create(user: string, templateName: string): Promise<"created" | "exists">;
 }
@@ -71,6 +73,10 @@ export function userManagerClient(options: UserManagerClientOptions): UserManage
   return {
     async start(name) {
       const { status, text } = await post(`api/v1/userlands/${encodeURIComponent(name)}/start`, {});
+      if (status < 200 || status > 299) throw refused(status, text);
+    },
+    async stop(name) {
+      const { status, text } = await post(`api/v1/userlands/${encodeURIComponent(name)}/stop`, {});
       if (status < 200 || status > 299) throw refused(status, text);
     },
     async create(user, templateName) {

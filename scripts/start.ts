@@ -2,8 +2,9 @@
  * `npm start`: the whole platform on this machine. With root and the kernel features the real
  * node needs, students get real IDEs (dev/realPlatform.ts: the Helm chart on a real node); else,
  * or with USERLAND_REAL_NODE=off, it says in one line why and runs the kwok demo
- * (dev/platform.ts), whose environments stand in for IDEs. Prints the URLs to open; Ctrl-C stops
- * everything (a second Ctrl-C exits at once).
+ * (dev/platform.ts), whose environments stand in for IDEs. Prints the URLs to open, first the
+ * students' home page (/_userland/home on the proxy's base port: the base port serves a Template,
+ * so the home is at its fixed path there); Ctrl-C stops everything (a second Ctrl-C exits at once).
  */
 import { join } from "node:path";
 import { repoRoot } from "../cluster/controlPlane.ts";
@@ -38,8 +39,10 @@ if (typeof real === "string") {
   banner = `
 Userland is running on this machine (loopback only), with demo environments standing in for IDEs.
 
-  Open            ${platform.url}
-                  (log in with any name: the local identity provider is for trying it out, never for production)
+  Open            ${platform.url}_userland/home
+                  your home page: your environments, to open, start and stop (log in with any name:
+                  the local identity provider is for trying it out, never for production)
+  Demo            ${platform.url}   (the demo environment itself)
   Auth service    ${platform.authUrl}
   User manager    ${platform.userManagerUrl}   (API: ${platform.userManagerUrl}/openapi.json)
   Kubernetes API  ${platform.controlPlane.server}
@@ -56,9 +59,10 @@ Userland is running on this machine (loopback only), with demo environments stan
   banner = `
 Userland is running on this machine (loopback only), with real IDEs on a real node.
 
-  Open            ${real.url}
-                  VS Code for any name you sign in with (the local identity provider accepts
-                  anyone: for trying it out, never for production)
+  Open            ${real.url}_userland/home
+                  your home page: your environments, to open, start and stop (the local identity
+                  provider accepts any name: for trying it out, never for production)
+  VS Code         ${real.url}   (every name you sign in with gets one)
 ${assigned}
   Auth service    ${real.authUrl}
   User manager    ${real.userManagerUrl}   (API: ${real.userManagerUrl}/openapi.json)

@@ -29,6 +29,8 @@ import { createProxyServer, type RunningProxy } from "./server.ts";
 import { requestSessions } from "./session.ts";
 import { userManagerClient } from "../../lib/userManagerClient.ts";
 
+const USER_INDEX = "user";
+
 export interface ProxyAppOptions {
   kc: k8s.KubeConfig;
   log: Logger;
@@ -95,6 +97,8 @@ export async function buildProxyApp(config: ProxyConfig, options: ProxyAppOption
     path: templatesPath(namespace),
     log,
   });
+  // The home page lists a student's Userlands of every Template.
+  userlands.addIndex(USER_INDEX, (u) => [u.spec.user]);
   const index = new UserlandIndex();
   const indexChanged = () => metrics.userlands.set(index.size);
   userlands.on("add", (u) => (index.upsert(u), indexChanged()));
@@ -108,6 +112,8 @@ export async function buildProxyApp(config: ProxyConfig, options: ProxyAppOption
     synced: () => userlands.hasSynced && templates.hasSynced,
     getUserland: (name) => userlands.get(name, namespace),
     templateNames: () => templates.list(namespace).map((t) => t.metadata.name ?? ""),
+    userlandsOf: (user) => userlands.byIndex(USER_INDEX, user),
+    templates: () => templates.list(namespace),
   };
   const activity = new ActivityRecorder({
     rest,

@@ -35,6 +35,8 @@ export interface ProxyMetrics {
   openWebSockets: Gauge;
   activityPatches: Counter<"result">;
   starts: Counter<"result">;
+  /** Stop and self-service create requests (the home page's buttons). */
+  homeActions: Counter<"action" | "result">;
   userlands: Gauge;
 }
 
@@ -84,6 +86,12 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Proxy
       name: "userland_proxy_starts_total",
       help: "Start requests sent to the user-manager by result (success, error).",
       labelNames: ["result"],
+      registers,
+    }),
+    homeActions: new Counter({
+      name: "userland_proxy_home_actions_total",
+      help: "Stop and self-service create requests sent to the user-manager from students' home pages, by action (stop, create) and result (success, exists, error).",
+      labelNames: ["action", "result"],
       registers,
     }),
     userlands: new Gauge({

@@ -1,14 +1,26 @@
 /**
- * The proxy's own endpoints under /_userland/ on every host, for the session's own environment:
- * `GET /_userland/status` (what the starting page polls) and `POST /_userland/start` (the Start
- * button). Never forwarded to an environment.
+ * The proxy's own endpoints under /_userland/ on every host, never forwarded to an environment,
+ * always for the session's own environments:
+ *
+ * - `GET /_userland/status`: the host's Template's environment (what the starting page polls);
+ * - `GET /_userland/home`: the student's home page (homePage.ts), or its view as JSON;
+ * - `POST /_userland/start`: the host's Template's environment (the stopped page), or the one the
+ *   form names with `userland` (the home page);
+ * - `POST /_userland/stop`: the environment the form names with `userland`, or the host's;
+ * - `POST /_userland/create`: the student's environment of the self-service Template `template`.
+ *
+ * A Userland a form names counts only when its spec.user is exactly the session's user: any
+ * other name is answered like a name that does not exist.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Userland } from "../../api/v1alpha1/index.ts";
 import { formFromOwnSite } from "../../lib/formOrigin.ts";
 import { localPath } from "../../lib/localPath.ts";
 import { environmentInfo, environmentState, userlandKey } from "./environment.ts";
 import { originAllowed } from "./headers.ts";
-import { missingPage, simplePage } from "./pages.ts";
+import { HOME_PATH, homeView, ownUserland, type HomeConfig } from "./home.ts";
+import { homePage } from "./homePage.ts";
+import { missingPage, simplePage, type Page } from "./pages.ts";
 import type { RequestRecord } from "./requestLog.ts";
 import { prefersJson, sendJson, sendPage } from "./respond.ts";
 import type { OwnEndpointRoute } from "./router.ts";
@@ -19,7 +31,11 @@ export interface OwnEndpointDeps {
   cluster: ClusterView;
   starter: Starter;
   allowedOrigins: readonly string[];
+  config: HomeConfig;
 }
+
+const FORM_ACTIONS = ["start", "stop", "create"] as const;
+type FormAction = (typeof FORM_ACTIONS)[number];
 
 class FormTooLarge extends Error {}
 
@@ -34,6 +50,16 @@ async function readForm(req: IncomingMessage, limit = 4096): Promise<URLSearchPa
   return new URLSearchParams(Buffer.concat(chunks).toString("utf8"));
 }
 
+const notFound = () =>
+  simplePage(404, "Not found", "This address belongs to the platform, not to your environment.");
+
+const userManagerRefused = (what: string) =>
+  simplePage(
+    502,
+    `Could not ${what} your environment`,
+    "The user-management service did not accept the request. Try again in a minute.",
+  );
+
 export async function serveOwnEndpoint(
   deps: OwnEndpointDeps,
   req: IncomingMessage,
@@ -43,28 +69,33 @@ export async function serveOwnEndpoint(
 ): Promise<void> {
   const { cluster, starter } = deps;
   const { session, template, client, pathname } = own;
-  const userland = cluster.findUserland(session.user, template);
-  if (userland) record.userland = userlandKey(userland);
-  if (pathname === "/_userland/status" && (req.method === "GET" || req.method === "HEAD")) {
-    const state = environmentState(userland);
+  const read = req.method === "GET" || req.method === "HEAD";
+  if (pathname === HOME_PATH && read) {
+    const view = homeView(cluster, starter, deps.config, client, session.user);
+    // The apex's root is the home too: its forms come back to where it was shown.
+    sendPage(req, res, homePage(view, own.homeAt ?? HOME_PATH));
+    return;
+  }
+  const hostUserland = template === undefined ? undefined : cluster.findUserland(session.user, template);
+  if (hostUserland) record.userland = userlandKey(hostUserland);
+  if (pathname === "/_userland/status" && read && template !== undefined) {
+    const state = environmentState(hostUserland);
     sendJson(res, 200, {
-      state: state === "stopped" && userland && starter.recentlyRequested(userland) ? "starting" : state,
+      state:
+        state === "stopped" && hostUserland && starter.recentlyRequested(hostUserland) ? "starting" : state,
       template,
       user: session.user,
-      phase: userland?.status?.phase ?? (userland ? "Pending" : undefined),
-      message: userland?.status?.message ?? "",
+      phase: hostUserland?.status?.phase ?? (hostUserland ? "Pending" : undefined),
+      message: hostUserland?.status?.message ?? "",
     });
     return;
   }
-  if (pathname !== "/_userland/start" || req.method !== "POST") {
-    sendPage(
-      req,
-      res,
-      simplePage(404, "Not found", "This address belongs to the platform, not to your environment."),
-    );
+  const action = FORM_ACTIONS.find((a) => pathname === `/_userland/${a}`);
+  if (action === undefined || req.method !== "POST") {
+    sendPage(req, res, notFound());
     return;
   }
-  // Forms from other sites (another Template's environment included) must not start environments.
+  // Forms from other sites (another Template's environment included) must not act for the student.
   if (!formFromOwnSite(req.headers, (origin) => originAllowed(origin, client, deps.allowedOrigins))) {
     record.outcome = "forbidden_origin";
     sendPage(req, res, simplePage(403, "Not allowed", "This form must be sent from this site."));
@@ -83,8 +114,8 @@ export async function serveOwnEndpoint(
     );
     return;
   }
-  // The form is the stopped page's, whose rd is always a local path: anything else (another site,
-  // characters a Location header cannot carry) was not made by that page.
+  // The forms are the platform's own pages', whose rd is always a local path: anything else
+  // (another site, characters a Location header cannot carry) was not made by those pages.
   const rd = form.get("rd");
   const returnPath = rd === null ? "/" : localPath(rd);
   if (returnPath === undefined) {
@@ -96,24 +127,13 @@ export async function serveOwnEndpoint(
     );
     return;
   }
-  if (!userland || environmentState(userland) === "missing") {
-    sendPage(req, res, missingPage(environmentInfo(cluster, template, session.user)));
-    return;
-  }
-  if (environmentState(userland) === "stopped" && !(await starter.request(userland, session.user))) {
-    sendPage(
-      req,
-      res,
-      simplePage(
-        502,
-        "Could not start your environment",
-        "The user-management service did not accept the request. Try again in a minute.",
-      ),
-    );
+  const refusal = await act(deps, own, action, form, hostUserland, record);
+  if (refusal) {
+    sendPage(req, res, refusal);
     return;
   }
   if (prefersJson(req)) {
-    sendJson(res, 202, { state: "starting", template });
+    sendJson(res, 202, { state: action === "stop" ? "stopped" : "starting", template });
     return;
   }
   res.writeHead(303, {
@@ -122,4 +142,66 @@ export async function serveOwnEndpoint(
     "content-length": 0,
   });
   res.end();
+}
+
+/** Carries out a form's action for the session's own environment; a page when it cannot. */
+async function act(
+  deps: OwnEndpointDeps,
+  own: OwnEndpointRoute,
+  action: FormAction,
+  form: URLSearchParams,
+  hostUserland: Userland | undefined,
+  record: RequestRecord,
+): Promise<Page | undefined> {
+  const { cluster, starter } = deps;
+  const user = own.session.user;
+  if (action === "create") return create(deps, user, form.get("template") ?? "", record);
+  const named = form.get("userland");
+  // The home names the Userland; the stopped page means this host's.
+  const userland = named === null ? hostUserland : ownUserland(cluster, user, named);
+  if (!userland) {
+    record.outcome = "no_environment";
+    return named === null && own.template !== undefined
+      ? missingPage(environmentInfo(cluster, own.template, user))
+      : simplePage(404, "No such environment", "You have no environment of that name.");
+  }
+  record.userland = userlandKey(userland);
+  const state = environmentState(userland);
+  if (action === "start")
+    return state === "stopped" && !(await starter.request(userland, user))
+      ? userManagerRefused("start")
+      : undefined;
+  return state !== "stopped" && !(await starter.stop(userland, user))
+    ? userManagerRefused("stop")
+    : undefined;
+}
+
+/** A self-service Template's environment for `user`, unless they hold one already. */
+async function create(
+  deps: OwnEndpointDeps,
+  user: string,
+  template: string,
+  record: RequestRecord,
+): Promise<Page | undefined> {
+  const { cluster, starter } = deps;
+  record.template = template;
+  // Only Templates an admin marked self-service; others look the same whether they exist or not.
+  if (cluster.getTemplate(template)?.spec.selfService !== true) {
+    record.outcome = "bad_request";
+    return simplePage(
+      404,
+      "Not available to you",
+      "There is no environment of that kind you may create yourself. Your teacher assigns the others.",
+    );
+  }
+  if (cluster.findUserland(user, template)) return undefined;
+  const result = await starter.create(user, template);
+  if (result === "error") return userManagerRefused("create");
+  if (result === "exists")
+    return simplePage(
+      409,
+      "You already have an environment",
+      "The user-management service did not create another one for you. If it is not on your home page yet, it appears there in a moment; otherwise ask your teacher for this one.",
+    );
+  return undefined;
 }

@@ -46,13 +46,27 @@ const startingScript = `(function () {
   setTimeout(poll, delay);
 })();`;
 
-// The CSP hash covers the element's text byte for byte, so the element is built here, outside
-// the html`` templates (a formatter re-indenting those would silently block the script).
-const scriptHash = `sha256-${createHash("sha256").update(startingScript).digest("base64")}`;
-const startingScriptElement = new Html(`<script>${startingScript}</script>`);
+/** A page's one inline script and the CSP hash that allows exactly it. */
+export interface InlineScript {
+  element: Html;
+  hash: string;
+}
+
+/**
+ * The CSP hash covers the element's text byte for byte, so the element is built here, outside
+ * the html`` templates (a formatter re-indenting those would silently block the script).
+ */
+export function inlineScript(source: string): InlineScript {
+  return {
+    element: new Html(`<script>${source}</script>`),
+    hash: `sha256-${createHash("sha256").update(source).digest("base64")}`,
+  };
+}
+
+const starting = inlineScript(startingScript);
 
 /** Headers every page gets: no caching (a page stands in for the environment), a strict CSP. */
-export function pageHeaders(withScript: boolean): Record<string, string> {
+export function pageHeaders(script?: InlineScript): Record<string, string> {
   return {
     "content-type": "text/html; charset=utf-8",
     "cache-control": "no-store",
@@ -60,7 +74,7 @@ export function pageHeaders(withScript: boolean): Record<string, string> {
     "referrer-policy": "no-referrer",
     "content-security-policy":
       `default-src 'none'; style-src 'unsafe-inline'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'` +
-      (withScript ? `; script-src '${scriptHash}'` : ""),
+      (script ? `; script-src '${script.hash}'` : ""),
   };
 }
 
@@ -72,25 +86,32 @@ export interface Page {
   headers?: Record<string, string>;
   /** The same information for API clients (Accept: application/json). */
   json: Record<string, unknown>;
-  script?: boolean;
+  /** Its inline script, allowed by the CSP's hash. */
+  script?: InlineScript | undefined;
 }
 
-function document(
+export function document(
   title: string,
   body: Html,
-  options: { refreshSeconds?: number | undefined; script?: boolean; spinner?: boolean },
+  options: {
+    refreshSeconds?: number | undefined;
+    script?: InlineScript | undefined;
+    spinner?: boolean;
+    /** Rules added after the common stylesheet (the home page's list). */
+    style?: string;
+  },
 ): string {
   const refresh = options.refreshSeconds
     ? html`<meta http-equiv="refresh" content="${options.refreshSeconds}" />`
     : undefined;
   return pageDocument({
     title,
-    style,
+    style: style + (options.style ?? ""),
     head: html`<meta name="robots" content="noindex" />
       ${options.script ? html`<noscript>${refresh}</noscript>` : refresh}`,
     heading: html`${options.spinner ? html`<span class="spinner" aria-hidden="true"></span>` : ""}${title}`,
     body,
-    end: options.script ? startingScriptElement : undefined,
+    end: options.script?.element,
   });
 }
 
@@ -114,10 +135,10 @@ export function startingPage(env: EnvironmentInfo, phase: string, message: strin
   return {
     status: 503,
     title,
-    body: document(title, body, { refreshSeconds: 5, script: true, spinner: true }),
+    body: document(title, body, { refreshSeconds: 5, script: starting, spinner: true }),
     headers: { "retry-after": "2" },
     json: { state: "starting", template: env.template, phase, message: message ?? "" },
-    script: true,
+    script: starting,
   };
 }
 

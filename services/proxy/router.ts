@@ -27,7 +27,8 @@ import {
 import type { RequestKind, RequestRecord } from "./requestLog.ts";
 import type { UpstreamResolver } from "./resolver.ts";
 import { SIGNED_OUT_PATH } from "./signedOut.ts";
-import { labelUnder, templateForHost, type ClusterView } from "./routing.ts";
+import { HOME_PATH } from "./home.ts";
+import { isHomeHost, labelUnder, templateForHost, type ClusterView } from "./routing.ts";
 import type { RequestSessions } from "./session.ts";
 import type { Starter } from "./starter.ts";
 
@@ -47,8 +48,18 @@ export type Route =
   | { kind: "redirect"; outcome: "per_user_host"; location: string }
   /** A hop of the sign-out (and sign-in) chain: clear this origin, go on (signedOut.ts). Needs no session. */
   | { kind: "signedOut"; outcome: "own_endpoint"; client: ClientInfo; query: URLSearchParams }
-  /** The proxy's own /_userland/ endpoints, never forwarded. */
-  | (Signed & { kind: "ownEndpoint"; outcome: "own_endpoint"; pathname: string })
+  /**
+   * The proxy's own /_userland/ endpoints, never forwarded; also the home page at the base domain's
+   * root (`homeAt: "/"`), where no Template is served (`template` undefined).
+   */
+  | (Omit<Signed, "template"> & {
+      kind: "ownEndpoint";
+      outcome: "own_endpoint";
+      template: string | undefined;
+      pathname: string;
+      /** Where the home page is shown when that is not HOME_PATH. */
+      homeAt?: string;
+    })
   /** The session's own environment, ready, at `target`. */
   | (Signed & {
       kind: "forward";
@@ -89,6 +100,20 @@ export function isOwnPath(pathname: string): boolean {
 
 const page = (outcome: RouteOutcome, p: Page): Route => ({ kind: "page", outcome, page: p });
 
+/**
+ * The base domain's own host when it serves no Template: the student's home at its root and the
+ * proxy's own endpoints; nothing else is there.
+ */
+function homeHostRoute(kind: RequestKind, session: Session, client: ClientInfo, pathname: string): Route {
+  const own = { kind: "ownEndpoint", outcome: "own_endpoint", session, client, template: undefined } as const;
+  if (kind === "http" && pathname === "/") return { ...own, pathname: HOME_PATH, homeAt: "/" };
+  if (kind === "http" && isOwnPath(pathname)) return { ...own, pathname };
+  return page(
+    "unknown_host",
+    simplePage(404, "Not found", "Nothing is served at this address but your home page, at /."),
+  );
+}
+
 export class Router {
   private readonly deps: RouterDeps;
 
@@ -122,7 +147,8 @@ export class Router {
     const label = config.origins === "perUser" ? labelUnder(client.host, config.baseDomain) : undefined;
     const perUserHost = label !== undefined && label.includes("--") && cluster.getUserland !== undefined;
     let template = perUserHost ? undefined : templateForHost(client.host, config);
-    if (!perUserHost && !template) return page("unknown_host", unknownHostPage(client.host));
+    const homeHost = !perUserHost && !template && isHomeHost(client.host, config);
+    if (!perUserHost && !template && !homeHost) return page("unknown_host", unknownHostPage(client.host));
     if (template) record.template = template;
     const lookup = await sessions.fromRequest(req);
     if (!lookup.session)
@@ -134,6 +160,8 @@ export class Router {
         "starting",
         simplePage(503, "Starting up", "The platform is starting; try again in a few seconds."),
       );
+    const { pathname } = parsed;
+    if (homeHost) return homeHostRoute(kind, session, client, pathname);
     let hostUserland: Userland | undefined;
     if (perUserHost) {
       hostUserland = userlandForLabel(label, (name) => cluster.getUserland?.(name));
@@ -146,7 +174,6 @@ export class Router {
     if (template === undefined) return page("unknown_host", unknownHostPage(client.host));
     if (kind === "websocket" && !originAllowed(req.headers.origin, client, config.allowedOrigins))
       return page("forbidden_origin", foreignWebSocketPage());
-    const { pathname } = parsed;
     if (isOwnPath(pathname))
       return { kind: "ownEndpoint", outcome: "own_endpoint", session, template, client, pathname };
     const serviceWorkers = serviceWorkersAllowed(config.origins, cluster.getTemplate(template));

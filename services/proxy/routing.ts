@@ -38,6 +38,32 @@ export function templateForHost(hostHeader: string | undefined, routes: HostRout
   return routes.defaultTemplate;
 }
 
+/**
+ * Whether `hostHeader` is the base domain itself and names no Template: the students' home
+ * (PROXY_DEFAULT_TEMPLATE unset; with it set, the apex serves that Template).
+ */
+export function isHomeHost(hostHeader: string | undefined, routes: HostRoutes): boolean {
+  if (!hostHeader || !routes.baseDomain || templateForHost(hostHeader, routes) !== undefined) return false;
+  return normaliseHost(stripPort(hostHeader.trim().toLowerCase())) === routes.baseDomain;
+}
+
+/**
+ * The host a Template is served at, as `templateForHost` reads it back: a PROXY_HOST_TEMPLATES
+ * entry (with `port` unless the entry names one), else `<template>.<PROXY_BASE_DOMAIN><port>`, else
+ * `currentHost` for the default Template; undefined when no host serves it.
+ */
+export function hostForTemplate(
+  template: string,
+  routes: HostRoutes,
+  currentHost: string,
+  port: string,
+): string | undefined {
+  for (const [host, name] of routes.hostTemplates)
+    if (name === template) return /:\d+$/.test(host) ? host : `${host}${port}`;
+  if (routes.baseDomain) return `${template}.${routes.baseDomain}${port}`;
+  return routes.defaultTemplate === template ? currentHost : undefined;
+}
+
 /** The one label of `hostHeader` under `baseDomain` ("x" for "x.example.org:8443"), or undefined. */
 export function labelUnder(
   hostHeader: string | undefined,
@@ -120,4 +146,8 @@ export interface ClusterView {
   getUserland?(name: string): Userland | undefined;
   /** Every Template's name (the hosts sign-out clears); absent: only PROXY_HOST_TEMPLATES' hosts. */
   templateNames?(): string[];
+  /** Every Userland of `user`, any Template (the home page); absent: the home lists none. */
+  userlandsOf?(user: string): readonly Userland[];
+  /** Every Template (the home page's self-service ones); absent: none are offered. */
+  templates?(): readonly Template[];
 }

@@ -147,7 +147,7 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
       signedOut: (route) => serveSignedOut(config, cluster, req, res, route.client, route.query),
       ownEndpoint: (route) =>
         serveOwnEndpoint(
-          { cluster, starter, allowedOrigins: config.allowedOrigins },
+          { cluster, starter, allowedOrigins: config.allowedOrigins, config },
           req,
           res,
           route,

@@ -582,8 +582,8 @@ const rows: Row[] = [
   },
   {
     who: "proxy",
-    does: "cannot create a Userland",
-    expect: "rbac-forbidden",
+    does: "cannot create a Userland itself (its create right is for the user-manager's access review)",
+    expect: { policy: /the proxy may not create or delete Userlands/ },
     request: (c) => c.as.proxy.create(userlandsPath(c.ns), userlandBody("proxy-created")),
   },
   {

@@ -172,6 +172,7 @@ test("start on access asks the user-manager at most once a minute per Userland",
       starts.push(name);
       return Promise.resolve();
     },
+    stop: () => Promise.reject(new Error("not used")),
     create: () => Promise.reject(new Error("not used")),
   };
   const r = router({ userlands: [userland("carol", undefined, false)], startOnAccess: true, userManager });
@@ -183,7 +184,11 @@ test("start on access asks the user-manager at most once a minute per Userland",
   assert.deepEqual(starts, ["carol"]);
 
   const failing = new Starter(
-    { start: () => Promise.reject(new Error("down")), create: () => Promise.reject(new Error("not used")) },
+    {
+      start: () => Promise.reject(new Error("down")),
+      stop: () => Promise.reject(new Error("not used")),
+      create: () => Promise.reject(new Error("not used")),
+    },
     createMetrics(),
     log,
   );
@@ -208,16 +213,18 @@ async function userManagerStandIn(t: TestContext, status: number) {
   return { url: new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/base`), calls };
 }
 
-test("the user-manager client: start and create, 409 is 'exists', refusals and unreachable are errors", async (t) => {
+test("the user-manager client: start, stop and create, 409 is 'exists', refusals and unreachable are errors", async (t) => {
   const created = await userManagerStandIn(t, 201);
   const client = userManagerClient({ url: created.url });
   assert.equal(await client.create("Ada", "code"), "created");
   await client.start("ada-x");
+  await client.stop("ada-x");
   assert.deepEqual(
     created.calls.map((c) => [c.url, c.body]),
     [
       ["/base/api/v1/userlands", JSON.stringify({ user: "Ada", templateName: "code" })],
       ["/base/api/v1/userlands/ada-x/start", "{}"],
+      ["/base/api/v1/userlands/ada-x/stop", "{}"],
     ],
   );
 

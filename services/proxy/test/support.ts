@@ -192,7 +192,11 @@ export async function startUpstream(t: CleanupScope, name: string): Promise<Upst
   return { name, url: `http://127.0.0.1:${port}`, port, server, seen, close };
 }
 
-/** A ServiceAccount with exactly what the proxy needs: read Userlands and Templates, patch Userlands (activity). */
+/**
+ * A ServiceAccount with the chart's rights for the proxy: read Userlands and Templates, patch
+ * Userlands (activity; start and stop through the user-manager), create them (self-service,
+ * through the user-manager).
+ */
 export async function proxyKubeConfig(namespace: string, on?: TestCluster): Promise<k8s.KubeConfig> {
   const cluster = on ?? (await testCluster());
   const rbac = cluster.kc.makeApiClient(k8s.RbacAuthorizationV1Api);
@@ -210,7 +214,7 @@ export async function proxyKubeConfig(namespace: string, on?: TestCluster): Prom
             resources: ["userlands", "templates"],
             verbs: ["get", "list", "watch"],
           },
-          { apiGroups: [GROUP], resources: ["userlands"], verbs: ["patch"] },
+          { apiGroups: [GROUP], resources: ["userlands"], verbs: ["patch", "create"] },
         ],
       },
     })

@@ -293,7 +293,7 @@ test("the starting page's script is allowed by exactly the hash in its CSP", () 
   const hash = `sha256-${createHash("sha256")
     .update(scripts[0] ?? "")
     .digest("base64")}`;
-  const csp = pageHeaders(true)["content-security-policy"] ?? "";
+  const csp = pageHeaders(page.script)["content-security-policy"] ?? "";
   assert.ok(
     csp.includes(`script-src '${hash}'`),
     `the browser hashes the element's text as is; CSP was ${csp}, the element hashes to ${hash}`,

@@ -1,0 +1,137 @@
+/**
+ * What a student's home page shows, from the proxy's caches only (no API call per request): every
+ * Userland of the session's user, whatever its Template, with its state and where to open it, and
+ * the self-service Templates (`spec.selfService`) they hold none of yet. Nothing here looks at any
+ * other user's Userlands.
+ */
+import { UserlandAnnotations, type Template, type Userland } from "../../api/v1alpha1/index.ts";
+import type { ProxyConfig } from "./config.ts";
+import { environmentState } from "./environment.ts";
+import type { ClientInfo } from "./headers.ts";
+import { userlandLabel } from "./origins.ts";
+import { hostForTemplate, type ClusterView } from "./routing.ts";
+import type { Starter } from "./starter.ts";
+
+/** `/_userland/home` on every host; also the root of the base domain when it serves no Template. */
+export const HOME_PATH = "/_userland/home";
+
+export type HomeState = "ready" | "starting" | "stopped" | "failed";
+
+export interface HomeEnvironment {
+  /** The Userland's name: what the Start and Stop forms name. */
+  name: string;
+  template: string;
+  /** The Template's display name, or its name. */
+  title: string;
+  description: string;
+  state: HomeState;
+  /** The operator's phase and message (why it failed, what it waits for). */
+  phase: string;
+  message: string;
+  /** What the page says under the state: the phase and message while starting, why it failed. */
+  detail: string;
+  /** userland.dev/last-activity (RFC 3339), when it was ever used. */
+  lastActivity: string | undefined;
+  /** Where the student opens it; undefined when no host serves its Template. */
+  openUrl: string | undefined;
+}
+
+export interface SelfServiceOffer {
+  template: string;
+  title: string;
+  description: string;
+  /** A create was sent in the last minute and its Userland is not in the cache yet. */
+  requested: boolean;
+}
+
+export interface HomeView {
+  user: string;
+  environments: HomeEnvironment[];
+  available: SelfServiceOffer[];
+  /** Start, Stop and Create work (the user-manager is configured). */
+  canAct: boolean;
+  /** The auth service's sign-out page. */
+  signOutUrl: string;
+}
+
+export type HomeConfig = Pick<
+  ProxyConfig,
+  "hostTemplates" | "baseDomain" | "defaultTemplate" | "origins" | "loginUrl"
+>;
+
+function detailOf(state: HomeState, phase: string, message: string): string {
+  if (state === "starting") return message ? `${phase}: ${message}` : phase;
+  return state === "failed" ? message : "";
+}
+
+/** Where `userland`'s student opens it: their own host with per-user origins, else the Template's. */
+function openUrl(userland: Userland, config: HomeConfig, client: ClientInfo): string | undefined {
+  const port = /:\d+$/.exec(client.host)?.[0] ?? "";
+  const template = userland.spec.templateName;
+  const label = config.origins === "perUser" ? userlandLabel(userland) : undefined;
+  const host =
+    label && config.baseDomain
+      ? `${label}.${config.baseDomain}${port}`
+      : hostForTemplate(template, config, client.host, port);
+  return host === undefined ? undefined : `${client.proto}://${host}/`;
+}
+
+const titleOf = (template: Template | undefined, name: string) => template?.spec.displayName ?? name;
+
+export function homeView(
+  cluster: ClusterView,
+  starter: Starter,
+  config: HomeConfig,
+  client: ClientInfo,
+  user: string,
+): HomeView {
+  const environments: HomeEnvironment[] = [];
+  const held = new Set<string>();
+  // Exactly this identity (the index is keyed by spec.user as stored); checked again, so the page
+  // can never list another student's Userland whatever the cache hands back.
+  for (const userland of cluster.userlandsOf?.(user) ?? []) {
+    if (userland.spec.user !== user) continue;
+    const state = environmentState(userland);
+    if (state === "missing") continue;
+    const template = userland.spec.templateName;
+    held.add(template);
+    const shown = state === "stopped" && starter.recentlyRequested(userland) ? "starting" : state;
+    const phase = userland.status?.phase ?? "Pending";
+    const message = userland.status?.message ?? "";
+    environments.push({
+      name: userland.metadata.name ?? "",
+      template,
+      title: titleOf(cluster.getTemplate(template), template),
+      description: cluster.getTemplate(template)?.spec.description ?? "",
+      state: shown,
+      phase,
+      message,
+      detail: detailOf(shown, phase, message),
+      lastActivity: userland.metadata.annotations?.[UserlandAnnotations.lastActivity],
+      openUrl: openUrl(userland, config, client),
+    });
+  }
+  environments.sort((a, b) => a.title.localeCompare(b.title) || a.name.localeCompare(b.name));
+  const available = (cluster.templates?.() ?? [])
+    .filter((t) => t.spec.selfService === true && !held.has(t.metadata.name ?? ""))
+    .map((t): SelfServiceOffer => {
+      const template = t.metadata.name ?? "";
+      return {
+        template,
+        title: titleOf(t, template),
+        description: t.spec.description ?? "",
+        requested: starter.createRequested(user, template),
+      };
+    })
+    .sort((a, b) => a.title.localeCompare(b.title));
+  // The auth service's pages sit beside its login page (…/login, …/logout).
+  const signOutUrl = new URL("logout", config.loginUrl).href;
+  return { user, environments, available, canAct: starter.canStart, signOutUrl };
+}
+
+/** The student's own Userland called `name`, or undefined (no such Userland, or someone else's). */
+export function ownUserland(cluster: ClusterView, user: string, name: string): Userland | undefined {
+  return cluster
+    .userlandsOf?.(user)
+    .find((u) => u.metadata.name === name && u.spec.user === user && environmentState(u) !== "missing");
+}
