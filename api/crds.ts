@@ -13,6 +13,7 @@ import {
   USERLAND_NAME_PATTERN,
   USER_REQUIRED_RULE,
   USERLANDS,
+  UserlandFields,
   UserlandSpecSchema,
   UserlandStatusSchema,
   VERSION,
@@ -39,6 +40,12 @@ interface ResourceDefinition {
   status: TSchema;
   rootValidations?: { rule: string; message: string }[];
   printerColumns: { name: string; type: string; jsonPath: string; description?: string; priority?: number }[];
+  /**
+   * Fields list and watch requests may filter by (`fieldSelector`), so a client finds one user's
+   * objects without reading everyone's. Kubernetes 1.31+ (beta, on by default; GA in 1.32); an API
+   * server without the feature drops them, and readers fall back to filtering a full list.
+   */
+  selectableFields?: string[];
 }
 
 /** Object names become parts of other names, so the CRD checks them (the API server allows more). */
@@ -78,6 +85,7 @@ const definitions: ResourceDefinition[] = [
     description: "One user's environment: who it belongs to and which Template it runs.",
     spec: UserlandSpecSchema,
     filledByAdmission: [{ field: "user", rule: USER_REQUIRED_RULE }],
+    selectableFields: [UserlandFields.user, UserlandFields.templateName],
     status: UserlandStatusSchema,
     rootValidations: [
       nameRule(
@@ -133,6 +141,9 @@ function crd(def: ResourceDefinition): V1CustomResourceDefinition {
           storage: true,
           subresources: { status: {} },
           additionalPrinterColumns: def.printerColumns,
+          ...(def.selectableFields
+            ? { selectableFields: def.selectableFields.map((field) => ({ jsonPath: `.${field}` })) }
+            : {}),
           schema: {
             openAPIV3Schema: {
               type: "object",

@@ -2,7 +2,10 @@
  * Names and labels of everything the platform creates. User identities are arbitrary strings and
  * Kubernetes names are DNS labels, so a readable slug alone would let "Koba1t" and "koba1t" (or
  * "a.b" and "a-b") share an environment. Every generated name therefore ends in a hash of the exact
- * identity, and routing never derives a name: it looks Userlands up by spec.user.
+ * identity (and, since one student may hold one environment per Template, of the exact Template),
+ * and nothing ever derives a name to find a Userland: the proxy, the user-manager and the roster
+ * import look Userlands up by spec.user and spec.templateName, so Userlands named by an older rule
+ * (or by hand) keep working.
  */
 import { createHash } from "node:crypto";
 
@@ -55,15 +58,47 @@ export function slug(s: string, max: number): string {
   return cleaned;
 }
 
+/** The readable start of a name: `slug(s, max)`, made to start with a letter ("u-" before a digit or nothing). */
+function readablePart(s: string, max: number): string {
+  const readable = slug(s, max);
+  return /^[a-z]/.test(readable) ? readable : `u-${readable}`.slice(0, max).replace(/-+$/g, "");
+}
+
+/** Readable characters before the hash: with "-" and a 10-character hash, names stay ≤ 31. */
+const READABLE_MAX = 20;
+/** How much of the Template's name a Userland name shows (the rest of READABLE_MAX is the user's). */
+const TEMPLATE_PART_MAX = 8;
+
 /**
- * The Userland name for an identity: a readable slug plus a hash of the exact identity, e.g.
- * "Koba1t" → "koba1t-5x2k…", "koba1t" → "koba1t-q7ma…". Always a DNS-1035 label of at most 31
- * characters, so child names stay within Kubernetes' 63-character limit.
+ * The name the user-manager gives a new Userland: one per (user, Template) pair. A readable part,
+ * the user's slug and the Template's first characters, then a hash of the exact pair, e.g.
+ * ("Koba1t", "code-server") → "koba1t-code-ser-<hash>", ("Koba1t", "phpmyadmin") →
+ * "koba1t-phpmyadm-<hash>", ("koba1t", "code-server") → "koba1t-code-ser-<another hash>".
+ *
+ * - The hash covers the identity byte for byte and the Template name (joined by a NUL, which
+ *   neither may contain), so two students never share a name, nor do one student's Templates; the
+ *   readable part is for people only and may repeat.
+ * - Always a DNS-1035 label of at most 31 characters (≤ 20 readable, "-", 10 hash characters), so
+ *   child names (`<template>-<userland>-svc`, …) stay within Kubernetes' 63-character limit.
+ * - Before one student could hold several Templates' environments, Userlands were named
+ *   `legacyUserlandNameFor(user)`. Those keep their names and keep working: every lookup goes by
+ *   spec.user and spec.templateName, never by a derived name, and a pair that already has a
+ *   Userland under any name gets no second one.
  */
-export function userlandNameFor(user: string): string {
-  const readable = slug(user, 20);
-  const prefix = /^[a-z]/.test(readable) ? readable : `u-${readable}`.slice(0, 20).replace(/-+$/g, "");
-  return `${prefix}-${shortHash(user)}`;
+export function userlandNameFor(user: string, templateName: string): string {
+  const template = slug(templateName, TEMPLATE_PART_MAX);
+  const person = readablePart(user, READABLE_MAX - template.length - 1);
+  return `${person}-${template}-${shortHash(`${user}\u0000${templateName}`)}`;
+}
+
+/**
+ * The name the user-manager gave Userlands when a student could hold only one: a readable slug plus
+ * a hash of the exact identity, e.g. "Koba1t" → "koba1t-diqpq3fpyd". Such Userlands keep their
+ * names (renaming would replace the environment); this is kept for tests and for finding a kept
+ * volume's old name (`<template>-<legacy name>-pvc-<volume>`) when one is re-created by hand.
+ */
+export function legacyUserlandNameFor(user: string): string {
+  return `${readablePart(user, READABLE_MAX)}-${shortHash(user)}`;
 }
 
 /** A name of at most `max` characters: `name` itself, or its start plus a hash of all of it. */

@@ -181,7 +181,7 @@ try {
         rest.create(paths.namespaced("userland.dev", "v1alpha1", "userlands", NAMESPACE), {
           apiVersion: "userland.dev/v1alpha1",
           kind: "Userland",
-          metadata: { name: userlandNameFor(user) },
+          metadata: { name: userlandNameFor(user, template) },
           spec: { user, templateName: template, enabled: false },
         }),
       ),
@@ -201,7 +201,13 @@ try {
     await Promise.all(
       users.map((user) =>
         rest.delete(
-          paths.namespaced("userland.dev", "v1alpha1", "userlands", NAMESPACE, userlandNameFor(user)),
+          paths.namespaced(
+            "userland.dev",
+            "v1alpha1",
+            "userlands",
+            NAMESPACE,
+            userlandNameFor(user, template),
+          ),
         ),
       ),
     );

@@ -247,7 +247,7 @@ async function importRoster(users: readonly string[]): Promise<number> {
     body: JSON.stringify({ templateName: DEMO_TEMPLATE, users }),
   });
   if (!response.ok) throw new Error(`roster import: ${response.status} ${await response.text()}`);
-  const names = users.map(userlandNameFor);
+  const names = users.map((user) => userlandNameFor(user, DEMO_TEMPLATE));
   while (timeline.readyAndPublished(names) < names.length) {
     if (performance.now() - started > timeoutMs) throw new Error("roster import: not all Ready in time");
     await sleep(250);
@@ -338,14 +338,14 @@ async function rush(variant: Variant, n: number, procs: readonly Proc[]): Promis
       if (ms !== undefined) steps.get(key)?.push(ms);
     };
     add("signed in", since(student.signedIn));
-    const at = timeline.stepsOf(userlandNameFor(student.user));
+    const at = timeline.stepsOf(userlandNameFor(student.user, DEMO_TEMPLATE));
     for (const step of STEPS) add(step, since(at[step]));
     add("proxy says ready", since(student.proxyReady));
   }
   for (const list of steps.values()) list.sort((a, b) => a - b);
   const times = result.map((st) => st.firstByte - st.started).sort((a, b) => a - b);
   log(`N=${n} ${variant}: p50 ${s(percentile(times, 50))}, max ${s(times.at(-1) ?? NaN)}; cleaning up`);
-  await deleteAll(users.map(userlandNameFor));
+  await deleteAll(users.map((user) => userlandNameFor(user, DEMO_TEMPLATE)));
   return { label: variant, n, times, steps, usage, requests, wallMs, notes };
 }
 

@@ -144,7 +144,7 @@ export async function startRealPlatform(opts: {
       await rest.create(userlandsPath(namespace), {
         apiVersion: "userland.dev/v1alpha1",
         kind: "Userland",
-        metadata: { name: userlandNameFor(user) },
+        metadata: { name: userlandNameFor(user, template) },
         spec: { user, templateName: template, enabled: false },
       });
     }

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { CRD_DIR, crdFiles } from "../crds.ts";
+import { CRD_DIR, crdFiles, customResourceDefinitions } from "../crds.ts";
 
 test("the checked-in CRDs are exactly what api/ generates (run `npm run generate` after changing api/)", () => {
   const generated = crdFiles();
@@ -20,4 +20,14 @@ test("the CRDs carry printer columns, short names, status subresources and the E
   assert.match(text, /status: \{\}/);
   for (const field of ["pvcSpec:", "templateName:", "volumes:", "service:"])
     assert.ok(text.includes(field), field);
+});
+
+test("Userlands are selectable by spec.user and spec.templateName (one student's lookups read no one else's)", () => {
+  const userland = customResourceDefinitions.find((c) => c.spec.names.kind === "Userland");
+  assert.deepEqual(userland?.spec.versions[0]?.selectableFields, [
+    { jsonPath: ".spec.user" },
+    { jsonPath: ".spec.templateName" },
+  ]);
+  const template = customResourceDefinitions.find((c) => c.spec.names.kind === "Template");
+  assert.equal(template?.spec.versions[0]?.selectableFields, undefined);
 });

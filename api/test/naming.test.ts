@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { childNames, fitName, shortHash, slug, userlandNameFor } from "../naming.ts";
+import { childNames, fitName, legacyUserlandNameFor, shortHash, slug, userlandNameFor } from "../naming.ts";
 
 const dns1035 = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
 
@@ -11,20 +11,50 @@ test("identities that collide after case folding or character stripping get diff
     ["github:123", "github-123", "github_123", "github:123 "],
   ];
   for (const group of groups) {
-    const names = group.map(userlandNameFor);
-    assert.equal(new Set(names).size, group.length, `${group.join(", ")} → ${names.join(", ")}`);
+    for (const name of [(u: string) => userlandNameFor(u, "code"), legacyUserlandNameFor]) {
+      const names = group.map(name);
+      assert.equal(new Set(names).size, group.length, `${group.join(", ")} → ${names.join(", ")}`);
+    }
   }
+});
+
+test("one name per (user, Template) pair: a student's Templates never collide, nor do two students", () => {
+  const users = ["Koba1t", "koba1t", "a.b@uni.ac.jp", "a-b@uni.ac.jp", "github:123", "x".repeat(256)];
+  // Templates whose shown part (8 characters) is the same, and a user whose slug swallows a template's.
+  const templates = ["code-server", "code-serverless", "phpmyadmin", "cloud9", "c", "jupyter"];
+  const seen = new Map<string, string>();
+  for (const user of [...users, "koba1t-code", "koba1t-c"]) {
+    for (const template of templates) {
+      const name = userlandNameFor(user, template);
+      const pair = `${JSON.stringify(user)} × ${template}`;
+      assert.equal(seen.get(name), undefined, `${pair} and ${seen.get(name)} → ${name}`);
+      seen.set(name, pair);
+      assert.notEqual(name, legacyUserlandNameFor(user), "never the name of the older rule");
+    }
+  }
+  assert.equal(seen.size, (users.length + 2) * templates.length);
 });
 
 test("Userland names are readable, stable DNS-1035 labels of at most 31 characters", () => {
   for (const user of ["Koba1t", "a.b@uni.ac.jp", "github:123", "123456", "---", "ü", "x".repeat(256)]) {
-    const name = userlandNameFor(user);
-    assert.match(name, dns1035, user);
-    assert.ok(name.length <= 31, `${name} (${name.length})`);
-    assert.equal(userlandNameFor(user), name, "stable");
+    for (const template of ["code", "a-24-character-template", "x", "phpmyadmin"]) {
+      const name = userlandNameFor(user, template);
+      assert.match(name, dns1035, `${user} × ${template}`);
+      assert.ok(name.length <= 31, `${name} (${name.length})`);
+      assert.equal(userlandNameFor(user, template), name, "stable");
+    }
+    const legacy = legacyUserlandNameFor(user);
+    assert.match(legacy, dns1035, user);
+    assert.ok(legacy.length <= 31, `${legacy} (${legacy.length})`);
   }
-  assert.match(userlandNameFor("Koba1t"), /^koba1t-[a-z2-7]{10}$/);
-  assert.match(userlandNameFor("123"), /^u-123-/);
+  assert.match(userlandNameFor("Koba1t", "code-server"), /^koba1t-code-ser-[a-z2-7]{10}$/);
+  assert.match(userlandNameFor("Koba1t", "phpmyadmin"), /^koba1t-phpmyadm-[a-z2-7]{10}$/);
+  assert.match(userlandNameFor("123", "code"), /^u-123-code-/);
+  // Names the user-manager gave before one student could hold several Templates' environments
+  // (deployed Userlands carry them): the older rule must stay exactly as it was.
+  assert.equal(legacyUserlandNameFor("Koba1t"), "koba1t-diqpq3fpyd");
+  assert.equal(legacyUserlandNameFor("a.b@uni.ac.jp"), "a-b-uni-ac-jp-kjdqxjsoes");
+  assert.match(legacyUserlandNameFor("123"), /^u-123-/);
 });
 
 test("child names follow ESC and stay within Kubernetes limits", () => {

@@ -89,6 +89,31 @@ export const UserlandConditions = {
   TemplateAvailable: "TemplateAvailable",
 } as const;
 
+/**
+ * The fields the API server can filter Userlands by (the CRD's `selectableFields`, Kubernetes 1.31+
+ * by default): `?fieldSelector=spec.user=…,spec.templateName=…` finds one student's Userlands
+ * without listing everyone's. Field selectors escape `\`, `,` and `=` in values, and an identity may
+ * hold any of them, so selectors are built by userlandFieldSelector only.
+ */
+export const UserlandFields = { user: "spec.user", templateName: "spec.templateName" } as const;
+
+/** Escapes a field selector value the way the API server unescapes it (k8s.io/apimachinery fields.EscapeValue). */
+function escapeFieldValue(value: string): string {
+  return value.replace(/[\\,=]/g, (c) => `\\${c}`);
+}
+
+/** `spec.user=<user>,spec.templateName=<template>` for the filters given, or undefined for none. */
+export function userlandFieldSelector(filter: {
+  user?: string | undefined;
+  templateName?: string | undefined;
+}): string | undefined {
+  const terms: string[] = [];
+  if (filter.user !== undefined) terms.push(`${UserlandFields.user}=${escapeFieldValue(filter.user)}`);
+  if (filter.templateName !== undefined)
+    terms.push(`${UserlandFields.templateName}=${escapeFieldValue(filter.templateName)}`);
+  return terms.length > 0 ? terms.join(",") : undefined;
+}
+
 /** Annotations on a Userland. */
 export const UserlandAnnotations = {
   /** RFC 3339 time of the last proxied request or WebSocket message, written by the proxy in batches. */

@@ -34,7 +34,7 @@ export async function buildApp(options: AppOptions) {
   const { config, rest, namespace } = options;
   const log = options.log ?? createLogger("user-manager");
   const metrics = options.metrics ?? createMetrics();
-  const store = new UserlandStore(rest, namespace);
+  const store = new UserlandStore(rest, namespace, log);
 
   const loggerInstance: FastifyBaseLogger = log;
   const app = Fastify({

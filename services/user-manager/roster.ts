@@ -2,14 +2,14 @@
  * Class rosters: parsing (CSV or JSON), per-line validation and the import plan. Pure functions;
  * rosterImport.ts does the Kubernetes side.
  *
- * Rules: a roster never creates two Userlands for one identity and never rewrites an identity.
- * Each line is valid or reported with its reason; a user listed twice is created once and reported
- * once under duplicates; a user listed twice with different settings is ambiguous, so the later line
- * is reported invalid and the first one is used.
+ * Rules: a roster line names a (user, Template) pair, and a student may be on several lines with
+ * different Templates (one environment per Template). A roster never creates two Userlands for one
+ * pair and never rewrites an identity. Each line is valid or reported with its reason; a pair listed
+ * twice is created once and reported once under duplicates; a pair listed twice with different
+ * settings is ambiguous, so the later line is reported invalid and the first one is used.
  */
 import { CsvError, parse } from "csv-parse/sync";
 import type { Userland } from "../../api/v1alpha1/index.ts";
-import { userlandNameFor } from "../../api/naming.ts";
 import { badRequest } from "./errors.ts";
 import { invalidTemplateReason, invalidUserReason } from "./schemas.ts";
 
@@ -40,6 +40,7 @@ export interface InvalidLine {
 
 export interface Duplicate {
   user: string;
+  templateName: string;
   lines: number[];
 }
 
@@ -159,6 +160,9 @@ export function jsonRoster(users: readonly JsonRosterItem[]): RosterRow[] {
   );
 }
 
+/** The key of a (user, Template) pair in maps; NUL is in neither an identity nor a Template name. */
+const pairKey = (user: string, templateName: string) => `${templateName}\u0000${user}`;
+
 /** Validates every line; `defaultTemplate` applies to lines without a template of their own. */
 export function validateRoster(
   rows: readonly RosterRow[],
@@ -167,7 +171,7 @@ export function validateRoster(
   const entries: RosterEntry[] = [];
   const invalid: InvalidLine[] = [];
   const first = new Map<string, RosterEntry>();
-  const lines = new Map<string, number[]>();
+  const lines = new Map<string, { user: string; templateName: string; lines: number[] }>();
   for (const row of rows) {
     const fail = (reason: string) => invalid.push({ line: row.line, user: row.user, reason });
     if (row.problem) {
@@ -199,24 +203,59 @@ export function validateRoster(
         continue;
       }
     }
-    const seen = lines.get(row.user);
-    if (seen) seen.push(row.line);
-    else lines.set(row.user, [row.line]);
-    const earlier = first.get(row.user);
+    const key = pairKey(row.user, templateName);
+    const seen = lines.get(key);
+    if (seen) seen.lines.push(row.line);
+    else lines.set(key, { user: row.user, templateName, lines: [row.line] });
+    const earlier = first.get(key);
     if (earlier) {
-      if (earlier.templateName !== templateName || (earlier.enabled ?? true) !== (enabled ?? true)) {
+      if ((earlier.enabled ?? true) !== (enabled ?? true)) {
         fail(
-          `listed again with different settings (line ${earlier.line}: template "${earlier.templateName}"); the first line is used`,
+          `listed again for template "${templateName}" with different settings (line ${earlier.line}: enabled ${String(earlier.enabled ?? true)}); the first line is used`,
         );
       }
       continue;
     }
     const entry = { line: row.line, user: row.user, templateName, enabled };
-    first.set(row.user, entry);
+    first.set(key, entry);
     entries.push(entry);
   }
-  const duplicates = [...lines].filter(([, l]) => l.length > 1).map(([user, l]) => ({ user, lines: l }));
+  const duplicates = [...lines.values()].filter((d) => d.lines.length > 1);
   return { entries, invalid, duplicates };
+}
+
+/** What pruning may delete: Userlands of `templates` whose pair is on no line of the roster. */
+export interface PruneScope {
+  /** The Templates the import covers; other Templates' Userlands are never touched. */
+  templates: ReadonlySet<string>;
+  /** Whether a line of the roster, valid or not, names this pair (or may: a line that cannot be read names its user in every Template). */
+  onRoster: (user: string, templateName: string) => boolean;
+}
+
+/**
+ * The Templates an import covers: the one the request names (?template= or templateName), so that
+ * importing the database class never prunes the programming class even when a line names another
+ * Template; a request without one covers the Templates its valid lines name. A line protects its
+ * pair whether it is valid or not (a typo in another column must not cost a student their
+ * environment); a line that cannot be read or has no template protects its user in every Template.
+ */
+export function pruneScope(
+  rows: readonly RosterRow[],
+  entries: readonly RosterEntry[],
+  requestTemplate: string | undefined,
+): PruneScope {
+  const templates = new Set(requestTemplate ? [requestTemplate] : entries.map((e) => e.templateName));
+  const pairs = new Set<string>();
+  const everywhere = new Set<string>();
+  for (const row of rows) {
+    const template = row.template ?? requestTemplate;
+    if (row.problem || template === undefined) everywhere.add(row.user);
+    else pairs.add(pairKey(row.user, template));
+  }
+  return {
+    templates,
+    onRoster: (user, templateName) => everywhere.has(user) || pairs.has(pairKey(user, templateName)),
+  };
 }
 
 export interface ExistingEntry {
@@ -224,33 +263,35 @@ export interface ExistingEntry {
   user: string;
   name: string;
   templateName: string;
-  /** The roster's template, when it differs from the one the existing Userland uses (it is not changed). */
-  rosterTemplate?: string;
 }
 
 export interface ImportPlan {
   create: RosterEntry[];
   existing: ExistingEntry[];
-  /** Userlands of the pruned template whose user is not on the roster. */
+  /** Userlands of the covered Templates whose pair is on no line of the roster. */
   toDelete: Userland[];
 }
 
 /**
- * What to create and what already exists, given every Userland in the namespace. With `prune`, the
- * Userlands of that template whose user is on no line of the roster, not even an invalid one, are
- * listed for deletion: a line with a typo in another column must not cost a student their environment.
+ * What to create and what already exists, given the Userlands of the roster's Templates (at least):
+ * a pair that has a Userland under any name (one named by the older one-per-user rule, or by hand)
+ * exists. With `prune`, the covered Templates' Userlands whose pair is not on the roster are listed
+ * for deletion.
  */
 export function planImport(
   entries: readonly RosterEntry[],
   userlands: readonly Userland[],
-  prune: { template: string; rosterUsers: ReadonlySet<string> } | undefined,
+  prune: PruneScope | undefined,
 ): ImportPlan {
-  const byUser = new Map<string, Userland>();
-  for (const u of userlands) if (!byUser.has(u.spec.user)) byUser.set(u.spec.user, u);
+  const byPair = new Map<string, Userland>();
+  for (const u of userlands) {
+    const key = pairKey(u.spec.user, u.spec.templateName);
+    if (!byPair.has(key)) byPair.set(key, u);
+  }
   const create: RosterEntry[] = [];
   const existing: ExistingEntry[] = [];
   for (const entry of entries) {
-    const found = byUser.get(entry.user);
+    const found = byPair.get(pairKey(entry.user, entry.templateName));
     if (!found) {
       create.push(entry);
       continue;
@@ -258,13 +299,14 @@ export function planImport(
     existing.push({
       line: entry.line,
       user: entry.user,
-      name: found.metadata.name ?? userlandNameFor(entry.user),
+      name: found.metadata.name ?? "",
       templateName: found.spec.templateName,
-      ...(found.spec.templateName === entry.templateName ? {} : { rosterTemplate: entry.templateName }),
     });
   }
   const toDelete = prune
-    ? userlands.filter((u) => u.spec.templateName === prune.template && !prune.rosterUsers.has(u.spec.user))
+    ? userlands.filter(
+        (u) => prune.templates.has(u.spec.templateName) && !prune.onRoster(u.spec.user, u.spec.templateName),
+      )
     : [];
   return { create, existing, toDelete };
 }

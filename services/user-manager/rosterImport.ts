@@ -1,13 +1,17 @@
 /**
  * POST /api/v1/rosters/import: idempotent bulk import of a class roster (JSON or CSV).
  *
+ * Every line names a (user, Template) pair: its own template column or field, else the request's
+ * (`?template=` or `templateName`). A student may be on several lines with different Templates.
+ *
  * Order matters for "nothing half-done after an error": parse and validate every line, check the
- * templates and the caller's rights (including delete, when pruning), read the current Userlands;
- * only then write. A write that fails is reported for its user and the others go on: a re-run
+ * templates and the caller's rights (including delete, when pruning), read the current Userlands of
+ * the Templates involved (field selectors: never everyone's); only then write. A write that fails is reported for its user and the others go on: a re-run
  * creates exactly what is still missing.
  *
  * Pruning deletes environments (and, with a Template's reclaimPolicy Delete, students' data), so it
- * is a dry run unless `dryRun=false`, and never deletes when the roster has invalid lines.
+ * is a dry run unless `dryRun=false`, never deletes when the roster has invalid lines, and only ever
+ * touches the Templates the import covers (roster.ts pruneScope).
  */
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import pLimit from "p-limit";
@@ -21,6 +25,7 @@ import {
   csvRoster,
   jsonRoster,
   planImport,
+  pruneScope,
   validateRoster,
   type RosterEntry,
   type RosterRow,
@@ -71,7 +76,8 @@ const Query = Type.Object(
     prune: Type.Optional(
       Type.Boolean({
         description:
-          "Also list (and with dryRun=false delete) Userlands of the template whose user is not on the roster.",
+          "Also list (and with dryRun=false delete) the Userlands of the Templates the import covers whose (user, Template) pair is on no line: " +
+          "the request's template (?template= or templateName) only, or without one the Templates its lines name. Other Templates' Userlands are never touched.",
       }),
     ),
     dryRun: Type.Optional(
@@ -100,24 +106,23 @@ const LineRef = Type.Object({
 
 const ImportResult = Type.Object({
   created: Type.Array(LineRef),
-  existing: Type.Array(
-    Type.Object({
-      line: Type.Integer(),
-      user: Type.String(),
-      name: Type.String(),
-      templateName: Type.String({
-        description: "The template the existing Userland uses (it is not changed).",
-      }),
-      rosterTemplate: Type.Optional(Type.String({ description: "The roster's template, when different." })),
-    }),
-  ),
+  existing: Type.Array(LineRef, {
+    description:
+      "Lines whose (user, Template) pair already has a Userland, under any name (it is not changed).",
+  }),
   invalid: Type.Array(Type.Object({ line: Type.Integer(), user: Type.String(), reason: Type.String() })),
-  duplicates: Type.Array(Type.Object({ user: Type.String(), lines: Type.Array(Type.Integer()) })),
+  duplicates: Type.Array(
+    Type.Object({ user: Type.String(), templateName: Type.String(), lines: Type.Array(Type.Integer()) }),
+    { description: "Pairs listed on more than one line (created once)." },
+  ),
   failed: Type.Array(
     Type.Object(
       { line: Type.Optional(Type.Integer()), user: Type.String(), reason: Type.String() },
       { description: "Writes that failed (no line: a deletion)." },
     ),
+  ),
+  pruneTemplates: Type.Optional(
+    Type.Array(Type.String(), { description: "With prune: the Templates the import covers." }),
   ),
   toDelete: Type.Array(Ref),
   deleted: Type.Array(Ref),
@@ -151,9 +156,10 @@ export const rosterRoutes: FastifyPluginCallbackTypebox<RosterRouteOptions> = (a
         tags: ["rosters"],
         summary: "Import a class roster (idempotent)",
         description:
-          "Creates a Userland for every valid user on the roster who has none, reports those who have one (and with which template), " +
-          "reports invalid lines with the reason and users listed twice. With prune=true also lists the template's Userlands whose user is not " +
-          `on the roster, and deletes them only with dryRun=false. At most ${maxRows} users and ${maxBytes} bytes (413 beyond).`,
+          "Every line names a (user, Template) pair (its own template, else the request's). Creates a Userland for every valid pair that has none, " +
+          "reports the pairs that have one, invalid lines with the reason and pairs listed twice. With prune=true also lists the Userlands of the " +
+          "Templates the import covers whose pair is on no line, and deletes them only with dryRun=false. " +
+          `At most ${maxRows} lines and ${maxBytes} bytes (413 beyond).`,
         querystring: Query,
         body: {
           content: { "application/json": { schema: JsonRosterBody }, "text/csv": { schema: CsvRosterBody } },
@@ -190,14 +196,6 @@ export const rosterRoutes: FastifyPluginCallbackTypebox<RosterRouteOptions> = (a
       if (rows.length > maxRows) throw tooMany(rows.length, maxRows);
       const prune = query.prune === true;
       const dryRun = prune && query.dryRun !== false;
-      if (prune && !defaultTemplate) {
-        throw badRequest(
-          "prune needs the roster's template: set templateName (JSON) or ?template=",
-          "template",
-          "query",
-        );
-      }
-
       const validated = validateRoster(rows, defaultTemplate);
       const invalid = [...validated.invalid];
       let entries: RosterEntry[] = validated.entries;
@@ -227,24 +225,31 @@ export const rosterRoutes: FastifyPluginCallbackTypebox<RosterRouteOptions> = (a
         invalid.sort((a, b) => a.line - b.line);
       }
 
+      const scope = prune ? pruneScope(rows, entries, defaultTemplate) : undefined;
+      if (scope?.templates.size === 0) {
+        throw badRequest(
+          "prune needs the roster's template: set templateName (JSON) or ?template=, or name a template on the lines",
+          "template",
+          "query",
+        );
+      }
+
       const preview = query.preview === true;
       const deleting = prune && !dryRun && invalid.length === 0 && !preview;
       if (deleting) await request.authorize("delete");
 
-      const userlands = await store.listAll();
-      const plan = planImport(
-        entries,
-        userlands,
-        prune && defaultTemplate
-          ? { template: defaultTemplate, rosterUsers: new Set(rows.map((r) => r.user)) }
-          : undefined,
-      );
+      // The Userlands of every Template involved, one field-selected list each.
+      const templates = new Set([...entries.map((e) => e.templateName), ...(scope?.templates ?? [])]);
+      const userlands: Userland[] = [];
+      for (const templateName of templates) userlands.push(...(await store.list({ templateName })));
+      const plan = planImport(entries, userlands, scope);
       const result: ImportResult = {
         created: [],
         existing: plan.existing,
         invalid,
         duplicates: validated.duplicates,
         failed: [],
+        ...(scope ? { pruneTemplates: [...scope.templates].sort() } : {}),
         toDelete: plan.toDelete.map(ref),
         deleted: [],
         dryRun: prune && !deleting,
@@ -253,7 +258,7 @@ export const rosterRoutes: FastifyPluginCallbackTypebox<RosterRouteOptions> = (a
         result.toCreate = plan.create.map((e) => ({
           line: e.line,
           user: e.user,
-          name: userlandNameFor(e.user),
+          name: userlandNameFor(e.user, e.templateName),
           templateName: e.templateName,
         }));
         result.dryRun = true;
@@ -266,7 +271,7 @@ export const rosterRoutes: FastifyPluginCallbackTypebox<RosterRouteOptions> = (a
       const by = request.caller?.username ?? "";
       const limit = pLimit(concurrency);
       await limit.map(plan.create, async (entry) => {
-        const name = userlandNameFor(entry.user);
+        const name = userlandNameFor(entry.user, entry.templateName);
         try {
           const created = await store.create(entry.user, entry.templateName, entry.enabled, by);
           metrics.created.inc({ source: "roster" });
@@ -280,7 +285,7 @@ export const rosterRoutes: FastifyPluginCallbackTypebox<RosterRouteOptions> = (a
           if (isConflict(error)) {
             // Created concurrently (another import, the auth service's auto-provisioning): it exists now.
             const now = await store.get(name).catch(() => undefined);
-            if (now?.spec.user === entry.user) {
+            if (now?.spec.user === entry.user && now.spec.templateName === entry.templateName) {
               result.existing.push({
                 line: entry.line,
                 user: entry.user,
@@ -292,7 +297,7 @@ export const rosterRoutes: FastifyPluginCallbackTypebox<RosterRouteOptions> = (a
             result.failed.push({
               line: entry.line,
               user: entry.user,
-              reason: `the name "${name}" is taken by a Userland of another user`,
+              reason: `the name "${name}" is taken by another Userland`,
             });
             return;
           }

@@ -58,6 +58,12 @@ export const CreateUserlandBody = Type.Object(
     user: UserSchema,
     templateName: TemplateNameSchema,
     enabled: Type.Optional(Type.Boolean({ description: "Start the environment now (default true)." })),
+    ifUserHasNone: Type.Optional(
+      Type.Boolean({
+        description:
+          "Create it only if the user has no Userland of any Template yet, else 409 (default false). The auth service's auto-provisioning sends it: a student a teacher gave another Template's environment does not also get the default one at sign-in.",
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -70,7 +76,7 @@ export const UserlandView = Type.Object(
   {
     name: Type.String({
       description:
-        "The Userland's name (from the identity: a readable part and a hash of the exact identity).",
+        "The Userland's name: for new ones a readable part and a hash of the exact identity and Template (api/naming.ts); older or hand-made ones keep theirs.",
     }),
     user: Type.String(),
     templateName: Type.String(),
@@ -114,10 +120,13 @@ export const ConflictBody = Type.Object(
     field: Type.Optional(Type.String()),
     userland: Type.Optional(UserlandView),
     names: Type.Optional(
-      Type.Array(Type.String(), { description: "When the user has several (hand-made) Userlands." }),
+      Type.Array(Type.String(), {
+        description:
+          "When the user has several Userlands where one was asked for (several Templates, or hand-made duplicates).",
+      }),
     ),
   },
-  { description: "The user already has a Userland" },
+  { description: "The user already has a Userland of that Template, or has several where one was asked for" },
 );
 
 export function toView(u: Userland): UserlandView {

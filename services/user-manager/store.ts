@@ -4,9 +4,12 @@
  *
  * Reads go to the API server on every request instead of an informer cache: a caller who has just
  * created a Userland must see it in the next list, and the request rate of an admin API is tiny.
- * The CRD has no selectable fields for spec.user or spec.templateName, so filters are applied
- * here after a paginated list. A 429 (a CRD's storage answers it for a moment after an upgrade
- * updates the CRD) is sent again by KubeRest.
+ * Lookups by user and Template are field selectors on the CRD's selectable fields (spec.user,
+ * spec.templateName), so a class signing in at once costs one small read each, not a list of every
+ * Userland each. An API server without selectable fields (Kubernetes 1.30, or the feature gate off)
+ * answers 400 "field label not supported"; then the store lists everything and filters here, and
+ * says so once in the log. A 429 (a CRD's storage answers it for a moment after an upgrade updates
+ * the CRD) is sent again by KubeRest.
  */
 import { userlandNameFor } from "../../api/naming.ts";
 import {
@@ -15,20 +18,35 @@ import {
   templatesPath,
   type Userland,
   UserlandAnnotations,
+  userlandFieldSelector,
   userlandsPath,
 } from "../../api/v1alpha1/index.ts";
-import { isNotFound } from "../../lib/kube.ts";
+import { isNotFound, statusCode } from "../../lib/kube.ts";
 import type { KubeRest, ListResult } from "../../lib/kubeRest.ts";
+import type { Logger } from "../../lib/logger.ts";
 
 const PAGE = 500;
+
+/** Which Userlands a list returns: exact matches of the fields given, every Userland for none. */
+export interface UserlandFilter {
+  user?: string | undefined;
+  templateName?: string | undefined;
+}
+
+/** The API server's answer when a CRD has no such selectable field. */
+const UNSUPPORTED_FIELD = /field label not supported/i;
 
 export class UserlandStore {
   readonly rest: KubeRest;
   readonly namespace: string;
+  private readonly log: Logger | undefined;
+  /** false once the API server refused a field selector: filter here from then on. */
+  private fieldSelectors = true;
 
-  constructor(rest: KubeRest, namespace: string) {
+  constructor(rest: KubeRest, namespace: string, log?: Logger) {
     this.rest = rest;
     this.namespace = namespace;
+    this.log = log;
   }
 
   userlandPath(name?: string): string {
@@ -39,13 +57,39 @@ export class UserlandStore {
     return templatesPath(this.namespace, name);
   }
 
-  /** Every Userland in the namespace, page by page (a consistent snapshot of one resourceVersion). */
-  async listAll(): Promise<Userland[]> {
+  /**
+   * The Userlands matching `filter` exactly, page by page (a consistent snapshot of one
+   * resourceVersion): filtered by the API server where it can, else here.
+   */
+  async list(filter: UserlandFilter = {}): Promise<Userland[]> {
+    const selector = userlandFieldSelector(filter);
+    if (selector !== undefined && this.fieldSelectors) {
+      try {
+        return await this.pages(selector);
+      } catch (error) {
+        if (statusCode(error) !== 400 || !UNSUPPORTED_FIELD.test((error as Error).message)) throw error;
+        this.fieldSelectors = false;
+        this.log?.warn(
+          { err: error },
+          "the Userland CRD has no selectable fields (Kubernetes 1.31+ and the chart's CRD give them): every lookup by user or Template now lists all Userlands",
+        );
+      }
+    }
+    const all = await this.pages(undefined);
+    if (selector === undefined) return all;
+    return all.filter(
+      (u) =>
+        (filter.user === undefined || u.spec.user === filter.user) &&
+        (filter.templateName === undefined || u.spec.templateName === filter.templateName),
+    );
+  }
+
+  private async pages(fieldSelector: string | undefined): Promise<Userland[]> {
     const items: Userland[] = [];
     let cont: string | undefined;
     do {
       const page = await this.rest.request<ListResult<Userland>>("GET", this.userlandPath(), {
-        query: { limit: PAGE, continue: cont },
+        query: { limit: PAGE, continue: cont, fieldSelector },
       });
       items.push(...page.items);
       cont = page.metadata.continue || undefined;
@@ -57,9 +101,14 @@ export class UserlandStore {
     return this.getIfExists<Userland>(this.userlandPath(name));
   }
 
-  /** The Userlands whose spec.user is exactly `user` (normally one; hand-made duplicates are possible). */
-  async findByUser(user: string): Promise<Userland[]> {
-    return (await this.listAll()).filter((u) => u.spec.user === user);
+  /** The Userlands whose spec.user is exactly `user`: one per Template (hand-made duplicates are possible). */
+  findByUser(user: string): Promise<Userland[]> {
+    return this.list({ user });
+  }
+
+  /** The user's Userlands of one Template: normally none or one; hand-made duplicates are possible. */
+  findPair(user: string, templateName: string): Promise<Userland[]> {
+    return this.list({ user, templateName });
   }
 
   getTemplate(name: string): Promise<Template | undefined> {
@@ -75,7 +124,10 @@ export class UserlandStore {
     }
   }
 
-  /** Creates the Userland named userlandNameFor(user); rejects with the API server's 409 if the name is taken. */
+  /**
+   * Creates the Userland named userlandNameFor(user, templateName); rejects with the API server's
+   * 409 if the name is taken (the pair's Userland was created concurrently, or a hand-made one has it).
+   */
   create(
     user: string,
     templateName: string,
@@ -87,7 +139,7 @@ export class UserlandStore {
         apiVersion: API_VERSION,
         kind: "Userland",
         metadata: {
-          name: userlandNameFor(user),
+          name: userlandNameFor(user, templateName),
           annotations: { [UserlandAnnotations.createdBy]: createdBy },
         },
         spec: { user, templateName, ...(enabled === undefined ? {} : { enabled }) },

@@ -1,9 +1,11 @@
 /**
  * The Userland routes: create, list, get (by name, by identity), start, stop, delete.
  *
- * A Userland's name is always userlandNameFor(user), so the API server itself refuses a second
- * Userland for the same identity even under concurrent requests; the lookup by identity still
- * searches spec.user, because a hand-made Userland may have any name.
+ * A student holds at most one Userland per Template: the pair (spec.user, spec.templateName) is
+ * the key. A new Userland's name is userlandNameFor(user, templateName), so the API server itself
+ * refuses a second one for the same pair even under concurrent requests; lookups still search
+ * spec.user and spec.templateName (field selectors), because Userlands named by the older
+ * one-per-user rule, or by hand, may have any name.
  */
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyRequest } from "fastify";
@@ -35,6 +37,16 @@ export interface UserlandRouteOptions {
 
 const NameParams = Type.Object({ name: UserlandNameSchema });
 const UserParams = Type.Object({ user: UserSchema });
+const UserQuery = Type.Object(
+  {
+    template: Type.Optional({
+      ...TemplateNameSchema,
+      description:
+        "The Template whose Userland to return. Without it the answer is 409 when the user has Userlands of several Templates, never one picked for you.",
+    }),
+  },
+  { additionalProperties: false },
+);
 const ListQuery = Type.Object(
   {
     template: Type.Optional(TemplateNameSchema),
@@ -51,23 +63,29 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
   const now = opts.now ?? (() => new Date());
   const ns = store.namespace;
 
-  const existsFor = (user: string, found: Userland[]): HttpError => {
+  /** The 409 of a create: the pair has a Userland (`found`: those the caller may see, possibly none). */
+  const pairExists = (user: string, templateName: string, found: Userland[]): HttpError => {
     const [first] = found;
-    if (found.length === 0) return conflict(`user "${user}" already has a Userland`, { field: "user" });
     if (found.length === 1 && first) {
       return conflict(
         `user "${user}" already has Userland "${first.metadata.name ?? ""}" (template "${first.spec.templateName}")`,
-        {
-          field: "user",
-          userland: toView(first),
-        },
+        { field: "user", userland: toView(first) },
       );
     }
-    return conflict(`user "${user}" has ${found.length} Userlands; remove all but one`, {
+    if (found.length > 1) return several(user, found, `of template "${templateName}"`);
+    return conflict(`user "${user}" already has a Userland of template "${templateName}"`, {
       field: "user",
-      names: found.map((u) => u.metadata.name ?? ""),
     });
   };
+
+  /** More than one Userland where the caller asked for one: list them, pick none. */
+  const several = (user: string, found: Userland[], what: string, hint = "remove all but one"): HttpError =>
+    conflict(
+      `user "${user}" has ${found.length} Userlands ${what} (${found
+        .map((u) => `"${u.metadata.name ?? ""}": template "${u.spec.templateName}"`)
+        .join(", ")}); ${hint}`,
+      { field: "user", names: found.map((u) => u.metadata.name ?? "") },
+    );
 
   /**
    * The Userlands of a 409 the caller may see: creating needs only `create` (the auth service's
@@ -85,15 +103,18 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
       config: { permissions: ["create"] },
       schema: {
         tags: ["userlands"],
-        summary: "Create a user's Userland",
+        summary: "Create a user's Userland of a Template",
         description:
-          "The name is derived from the identity (a readable part and a hash of the exact identity). 409 if the user already has a Userland.",
+          "One Userland per (user, Template): a student may hold environments of several Templates at once. The name is derived from the pair " +
+          "(a readable part and a hash of the exact identity and Template). 409 if the user already has a Userland of that Template " +
+          "(under any name, e.g. one named by the older one-per-user rule), or, with ifUserHasNone, of any Template; the existing " +
+          "Userland is in the body only when the caller may get it.",
         body: CreateUserlandBody,
         response: { 201: UserlandView, ...errors, 409: ConflictBody },
       },
     },
     async (request, reply) => {
-      const { user, templateName, enabled } = request.body;
+      const { user, templateName, enabled, ifUserHasNone } = request.body;
       if (!(await store.getTemplate(templateName))) {
         throw notFound(
           `Template "${templateName}" does not exist in namespace "${ns}"`,
@@ -101,17 +122,28 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
           "body",
         );
       }
-      const found = await store.findByUser(user);
-      if (found.length > 0) throw existsFor(user, await visible(request, found));
-      const name = userlandNameFor(user);
+      if (ifUserHasNone) {
+        const any = await store.findByUser(user);
+        if (any.length > 0) {
+          const [only, ...more] = await visible(request, any);
+          if (!only) throw conflict(`user "${user}" already has a Userland`, { field: "user" });
+          throw more.length === 0
+            ? pairExists(user, only.spec.templateName, [only])
+            : several(user, [only, ...more], "already", "ifUserHasNone creates only a user's first");
+        }
+      }
+      const found = await store.findPair(user, templateName);
+      if (found.length > 0) throw pairExists(user, templateName, await visible(request, found));
+      const name = userlandNameFor(user, templateName);
       let created: Userland;
       try {
         created = await store.create(user, templateName, enabled, request.caller?.username ?? "");
       } catch (error) {
         if (!isConflict(error)) throw error;
         const other = await store.get(name);
-        if (other?.spec.user === user) throw existsFor(user, await visible(request, [other]));
-        throw conflict(`the name "${name}" is taken by a Userland of another user`, { field: "user" });
+        if (other?.spec.user === user && other.spec.templateName === templateName)
+          throw pairExists(user, templateName, await visible(request, [other]));
+        throw conflict(`the name "${name}" is taken by another Userland`, { field: "user" });
       }
       metrics.created.inc({ source: "api" });
       request.log.info({ by: request.caller?.username, user, name, templateName }, "created Userland");
@@ -134,11 +166,9 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
     },
     async (request) => {
       const { template, user, phase } = request.query;
-      const items = (await store.listAll()).filter(
-        (u) =>
-          (template === undefined || u.spec.templateName === template) &&
-          (user === undefined || u.spec.user === user) &&
-          (phase === undefined || u.status?.phase === phase),
+      // user and template are field selectors (read by the API server); the phase is status, filtered here.
+      const items = (await store.list({ user, templateName: template })).filter(
+        (u) => phase === undefined || u.status?.phase === phase,
       );
       return { items: items.map(toView) };
     },
@@ -168,20 +198,61 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
       config: { permissions: ["list"] },
       schema: {
         tags: ["userlands"],
-        summary: "Find a user's Userland by identity",
+        summary: "Find a user's Userland by identity (and Template)",
         description:
-          "Searches spec.user for the exact identity (URL-encode it). Needs the list permission: it searches every Userland.",
+          "Searches spec.user for the exact identity (URL-encode it) and, with ?template=, spec.templateName. " +
+          "Without ?template= it answers the user's only Userland, or 409 naming them when the user has Userlands of several Templates " +
+          "(never one picked silently); /api/v1/users/{user}/userlands lists them all. Needs the list permission.",
         params: UserParams,
+        querystring: UserQuery,
         response: { 200: UserlandView, ...errors, 409: ConflictBody },
       },
     },
     async (request) => {
       const { user } = request.params;
-      const found = await store.findByUser(user);
+      const { template } = request.query;
+      const found =
+        template === undefined ? await store.findByUser(user) : await store.findPair(user, template);
       const [first] = found;
-      if (!first) throw notFound(`user "${user}" has no Userland in namespace "${ns}"`);
-      if (found.length > 1) throw existsFor(user, found);
+      if (!first) {
+        throw notFound(
+          template === undefined
+            ? `user "${user}" has no Userland in namespace "${ns}"`
+            : `user "${user}" has no Userland of template "${template}" in namespace "${ns}"`,
+        );
+      }
+      if (found.length > 1) {
+        throw template === undefined && new Set(found.map((u) => u.spec.templateName)).size > 1
+          ? several(
+              user,
+              found,
+              "of several templates",
+              "pick one with ?template=, or list them at /api/v1/users/{user}/userlands",
+            )
+          : several(user, found, `of template "${first.spec.templateName}"`);
+      }
       return toView(first);
+    },
+  );
+
+  app.get(
+    "/api/v1/users/:user/userlands",
+    {
+      config: { permissions: ["list"] },
+      schema: {
+        tags: ["userlands"],
+        summary: "List a user's Userlands (one per Template)",
+        description:
+          "Every Userland whose spec.user is exactly the identity (URL-encode it), ordered by template; an empty list when there is none. Needs the list permission.",
+        params: UserParams,
+        response: { 200: UserlandList, ...errors },
+      },
+    },
+    async (request) => {
+      const found = await store.findByUser(request.params.user);
+      const order = (u: Userland) => `${u.spec.templateName}\u0000${u.metadata.name ?? ""}`;
+      found.sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0));
+      return { items: found.map(toView) };
     },
   );
 

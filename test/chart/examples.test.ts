@@ -102,7 +102,7 @@ test("example Userlands use example Templates and the names the user-manager wou
     );
     assert.equal(
       u.metadata.name,
-      userlandNameFor(u.spec.user),
+      userlandNameFor(u.spec.user, u.spec.templateName),
       `the name for ${JSON.stringify(u.spec.user)}`,
     );
   }

@@ -103,7 +103,7 @@ test("a new student logs in, is provisioned, waits on the starting page, works i
   assert.equal(env.owner, "alice");
   assert.equal(env.xUser, "alice", "the environment received X-User from the proxy");
   await page.screenshot({ path: join(artifacts, "03-environment.png"), fullPage: true });
-  const provisioned = await userland(userlandNameFor("alice"));
+  const provisioned = await userland(userlandNameFor("alice", DEMO_TEMPLATE));
   assert.equal(provisioned.spec.user, "alice");
   assert.equal(provisioned.spec.templateName, DEMO_TEMPLATE);
 
@@ -143,7 +143,7 @@ test("a second student in a second browser context only ever reaches their own e
   const seen = (await spoofed.json()) as { user: string; xUser: string };
   assert.equal(seen.user, "bob");
   assert.equal(seen.xUser, "bob");
-  const aliceService = childNames(DEMO_TEMPLATE, userlandNameFor("alice")).service;
+  const aliceService = childNames(DEMO_TEMPLATE, userlandNameFor("alice", DEMO_TEMPLATE)).service;
   for (const path of [`../${aliceService}/`, `%2e%2e/${aliceService}/`, `?user=alice`]) {
     const tricked = await bob.request
       .get(`${platform.url}${path}`, { headers: { host: `alice.127.0.0.1` } })
@@ -191,7 +191,7 @@ test("an admin imports a roster and changes the Template image; every environmen
   });
   const everyone = [...roster, "alice", "bob"];
   for (const user of everyone) {
-    const name = userlandNameFor(user);
+    const name = userlandNameFor(user, DEMO_TEMPLATE);
     await eventually(
       `${user}'s environment to run image 2 and be Ready`,
       async () => {

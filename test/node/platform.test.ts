@@ -289,8 +289,8 @@ function jupyterApi(
   );
 }
 
-async function environmentPod(user: string): Promise<V1Pod> {
-  const userland = await getUserland(NAMESPACE, userlandNameFor(user));
+async function environmentPod(user: string, template: string): Promise<V1Pod> {
+  const userland = await getUserland(NAMESPACE, userlandNameFor(user, template));
   const { deployment } = childNames(userland.spec.templateName, userland.metadata.name ?? "");
   const apps = (await testCluster()).kc.makeApiClient(k8s.AppsV1Api);
   const selector = (await apps.readNamespacedDeployment({ namespace: NAMESPACE, name: deployment })).spec
@@ -348,8 +348,8 @@ test("a student signs in, waits on the starting page, runs a cell in their own J
   assert.equal(listing.status, 200);
   const names = ((listing.json as { content: { name: string }[] }).content ?? []).map((f) => f.name);
   assert.ok(!names.includes("alice.ipynb"), `dave's work folder: ${names.join(", ")}`);
-  const alicePod = await environmentPod("alice");
-  const davePod = await environmentPod("dave");
+  const alicePod = await environmentPod("alice", "jupyter");
+  const davePod = await environmentPod("dave", "jupyter");
   assert.notEqual(alicePod.metadata?.name, davePod.metadata?.name, "two pods");
   await dave.close();
 
@@ -357,11 +357,11 @@ test("a student signs in, waits on the starting page, runs a cell in their own J
   await page.close();
   await eventually(
     "alice's idle Jupyter to be stopped",
-    async () => (await getUserland(NAMESPACE, userlandNameFor("alice"))).spec.enabled === false,
+    async () => (await getUserland(NAMESPACE, userlandNameFor("alice", "jupyter"))).spec.enabled === false,
     180_000,
     1000,
   );
-  await waitForPhase(NAMESPACE, userlandNameFor("alice"), "Stopped", 120_000);
+  await waitForPhase(NAMESPACE, userlandNameFor("alice", "jupyter"), "Stopped", 120_000);
   // Culling seen: back to an idle timeout that leaves the later tests alone.
   await patchTemplate(NAMESPACE, "jupyter", { spec: { idleTimeout: "1h" } });
   // The next visit starts it again (proxy.startOnAccess) with her notebook still there.
@@ -434,8 +434,8 @@ test("rotating the session key as the guide says logs nobody out, and the proxy 
 test("a student runs SQL in phpMyAdmin on their own MariaDB; another student's database does not have it", async () => {
   const url = `http://phpmyadmin.${DOMAIN}/`;
   // A teacher assigned the database class's environment, stopped until first use.
-  await createUserland(NAMESPACE, userlandNameFor("bob"), "bob", "phpmyadmin", false);
-  await createUserland(NAMESPACE, userlandNameFor("eve"), "eve", "phpmyadmin", false);
+  await createUserland(NAMESPACE, userlandNameFor("bob", "phpmyadmin"), "bob", "phpmyadmin", false);
+  await createUserland(NAMESPACE, userlandNameFor("eve", "phpmyadmin"), "eve", "phpmyadmin", false);
 
   /** Types `sql` into phpMyAdmin's SQL editor as a student would and runs it. */
   async function runSql(page: Page, sql: string): Promise<void> {
@@ -474,7 +474,7 @@ test("a student runs SQL in phpMyAdmin on their own MariaDB; another student's d
 
 test("a student opens a terminal in VS Code (code-server) and runs a command in their own container", async () => {
   const url = `http://code-server.${DOMAIN}/`;
-  await createUserland(NAMESPACE, userlandNameFor("carol"), "carol", "code-server", true);
+  await createUserland(NAMESPACE, userlandNameFor("carol", "code-server"), "carol", "code-server", true);
   const carol = await newContext({ viewport: { width: 1280, height: 800 } });
   const page = await signIn(carol, url, "carol");
   await expectOnPage(page, ".monaco-workbench", "VS Code's workbench", 240_000);
@@ -490,7 +490,7 @@ test("a student opens a terminal in VS Code (code-server) and runs a command in 
   await expectOnPage(page, ".xterm-helper-textarea", "a terminal", 60_000);
   await page.waitForTimeout(2000);
   await page.keyboard.type("echo made by $(whoami) > /home/coder/from-terminal.txt\n");
-  const pod = await environmentPod("carol");
+  const pod = await environmentPod("carol", "code-server");
   const file = await eventually(
     "the terminal's command to have run",
     async () => {

@@ -165,7 +165,7 @@ test("each component gets credentials of its own chart ServiceAccount", async ()
 
 test("the proxy's Start button starts a stopped environment through the user-manager with the proxy's own token", async () => {
   const user = "sam";
-  const name = userlandNameFor(user);
+  const name = userlandNameFor(user, DEMO_TEMPLATE);
   await platform.rest.create(userlandPath(), {
     apiVersion: "userland.dev/v1alpha1",
     kind: "Userland",
@@ -202,7 +202,7 @@ test("the proxy's Start button starts a stopped environment through the user-man
 
 test("with its own token the proxy may patch a Userland's activity, and the chart's admission policy refuses the rest", async () => {
   const user = "tia";
-  const name = userlandNameFor(user);
+  const name = userlandNameFor(user, DEMO_TEMPLATE);
   await platform.rest.create(userlandPath(), {
     apiVersion: "userland.dev/v1alpha1",
     kind: "Userland",

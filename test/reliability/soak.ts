@@ -399,7 +399,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
           sockets.add(socket);
           socket.once("close", () => sockets.delete(socket));
         });
-        const userland = userlandNameFor(name);
+        const userland = userlandNameFor(name, SOAK_TEMPLATE);
         users[index] = {
           index,
           name,

@@ -92,7 +92,7 @@ test("identities that collide after folding or escaping get separate environment
       const children = new Set<string>();
       for (const user of users) {
         const name = nameOf.get(user) ?? "";
-        assert.equal(name, userlandNameFor(user), "the name is derived from the exact identity");
+        assert.equal(name, userlandNameFor(user, "code"), "the name is derived from the exact identity");
         assert.match(name, /^[a-z]([-a-z0-9]{0,29}[a-z0-9])?$/, "a DNS-1035 label of at most 31 characters");
         const userland = await getUserland(h.ns, name);
         assert.equal(userland.spec.user, user, "spec.user is the identity, byte for byte");
@@ -162,14 +162,19 @@ test("identities that collide after folding or escaping get separate environment
   }
 
   row(
-    "a second Userland for an existing identity is refused with 409 (one environment per user)",
+    "a second Userland for an existing identity and Template is refused with 409 (one environment per user and Template)",
     async () => {
       const r = await h.call("POST", "/api/v1/userlands", {
         token: h.teacher,
         body: { user: "alice", templateName: "code" },
       });
       assert.equal(r.status, 409);
-      assert.equal((await admin.listUserlands(h.ns)).filter((u) => u.spec.user === "alice").length, 1);
+      assert.equal(
+        (await admin.listUserlands(h.ns)).filter(
+          (u) => u.spec.user === "alice" && u.spec.templateName === "code",
+        ).length,
+        1,
+      );
     },
   );
 

@@ -17,7 +17,7 @@ interface Report {
   created: { line: number; user: string; name: string }[];
   existing: { line: number; user: string; name: string }[];
   invalid: { line: number; user: string; reason: string }[];
-  duplicates: { user: string; lines: number[] }[];
+  duplicates: { user: string; templateName: string; lines: number[] }[];
   failed: { user: string; reason: string }[];
   toDelete: { user: string }[];
   deleted: { user: string }[];
@@ -95,26 +95,30 @@ test("hostile rosters and requests against the user-manager", async (t) => {
       report(r).created.map((c) => c.user),
       ["dup1"],
     );
-    assert.deepEqual(report(r).duplicates, [{ user: "dup1", lines: [1, 2, 3] }]);
+    assert.deepEqual(report(r).duplicates, [{ user: "dup1", templateName: "code", lines: [1, 2, 3] }]);
     assert.equal((await stored()).filter((u) => u.spec.user === "dup1").length, 1);
   });
   row(
-    "CSV listing a user twice with different templates: the first line wins, the second is invalid",
+    "CSV listing a user with two templates: one environment each; the same template again with other settings: the first line wins, the later one is invalid",
     async () => {
-      const r = await csv("user,template\ndup2,code\ndup2,jupyter\n");
+      const r = await csv("user,template,enabled\ndup2,code,\ndup2,jupyter,\ndup2,code,false\n");
       assert.equal(r.status, 200, r.text);
       assert.deepEqual(
         report(r).created.map((c) => [c.line, c.user]),
-        [[2, "dup2"]],
+        [
+          [2, "dup2"],
+          [3, "dup2"],
+        ],
       );
       assert.deepEqual(
         report(r).invalid.map((i) => i.line),
-        [3],
+        [4],
       );
       const mine = (await stored()).filter((u) => u.spec.user === "dup2");
-      assert.deepEqual(
-        mine.map((u) => u.spec.templateName),
-        ["code"],
+      assert.deepEqual(mine.map((u) => u.spec.templateName).sort(), ["code", "jupyter"]);
+      assert.ok(
+        mine.every((u) => u.spec.enabled !== false),
+        "the first code line (enabled) is used",
       );
     },
   );
@@ -152,22 +156,34 @@ test("hostile rosters and requests against the user-manager", async (t) => {
         body: { user: "secret-owner", templateName: "jupyter", enabled: false },
       });
       assert.equal(first.status, 201, first.text);
-      const name = userlandNameFor("secret-owner");
+      const name = userlandNameFor("secret-owner", "jupyter");
+      // Auto-provisioning's request: the default Template, only if the user has no environment yet.
       const r = await h.call("POST", "/api/v1/userlands", {
         token: provisioner,
-        body: { user: "secret-owner", templateName: "code" },
+        body: { user: "secret-owner", templateName: "code", ifUserHasNone: true },
       });
       assert.equal(r.status, 409, r.text);
       assert.equal(r.json.userland, undefined, r.text);
       assert.equal(r.json.names, undefined, r.text);
       assert.ok(!r.text.includes(name) && !r.text.includes("jupyter"), r.text);
-      // A caller who may get it sees which Userland it is (control).
-      const teacher = await h.call("POST", "/api/v1/userlands", {
-        token: h.teacher,
-        body: { user: "secret-owner", templateName: "code" },
+      // The same pair again: the 409 says no more than the request did (no name, state or view).
+      const pair = await h.call("POST", "/api/v1/userlands", {
+        token: provisioner,
+        body: { user: "secret-owner", templateName: "jupyter" },
       });
-      assert.equal(teacher.status, 409);
-      assert.equal((teacher.json.userland as { name?: string } | undefined)?.name, name);
+      assert.equal(pair.status, 409, pair.text);
+      assert.equal(pair.json.userland, undefined, pair.text);
+      assert.equal(pair.json.names, undefined, pair.text);
+      assert.ok(!pair.text.includes(name) && !pair.text.includes("enabled"), pair.text);
+      // A caller who may get it sees which Userland it is (control).
+      for (const body of [
+        { user: "secret-owner", templateName: "code", ifUserHasNone: true },
+        { user: "secret-owner", templateName: "jupyter" },
+      ]) {
+        const teacher = await h.call("POST", "/api/v1/userlands", { token: h.teacher, body });
+        assert.equal(teacher.status, 409, teacher.text);
+        assert.equal((teacher.json.userland as { name?: string } | undefined)?.name, name);
+      }
     },
   );
   row("five concurrent creates of one user: one 201, four 409, one Userland", async () => {
@@ -385,17 +401,19 @@ test("hostile rosters and requests against the user-manager", async (t) => {
     assert.equal(r.status, 404);
     const own = await h.call("GET", `/api/v1/users/dup1/userland`, { token: h.teacher });
     assert.equal(own.status, 200);
-    assert.equal((own.json as { name: string }).name, userlandNameFor("dup1"));
+    assert.equal((own.json as { name: string }).name, userlandNameFor("dup1", "code"));
   });
 
   for (const r of rows) await t.test(r.name, r.run);
 
   await t.test(
-    "afterwards: every stored Userland has a distinct user and the name derived from it",
+    "afterwards: every stored Userland has a distinct (user, Template) pair and the name derived from it",
     async () => {
       const all = await stored();
-      assert.equal(new Set(all.map((u) => u.spec.user)).size, all.length, "no identity twice");
-      for (const u of all) assert.equal(u.metadata.name, userlandNameFor(u.spec.user), u.spec.user);
+      const pairs = new Set(all.map((u) => JSON.stringify([u.spec.user, u.spec.templateName])));
+      assert.equal(pairs.size, all.length, "no pair twice");
+      for (const u of all)
+        assert.equal(u.metadata.name, userlandNameFor(u.spec.user, u.spec.templateName), u.spec.user);
     },
   );
 });

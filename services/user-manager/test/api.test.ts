@@ -103,7 +103,7 @@ test("create, conflicts, unknown template and input validation", async (t) => {
 
   const created = await post({ user: "a.b@uni.ac.jp", templateName: "code" });
   assert.equal(created.status, 201, created.text);
-  const name = userlandNameFor("a.b@uni.ac.jp");
+  const name = userlandNameFor("a.b@uni.ac.jp", "code");
   assert.deepEqual(
     { ...view(created), createdAt: undefined },
     {
@@ -127,7 +127,14 @@ test("create, conflicts, unknown template and input validation", async (t) => {
     `system:serviceaccount:${h.ns}:teacher`,
   );
 
-  const duplicate = await post({ user: "a.b@uni.ac.jp", templateName: "jupyter" });
+  // Another Template is another environment: one Userland per (user, Template).
+  const second = await post({ user: "a.b@uni.ac.jp", templateName: "jupyter" });
+  assert.equal(second.status, 201, second.text);
+  assert.equal(view(second).name, userlandNameFor("a.b@uni.ac.jp", "jupyter"));
+  assert.notEqual(view(second).name, name);
+  assert.equal((await admin.getUserland(h.ns, name)).spec.templateName, "code", "the first is untouched");
+
+  const duplicate = await post({ user: "a.b@uni.ac.jp", templateName: "code" });
   assert.equal(duplicate.status, 409);
   assert.equal(duplicate.json.error, "Conflict");
   assert.match(
@@ -136,7 +143,7 @@ test("create, conflicts, unknown template and input validation", async (t) => {
   );
   assert.equal((duplicate.json.userland as { name: string }).name, name);
 
-  // A hand-made Userland under another name still counts: the lookup is by spec.user.
+  // A hand-made Userland under another name still counts: the lookup is by spec.user and spec.templateName.
   await admin.createUserland(h.ns, "handmade", "carol", "code");
   const handmade = await post({ user: "carol", templateName: "code" });
   assert.equal(handmade.status, 409);
@@ -203,9 +210,9 @@ test("create, conflicts, unknown template and input validation", async (t) => {
 
   // Nothing was created by any of the refused requests.
   const all = await h.call("GET", "/api/v1/userlands", { token: h.teacher });
-  assert.deepEqual(items(all), ["a.b@uni.ac.jp", "carol", "erin"]);
+  assert.deepEqual(items(all), ["a.b@uni.ac.jp", "a.b@uni.ac.jp", "carol", "erin"]);
   const text = (await h.call("GET", "/metrics")).text;
-  assert.equal(metricValue(text, "userland_user_manager_userlands_created_total", { source: "api" }), 2);
+  assert.equal(metricValue(text, "userland_user_manager_userlands_created_total", { source: "api" }), 3);
   assert.ok(
     metricValue(text, "userland_user_manager_http_requests_total", {
       route: "/api/v1/userlands",
@@ -225,13 +232,13 @@ test("identities that differ only in case or punctuation get their own Userlands
     });
     assert.equal(r.status, 201, `${user}: ${r.text}`);
   }
-  const names = new Set(users.map(userlandNameFor));
+  const names = new Set(users.map((user) => userlandNameFor(user, "code")));
   assert.equal(names.size, users.length, "all names differ");
   for (const user of users) {
     const r = await h.call("GET", `/api/v1/users/${encodeURIComponent(user)}/userland`, { token: h.teacher });
     assert.equal(r.status, 200, `${user}: ${r.text}`);
     assert.equal(view(r).user, user);
-    assert.equal(view(r).name, userlandNameFor(user));
+    assert.equal(view(r).name, userlandNameFor(user, "code"));
     const filtered = await h.call("GET", `/api/v1/userlands?user=${encodeURIComponent(user)}`, {
       token: h.teacher,
     });
@@ -370,6 +377,7 @@ test("the OpenAPI document describes every endpoint", async (t) => {
     "/api/v1/userlands/{name}/start",
     "/api/v1/userlands/{name}/stop",
     "/api/v1/users/{user}/userland",
+    "/api/v1/users/{user}/userlands",
   ]);
   assert.deepEqual(Object.keys(doc.paths["/api/v1/userlands"] ?? {}).sort(), ["get", "post"]);
   assert.deepEqual(Object.keys(doc.paths["/api/v1/userlands/{name}"] ?? {}).sort(), ["delete", "get"]);

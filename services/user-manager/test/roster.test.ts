@@ -4,7 +4,7 @@ import { test } from "node:test";
 import type { Userland } from "../../../api/v1alpha1/index.ts";
 import { bearerToken, reviewCache } from "../auth.ts";
 import { HttpError, describeValidation } from "../errors.ts";
-import { csvRoster, jsonRoster, parseCsv, planImport, validateRoster } from "../roster.ts";
+import { csvRoster, jsonRoster, parseCsv, planImport, pruneScope, validateRoster } from "../roster.ts";
 
 test("CSV: quotes, escaped quotes, line breaks in quotes, CRLF, BOM, blank lines, trimming", () => {
   const text =
@@ -56,7 +56,7 @@ test("CSV roster: columns by header (any order, any case, extra columns ignored)
   );
 });
 
-test("validation: every line valid or reported with its reason; duplicates reported once", () => {
+test("validation: every line valid or reported with its reason; pairs listed twice reported once", () => {
   const rows = [
     ...jsonRoster([
       "alice",
@@ -72,6 +72,8 @@ test("validation: every line valid or reported with its reason; duplicates repor
     { line: 10, user: "erin", enabled: "maybe" },
     { line: 11, user: "carol", template: "code" },
     { line: 12, user: "frank", enabled: "No" },
+    { line: 13, user: "carol", template: "jupyter", enabled: "yes" },
+    { line: 14, user: "carol", template: "code" },
   ];
   const v = validateRoster(rows, "code");
   assert.deepEqual(
@@ -80,8 +82,10 @@ test("validation: every line valid or reported with its reason; duplicates repor
       [1, "alice", "code", undefined],
       [2, "Alice", "code", undefined],
       [8, "carol", "jupyter", false],
+      [11, "carol", "code", undefined],
       [12, "frank", "code", false],
     ],
+    "carol on a line of another template gets that environment too (one per Template)",
   );
   assert.deepEqual(
     v.invalid.map((i) => [i.line, i.reason]),
@@ -95,12 +99,16 @@ test("validation: every line valid or reported with its reason; duplicates repor
         `template "Bad_Template" must be lowercase letters, digits and '-', start with a letter and not end with '-'`,
       ],
       [10, 'enabled must be true or false, not "maybe"'],
-      [11, 'listed again with different settings (line 8: template "jupyter"); the first line is used'],
+      [
+        13,
+        'listed again for template "jupyter" with different settings (line 8: enabled false); the first line is used',
+      ],
     ],
   );
   assert.deepEqual(v.duplicates, [
-    { user: "alice", lines: [1, 3] },
-    { user: "carol", lines: [8, 11] },
+    { user: "alice", templateName: "code", lines: [1, 3] },
+    { user: "carol", templateName: "jupyter", lines: [8, 13] },
+    { user: "carol", templateName: "code", lines: [11, 14] },
   ]);
   const noTemplate = validateRoster(jsonRoster(["x"]), undefined);
   assert.match(noTemplate.invalid[0]?.reason ?? "", /no template/);
@@ -113,36 +121,65 @@ const userland = (name: string, user: string, templateName: string): Userland =>
   spec: { user, templateName },
 });
 
-test("plan: create the missing, report the existing with their template, prune only the template's absentees", () => {
-  const { entries } = validateRoster(
-    jsonRoster(["alice", "bob", { user: "carol", templateName: "jupyter" }]),
-    "code",
-  );
+test("plan: create the missing pairs, report the existing under any name, prune only the covered templates' absentees", () => {
+  const rows = jsonRoster(["alice", "bob", { user: "carol", templateName: "jupyter" }, "koba"]);
+  const { entries } = validateRoster(rows, "code");
   const existing = [
     userland("bob-x", "bob", "code"),
     userland("carol-x", "carol", "code"),
     userland("zed-x", "zed", "code"),
     userland("yan-x", "yan", "jupyter"),
     userland("q-x", "Bad line", "code"),
+    // Named by the one-per-user rule (or by hand): found by its pair, whatever its name.
+    userland("koba-legacy", "koba", "code"),
   ];
-  const plan = planImport(entries, existing, {
-    template: "code",
-    rosterUsers: new Set(["alice", "bob", "carol", "Bad line"]),
-  });
+  const scope = pruneScope(
+    [...rows, { line: 5, user: "Bad line", template: "code", problem: "has 3 fields but the header has 2" }],
+    entries,
+    "code",
+  );
+  assert.deepEqual([...scope.templates], ["code"], "the request's template only");
+  const plan = planImport(entries, existing, scope);
   assert.deepEqual(
-    plan.create.map((e) => e.user),
-    ["alice"],
+    plan.create.map((e) => [e.user, e.templateName]),
+    [
+      ["alice", "code"],
+      ["carol", "jupyter"],
+    ],
+    "carol has a code Userland; the roster gives her a jupyter one too",
   );
   assert.deepEqual(plan.existing, [
     { line: 2, user: "bob", name: "bob-x", templateName: "code" },
-    { line: 3, user: "carol", name: "carol-x", templateName: "code", rosterTemplate: "jupyter" },
+    { line: 4, user: "koba", name: "koba-legacy", templateName: "code" },
   ]);
   assert.deepEqual(
     plan.toDelete.map((u) => u.metadata.name),
-    ["zed-x"],
-    "other templates and users on any roster line are kept",
+    ["carol-x", "zed-x"],
+    "carol is on the roster for jupyter only; other templates and users on any roster line are kept",
   );
   assert.deepEqual(planImport(entries, existing, undefined).toDelete, []);
+
+  // Without a request template, the lines' templates are covered; an unreadable line protects its user everywhere.
+  const perLine = jsonRoster([
+    { user: "yan", templateName: "code" },
+    { user: "carol", templateName: "jupyter" },
+  ]);
+  const lineScope = pruneScope(
+    [...perLine, { line: 3, user: "zed", problem: "has 3 fields but the header has 2" }],
+    validateRoster(perLine, undefined).entries,
+    undefined,
+  );
+  assert.deepEqual([...lineScope.templates].sort(), ["code", "jupyter"]);
+  assert.deepEqual(
+    planImport([], existing, lineScope).toDelete.map((u) => u.metadata.name),
+    ["bob-x", "carol-x", "yan-x", "q-x", "koba-legacy"],
+    "yan is on it for code only, carol for jupyter only; zed's unreadable line keeps zed's",
+  );
+  assert.deepEqual(
+    [...pruneScope(jsonRoster(["x"]), [], undefined).templates],
+    [],
+    "nothing covered: the route refuses to prune",
+  );
 });
 
 test("validation errors name the field and say what is wrong", () => {

@@ -7,18 +7,26 @@ import { admin, metricValue, startUserManager, type Harness } from "./support.ts
 
 interface Report {
   created: { line: number; user: string; name: string; templateName: string }[];
-  existing: { line: number; user: string; name: string; templateName: string; rosterTemplate?: string }[];
+  existing: { line: number; user: string; name: string; templateName: string }[];
   invalid: { line: number; user: string; reason: string }[];
-  duplicates: { user: string; lines: number[] }[];
+  duplicates: { user: string; templateName: string; lines: number[] }[];
   failed: { user: string; reason: string }[];
+  pruneTemplates?: string[];
   toDelete: { user: string; name: string; templateName: string }[];
   deleted: { user: string; name: string; templateName: string }[];
   dryRun: boolean;
   message?: string;
 }
 
+/** Stored Userlands by user; a user with several Templates' Userlands is listed as "user/template" for each but the first. */
 async function stored(h: Harness): Promise<Map<string, Userland>> {
-  return new Map((await admin.listUserlands(h.ns)).map((u) => [u.spec.user, u]));
+  const byUser = new Map<string, Userland>();
+  const sorted = (await admin.listUserlands(h.ns)).sort((a, b) =>
+    String(a.metadata.creationTimestamp).localeCompare(String(b.metadata.creationTimestamp)),
+  );
+  for (const u of sorted)
+    byUser.set(byUser.has(u.spec.user) ? `${u.spec.user}/${u.spec.templateName}` : u.spec.user, u);
+  return byUser;
 }
 
 const users = (entries: { user: string }[]) => entries.map((e) => e.user).sort();
@@ -49,14 +57,14 @@ test("JSON roster: creates what is missing, reports the rest per line; a second 
   assert.deepEqual(
     first.created.map((c) => [c.line, c.user, c.name, c.templateName]),
     [
-      [1, "alice", userlandNameFor("alice"), "code"],
-      [2, "Alice", userlandNameFor("Alice"), "code"],
-      [7, "carol", userlandNameFor("carol"), "jupyter"],
+      [1, "alice", userlandNameFor("alice", "code"), "code"],
+      [2, "Alice", userlandNameFor("Alice", "code"), "code"],
+      [6, "erin", userlandNameFor("erin", "code"), "code"],
+      [7, "carol", userlandNameFor("carol", "jupyter"), "jupyter"],
     ],
+    "erin has a jupyter Userland; the roster's code gives her a second environment",
   );
-  assert.deepEqual(first.existing, [
-    { line: 6, user: "erin", name: "early-bird", templateName: "jupyter", rosterTemplate: "code" },
-  ]);
+  assert.deepEqual(first.existing, []);
   assert.deepEqual(
     first.invalid.map((i) => [i.line, i.user, i.reason]),
     [
@@ -65,25 +73,27 @@ test("JSON roster: creates what is missing, reports the rest per line; a second 
       [8, "dave", `Template "nosuch" does not exist in namespace "${h.ns}"`],
     ],
   );
-  assert.deepEqual(first.duplicates, [{ user: "alice", lines: [1, 3] }]);
+  assert.deepEqual(first.duplicates, [{ user: "alice", templateName: "code", lines: [1, 3] }]);
   assert.deepEqual([first.failed, first.toDelete, first.deleted, first.dryRun], [[], [], [], false]);
 
   const after = await stored(h);
-  assert.equal(after.size, 4);
+  assert.equal(after.size, 5);
   assert.equal(after.get("carol")?.spec.enabled, false);
   assert.equal(after.get("alice")?.spec.templateName, "code");
   assert.equal(after.get("erin")?.spec.templateName, "jupyter", "an existing Userland keeps its template");
+  assert.equal(after.get("erin")?.metadata.name, "early-bird", "and its name");
+  assert.equal(after.get("erin/code")?.spec.templateName, "code");
 
   const second = await importRoster();
   assert.deepEqual(second.created, []);
   assert.deepEqual(users(second.existing), ["Alice", "alice", "carol", "erin"]);
   assert.equal(second.invalid.length, 3);
-  assert.equal((await stored(h)).size, 4, "nothing duplicated");
+  assert.equal((await stored(h)).size, 5, "nothing duplicated");
   assert.equal(
     metricValue((await h.call("GET", "/metrics")).text, "userland_user_manager_userlands_created_total", {
       source: "roster",
     }),
-    3,
+    4,
   );
 });
 
@@ -118,7 +128,7 @@ test("CSV roster with ?template=, garbage lines reported, idempotent", async (t)
       [4, "koba1t", "jupyter"],
     ],
   );
-  assert.deepEqual(first.duplicates, [{ user: "jane@uni.example", lines: [2, 6] }]);
+  assert.deepEqual(first.duplicates, [{ user: "jane@uni.example", templateName: "code", lines: [2, 6] }]);
   assert.deepEqual(
     first.invalid.map((i) => [i.line, i.reason]),
     [
@@ -194,6 +204,7 @@ test("prune: a dry run lists absentees; dryRun=false deletes them; invalid lines
   assert.equal(dry.status, 200, dry.text);
   const dryReport = dry.json as unknown as Report;
   assert.equal(dryReport.dryRun, true);
+  assert.deepEqual(dryReport.pruneTemplates, ["code"], "the roster's template only");
   assert.deepEqual(dryReport.toDelete, [{ user: "zed", name: "zed-x", templateName: "code" }]);
   assert.deepEqual(dryReport.deleted, []);
   assert.deepEqual(users(dryReport.created), ["alice"], "creating is never a dry run");
