@@ -1,0 +1,148 @@
+/**
+ * The home page's pieces without a cluster: which host is the home, where each environment opens
+ * (shared and per-user origins, PROXY_HOST_TEMPLATES, the default Template), what is offered, and
+ * the page's own safety (escaping, the script's hash). The home against the real control plane
+ * and user-manager is home.test.ts.
+ */
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { test } from "node:test";
+import type { Template, Userland } from "../../../api/v1alpha1/index.ts";
+import { createLogger } from "../../../lib/logger.ts";
+import type { ClientInfo } from "../headers.ts";
+import { homeView, ownUserland, type HomeConfig } from "../home.ts";
+import { homePage } from "../homePage.ts";
+import { createMetrics } from "../metrics.ts";
+import { pageHeaders } from "../pages.ts";
+import { hostForTemplate, isHomeHost, type ClusterView } from "../routing.ts";
+import { Starter } from "../starter.ts";
+
+const userland = (name: string, user: string, templateName: string): Userland => ({
+  apiVersion: "userland.dev/v1alpha1",
+  kind: "Userland",
+  metadata: { name, namespace: "ns", generation: 1 },
+  spec: { user, templateName },
+  status: { phase: "Ready", observedGeneration: 1, service: { name: `${name}-svc`, port: 80 } },
+});
+
+const template = (name: string, spec: Partial<Template["spec"]> = {}): Template => ({
+  apiVersion: "userland.dev/v1alpha1",
+  kind: "Template",
+  metadata: { name, namespace: "ns" },
+  spec: { template: { spec: { containers: [{ name: "ide" }] } }, ...spec },
+});
+
+function cluster(userlands: Userland[], templates: Template[]): ClusterView {
+  return {
+    namespace: "ns",
+    findUserland: (user, t) => userlands.find((u) => u.spec.user === user && u.spec.templateName === t),
+    getTemplate: (name) => templates.find((t) => t.metadata.name === name),
+    synced: () => true,
+    getUserland: (name) => userlands.find((u) => u.metadata.name === name),
+    // Deliberately careless: hands back everyone's, so the home's own check is what is tested.
+    userlandsOf: () => userlands,
+    templates: () => templates,
+  };
+}
+
+const starter = new Starter(undefined, createMetrics(), createLogger("home-units", "silent"));
+const client = (host: string): ClientInfo => ({ host, proto: "https", trusted: false, peer: "203.0.113.9" });
+const config = (extra: Partial<HomeConfig> = {}): HomeConfig => ({
+  hostTemplates: new Map(),
+  baseDomain: "ide.example.org",
+  defaultTemplate: undefined,
+  origins: "shared",
+  loginUrl: new URL("https://auth.ide.example.org/login"),
+  ...extra,
+});
+
+test("the home host: the base domain itself, only while it serves no Template", () => {
+  const routes = { hostTemplates: new Map<string, string>(), baseDomain: "ide.example.org" };
+  assert.equal(isHomeHost("ide.example.org", routes), true);
+  assert.equal(isHomeHost("IDE.example.org.:8443", routes), true);
+  assert.equal(isHomeHost("code.ide.example.org", routes), false);
+  assert.equal(isHomeHost("other.example", routes), false);
+  assert.equal(isHomeHost("ide.example.org", { ...routes, defaultTemplate: "code" }), false);
+  assert.equal(isHomeHost("ide.example.org", { hostTemplates: new Map() }), false);
+});
+
+test("where an environment opens: PROXY_HOST_TEMPLATES, <template>.<domain>, the default Template, per-user hosts", () => {
+  const routes = {
+    hostTemplates: new Map([
+      ["127.0.0.1:4184", "jupyter"],
+      ["code.uni.example", "code"],
+    ]),
+    baseDomain: "ide.example.org",
+  };
+  assert.equal(hostForTemplate("jupyter", routes, "x", ":4180"), "127.0.0.1:4184");
+  assert.equal(hostForTemplate("code", routes, "x", ":8443"), "code.uni.example:8443");
+  assert.equal(hostForTemplate("sql", routes, "x", ""), "sql.ide.example.org");
+  const local = { hostTemplates: new Map<string, string>(), defaultTemplate: "demo" };
+  assert.equal(hostForTemplate("demo", local, "127.0.0.1:4180", ":4180"), "127.0.0.1:4180");
+  assert.equal(hostForTemplate("other", local, "127.0.0.1:4180", ":4180"), undefined);
+
+  const view = homeView(
+    cluster([userland("alice-x", "alice", "code"), userland("alice-y", "alice", "jupyter")], []),
+    starter,
+    config({ origins: "perUser" }),
+    client("ide.example.org"),
+    "alice",
+  );
+  assert.deepEqual(
+    view.environments.map((e) => e.openUrl),
+    ["https://alice-x--code.ide.example.org/", "https://alice-y--jupyter.ide.example.org/"],
+  );
+});
+
+test("the home lists only the session user's Userlands, exactly matched, and offers only self-service Templates they lack", () => {
+  const everyone = [
+    userland("alice-code", "alice", "code"),
+    userland("bob-code", "bob", "code"),
+    userland("alice2-code", "Alice", "code"),
+  ];
+  const templates = [
+    template("code", { displayName: "VS Code", selfService: true }),
+    template("sql", { displayName: "SQL", selfService: true, description: "a database" }),
+    template("secret", { displayName: "Exam" }),
+  ];
+  const view = homeView(cluster(everyone, templates), starter, config(), client("ide.example.org"), "alice");
+  assert.deepEqual(
+    view.environments.map((e) => e.name),
+    ["alice-code"],
+  );
+  assert.deepEqual(
+    view.available.map((a) => [a.template, a.title, a.description]),
+    [["sql", "SQL", "a database"]],
+  );
+  assert.equal(view.canAct, false, "no user-manager: no buttons");
+  assert.equal(view.signOutUrl, "https://auth.ide.example.org/logout");
+  assert.equal(ownUserland(cluster(everyone, templates), "alice", "bob-code"), undefined);
+  assert.equal(ownUserland(cluster(everyone, templates), "alice", "alice2-code"), undefined);
+  assert.equal(ownUserland(cluster(everyone, templates), "alice", "alice-code")?.metadata.name, "alice-code");
+  // Without a user-manager the page has no forms.
+  assert.doesNotMatch(homePage(view, "/").body, /<form/);
+});
+
+test("the home page escapes what Templates and identities say, and its script is allowed by its hash", () => {
+  const hostile = '<img src=x onerror="alert(1)">';
+  const view = homeView(
+    cluster(
+      [userland("alice-code", hostile, "code")],
+      [template("code", { displayName: hostile, description: hostile })],
+    ),
+    starter,
+    config(),
+    client("ide.example.org"),
+    hostile,
+  );
+  const page = homePage(view, "/");
+  assert.doesNotMatch(page.body, /<img/);
+  const scripts = [...page.body.matchAll(/<script>([\s\S]*?)<\/script>/g)].map((m) => m[1] ?? "");
+  assert.equal(scripts.length, 1);
+  const hash = `sha256-${createHash("sha256")
+    .update(scripts[0] ?? "")
+    .digest("base64")}`;
+  assert.ok((pageHeaders(page.script)["content-security-policy"] ?? "").includes(`script-src '${hash}'`));
+  // A return address off the site falls back to the home.
+  assert.doesNotMatch(homePage(view, "https://evil.example/").body, /evil/);
+});
