@@ -32,8 +32,15 @@ export interface UserManagerClient {
   start(name: string): Promise<void>;
   /** Stops the Userland `name` (scaled to zero, data kept). */
   stop(name: string): Promise<void>;
-  /** Creates `user`'s Userland for a Template; "exists" when it already has one (409). */
-  create(user: string, templateName: string): Promise<"created" | "exists">;
+  /**
+   * Creates `user`'s Userland of a Template (one per user and Template); "exists" when that pair
+   * already has one (409), or with `ifUserHasNone` when the user has a Userland of any Template.
+   */
+  create(
+    user: string,
+    templateName: string,
+    options?: { ifUserHasNone?: boolean },
+  ): Promise<"created" | "exists">;
 }
 
 export function userManagerClient(options: UserManagerClientOptions): UserManagerClient {
@@ -79,8 +86,12 @@ export function userManagerClient(options: UserManagerClientOptions): UserManage
       const { status, text } = await post(`api/v1/userlands/${encodeURIComponent(name)}/stop`, {});
       if (status < 200 || status > 299) throw refused(status, text);
     },
-    async create(user, templateName) {
-      const { status, text } = await post("api/v1/userlands", { user, templateName });
+    async create(user, templateName, options) {
+      const { status, text } = await post("api/v1/userlands", {
+        user,
+        templateName,
+        ...(options?.ifUserHasNone ? { ifUserHasNone: true } : {}),
+      });
       if (status === 201) return "created";
       if (status === 409) return "exists";
       throw refused(status, text);

@@ -1,9 +1,20 @@
 /**
  * Optional auto-provisioning: after a login, ask the user-management service to create the user's
- * Userland for the default Template. The auth service has no Kubernetes rights of its own; it
- * authenticates to the user-manager with a bearer token read from a file (a projected
- * ServiceAccount token is rotated on disk, so it is re-read on every call). 409 means the
- * Userland already exists, which is as good as created. Failures never block a login.
+ * Userland of the default Template (AUTH_PROVISION_TEMPLATE) if the user has no Userland of any
+ * Template yet (`ifUserHasNone`). A student holds one environment per Template, so without that
+ * condition every student a teacher gave another Template's environment (the database class's)
+ * would also get the default one at every sign-in.
+ *
+ * Why the default and not the Template whose host the student is signing in to: the auth service
+ * cannot tell which Template that is (only the proxy maps hosts to Templates), and the return URL
+ * is the browser's choice, so following it would let any student create an environment of any
+ * Template by visiting its host. Students reach other Templates' environments when a teacher
+ * assigns them (API, roster) or, for self-service Templates, from the proxy's home page.
+ *
+ * The auth service has no Kubernetes rights of its own; it authenticates to the user-manager with a
+ * bearer token read from a file (a projected ServiceAccount token is rotated on disk, so it is
+ * re-read on every call). 409 means the user already has an environment, which is as good as
+ * created. Failures never block a login.
  */
 import type { Logger } from "../../lib/logger.ts";
 import { UserManagerError, userManagerClient } from "../../lib/userManagerClient.ts";
@@ -28,7 +39,7 @@ export function createProvisioner(settings: ProvisionSettings, log: Logger, metr
 
   async function call(user: string): Promise<ProvisionResult> {
     try {
-      return await userManager.create(user, settings.templateName);
+      return await userManager.create(user, settings.templateName, { ifUserHasNone: true });
     } catch (error) {
       if (!(error instanceof UserManagerError) || error.status === 0) throw error;
       log.warn(

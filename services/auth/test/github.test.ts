@@ -160,7 +160,7 @@ describe("GitHub login against a stand-in", () => {
     assert.equal(userManager.calls.length, before + 1);
     assert.equal(call?.authorization, "Bearer projected-sa-token");
     assert.equal(call?.contentType, "application/json");
-    assert.deepEqual(call?.body, { user: "github:Koba1t", templateName: "code-server" });
+    assert.deepEqual(call?.body, { user: "github:Koba1t", templateName: "code-server", ifUserHasNone: true });
 
     // Second login: the Userland exists (409), which is fine.
     const second = await login(new Browser(), "Koba1t");
