@@ -29,6 +29,8 @@ const homeStyle = `
   .state-ready { color: #1a7f37; } .state-starting { color: #9a6700; } .state-stopped { color: var(--muted); } .state-failed { color: #cf222e; }
   @media (prefers-color-scheme: dark) { .state-ready { color: #3fb950; } .state-starting { color: #d29922; } .state-failed { color: #f85149; } }
   button.secondary { background: transparent; color: var(--accent); }
+  a { color: var(--accent); }
+  .message:empty { display: none; }
   a:focus-visible, button:focus-visible { outline: 3px solid var(--accent); outline-offset: 2px; }
 `;
 
