@@ -30,6 +30,7 @@ import {
   type JWTVerifyGetKey,
 } from "jose";
 import { USER_MAX, USER_PATTERN } from "../api/v1alpha1/userland.ts";
+import type { Logger } from "./logger.ts";
 
 export const SESSION_COOKIE = "userland_session";
 export const SESSION_ISSUER = "userland-auth";
@@ -353,4 +354,31 @@ function verifierWith(keys: JWTVerifyGetKey, options: VerifierOptions): SessionV
       }
     },
   };
+}
+
+/** Where a verifier gets the public keys: the auth service's JWKS URL, or a file. */
+export type SessionKeySource = { url: URL } | { file: string };
+
+/** How often a failing key fetch is logged at most (it is retried for every session with a new kid). */
+const KEY_FETCH_LOG_INTERVAL_MS = 30_000;
+
+/**
+ * The verifier for configured keys. A file is read now (a bad one fails the start); from the auth
+ * service's URL the keys are fetched in the background (readiness does not wait for the auth
+ * service) and again for new kids, a failing fetch logged at most every 30 s.
+ */
+export async function sessionVerifierFor(source: SessionKeySource, log: Logger): Promise<SessionVerifier> {
+  if ("file" in source) return createSessionVerifier(await loadVerificationKeys(source.file));
+  let loggedAt = -Infinity;
+  const fetchFailed = (error: unknown) => {
+    if (Date.now() - loggedAt < KEY_FETCH_LOG_INTERVAL_MS) return;
+    loggedAt = Date.now();
+    log.warn(
+      { err: error, url: source.url.href },
+      "cannot fetch the session keys from the auth service: sessions with keys not yet known are refused",
+    );
+  };
+  const verifier = createRemoteSessionVerifier(source.url, { onFetchError: fetchFailed });
+  verifier.refresh().then(() => log.info({ url: source.url.href }, "session keys fetched"), fetchFailed);
+  return verifier;
 }

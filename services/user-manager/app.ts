@@ -8,8 +8,11 @@ import { fastifyService } from "../../lib/fastifyService.ts";
 import { fastifyTimeoutOptions } from "../../lib/serverTimeouts.ts";
 import type { KubeRest } from "../../lib/kubeRest.ts";
 import { createLogger, type Logger } from "../../lib/logger.ts";
-import { AccessReviewer, TokenAuthenticator, installAuth } from "./auth.ts";
-import type { UserManagerConfig } from "./config.ts";
+import { sessionVerifierFor, type SessionVerifier } from "../../lib/session.ts";
+import { requestSessions } from "../proxy/session.ts";
+import { AccessReviewer, TokenAuthenticator, installAuth, type SessionAuth } from "./auth.ts";
+import { consoleConfig, type UserManagerConfig } from "./config.ts";
+import { consoleRoutes } from "./console/plugin.ts";
 import { installErrorHandlers } from "./errors.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
 import { OPENAPI_PATH, openApiRoute, registerOpenApi } from "./openapi.ts";
@@ -28,6 +31,8 @@ export interface AppOptions {
   log?: Logger;
   metrics?: Metrics;
   now?: () => Date;
+  /** Replaces the verifier the configured session keys give (tests). */
+  sessionVerifier?: SessionVerifier;
 }
 
 export async function buildApp(options: AppOptions) {
@@ -35,6 +40,18 @@ export async function buildApp(options: AppOptions) {
   const log = options.log ?? createLogger("user-manager");
   const metrics = options.metrics ?? createMetrics();
   const store = new UserlandStore(rest, namespace, log);
+  // The teachers' console and session sign-in for the API, when the session keys are configured.
+  const consoleSettings = consoleConfig(config);
+  let sessions: SessionAuth | undefined;
+  if (consoleSettings) {
+    const verifier = options.sessionVerifier ?? (await sessionVerifierFor(consoleSettings.keys, log));
+    sessions = {
+      sessions: requestSessions(verifier),
+      userPrefix: consoleSettings.userPrefix,
+      groupPrefix: consoleSettings.groupPrefix,
+      origin: consoleSettings.url.origin,
+    };
+  }
 
   const loggerInstance: FastifyBaseLogger = log;
   const app = Fastify({
@@ -76,6 +93,7 @@ export async function buildApp(options: AppOptions) {
       metrics,
     }),
     reviewer: new AccessReviewer({ rest, namespace, ttlMs: config.authzCacheTtl, metrics }),
+    sessions,
   });
 
   let readyUntil = 0;
@@ -108,6 +126,14 @@ export async function buildApp(options: AppOptions) {
     maxBytes: config.rosterMaxBytes,
     concurrency: config.kubeConcurrency,
   });
+  if (consoleSettings)
+    await app.register(consoleRoutes, {
+      store,
+      config: consoleSettings,
+      rosterMaxBytes: config.rosterMaxBytes,
+      concurrency: config.kubeConcurrency,
+      ...(options.now ? { now: options.now } : {}),
+    });
   return app;
 }
 

@@ -5,6 +5,7 @@
 import { formatDuration } from "../../api/duration.ts";
 import { ConfigError, loadConfig, parse, type ConfigOf, type Settings } from "../../lib/config.ts";
 import { timeoutSettings } from "../../lib/serverTimeouts.ts";
+import type { SessionKeySource } from "../../lib/session.ts";
 
 /**
  * A prefix put before a session's user or groups to make them Kubernetes subjects: never empty and
@@ -152,8 +153,6 @@ export const settings = {
 
 export type UserManagerConfig = ConfigOf<typeof settings>;
 
-export type SessionKeySource = { url: URL } | { file: string };
-
 /** The console and the API's session sign-in, when configured. */
 export interface ConsoleConfig {
   keys: SessionKeySource;
@@ -188,6 +187,10 @@ export function consoleConfig(c: UserManagerConfig): ConsoleConfig | undefined {
   }
   if (c.consoleUrl && (c.consoleUrl.search || c.consoleUrl.hash || c.consoleUrl.username))
     problems.push("USER_MANAGER_CONSOLE_URL must not have a query, fragment or user name");
+  if (c.consoleUrl && !/^\/console\/?$/.test(c.consoleUrl.pathname))
+    problems.push(
+      `USER_MANAGER_CONSOLE_URL must end in /console/ (the path the service serves it at), e.g. https://example.org/console/, not ${c.consoleUrl.pathname}`,
+    );
   if (problems.length > 0) throw new ConfigError("user-manager", problems);
   if (keys === undefined || !c.loginUrl || !c.consoleUrl) return undefined;
   const url = new URL(c.consoleUrl);

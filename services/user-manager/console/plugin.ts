@@ -1,0 +1,393 @@
+/**
+ * The teachers' console under /console: a class (the Userlands of one Template, optionally one
+ * class label value) as a table with Start / Stop / Delete, and roster upload with a preview of
+ * every change before anything is written.
+ *
+ * The console has no powers of its own. A teacher signs in through the auth service (the session
+ * cookie); installAuth turns the session into a prefixed Kubernetes user and groups, and every
+ * action is a request to the REST API itself (`inject`, with the teacher's cookie and the browser's
+ * Origin/Sec-Fetch-Site), so RBAC decides, the CSRF check applies and the API logs the teacher as
+ * for any other caller. Only reading a class goes to the store directly, after the same access
+ * review, because the API's view has no labels and no last activity.
+ */
+import type { FastifyPluginCallback, FastifyReply, FastifyRequest } from "fastify";
+import pLimit from "p-limit";
+import { UserlandAnnotations, type Userland } from "../../../api/v1alpha1/index.ts";
+import { html } from "../../../lib/html.ts";
+import type { ConsoleConfig } from "../config.ts";
+import { HttpError, badRequest } from "../errors.ts";
+import { invalidTemplateReason, invalidUserlandNameReason } from "../schemas.ts";
+import type { UserlandFilter, UserlandStore } from "../store.ts";
+import { formOf, installFormParsers } from "./forms.ts";
+import {
+  CONSOLE_PATH,
+  PAGE_HEADERS,
+  actionFailedPage,
+  classPage,
+  classUrl,
+  confirmDeletePage,
+  errorPage,
+  indexPage,
+  rosterFormPage,
+  rosterPreviewPage,
+  rosterResultPage,
+  type ActionOutcome,
+  type ClassSummary,
+  type ImportReport,
+  type Row,
+  type Viewer,
+} from "./pages.ts";
+
+export interface ConsoleOptions {
+  store: UserlandStore;
+  config: ConsoleConfig;
+  rosterMaxBytes: number;
+  /** Parallel API calls of one bulk action. */
+  concurrency: number;
+  now?: () => Date;
+}
+
+const ACTIONS = ["start", "stop", "delete"] as const;
+type Action = (typeof ACTIONS)[number];
+const DONE: Record<Action, string> = { start: "Started", stop: "Stopped", delete: "Deleted" };
+/** Most environments one bulk action names (a class is far smaller). */
+const MAX_SELECTED = 2000;
+/** Headers an action's API request takes from the teacher's: who it is and where the form came from. */
+const FORWARDED = ["cookie", "authorization", "origin", "sec-fetch-site", "user-agent"] as const;
+
+const isAction = (value: unknown): value is Action => (ACTIONS as readonly unknown[]).includes(value);
+
+export const consoleRoutes: FastifyPluginCallback<ConsoleOptions> = (app, opts, done) => {
+  const { store, config } = opts;
+  const now = opts.now ?? (() => new Date());
+  const limit = pLimit(opts.concurrency);
+  // A roster travels in a form field twice at most (file and text box), percent-encoded at worst.
+  const bodyLimit = opts.rosterMaxBytes * 3 + 64 * 1024;
+  installFormParsers(app, bodyLimit);
+
+  const signOutUrl = (() => {
+    const url = new URL("logout", config.loginUrl);
+    url.searchParams.set("rd", config.url.href);
+    return url.href;
+  })();
+
+  const viewerOf = (request: FastifyRequest): Viewer => {
+    const caller = request.caller;
+    return {
+      user: caller?.session?.user ?? caller?.username ?? "",
+      kubernetesUser: caller?.username ?? "",
+      groups: caller?.groups ?? [],
+      signOutUrl,
+    };
+  };
+
+  const send = (reply: FastifyReply, status: number, page: string) =>
+    reply.code(status).headers(PAGE_HEADERS).send(page);
+
+  app.setErrorHandler((error: Error & { statusCode?: number }, request, reply) => {
+    const status = error instanceof HttpError ? error.statusCode : (error.statusCode ?? 500);
+    if (status === 401) {
+      const login = new URL(config.loginUrl);
+      login.searchParams.set("rd", new URL(request.url, config.url).href);
+      if (request.method === "GET") return reply.redirect(login.href, 302);
+      return send(
+        reply,
+        401,
+        errorPage(
+          undefined,
+          "Sign in again",
+          error.message,
+          html`<p><a href="${login.href}">Sign in</a></p>`,
+        ),
+      );
+    }
+    const viewer = request.caller ? viewerOf(request) : undefined;
+    if (status === 403) {
+      const who = viewer?.kubernetesUser ?? "";
+      return send(
+        reply,
+        403,
+        errorPage(
+          viewer,
+          "Not allowed",
+          error.message,
+          html`<p>
+              What you may do here is decided by Kubernetes RBAC for the user <code>${who}</code>${
+                viewer && viewer.groups.length > 0
+                  ? html` and the groups
+                    ${viewer.groups.map((g, i) => html`${i > 0 ? ", " : ""}<code>${g}</code>`)}`
+                  : ""
+              }.
+              An admin appoints a teacher with a RoleBinding, for example:
+            </p>
+            <pre><code>kubectl -n ${store.namespace} create rolebinding teacher-${viewer?.user.replace(/[^a-z0-9]+/gi, "-").toLowerCase() ?? "x"} --clusterrole=userland-teacher --user=${who}</code></pre>`,
+        ),
+      );
+    }
+    if (status >= 500) request.log.error({ err: error }, "console request failed");
+    const message = status >= 500 ? "Something went wrong; the service log has the details." : error.message;
+    return send(reply, status, errorPage(viewer, status >= 500 ? "Error" : "Cannot do that", message));
+  });
+
+  /**
+   * The Userlands the caller may see among those `wanted` keeps: all of them with `list`;
+   * otherwise (a Role with resourceNames) those it may `get`, each asked of RBAC.
+   */
+  async function visible(
+    request: FastifyRequest,
+    filter: UserlandFilter,
+    wanted: (u: Userland) => boolean = () => true,
+  ): Promise<{ items: Userland[]; complete: boolean }> {
+    const all = (await store.list(filter)).filter(wanted);
+    if (await request.may("list")) return { items: all, complete: true };
+    const allowed = await Promise.all(all.map((u) => limit(() => request.may("get", u.metadata.name))));
+    const items = all.filter((_, i) => allowed[i]);
+    // Nothing to show and no right to list: the standard 403, naming the missing verb.
+    if (items.length === 0) await request.authorize("list");
+    return { items, complete: false };
+  }
+
+  /** One request to the REST API as the teacher; its answer, parsed. */
+  async function api<T>(
+    request: FastifyRequest,
+    method: "POST" | "DELETE",
+    url: string,
+    payload?: { contentType: string; body: string },
+  ): Promise<{ status: number; body: T & { message?: string } }> {
+    const headers: Record<string, string> = {};
+    for (const name of FORWARDED) {
+      const value = request.headers[name];
+      if (typeof value === "string") headers[name] = value;
+    }
+    if (payload) headers["content-type"] = payload.contentType;
+    const response = await app.inject({
+      method,
+      url,
+      headers,
+      ...(payload ? { payload: payload.body } : {}),
+    });
+    const text = response.body;
+    return {
+      status: response.statusCode,
+      body: (text ? JSON.parse(text) : {}) as T & { message?: string },
+    };
+  }
+
+  const template = (value: string | null | undefined, where: "query" | "body"): string => {
+    const reason = invalidTemplateReason(value ?? "");
+    if (reason) throw badRequest(`template ${reason}`, "template", where);
+    return value ?? "";
+  };
+  const classOf = (value: string | null | undefined): string | undefined =>
+    value && value.length <= 63 ? value : undefined;
+
+  const hidden = { hide: true } as const;
+
+  app.get(CONSOLE_PATH, { schema: hidden }, (_request, reply) => reply.redirect(`${CONSOLE_PATH}/`, 302));
+
+  app.get(`${CONSOLE_PATH}/`, { schema: hidden }, async (request, reply) => {
+    const { items } = await visible(request, {});
+    const byTemplate = new Map<string, ClassSummary>();
+    for (const u of items) {
+      const t = u.spec.templateName;
+      const summary = byTemplate.get(t) ?? { template: t, classes: new Map<string, number>(), total: 0 };
+      const klass = u.metadata.labels?.[config.classLabel] ?? "";
+      summary.classes.set(klass, (summary.classes.get(klass) ?? 0) + 1);
+      summary.total++;
+      byTemplate.set(t, summary);
+    }
+    const summaries = [...byTemplate.values()].sort((a, b) => a.template.localeCompare(b.template));
+    return send(reply, 200, indexPage(viewerOf(request), store.namespace, summaries, config.classLabel));
+  });
+
+  app.get(`${CONSOLE_PATH}/class`, { schema: hidden }, async (request, reply) => {
+    const query = request.query as Record<string, string | undefined>;
+    const name = template(query.template, "query");
+    const klass = classOf(query.class);
+    const { items, complete } = await visible(
+      request,
+      { templateName: name },
+      (u) =>
+        u.spec.templateName === name &&
+        (klass === undefined || u.metadata.labels?.[config.classLabel] === klass),
+    );
+    if (items.length === 0 && !(await store.getTemplate(name)))
+      throw new HttpError(
+        404,
+        "NotFound",
+        `Template "${name}" does not exist in namespace "${store.namespace}"`,
+      );
+    const rows: Row[] = items
+      .map((u) => rowOf(u))
+      .sort((a, b) => a.user.localeCompare(b.user) || a.name.localeCompare(b.name));
+    const done = query.done;
+    const count = Number(query.count);
+    const notice =
+      isAction(done) && Number.isInteger(count) && count >= 0
+        ? `${DONE[done]} ${count} environment${count === 1 ? "" : "s"}.`
+        : undefined;
+    return send(
+      reply,
+      200,
+      classPage(viewerOf(request), { template: name, klass, rows, notice, complete, now: now() }),
+    );
+  });
+
+  app.post(`${CONSOLE_PATH}/class/actions`, { schema: hidden, bodyLimit }, async (request, reply) => {
+    const form = formOf(request.body);
+    const name = template(form.get("template"), "body");
+    const klass = classOf(form.get("class"));
+    let action: unknown = form.get("action");
+    let names = form.getAll("name");
+    const row = form.get("row");
+    if (row) {
+      const colon = row.indexOf(":");
+      action = row.slice(0, colon);
+      names = [row.slice(colon + 1)];
+    }
+    if (!isAction(action)) throw badRequest("choose Start, Stop or Delete", "action");
+    names = [...new Set(names)];
+    if (names.length === 0) throw badRequest("select at least one student first", "name");
+    if (names.length > MAX_SELECTED)
+      throw badRequest(`select at most ${MAX_SELECTED} students at once`, "name");
+    for (const n of names) {
+      const reason = invalidUserlandNameReason(n);
+      if (reason) throw badRequest(`name ${reason}`, "name");
+    }
+
+    if (action === "delete" && form.get("confirm") !== "yes") {
+      const users = new Map(
+        (await store.list({ templateName: name })).map((u): [string, string] => [
+          u.metadata.name ?? "",
+          u.spec.user,
+        ]),
+      );
+      const targets = names.map((n) => ({ name: n, user: users.get(n) ?? n }));
+      return send(reply, 200, confirmDeletePage(viewerOf(request), name, klass, targets));
+    }
+
+    const outcomes: ActionOutcome[] = await Promise.all(
+      names.map((n) =>
+        limit(async () => {
+          const path = `/api/v1/userlands/${encodeURIComponent(n)}`;
+          const answer =
+            action === "delete"
+              ? await api(request, "DELETE", path)
+              : await api(request, "POST", `${path}/${action}`);
+          return { name: n, status: answer.status, message: answer.body.message ?? "" };
+        }),
+      ),
+    );
+    const failed = outcomes.filter((o) => o.status >= 400);
+    request.log.info(
+      {
+        by: request.caller?.username,
+        action,
+        template: name,
+        class: klass,
+        count: names.length,
+        failed: failed.length,
+      },
+      "console: class action",
+    );
+    if (failed.length === 0)
+      return reply.redirect(classUrl(name, klass, { done: action, count: String(names.length) }), 303);
+    const [first] = failed;
+    const status =
+      first && failed.every((f) => f.status === first.status) && failed.length === names.length
+        ? first.status
+        : 200;
+    return send(reply, status, actionFailedPage(viewerOf(request), name, klass, action, outcomes));
+  });
+
+  app.get(`${CONSOLE_PATH}/roster`, { schema: hidden }, async (request, reply) => {
+    const name = template((request.query as Record<string, string | undefined>).template, "query");
+    // The upload creates Userlands: a teacher who may not is told now, not after choosing a file.
+    await request.authorize("create");
+    return send(reply, 200, rosterFormPage(viewerOf(request), name, opts.rosterMaxBytes));
+  });
+
+  /** The roster import, previewed or applied, as the teacher. */
+  async function importRoster(
+    request: FastifyRequest,
+    name: string,
+    roster: { text: string; format: "csv" | "json"; prune: boolean },
+    mode: "preview" | "apply",
+  ) {
+    const query = new URLSearchParams({ template: name });
+    if (mode === "preview") query.set("preview", "true");
+    if (roster.prune) query.set("prune", "true");
+    if (roster.prune && mode === "apply") query.set("dryRun", "false");
+    const answer = await api<ImportReport>(request, "POST", `/api/v1/rosters/import?${query.toString()}`, {
+      contentType: roster.format === "json" ? "application/json" : "text/csv",
+      body: roster.text,
+    });
+    if (answer.status !== 200)
+      throw new HttpError(
+        answer.status,
+        "RosterRefused",
+        answer.body.message ?? `the import answered ${answer.status}`,
+      );
+    return answer.body;
+  }
+
+  app.post(`${CONSOLE_PATH}/roster/preview`, { schema: hidden, bodyLimit }, async (request, reply) => {
+    const form = formOf(request.body);
+    const name = template(form.get("template"), "body");
+    const file = form.get("file") ?? "";
+    const text = file.trim() !== "" ? file : (form.get("text") ?? "");
+    if (text.trim() === "") throw badRequest("choose a roster file or paste the roster", "file");
+    const filename = file.trim() !== "" ? (form.get("file.filename") ?? "") : "";
+    const format = /\.json$/i.test(filename) || text.trimStart().startsWith("{") ? "json" : "csv";
+    const roster = { text, format, prune: form.get("prune") === "true" } as const;
+    const report = await importRoster(request, name, roster, "preview");
+    return send(reply, 200, rosterPreviewPage(viewerOf(request), name, report, roster));
+  });
+
+  app.post(`${CONSOLE_PATH}/roster/apply`, { schema: hidden, bodyLimit }, async (request, reply) => {
+    const form = formOf(request.body);
+    const name = template(form.get("template"), "body");
+    const text = form.get("roster") ?? "";
+    if (text.trim() === "") throw badRequest("the roster is empty", "roster");
+    const roster = {
+      text,
+      format: form.get("format") === "json" ? "json" : "csv",
+      prune: form.get("prune") === "true",
+    } as const;
+    const report = await importRoster(request, name, roster, "apply");
+    request.log.info(
+      {
+        by: request.caller?.username,
+        template: name,
+        created: report.created.length,
+        deleted: report.deleted.length,
+        failed: report.failed.length,
+      },
+      "console: roster applied",
+    );
+    return send(reply, 200, rosterResultPage(viewerOf(request), name, report));
+  });
+  done();
+};
+
+/** A table row: the state a teacher cares about (a stopped environment is Stopped whatever its phase). */
+function rowOf(u: Userland): Row {
+  const annotations = u.metadata.annotations ?? {};
+  const stopped = u.spec.enabled === false;
+  const reason = annotations[UserlandAnnotations.stoppedReason];
+  const activity = annotations[UserlandAnnotations.lastActivity];
+  const at = activity ? new Date(activity) : undefined;
+  return {
+    name: u.metadata.name ?? "",
+    user: u.spec.user,
+    state: stopped ? "Stopped" : (u.status?.phase ?? "Pending"),
+    detail: stopped
+      ? reason === "IdleTimeout"
+        ? "stopped after a while without use"
+        : (reason ?? "")
+      : u.status?.phase === "Ready"
+        ? ""
+        : (u.status?.message ?? ""),
+    lastActivity: at && !Number.isNaN(at.getTime()) ? at : undefined,
+  };
+}
