@@ -229,7 +229,7 @@ export const settings = {
   },
   provisionTemplate: {
     env: "AUTH_PROVISION_TEMPLATE",
-    description: "Template for auto-provisioned Userlands",
+    description: "Template a student with no Userland yet gets at sign-in (auto-provisioning)",
     parse: parse.string,
     default: undefined,
   },
