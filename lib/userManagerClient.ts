@@ -1,8 +1,8 @@
 /**
  * The one client of the user-management service's REST API, for the services that call it with
  * their own bearer token: the proxy (start and stop a student's environment, create one of a
- * self-service Template) and the auth service (create a Userland at first login). The token is read from a file on every call: projected ServiceAccount
- * tokens are rotated on disk.
+ * self-service Template) and the auth service (create a Userland at first login). The token is
+ * read from a file on every call: projected ServiceAccount tokens are rotated on disk.
  */
 import { readFile } from "node:fs/promises";
 
