@@ -139,7 +139,8 @@ export const settings = {
   },
   baseDomain: {
     env: "PROXY_BASE_DOMAIN",
-    description: "Serve <template>.<domain> for every Template, e.g. example.org",
+    description:
+      "Serve <template>.<domain> for every Template, e.g. example.org; <domain> itself is the students' home page unless PROXY_DEFAULT_TEMPLATE is set",
     parse: baseDomain,
     default: undefined,
   },
@@ -152,7 +153,8 @@ export const settings = {
   },
   defaultTemplate: {
     env: "PROXY_DEFAULT_TEMPLATE",
-    description: "Template for hosts that match nothing else (unset: such hosts get a 404 page)",
+    description:
+      "Template for hosts that match nothing else (unset: PROXY_BASE_DOMAIN is the students' home, other such hosts get a 404 page)",
     parse: templateName,
     default: undefined,
   },
@@ -240,7 +242,8 @@ export const settings = {
   },
   userManagerUrl: {
     env: "PROXY_USER_MANAGER_URL",
-    description: "user-manager base URL; enables the Start button on the stopped page",
+    description:
+      "user-manager base URL; enables the Start buttons, the home page's Stop buttons and self-service environments",
     parse: parse.httpUrl,
     default: undefined,
   },
