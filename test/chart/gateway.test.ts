@@ -56,7 +56,7 @@ test("HTTPRoutes instead of Ingresses when chosen in values; neither by default"
   const chosen = parseManifests(await renderChart("userland", "ide", gatewayValues()));
   assert.deepEqual(
     routes(chosen).map((r) => r.metadata.name),
-    ["userland-proxy", "userland-auth"],
+    ["userland-proxy", "userland-auth", "userland-user-manager"],
   );
   assert.equal(chosen.filter((o) => o.kind === "Ingress").length, 0);
 });

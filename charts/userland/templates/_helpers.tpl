@@ -101,6 +101,11 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- printf "http://%s.%s.svc.%s:%s/.well-known/jwks.json" (include "userland.componentName" (dict "root" . "component" "auth")) .Release.Namespace .Values.clusterDomain (include "userland.authServicePort" .) -}}
 {{- end -}}
 
+{{/* The teachers' console as browsers reach it: userManager.console.publicUrl, or <baseDomain>/console/. */}}
+{{- define "userland.consoleUrl" -}}
+{{- .Values.userManager.console.publicUrl | default (printf "%s/console/" (include "userland.publicUrl" (dict "root" . "host" .Values.baseDomain))) -}}
+{{- end -}}
+
 {{- define "userland.userManagerUrl" -}}
 {{- printf "http://%s.%s.svc.%s" (include "userland.componentName" (dict "root" . "component" "user-manager")) .Release.Namespace .Values.clusterDomain -}}
 {{- end -}}
