@@ -122,17 +122,15 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
           "body",
         );
       }
-      if (ifUserHasNone) {
-        const any = await store.findByUser(user);
-        if (any.length > 0) {
-          const [only, ...more] = await visible(request, any);
-          if (!only) throw conflict(`user "${user}" already has a Userland`, { field: "user" });
-          throw more.length === 0
-            ? pairExists(user, only.spec.templateName, [only])
-            : several(user, [only, ...more], "already", "ifUserHasNone creates only a user's first");
-        }
+      // One field-selected read: the user's Userlands (any Template) for ifUserHasNone, else the pair's.
+      const found = ifUserHasNone ? await store.findByUser(user) : await store.findPair(user, templateName);
+      if (found.length > 0 && ifUserHasNone) {
+        const [only, ...more] = await visible(request, found);
+        if (!only) throw conflict(`user "${user}" already has a Userland`, { field: "user" });
+        throw more.length === 0
+          ? pairExists(user, only.spec.templateName, [only])
+          : several(user, [only, ...more], "already", "ifUserHasNone creates only a user's first");
       }
-      const found = await store.findPair(user, templateName);
       if (found.length > 0) throw pairExists(user, templateName, await visible(request, found));
       const name = userlandNameFor(user, templateName);
       let created: Userland;
