@@ -74,6 +74,8 @@ export interface Platform {
   url: string;
   authUrl: string;
   userManagerUrl: string;
+  /** The teachers' console (sign in as CONSOLE_TEACHER). */
+  consoleUrl: string;
   identityProviderUrl: string;
   namespace: string;
   controlPlane: ControlPlaneInfo;
@@ -120,6 +122,8 @@ const demoTemplate = {
 const RELEASE = "userland";
 /** The chart's ClusterRole for teachers (rbac.teacherRoleName), and the local teacher's ServiceAccount. */
 const TEACHER = "userland-teacher";
+/** Who signs in at the local identity provider as a teacher (the console); bound as userland:<name>. */
+export const CONSOLE_TEACHER = "teacher";
 
 /**
  * The chart values that decide rights: the auth service provisions on first login (its one right,
@@ -195,7 +199,11 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
     await rest.create(paths.namespaced("rbac.authorization.k8s.io", "v1", "rolebindings", NAMESPACE), {
       metadata: { name: TEACHER },
       roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: TEACHER },
-      subjects: [{ kind: "ServiceAccount", name: TEACHER, namespace: NAMESPACE }],
+      subjects: [
+        { kind: "ServiceAccount", name: TEACHER, namespace: NAMESPACE },
+        // The console's teacher: the session user with the user-manager's default prefix.
+        { kind: "User", name: `userland:${CONSOLE_TEACHER}`, apiGroup: "rbac.authorization.k8s.io" },
+      ],
     });
     await rest.create(templatesPath(NAMESPACE), demoTemplate);
     for (const template of exampleTemplates()) {
@@ -282,6 +290,9 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       KUBECONFIG: await kubeconfigFor("user-manager"),
       USER_MANAGER_HOST: "127.0.0.1",
       USER_MANAGER_PORT: String(ports.userManager),
+      USER_MANAGER_SESSION_PUBLIC_KEYS_FILE: publicFile,
+      USER_MANAGER_LOGIN_URL: `${authUrl}/login`,
+      USER_MANAGER_CONSOLE_URL: `${userManagerUrl}/console/`,
     });
     run("auth", "services/auth/main.ts", {
       AUTH_HOST: "127.0.0.1",
@@ -289,7 +300,7 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       AUTH_PUBLIC_URL: `${authUrl}/`,
       AUTH_SESSION_KEYS_FILE: privateFile,
       AUTH_COOKIE_SECURE: "false",
-      AUTH_ALLOWED_REDIRECT_HOSTS: `127.0.0.1:${ports.proxy}`,
+      AUTH_ALLOWED_REDIRECT_HOSTS: `127.0.0.1:${ports.proxy},127.0.0.1:${ports.userManager}`,
       AUTH_DEFAULT_REDIRECT: `${url}/`,
       AUTH_OIDC_ISSUER: idp.issuer,
       AUTH_OIDC_ALLOW_HTTP: "true",
@@ -379,6 +390,7 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       url: `${url}/`,
       authUrl,
       userManagerUrl,
+      consoleUrl: `${userManagerUrl}/console/`,
       identityProviderUrl: idp.issuer,
       namespace: NAMESPACE,
       controlPlane: info,

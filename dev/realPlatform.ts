@@ -18,7 +18,8 @@ import { buildPlatformImage, importImage, repositoryAndTag } from "../cluster/no
 import { Relays } from "../cluster/node/relay.ts";
 import { startRealCluster, type RealCluster } from "../cluster/realCluster.ts";
 import { k8s } from "../lib/kube.ts";
-import { KubeRest } from "../lib/kubeRest.ts";
+import { KubeRest, paths } from "../lib/kubeRest.ts";
+import { CONSOLE_TEACHER } from "./platform.ts";
 import type { DevIdentityProvider } from "./identity-provider.ts";
 import {
   helmInstall,
@@ -41,6 +42,8 @@ export interface RealPlatform {
   assigned: Record<string, string>;
   authUrl: string;
   userManagerUrl: string;
+  /** The teachers' console (sign in as CONSOLE_TEACHER). */
+  consoleUrl: string;
   identityProviderUrl: string;
   namespace: string;
   kubeconfig: string;
@@ -113,7 +116,10 @@ export async function startRealPlatform(opts: {
           ingress: { enabled: false },
           auth: {
             publicUrl: local(base + 1),
-            extraRedirectHosts: templatePorts.map(([, port]) => `127.0.0.1:${port}`),
+            extraRedirectHosts: [
+              ...templatePorts.map(([, port]) => `127.0.0.1:${port}`),
+              `127.0.0.1:${base + 2}`,
+            ],
             defaultRedirect: `${local(base)}/`,
             oidc: {
               issuer: idp.issuer,
@@ -122,6 +128,7 @@ export async function startRealPlatform(opts: {
             },
             provision: { enabled: true, template: DEFAULT_TEMPLATE },
           },
+          userManager: { console: { publicUrl: `${local(base + 2)}/console/` } },
           proxy: {
             defaultTemplate: DEFAULT_TEMPLATE,
             hostTemplates: templatePorts.map(([t, port]) => `127.0.0.1:${port}=${t}`),
@@ -137,6 +144,14 @@ export async function startRealPlatform(opts: {
       ],
     });
     await waitForPlatformReady(apps, namespace);
+    // The console's teacher, appointed as docs/decisions/0009 tells admins to.
+    await rest.create(paths.namespaced("rbac.authorization.k8s.io", "v1", "rolebindings", namespace), {
+      metadata: { name: "console-teacher" },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "userland-teacher" },
+      subjects: [
+        { kind: "User", name: `userland:${CONSOLE_TEACHER}`, apiGroup: "rbac.authorization.k8s.io" },
+      ],
+    });
     for (const template of templates) {
       await rest.create(templatesPath(namespace), template);
     }
@@ -160,6 +175,7 @@ export async function startRealPlatform(opts: {
       assigned: ASSIGNED,
       authUrl: local(base + 1),
       userManagerUrl: local(base + 2),
+      consoleUrl: `${local(base + 2)}/console/`,
       identityProviderUrl: idp.issuer,
       namespace,
       kubeconfig: cluster.controlPlane.kubeconfigPath,

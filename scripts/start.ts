@@ -8,7 +8,7 @@
  */
 import { join } from "node:path";
 import { repoRoot } from "../cluster/controlPlane.ts";
-import { startPlatform } from "../dev/platform.ts";
+import { CONSOLE_TEACHER, startPlatform } from "../dev/platform.ts";
 import { startRealPlatform } from "../dev/realPlatform.ts";
 
 const base = Number(process.env.USERLAND_PORT ?? 4180);
@@ -45,6 +45,7 @@ Userland is running on this machine (loopback only), with demo environments stan
   Demo            ${platform.url}   (the demo environment itself)
   Auth service    ${platform.authUrl}
   User manager    ${platform.userManagerUrl}   (API: ${platform.userManagerUrl}/openapi.json)
+  Teachers        ${platform.consoleUrl}   (sign in as "${CONSOLE_TEACHER}")
   Kubernetes API  ${platform.controlPlane.server}
   Logs            ${platform.logsDir}
 
@@ -66,6 +67,7 @@ Userland is running on this machine (loopback only), with real IDEs on a real no
 ${assigned}
   Auth service    ${real.authUrl}
   User manager    ${real.userManagerUrl}   (API: ${real.userManagerUrl}/openapi.json)
+  Teachers        ${real.consoleUrl}   (sign in as "${CONSOLE_TEACHER}")
 
   kubectl:        KUBECONFIG=${real.kubeconfig} ${join(real.binDir, "kubectl")} -n ${real.namespace} get userlands,pods`;
 }

@@ -35,6 +35,7 @@ const style = `
   th, td { text-align: left; padding: .45rem .6rem; border-bottom: 1px solid var(--line); vertical-align: top; }
   th { font-weight: 600; }
   td.actions { white-space: nowrap; }
+  td.actions button + button { margin-left: .35rem; }
   code, .mono { font-family: ui-monospace, monospace; font-size: .88rem; }
   .state { font-size: .85rem; font-weight: 600; padding: .05rem .5rem; border-radius: 999px; border: 1px solid currentColor; white-space: nowrap; }
   .state-Ready { color: #1a7f37; } .state-Starting, .state-Pending { color: #9a6700; } .state-Stopped { color: var(--muted); } .state-Failed { color: var(--danger); }
