@@ -171,9 +171,9 @@ async function act(
     return state === "stopped" && !(await starter.request(userland, user))
       ? userManagerRefused("start")
       : undefined;
-  return state !== "stopped" && !(await starter.stop(userland, user))
-    ? userManagerRefused("stop")
-    : undefined;
+  // A start sent a moment ago may not be in the cache yet: stopped there, but about to run.
+  const running = state !== "stopped" || starter.recentlyRequested(userland);
+  return running && !(await starter.stop(userland, user)) ? userManagerRefused("stop") : undefined;
 }
 
 /** A self-service Template's environment for `user`, unless they hold one already. */

@@ -4,7 +4,8 @@
  * - start a stopped environment (the Start buttons, PROXY_START_ON_ACCESS), at most once a minute
  *   per Userland: a page reloading or many tabs must not flood it, and for that minute the
  *   environment counts as starting although its Userland still says stopped;
- * - stop one (the home page's Stop button);
+ * - stop one (the home page's Stop button); starts and stops together at most ten a minute per
+ *   Userland, so flipping one back and forth cannot flood the user-manager;
  * - create one of a self-service Template (the home page), at most once a minute per student and
  *   Template: the new Userland reaches this replica's cache a moment later, and a second click in
  *   that moment must not ask again.
@@ -19,6 +20,8 @@ import { userlandKey } from "./environment.ts";
 import type { ProxyMetrics } from "./metrics.ts";
 
 const START_INTERVAL_MS = 60_000;
+/** Start and Stop requests one Userland may cause in a minute: flipping it back and forth is bounded. */
+const ACTIONS_PER_MINUTE = 10;
 
 export class Starter {
   private readonly userManager: UserManagerClient | undefined;
@@ -26,6 +29,8 @@ export class Starter {
   private readonly log: Logger;
   /** Userlands a start was sent for in the last minute (bounded: a replica sees every Userland). */
   private readonly requested = new LRUCache<string, true>({ max: 10_000, ttl: START_INTERVAL_MS });
+  /** Start and Stop requests per Userland, counted from the first in the last minute. */
+  private readonly actions = new LRUCache<string, number>({ max: 10_000, ttl: START_INTERVAL_MS });
   /** (user, Template) pairs a self-service create was sent for in the last minute. */
   private readonly created = new LRUCache<string, true>({ max: 10_000, ttl: START_INTERVAL_MS });
 
@@ -40,6 +45,14 @@ export class Starter {
     return this.userManager !== undefined;
   }
 
+  /** Counts a start or stop of `key`; false once the minute's budget is spent. */
+  private allowed(key: string): boolean {
+    const count = this.actions.get(key) ?? 0;
+    if (count >= ACTIONS_PER_MINUTE) return false;
+    this.actions.set(key, count + 1, { noUpdateTTL: true });
+    return true;
+  }
+
   recentlyRequested(userland: Userland): boolean {
     return this.requested.has(userlandKey(userland));
   }
@@ -48,7 +61,7 @@ export class Starter {
   async request(userland: Userland, user: string | undefined): Promise<boolean> {
     const key = userlandKey(userland);
     if (this.requested.has(key)) return true;
-    if (!this.userManager) return false;
+    if (!this.userManager || !this.allowed(key)) return false;
     this.requested.set(key, true);
     try {
       await this.userManager.start(userland.metadata.name ?? "");
@@ -63,10 +76,10 @@ export class Starter {
     }
   }
 
-  /** Asks for a stop; true when the user-manager accepted it. */
+  /** Asks for a stop; true when the user-manager accepted it (false also past the minute's budget). */
   async stop(userland: Userland, user: string): Promise<boolean> {
     const key = userlandKey(userland);
-    if (!this.userManager) return false;
+    if (!this.userManager || !this.allowed(key)) return false;
     try {
       await this.userManager.stop(userland.metadata.name ?? "");
       // Stopped on purpose: no longer "starting" for the rest of the minute.

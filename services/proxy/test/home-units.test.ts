@@ -9,6 +9,7 @@ import { createHash } from "node:crypto";
 import { test } from "node:test";
 import type { Template, Userland } from "../../../api/v1alpha1/index.ts";
 import { createLogger } from "../../../lib/logger.ts";
+import type { UserManagerClient } from "../../../lib/userManagerClient.ts";
 import type { ClientInfo } from "../headers.ts";
 import { homeView, ownUserland, type HomeConfig } from "../home.ts";
 import { homePage } from "../homePage.ts";
@@ -145,4 +146,32 @@ test("the home page escapes what Templates and identities say, and its script is
   assert.ok((pageHeaders(page.script)["content-security-policy"] ?? "").includes(`script-src '${hash}'`));
   // A return address off the site falls back to the home.
   assert.doesNotMatch(homePage(view, "https://evil.example/").body, /evil/);
+});
+
+test("the user-manager is asked at most ten starts and stops a minute per Userland, and one create per student and Template", async () => {
+  const calls: string[] = [];
+  const userManager: UserManagerClient = {
+    start: (name) => Promise.resolve(void calls.push(`start ${name}`)),
+    stop: (name) => Promise.resolve(void calls.push(`stop ${name}`)),
+    create: (user, t) => Promise.resolve((calls.push(`create ${user} ${t}`), "created" as const)),
+  };
+  const asking = new Starter(userManager, createMetrics(), createLogger("home-units", "silent"));
+  const alice = userland("alice-code", "alice", "code");
+  const answers: boolean[] = [];
+  for (let i = 0; i < 6; i++)
+    answers.push(await asking.request(alice, "alice"), await asking.stop(alice, "alice"));
+  assert.deepEqual(answers, [...Array<boolean>(10).fill(true), false, false]);
+  assert.equal(calls.length, 10);
+  assert.equal(
+    await asking.stop(userland("bob-code", "bob", "code"), "bob"),
+    true,
+    "another Userland has its own budget",
+  );
+
+  calls.length = 0;
+  const created = await Promise.all([1, 2, 3].map(() => asking.create("erin", "sql")));
+  assert.deepEqual(created, ["created", "created", "created"]);
+  assert.deepEqual(calls, ["create erin sql"]);
+  assert.equal(asking.createRequested("erin", "sql"), true);
+  assert.equal(asking.createRequested("erin", "code"), false);
 });
