@@ -4,9 +4,9 @@
  * runs on the real node; through its Service, reached from 127.0.0.1 only via the harness's relay,
  * Jupyter answers at the root path and a Python cell runs in a real kernel over its WebSocket.
  *
- * Runs alone (*.alone.ts): twice in CI, beside other files, a request through the relay got no
- * answer for 300 s after the pod was Ready; alone, and beside the platform test, it passes. Not
- * explained yet (see the stop's note).
+ * Runs alone (*.alone.ts): in CI a request through the relay was seen left unanswered for 300 s
+ * after the pod was Ready, beside other files and once alone; on a quiet machine it never was. Not
+ * explained yet: each request is bounded, and a hang prints what the node held (see `fetch` below).
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
@@ -18,7 +18,23 @@ import { k8s } from "../../lib/kube.ts";
 import { testCluster, testNamespace } from "../support/cluster.ts";
 import { startOperator } from "../support/operator.ts";
 import { createTemplate, createUserland, waitForPhase } from "../support/resources.ts";
-import { exposeFromNode, realNode } from "../support/realNode.ts";
+import { exposeFromNode, inNode, realNode } from "../support/realNode.ts";
+
+/** What the node namespace holds for `addresses` (sockets, conntrack, nft rules): why a request hung. */
+async function relayDiagnosis(addresses: string[]): Promise<string> {
+  const out: string[] = [];
+  for (const [what, cmd, args] of [
+    ["sockets", "ss", ["-tnpi"]],
+    ["conntrack", "conntrack", ["-L"]],
+    ["nft", "nft", ["list", "ruleset"]],
+  ] as const) {
+    const r = await inNode(cmd, [...args]);
+    const lines = `${r.stdout}${r.stderr}`.split("\n");
+    const wanted = what === "sockets" ? lines : lines.filter((l) => addresses.some((a) => l.includes(a)));
+    out.push(`## ${what} (exit ${r.code})`, ...wanted.slice(0, 80));
+  }
+  return out.join("\n");
+}
 
 /** Runs `code` in the kernel behind `channels`; resolves with its text/plain result. */
 function runCell(channels: string, headers: Record<string, string>, code: string): Promise<string> {
@@ -91,8 +107,32 @@ test("a student's Jupyter from deploy/jupyter.yaml runs on the real node and run
     namespace: ns,
     name: userland.status?.service?.name ?? "",
   });
-  const port = await exposeFromNode(t, `${service.spec?.clusterIP}:80`);
+  const clusterIP = service.spec?.clusterIP ?? "";
+  const pod = (await core.listNamespacedPod({ namespace: ns })).items[0];
+  const port = await exposeFromNode(t, `${clusterIP}:80`);
   const base = `http://127.0.0.1:${port}`;
+  // Bounded: three times in CI (never on a quiet machine, nor in a CI run with this check) a
+  // request through the relay got no answer for 300 s. What the node holds then is printed, one try
+  // straight at the pod tells the Service path from the pod, and the request is made once more on a
+  // new connection: the test is about Jupyter on the real node, the harness's relay is not.
+  const fetch = async (url: string, init: RequestInit = {}): Promise<Response> => {
+    try {
+      return await globalThis.fetch(url, { ...init, signal: AbortSignal.timeout(30_000) });
+    } catch (error) {
+      const podIP = pod?.status?.podIP ?? "";
+      t.diagnostic(`${url} failed (${String(error)}); pod ${podIP}, Service ${clusterIP}`);
+      t.diagnostic(await relayDiagnosis([clusterIP, podIP].filter(Boolean)));
+      const direct = await exposeFromNode(t, `${podIP}:8888`);
+      const straight = await globalThis
+        .fetch(`http://127.0.0.1:${direct}/api`, { signal: AbortSignal.timeout(30_000) })
+        .then(
+          (r) => `status ${r.status}`,
+          (e: unknown) => String(e),
+        );
+      t.diagnostic(`straight to the pod: ${straight}; once more through the Service`);
+      return globalThis.fetch(url, { ...init, signal: AbortSignal.timeout(60_000) });
+    }
+  };
   const api = await fetch(`${base}/api`);
   assert.equal(api.status, 200);
   assert.match(((await api.json()) as { version: string }).version, /^\d+\.\d+/);
