@@ -1,0 +1,100 @@
+/**
+ * The identity provider's groups travel in the session (for the user-manager's console, which asks
+ * RBAC about them): from the configured claim of a real oidc-provider, through a real login, to
+ * /whoami and to a verifier holding only the public keys.
+ */
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { createSessionVerifier, loadSigningKeys, publicJwks, SESSION_COOKIE } from "../../../lib/session.ts";
+import {
+  listen,
+  newKeysFile,
+  startAuth,
+  tempDir,
+  type Listener,
+  type RunningAuth,
+  type TempDir,
+} from "./support/auth.ts";
+import { Browser } from "./support/browser.ts";
+import { startOidcProvider, type TestOidcProvider } from "./support/oidc-provider.ts";
+
+const many = Array.from({ length: 200 }, (_, i) => `course-${String(i).padStart(3, "0")}-with-a-long-name`);
+const accounts = {
+  carol: { preferred_username: "carol", groups: ["staff", "teachers"] },
+  single: { preferred_username: "single", groups: "teachers" },
+  none: { preferred_username: "none" },
+  odd: { preferred_username: "odd", groups: ["ok", " leading", "line\nbreak", 7, "ok"] },
+  crowded: { preferred_username: "crowded", groups: many },
+};
+
+let dir: TempDir;
+let listener: Listener;
+let idp: TestOidcProvider;
+let auth: RunningAuth;
+let keysFile: string;
+
+before(async () => {
+  dir = await tempDir();
+  keysFile = (await newKeysFile(dir)).file;
+  listener = await listen();
+  idp = await startOidcProvider({ redirectUri: `${listener.url}callback/oidc`, accounts });
+  auth = await startAuth(listener, {
+    AUTH_SESSION_KEYS_FILE: keysFile,
+    AUTH_OIDC_ISSUER: idp.issuer,
+    AUTH_OIDC_CLIENT_ID: idp.clientId,
+    AUTH_OIDC_CLIENT_SECRET: idp.clientSecret,
+    AUTH_OIDC_ALLOW_HTTP: "true",
+    AUTH_OIDC_SCOPES: "openid,profile,groups",
+  });
+});
+after(async () => {
+  await auth?.close();
+  await listener?.close();
+  await idp?.close();
+  await dir?.remove();
+});
+
+/** Signs `account` in; the browser then holds its session. */
+async function signIn(account: string): Promise<Browser> {
+  const browser = new Browser();
+  idp.signInAs(account);
+  const { url } = await browser.navigate(new URL("login", auth.url), {
+    stopAt: (u) => u.pathname === "/callback/oidc",
+  });
+  const done = await browser.fetch(url);
+  assert.equal(done.status, 302, `${account} signed in`);
+  return browser;
+}
+
+async function whoami(browser: Browser): Promise<{ user: string; groups: string[] }> {
+  const r = await browser.fetch(new URL("whoami", auth.url));
+  assert.equal(r.status, 200);
+  return (await r.json()) as { user: string; groups: string[] };
+}
+
+test("the groups claim is in the session: /whoami shows it, a verifier with the public keys reads it", async () => {
+  const browser = await signIn("carol");
+  const me = await whoami(browser);
+  assert.equal(me.user, "carol");
+  assert.deepEqual(me.groups, ["staff", "teachers"]);
+  const verifier = createSessionVerifier(publicJwks(await loadSigningKeys(keysFile)));
+  const session = await verifier.verify(browser.cookie(SESSION_COOKIE));
+  assert.deepEqual(session?.groups, ["staff", "teachers"]);
+
+  assert.deepEqual(
+    (await whoami(await signIn("single"))).groups,
+    ["teachers"],
+    "a single string is one group",
+  );
+  assert.deepEqual((await whoami(await signIn("none"))).groups, [], "no claim, no groups");
+});
+
+test("groups that cannot be Kubernetes group names, repeats, and more than a cookie holds are left out", async () => {
+  assert.deepEqual((await whoami(await signIn("odd"))).groups, ["ok"]);
+  const crowded = await signIn("crowded");
+  const { groups } = await whoami(crowded);
+  assert.ok(groups.length > 10 && groups.length < many.length, `${groups.length} of ${many.length} kept`);
+  assert.deepEqual(groups, many.slice(0, groups.length), "the first ones, in order");
+  const cookie = crowded.cookie(SESSION_COOKIE) ?? "";
+  assert.ok(cookie.length < 4000, `the session cookie stays under 4 KB (${cookie.length})`);
+});
