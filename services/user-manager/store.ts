@@ -7,7 +7,8 @@
  * Lookups by user and Template are field selectors on the CRD's selectable fields (spec.user,
  * spec.templateName), so a class signing in at once costs one small read each, not a list of every
  * Userland each. An API server without selectable fields (Kubernetes 1.30, or the feature gate off)
- * answers 400 "field label not supported"; then the store lists everything and filters here, and
+ * answers 400 "field label not supported"; then the store lists everything and filters here for a
+ * few minutes before asking again (helm upgrade does not update CRDs, an admin applies them), and
  * says so once in the log. A 429 (a CRD's storage answers it for a moment after an upgrade updates
  * the CRD) is sent again by KubeRest.
  */
@@ -35,13 +36,15 @@ export interface UserlandFilter {
 
 /** The API server's answer when a CRD has no such selectable field. */
 const UNSUPPORTED_FIELD = /field label not supported/i;
+/** How long to filter here before asking the API server again (an admin may apply the new CRD meanwhile). */
+const FIELD_SELECTOR_RETRY_MS = 5 * 60_000;
 
 export class UserlandStore {
   readonly rest: KubeRest;
   readonly namespace: string;
   private readonly log: Logger | undefined;
-  /** false once the API server refused a field selector: filter here from then on. */
-  private fieldSelectors = true;
+  /** Until when lookups filter here: the API server refused a field selector (0: ask it). */
+  private filterHereUntil = 0;
 
   constructor(rest: KubeRest, namespace: string, log?: Logger) {
     this.rest = rest;
@@ -63,16 +66,18 @@ export class UserlandStore {
    */
   async list(filter: UserlandFilter = {}): Promise<Userland[]> {
     const selector = userlandFieldSelector(filter);
-    if (selector !== undefined && this.fieldSelectors) {
+    if (selector !== undefined && Date.now() >= this.filterHereUntil) {
       try {
         return await this.pages(selector);
       } catch (error) {
         if (statusCode(error) !== 400 || !UNSUPPORTED_FIELD.test((error as Error).message)) throw error;
-        this.fieldSelectors = false;
-        this.log?.warn(
-          { err: error },
-          "the Userland CRD has no selectable fields (Kubernetes 1.31+ and the chart's CRD give them): every lookup by user or Template now lists all Userlands",
-        );
+        if (this.filterHereUntil === 0) {
+          this.log?.warn(
+            { err: error },
+            "the Userland CRD has no selectable fields: every lookup by user or Template lists all Userlands. Apply the chart's CRDs (kubectl apply --server-side --force-conflicts -f charts/userland/crds/; Kubernetes 1.31+)",
+          );
+        }
+        this.filterHereUntil = Date.now() + FIELD_SELECTOR_RETRY_MS;
       }
     }
     const all = await this.pages(undefined);
