@@ -228,7 +228,7 @@ export function validateRoster(
 export interface PruneScope {
   /** The Templates the import covers; other Templates' Userlands are never touched. */
   templates: ReadonlySet<string>;
-  /** Whether a line of the roster, valid or not, names this pair (or may: a line that cannot be read names its user in every Template). */
+  /** Whether a line of the roster, valid or not, names this pair (or may: see pruneScope). */
   onRoster: (user: string, templateName: string) => boolean;
 }
 
@@ -237,7 +237,8 @@ export interface PruneScope {
  * importing the database class never prunes the programming class even when a line names another
  * Template; a request without one covers the Templates its valid lines name. A line protects its
  * pair whether it is valid or not (a typo in another column must not cost a student their
- * environment); a line that cannot be read or has no template protects its user in every Template.
+ * environment); a line that cannot be read, or names no usable Template, protects its user in
+ * every Template (it may be the student's line for any of them).
  */
 export function pruneScope(
   rows: readonly RosterRow[],
@@ -245,11 +246,16 @@ export function pruneScope(
   requestTemplate: string | undefined,
 ): PruneScope {
   const templates = new Set(requestTemplate ? [requestTemplate] : entries.map((e) => e.templateName));
+  /** Templates some valid line resolved to (the request's too): a line naming another one is garbled. */
+  const usable = new Set([
+    ...entries.map((e) => e.templateName),
+    ...(requestTemplate ? [requestTemplate] : []),
+  ]);
   const pairs = new Set<string>();
   const everywhere = new Set<string>();
   for (const row of rows) {
     const template = row.template ?? requestTemplate;
-    if (row.problem || template === undefined) everywhere.add(row.user);
+    if (row.problem || template === undefined || !usable.has(template)) everywhere.add(row.user);
     else pairs.add(pairKey(row.user, template));
   }
   return {

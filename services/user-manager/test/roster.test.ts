@@ -165,15 +165,19 @@ test("plan: create the missing pairs, report the existing under any name, prune 
     { user: "carol", templateName: "jupyter" },
   ]);
   const lineScope = pruneScope(
-    [...perLine, { line: 3, user: "zed", problem: "has 3 fields but the header has 2" }],
+    [
+      ...perLine,
+      { line: 3, user: "zed", problem: "has 3 fields but the header has 2" },
+      { line: 4, user: "koba", template: "no-such-template" },
+    ],
     validateRoster(perLine, undefined).entries,
     undefined,
   );
   assert.deepEqual([...lineScope.templates].sort(), ["code", "jupyter"]);
   assert.deepEqual(
     planImport([], existing, lineScope).toDelete.map((u) => u.metadata.name),
-    ["bob-x", "carol-x", "yan-x", "q-x", "koba-legacy"],
-    "yan is on it for code only, carol for jupyter only; zed's unreadable line keeps zed's",
+    ["bob-x", "carol-x", "yan-x", "q-x"],
+    "yan is on it for code only, carol for jupyter only; zed's unreadable line and koba's line with an unknown template keep theirs",
   );
   assert.deepEqual(
     [...pruneScope(jsonRoster(["x"]), [], undefined).templates],
