@@ -1,9 +1,11 @@
 /**
  * Proxy benchmark, loopback only, about 2-3 minutes:
  *
- *   node bench/proxy.ts                 direct, configurable-http-proxy, userland proxy (sessions on)
+ *   node bench/proxy.ts                 direct, configurable-http-proxy, userland proxy (sessions on),
+ *                                       nginx + auth_request to the auth service (the common set-up)
  *   BENCH_SECONDS=1 node bench/proxy.ts shorter cells
  *   BENCH_BARE=0 node bench/proxy.ts    without the bare-library rows
+ *   BENCH_NGINX=0 node bench/proxy.ts   without the nginx anchor (bench/nginx.ts)
  *
  * Besides the three targets the issue asks for, it runs the same tiny server around bare
  * http-proxy 1.18.1 and bare http-proxy-3: the measurement behind docs/decisions/0003-proxy-library.md.
@@ -27,7 +29,10 @@ import { fileURLToPath } from "node:url";
 import { createRequire } from "node:module";
 import { Pool } from "undici";
 import { WebSocket, WebSocketServer } from "ws";
+import { startNginxAnchor, type NginxAnchor } from "./nginx.ts";
 import { percentile } from "./stats.ts";
+
+const NGINX_NAME = "nginx + auth_request";
 
 const here = fileURLToPath(import.meta.url);
 const repoRoot = join(here, "..", "..");
@@ -298,11 +303,17 @@ async function wsCell(
   return { rttP50: percentile(rtts, 50), rttP99: percentile(rtts, 99), msgsPerSec: count / SECONDS };
 }
 
-function processStats(pid: number | undefined): { rssMiB: number; fds: number } {
-  if (!pid) return { rssMiB: NaN, fds: NaN };
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const rss = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN) / 1024;
-  return { rssMiB: rss, fds: readdirSync(`/proc/${pid}/fd`).length };
+/** RSS and open file descriptors of `pids` together. */
+function processStats(pids: number[]): { rssMiB: number; fds: number } {
+  let rssMiB = 0;
+  let fds = 0;
+  for (const pid of pids) {
+    if (!pid) return { rssMiB: NaN, fds: NaN };
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    rssMiB += Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN) / 1024;
+    fds += readdirSync(`/proc/${pid}/fd`).length;
+  }
+  return { rssMiB, fds };
 }
 
 const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : "-");
@@ -313,14 +324,22 @@ async function main(): Promise<void> {
   const started = performance.now();
   const { generateSigningKey, parseSigningKeys, publicJwks, createSessionSigner } =
     await import("../lib/session.ts");
-  const keys = await parseSigningKeys({ keys: [await generateSigningKey("bench")] });
+  const privateJwks = { keys: [await generateSigningKey("bench")] };
+  const keys = await parseSigningKeys(privateJwks);
   const token = await createSessionSigner(keys).sign("bench-user", 3600);
 
   const upstream = await startChild("upstream", "upstream");
   const children: Child[] = [upstream];
-  const targets: { name: string; port: number; child?: Child; headers: Record<string, string> }[] = [
-    { name: "direct", port: upstream.port, headers: {} },
-  ];
+  const targets: {
+    name: string;
+    port: number;
+    /** The processes that serve it (default: its child, or the upstream for direct). */
+    pids?: () => number[];
+    child?: Child;
+    headers: Record<string, string>;
+  }[] = [{ name: "direct", port: upstream.port, headers: {} }];
+  const cookie = `userland_session=${token}`;
+  let nginx: NginxAnchor | undefined;
   try {
     const chp = await startChp(upstream.port);
     children.push(chp);
@@ -333,8 +352,12 @@ async function main(): Promise<void> {
       name: "userland proxy",
       port: userland.port,
       child: userland,
-      headers: { host: HOST, cookie: `userland_session=${token}` },
+      headers: { host: HOST, cookie },
     });
+    if (process.env.BENCH_NGINX !== "0") {
+      nginx = await startNginxAnchor(upstream.port, privateJwks, "bench-user", cookie);
+      targets.push({ name: NGINX_NAME, port: nginx.port, pids: nginx.pids, headers: { cookie } });
+    }
     if (process.env.BENCH_BARE !== "0") {
       for (const [name, role] of [
         ["http-proxy 1.18.1 (bare)", "hp1"],
@@ -345,7 +368,9 @@ async function main(): Promise<void> {
         targets.push({ name, port: child.port, child, headers: {} });
       }
     }
-    const before = new Map(children.map((c) => [c.name, processStats(c.process.pid)]));
+    const pidsOf = (target: (typeof targets)[number]) =>
+      target.pids?.() ?? [(target.child ?? upstream).process.pid ?? 0];
+    const before = new Map(targets.map((t) => [t.name, processStats(pidsOf(t))]));
 
     const sizes = [
       ["small", "/small"],
@@ -398,17 +423,17 @@ async function main(): Promise<void> {
     console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     for (const target of targets) {
       const w = ws.get(target.name);
-      const child = target.child ?? upstream;
-      const after = processStats(child.process.pid);
-      const b = before.get(child.name);
+      const after = processStats(pidsOf(target));
+      const b = before.get(target.name);
       console.log(
         `| ${target.name} | ${fmt(w?.rttP50 ?? NaN, 3)} | ${fmt(w?.rttP99 ?? NaN, 3)} | ${fmt(w?.msgsPerSec ?? NaN)} | ${ratio(w?.msgsPerSec ?? NaN, ws.get("direct")?.msgsPerSec ?? NaN)} | ${ratio(w?.msgsPerSec ?? NaN, ws.get(chpName)?.msgsPerSec ?? NaN)} | ${fmt(after.rssMiB, 1)} | ${b?.fds ?? "-"} → ${after.fds} |`,
       );
     }
     console.log(
-      `\n(direct's RSS and fds are the upstream's.) Total time ${fmt((performance.now() - started) / 1000)} s.`,
+      `\n(direct's RSS and fds are the upstream's; ${NGINX_NAME}'s are nginx's master and worker and the auth service's together.) Total time ${fmt((performance.now() - started) / 1000)} s.`,
     );
   } finally {
+    nginx?.stop();
     for (const child of children) child.process.kill();
   }
 }
