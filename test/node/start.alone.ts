@@ -5,6 +5,7 @@
  * Jupyter at its own port. Its own control plane and node, beside the test run's.
  */
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -16,10 +17,19 @@ import { launchBrowser } from "../support/browser.ts";
 let platform: RealPlatform;
 let browser: Browser;
 
-/** A base port with the five after it free on 127.0.0.1 (what USERLAND_PORT sets for npm start). */
+/**
+ * A base port with the five after it free on 127.0.0.1 (what USERLAND_PORT sets for npm start),
+ * below the kernel's range for outgoing connections: the platform listens on them minutes later,
+ * and in a CI run one was taken by then as the local end of a connection (EADDRINUSE).
+ */
 async function freeBase(): Promise<number> {
+  const [firstEphemeral = 32_768] = readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8")
+    .trim()
+    .split(/\s+/)
+    .map(Number);
+  const low = 10_000;
   for (;;) {
-    const base = 20_000 + Math.floor(Math.random() * 30_000);
+    const base = low + Math.floor(Math.random() * Math.max(1, firstEphemeral - low - 6));
     const free = await Promise.all(
       Array.from(
         { length: 6 },
