@@ -9,14 +9,9 @@ import { Informer } from "../../lib/informer.ts";
 import type { k8s } from "../../lib/kube.ts";
 import { KubeRest } from "../../lib/kubeRest.ts";
 import type { Logger } from "../../lib/logger.ts";
-import {
-  createRemoteSessionVerifier,
-  createSessionVerifier,
-  loadVerificationKeys,
-  type SessionVerifier,
-} from "../../lib/session.ts";
+import { sessionVerifierFor } from "../../lib/session.ts";
 import { ActivityRecorder } from "./activity.ts";
-import type { ProxyConfig, SessionKeySource } from "./config.ts";
+import type { ProxyConfig } from "./config.ts";
 import { createMetrics, type ProxyMetrics } from "./metrics.ts";
 import {
   clusterDnsResolver,
@@ -57,29 +52,6 @@ export function resolverFor(config: ProxyConfig, log: Logger): UpstreamResolver 
   if (config.upstreamOverridesFile) return fileOverrideResolver(config.upstreamOverridesFile, log);
   if (config.upstreamOverrides) return overrideResolver(config.upstreamOverrides);
   return clusterDnsResolver(config.clusterDomain);
-}
-
-/** How often a failing key fetch is logged at most (it is retried for every session with a new kid). */
-const KEY_FETCH_LOG_INTERVAL_MS = 30_000;
-
-/**
- * The session verifier for the configured keys. From the auth service's URL the keys are fetched in
- * the background at start-up (readiness does not wait for the auth service) and again for new kids.
- */
-async function sessionVerifierFor(source: SessionKeySource, log: Logger): Promise<SessionVerifier> {
-  if ("file" in source) return createSessionVerifier(await loadVerificationKeys(source.file));
-  let loggedAt = -Infinity;
-  const fetchFailed = (error: unknown) => {
-    if (Date.now() - loggedAt < KEY_FETCH_LOG_INTERVAL_MS) return;
-    loggedAt = Date.now();
-    log.warn(
-      { err: error, url: source.url.href },
-      "cannot fetch the session keys from the auth service: sessions with keys not yet known are refused",
-    );
-  };
-  const verifier = createRemoteSessionVerifier(source.url, { onFetchError: fetchFailed });
-  verifier.refresh().then(() => log.info({ url: source.url.href }, "session keys fetched"), fetchFailed);
-  return verifier;
 }
 
 export async function buildProxyApp(config: ProxyConfig, options: ProxyAppOptions): Promise<ProxyApp> {

@@ -6,6 +6,7 @@ import { formatDuration } from "../../api/duration.ts";
 import { TEMPLATE_NAME_PATTERN } from "../../api/v1alpha1/template.ts";
 import { ConfigError, loadConfig, parse, type ConfigOf, type Settings } from "../../lib/config.ts";
 import { timeoutSettings, type ServerTimeouts } from "../../lib/serverTimeouts.ts";
+import type { SessionKeySource } from "../../lib/session.ts";
 import { cidrList, trustedProxies, type TrustedProxies } from "./headers.ts";
 import { HOST_PATTERN, normaliseHost } from "./host.ts";
 import { ORIGIN_MODES, type OriginMode } from "./origins.ts";
@@ -63,7 +64,6 @@ function origins(raw: string): string[] {
 }
 
 /** Where the proxy gets the auth service's public session keys: exactly one of the two settings. */
-export type SessionKeySource = { url: URL } | { file: string };
 
 const SESSION_KEY_SOURCE =
   "set PROXY_SESSION_JWKS_URL (the auth service's /.well-known/jwks.json, e.g. http://userland-auth.<namespace>.svc.cluster.local/.well-known/jwks.json) or PROXY_SESSION_PUBLIC_KEYS_FILE (a public JWKS file)";
