@@ -9,11 +9,11 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer, request } from "node:http";
-import type { AddressInfo } from "node:net";
+import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { JSONWebKeySet } from "jose";
+import { freePort } from "../cluster/controlPlane.ts";
 
 export interface NginxAnchor {
   port: number;
@@ -23,16 +23,6 @@ export interface NginxAnchor {
 }
 
 const NGINX = "/usr/sbin/nginx";
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** GET `path` on 127.0.0.1:`port`; resolves with the status, or 0 when nothing answers. */
 function status(port: number, path: string, headers: Record<string, string> = {}): Promise<number> {

@@ -29,6 +29,7 @@ import { fileURLToPath } from "node:url";
 import { createRequire } from "node:module";
 import { Pool } from "undici";
 import { WebSocket, WebSocketServer } from "ws";
+import { freePort } from "../cluster/controlPlane.ts";
 import { startNginxAnchor, type NginxAnchor } from "./nginx.ts";
 import { percentile } from "./stats.ts";
 
@@ -203,16 +204,6 @@ async function startChp(upstreamPort: number): Promise<Child> {
   }
   child.kill();
   throw new Error("configurable-http-proxy did not start");
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 interface Cell {
