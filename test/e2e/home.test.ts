@@ -3,7 +3,8 @@
  * the whole local platform (dev/platform.ts: real OpenID sign-in, auto-provisioning, the real
  * user-manager and the chart's RBAC for every component): a new student signs in at the home,
  * sees their environment become ready by itself, opens it with the keyboard, stops and starts it
- * from the home. Saves the screenshot docs/screenshots/home.png.
+ * from the home, and creates one of a self-service Template. Saves the screenshot
+ * docs/screenshots/home.png.
  */
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -45,7 +46,7 @@ async function userlandOf(user: string, template: string): Promise<Userland | un
   return list.items.find((u) => u.spec.user === user && u.spec.templateName === template);
 }
 
-test("a student signs in at the home, sees their environment get ready, opens it by keyboard, stops and starts it", async () => {
+test("a student signs in at the home, sees their environment get ready, opens it by keyboard, stops and starts it, creates a self-service one", async () => {
   // A self-service Template, so the home also shows what a student may create.
   await platform.rest.patch(templatesPath(platform.namespace, "jupyter"), { spec: { selfService: true } });
   const home = `${platform.url}_userland/home`;
@@ -96,6 +97,20 @@ test("a student signs in at the home, sees their environment get ready, opens it
     ]);
     assert.equal((await userlandOf("hana", DEMO_TEMPLATE))?.spec.enabled, true);
     await card(page, "Demo").locator(".state-ready").waitFor({ timeout: 60_000 });
+
+    // A self-service Template: one click, one more environment of her own, no longer offered.
+    await Promise.all([
+      page.waitForResponse((r) => r.url().endsWith("/_userland/create")),
+      page.getByRole("button", { name: "Create and start JupyterLab" }).click(),
+    ]);
+    await card(page, "JupyterLab").waitFor({ timeout: 30_000 });
+    assert.equal(await page.locator("#available").count(), 0, "nothing left to offer");
+    const jupyter = await eventually("hana's JupyterLab", () => userlandOf("hana", "jupyter"));
+    assert.equal(jupyter.spec.user, "hana");
+    const hers = (await platform.rest.list<Userland>(userlandsPath(platform.namespace))).items.filter(
+      (u) => u.spec.user === "hana",
+    );
+    assert.deepEqual(hers.map((u) => u.spec.templateName).sort(), [DEMO_TEMPLATE, "jupyter"]);
   } catch (error) {
     await page.screenshot({ path: join(artifacts, `home-failed-${Date.now()}.png`), fullPage: true });
     throw error;

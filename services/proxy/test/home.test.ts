@@ -335,6 +335,15 @@ test("the home page: own environments only, states, Start/Stop/Create without Ja
         `system:serviceaccount:${ns}:userland-proxy`,
       );
       assert.equal((await listUserlands(ns)).length, 6, "nobody else got anything");
+
+      // A student who holds environments of other Templates gets one more, of this one.
+      assert.equal((await post("alice", "create", { template: "sql", rd: "/" })).status, 303);
+      const alice = await eventually("alice's third environment", async () => {
+        const v = await view("alice");
+        return v.environments.length === 3 ? v : undefined;
+      });
+      assert.deepEqual(alice.environments.map((e) => e.template).sort(), ["code", "jupyter", "sql"]);
+      assert.equal((await listUserlands(ns)).length, 7);
     },
   );
 });
