@@ -16,11 +16,11 @@ export async function registerOpenApi(app: FastifyInstance, version: string): Pr
         title: "Userland user-management API",
         version,
         description:
-          "Create, list, start, stop and delete Userlands (one browser IDE per user) and import class rosters. " +
+          "Create, list, start, stop and delete Userlands (one browser IDE per user and Template) and import class rosters. " +
           "Every call needs `Authorization: Bearer <Kubernetes token>`; Kubernetes RBAC on `userlands.userland.dev` decides what the caller may do.",
       },
       tags: [
-        { name: "userlands", description: "One environment per user" },
+        { name: "userlands", description: "One environment per user and Template" },
         { name: "rosters", description: "Bulk import of a class" },
       ],
       components: {
