@@ -8,8 +8,8 @@
  *   <base+3>   the local OpenID provider (any name signs in; never for production)
  *   <base+4>   the proxy: Jupyter      <base+5>  the proxy: MariaDB + phpMyAdmin
  *
- * One environment per student for now: "ada" is given Jupyter and "grace" phpMyAdmin, as a
- * teacher would; anyone else gets VS Code.
+ * "ada" is given Jupyter and "grace" phpMyAdmin, as a teacher would; anyone else gets VS Code at
+ * first sign-in (auto-provisioning gives the default only to a student with no environment yet).
  */
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
