@@ -88,7 +88,9 @@ export function isValidUser(user: unknown): user is string {
 export const SESSION_GROUPS_MAX_CHARS = 1536;
 
 /** A group name a session may carry: the same rules as an identity (printable ASCII, no edge spaces). */
-export const isValidGroup = isValidUser;
+function isValidGroup(group: unknown): group is string {
+  return isValidUser(group);
+}
 
 /**
  * The groups a session can carry, in the order given: valid names only, each once, while they fit
