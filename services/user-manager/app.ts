@@ -8,7 +8,7 @@ import { fastifyService } from "../../lib/fastifyService.ts";
 import { fastifyTimeoutOptions } from "../../lib/serverTimeouts.ts";
 import type { KubeRest } from "../../lib/kubeRest.ts";
 import { createLogger, type Logger } from "../../lib/logger.ts";
-import { sessionVerifierFor, type SessionVerifier } from "../../lib/session.ts";
+import { sessionVerifierFor } from "../../lib/session.ts";
 import { requestSessions } from "../proxy/session.ts";
 import { AccessReviewer, TokenAuthenticator, installAuth, type SessionAuth } from "./auth.ts";
 import { consoleConfig, type UserManagerConfig } from "./config.ts";
@@ -31,8 +31,6 @@ export interface AppOptions {
   log?: Logger;
   metrics?: Metrics;
   now?: () => Date;
-  /** Replaces the verifier the configured session keys give (tests). */
-  sessionVerifier?: SessionVerifier;
 }
 
 export async function buildApp(options: AppOptions) {
@@ -44,7 +42,7 @@ export async function buildApp(options: AppOptions) {
   const consoleSettings = consoleConfig(config);
   let sessions: SessionAuth | undefined;
   if (consoleSettings) {
-    const verifier = options.sessionVerifier ?? (await sessionVerifierFor(consoleSettings.keys, log));
+    const verifier = await sessionVerifierFor(consoleSettings.keys, log);
     sessions = {
       sessions: requestSessions(verifier),
       userPrefix: consoleSettings.userPrefix,
