@@ -164,27 +164,45 @@ export interface ConsoleConfig {
   classLabel: string;
 }
 
-/** The console's settings, undefined when it is off; throws ConfigError naming what to set. */
-export function consoleConfig(c: UserManagerConfig): ConsoleConfig | undefined {
+/** Which of the console's settings are given: judged alike from the raw variables and the parsed ones. */
+interface ConsolePresence {
+  jwksUrl: boolean;
+  keysFile: boolean;
+  loginUrl: boolean;
+  consoleUrl: boolean;
+}
+
+/** What is missing or conflicting among the console's settings. */
+function presenceProblems(has: ConsolePresence): string[] {
   const problems: string[] = [];
-  const keys = c.sessionJwksUrl ?? c.sessionKeysFile;
-  if (c.sessionJwksUrl && c.sessionKeysFile)
+  if (has.jwksUrl && has.keysFile)
     problems.push("set USER_MANAGER_SESSION_JWKS_URL or USER_MANAGER_SESSION_PUBLIC_KEYS_FILE, not both");
-  if (keys === undefined) {
-    if (c.loginUrl || c.consoleUrl)
+  if (!has.jwksUrl && !has.keysFile) {
+    if (has.loginUrl || has.consoleUrl)
       problems.push(
         "the console needs the auth service's public session keys: set USER_MANAGER_SESSION_JWKS_URL (e.g. http://userland-auth.<namespace>.svc/.well-known/jwks.json) or USER_MANAGER_SESSION_PUBLIC_KEYS_FILE",
       );
-  } else {
-    if (!c.loginUrl)
-      problems.push(
-        "set USER_MANAGER_LOGIN_URL: the auth service's login URL (e.g. https://auth.example.org/login), where the console sends teachers to sign in",
-      );
-    if (!c.consoleUrl)
-      problems.push(
-        "set USER_MANAGER_CONSOLE_URL: the console's public URL (e.g. https://example.org/console/), whose origin alone may send cookie-authenticated writes",
-      );
+    return problems;
   }
+  if (!has.loginUrl)
+    problems.push(
+      "set USER_MANAGER_LOGIN_URL: the auth service's login URL (e.g. https://auth.example.org/login), where the console sends teachers to sign in",
+    );
+  if (!has.consoleUrl)
+    problems.push(
+      "set USER_MANAGER_CONSOLE_URL: the console's public URL (e.g. https://example.org/console/), whose origin alone may send cookie-authenticated writes",
+    );
+  return problems;
+}
+
+/** The console's settings, undefined when it is off; throws ConfigError naming what to set. */
+export function consoleConfig(c: UserManagerConfig): ConsoleConfig | undefined {
+  const problems = presenceProblems({
+    jwksUrl: c.sessionJwksUrl !== undefined,
+    keysFile: c.sessionKeysFile !== undefined,
+    loginUrl: c.loginUrl !== undefined,
+    consoleUrl: c.consoleUrl !== undefined,
+  });
   if (c.consoleUrl && (c.consoleUrl.search || c.consoleUrl.hash || c.consoleUrl.username))
     problems.push("USER_MANAGER_CONSOLE_URL must not have a query, fragment or user name");
   if (c.consoleUrl && !/^\/console\/?$/.test(c.consoleUrl.pathname))
@@ -192,11 +210,16 @@ export function consoleConfig(c: UserManagerConfig): ConsoleConfig | undefined {
       `USER_MANAGER_CONSOLE_URL must end in /console/ (the path the service serves it at), e.g. https://example.org/console/, not ${c.consoleUrl.pathname}`,
     );
   if (problems.length > 0) throw new ConfigError("user-manager", problems);
-  if (keys === undefined || !c.loginUrl || !c.consoleUrl) return undefined;
+  const keys = c.sessionJwksUrl
+    ? { url: c.sessionJwksUrl }
+    : c.sessionKeysFile
+      ? { file: c.sessionKeysFile }
+      : undefined;
+  if (!keys || !c.loginUrl || !c.consoleUrl) return undefined;
   const url = new URL(c.consoleUrl);
   if (!url.pathname.endsWith("/")) url.pathname += "/";
   return {
-    keys: c.sessionJwksUrl ? { url: c.sessionJwksUrl } : { file: c.sessionKeysFile ?? "" },
+    keys,
     loginUrl: c.loginUrl,
     url,
     userPrefix: c.sessionUserPrefix,
@@ -207,7 +230,22 @@ export function consoleConfig(c: UserManagerConfig): ConsoleConfig | undefined {
 
 /** Throws ConfigError listing every problem. */
 export function loadUserManagerConfig(env: NodeJS.ProcessEnv = process.env): UserManagerConfig {
-  const config = loadConfig("user-manager", settings, env);
+  let config: UserManagerConfig;
+  try {
+    config = loadConfig("user-manager", settings, env);
+  } catch (error) {
+    // The console's missing settings are reported with the others: one pass to fix a deployment.
+    const given = (name: string) => (env[name] ?? "") !== "";
+    const missing = presenceProblems({
+      jwksUrl: given(settings.sessionJwksUrl.env),
+      keysFile: given(settings.sessionKeysFile.env),
+      loginUrl: given(settings.loginUrl.env),
+      consoleUrl: given(settings.consoleUrl.env),
+    });
+    if (error instanceof ConfigError && missing.length > 0)
+      throw new ConfigError("user-manager", [...error.problems, ...missing]);
+    throw error;
+  }
   consoleConfig(config);
   return config;
 }
