@@ -138,6 +138,23 @@ test("a teacher bound by user sees the class and starts, stops and deletes, one 
   assert.equal(confirmed.status, 303);
   await assertGone(h.ns, "cy-code");
 
+  // Each action is logged with the teacher's identity: the API's request line, and the console's.
+  const stopLines = h.logs.filter((l) => l.route === "/api/v1/userlands/:name/stop");
+  assert.ok(stopLines.length > 0, JSON.stringify(h.logs.slice(-5)));
+  for (const line of stopLines) assert.equal(line.caller, "userland:alice@uni.example", JSON.stringify(line));
+  assert.ok(
+    h.logs.some(
+      (l) => l.msg === "stopped Userland" && l.by === "userland:alice@uni.example" && l.name === "bob-code",
+    ),
+    "the API handler's own line",
+  );
+  assert.ok(
+    h.logs.some(
+      (l) =>
+        l.msg === "console: class action" && l.by === "userland:alice@uni.example" && l.action === "stop",
+    ),
+  );
+
   // The API itself with the session, from the console's origin.
   const viaApi = await api(h.base, "POST", "/api/v1/userlands/bob-code/stop", {
     cookie,

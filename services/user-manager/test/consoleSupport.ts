@@ -7,6 +7,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TestContext } from "node:test";
+import { pino } from "pino";
 import { k8s } from "../../../lib/kube.ts";
 import { KubeRest } from "../../../lib/kubeRest.ts";
 import {
@@ -33,6 +34,8 @@ export const TEACHER_RULES: k8s.V1PolicyRule[] = [
 ];
 
 export interface ConsoleHarness extends Harness {
+  /** Every JSON log line the service wrote. */
+  logs: Record<string, unknown>[];
   /** A session cookie header for `user` with `groups`, as the auth service signs it. */
   cookie(user: string, groups?: string[]): Promise<string>;
   /** A Role of `rules` bound to the session user or group (prefixed here), in effect when it returns. */
@@ -58,7 +61,13 @@ export async function startConsole(t: TestContext, opts: HarnessOptions = {}): P
   await writeFile(keysFile, JSON.stringify(publicJwks(keys)));
   const signer = createSessionSigner(keys);
 
+  const logs: Record<string, unknown>[] = [];
+  const log = pino(
+    { level: "info" },
+    { write: (line: string) => logs.push(JSON.parse(line) as Record<string, unknown>) },
+  );
   const h = await startUserManager(t, {
+    log,
     ...opts,
     config: {
       sessionKeysFile: keysFile,
@@ -115,6 +124,7 @@ export async function startConsole(t: TestContext, opts: HarnessOptions = {}): P
 
   return {
     ...h,
+    logs,
     cookie: async (user, groups = []) => `${SESSION_COOKIE}=${await signer.sign(user, 600, groups)}`,
     appoint,
     post: (path, cookie, fields, origin = CONSOLE_ORIGIN) => {

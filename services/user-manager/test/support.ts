@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import type { TestContext } from "node:test";
 import { k8s } from "../../../lib/kube.ts";
 import { KubeRest } from "../../../lib/kubeRest.ts";
-import { createLogger } from "../../../lib/logger.ts";
+import { createLogger, type Logger } from "../../../lib/logger.ts";
 import {
   eventually,
   serviceAccountToken,
@@ -125,6 +125,8 @@ export interface HarnessOptions {
   config?: Partial<UserManagerConfig>;
   /** Templates to create with the admin client (default: "code" and "jupyter"). */
   templates?: string[];
+  /** The service's logger (default: silent, or debug with SHOW_USER_MANAGER_LOGS). */
+  log?: Logger;
 }
 
 /** The service's client for a namespace: its ServiceAccount, granted and with the grants in effect. */
@@ -158,7 +160,7 @@ export async function startUserManager(t: TestContext, opts: HarnessOptions = {}
     rest,
     namespace: ns,
     metrics,
-    log: createLogger("user-manager", process.env.SHOW_USER_MANAGER_LOGS ? "debug" : "silent"),
+    log: opts.log ?? createLogger("user-manager", process.env.SHOW_USER_MANAGER_LOGS ? "debug" : "silent"),
   });
   await app.listen({ host: "127.0.0.1", port: 0 });
   t.after(() => app.close());
