@@ -134,6 +134,7 @@ test("a signed-in student is no teacher: the console says so, and the API refuse
   ]);
   assert.equal(response.status(), 403);
   assert.match((await page.textContent("main")) ?? "", /userland:mallory may not list userlands/);
+  await shot(page, "06-not-a-teacher");
   const api = await context.request.get(`${platform.userManagerUrl}/api/v1/userlands`);
   assert.equal(api.status(), 403);
   await context.close();
