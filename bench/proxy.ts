@@ -62,7 +62,7 @@ async function runUpstream(): Promise<number> {
 async function runUserland(upstreamPort: number, publicJwks: string): Promise<number> {
   const { createSessionVerifier, parseVerificationKeys } = await import("../lib/session.ts");
   const { createProxyServer } = await import("../services/proxy/server.ts");
-  const { requestSessions } = await import("../services/proxy/session.ts");
+  const { requestSessions } = await import("../lib/requestSessions.ts");
   const { overrideResolver } = await import("../services/proxy/resolver.ts");
   const { createMetrics } = await import("../services/proxy/metrics.ts");
   const { trustedProxies } = await import("../services/proxy/headers.ts");

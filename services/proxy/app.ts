@@ -21,7 +21,7 @@ import {
 } from "./resolver.ts";
 import { UserlandIndex, type ClusterView } from "./routing.ts";
 import { createProxyServer, type RunningProxy } from "./server.ts";
-import { requestSessions } from "./session.ts";
+import { requestSessions } from "../../lib/requestSessions.ts";
 import { userManagerClient } from "../../lib/userManagerClient.ts";
 
 const USER_INDEX = "user";

@@ -168,20 +168,6 @@ export function withoutSessionCookie(cookie: string, sessionCookie: string): str
   return kept.length > 0 ? kept.join("; ") : undefined;
 }
 
-/** Every value of the cookie `name` (a browser may send two: host-only and domain-wide). */
-export function cookieValues(cookie: string | undefined, name: string): string[] {
-  if (!cookie) return [];
-  const values: string[] = [];
-  for (const pair of cookie.split(";")) {
-    const eq = pair.indexOf("=");
-    if (eq < 0 || pair.slice(0, eq).trim() !== name) continue;
-    let value = pair.slice(eq + 1).trim();
-    if (value.startsWith('"') && value.endsWith('"') && value.length >= 2) value = value.slice(1, -1);
-    values.push(value);
-  }
-  return values;
-}
-
 /** Headers that frame the message or pick the environment: Node and the router own them, not `Connection`. */
 const NEVER_HOP_BY_HOP: ReadonlySet<string> = new Set(["host", "content-length", "transfer-encoding"]);
 

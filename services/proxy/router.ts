@@ -29,7 +29,7 @@ import type { UpstreamResolver } from "./resolver.ts";
 import { SIGNED_OUT_PATH } from "./signedOut.ts";
 import { HOME_PATH } from "./home.ts";
 import { isHomeHost, labelUnder, templateForHost, type ClusterView } from "./routing.ts";
-import type { RequestSessions } from "./session.ts";
+import type { RequestSessions } from "../../lib/requestSessions.ts";
 import type { Starter } from "./starter.ts";
 
 /** A request whose session and Template are known. */

@@ -27,7 +27,7 @@ import type { UpstreamResolver } from "./resolver.ts";
 import { refuseUpgrade, sendPage, sendSignIn } from "./respond.ts";
 import { Router, type OwnEndpointRoute, type Route } from "./router.ts";
 import type { ClusterView } from "./routing.ts";
-import type { RequestSessions } from "./session.ts";
+import type { RequestSessions } from "../../lib/requestSessions.ts";
 import { serveSignedOut } from "./signedOut.ts";
 import { Starter } from "./starter.ts";
 

@@ -9,7 +9,7 @@ import { fastifyTimeoutOptions } from "../../lib/serverTimeouts.ts";
 import type { KubeRest } from "../../lib/kubeRest.ts";
 import { createLogger, type Logger } from "../../lib/logger.ts";
 import { sessionVerifierFor } from "../../lib/session.ts";
-import { requestSessions } from "../proxy/session.ts";
+import { requestSessions } from "../../lib/requestSessions.ts";
 import { AccessReviewer, TokenAuthenticator, installAuth, type SessionAuth } from "./auth.ts";
 import { consoleConfig, type UserManagerConfig } from "./config.ts";
 import { consoleRoutes } from "./console/plugin.ts";

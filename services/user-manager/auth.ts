@@ -17,7 +17,7 @@ import { GROUP, USERLANDS } from "../../api/v1alpha1/index.ts";
 import { formFromOwnSite } from "../../lib/formOrigin.ts";
 import type { KubeRest } from "../../lib/kubeRest.ts";
 import { SESSION_COOKIE, type Session } from "../../lib/session.ts";
-import type { RequestSessions } from "../proxy/session.ts";
+import type { RequestSessions } from "../../lib/requestSessions.ts";
 import { HttpError } from "./errors.ts";
 import type { Metrics } from "./metrics.ts";
 

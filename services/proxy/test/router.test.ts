@@ -10,7 +10,7 @@ import { test, type TestContext } from "node:test";
 import type { Userland } from "../../../api/v1alpha1/index.ts";
 import { html, pageDocument } from "../../../lib/html.ts";
 import { createLogger } from "../../../lib/logger.ts";
-import type { SessionLookup } from "../session.ts";
+import type { SessionLookup } from "../../../lib/requestSessions.ts";
 import {
   UserManagerError,
   userManagerClient,

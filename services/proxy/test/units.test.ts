@@ -10,8 +10,8 @@ import { pageHeaders, startingPage } from "../pages.ts";
 import { createLogger } from "../../../lib/logger.ts";
 import { eventually } from "../../../test/support/cluster.ts";
 import { loadProxyConfig } from "../config.ts";
+import { cookieValues } from "../../../lib/requestSessions.ts";
 import {
-  cookieValues,
   isIdentityHeader,
   prepareUpstreamHeaders,
   trustedProxies,
