@@ -17,7 +17,7 @@ every user has a Userland, a session cookie, a loopback environment reached thro
 resolver overrides, keep-alive HTTP clients and long-lived WebSockets. After a warm-up, upstreams
 restart and Userlands are stopped and started, all the time. Afterwards: requests by status,
 WebSocket counts, wrong-user count (must be 0), the proxy's RSS and open fds (flat, back to the
-baseline once clients close). Exit status 1 when a check fails.
+baseline once clients close), and after an idle spell the proxy's memory by part. Exit status 1 when a check fails.
 
 Options (or environment):
   --users N            SOAK_USERS          users (default 200)
@@ -29,6 +29,8 @@ Options (or environment):
   --message-ms N       SOAK_MESSAGE_MS     pause between one WebSocket's messages (default 1000)
   --restart-ms N       SOAK_RESTART_MS     mean pause between upstream restarts (default 10000/users, >= 100)
   --flip-ms N          SOAK_FLIP_MS        mean pause between Userland stops (default 30000/users, >= 500)
+  --idle N             SOAK_IDLE           seconds the proxy idles after the clients close before its
+                                           memory is read by part (default 30; 0: not waited)
   --json FILE                              also write the full report as JSON
   -q, --quiet                              no progress lines
   -h, --help
@@ -45,6 +47,7 @@ const { values } = parseArgs({
     "message-ms": { type: "string" },
     "restart-ms": { type: "string" },
     "flip-ms": { type: "string" },
+    idle: { type: "string" },
     json: { type: "string" },
     quiet: { type: "boolean", short: "q" },
     help: { type: "boolean", short: "h" },
@@ -114,6 +117,7 @@ try {
     messageMs: number(values["message-ms"], "SOAK_MESSAGE_MS"),
     restartEveryMs: number(values["restart-ms"], "SOAK_RESTART_MS"),
     flipEveryMs: number(values["flip-ms"], "SOAK_FLIP_MS"),
+    idleSeconds: number(values.idle, "SOAK_IDLE"),
     log,
   });
   process.stdout.write(`${formatSoakReport(report)}\n`);

@@ -95,6 +95,11 @@ export interface SoakOptions {
   /** RSS may grow this much after warm-up (MiB, or `rssGrowthShare` of the first sample if larger). */
   rssGrowthMiB?: number;
   rssGrowthShare?: number;
+  /**
+   * After the clients have closed, how long the proxy is left idle before its memory is read again
+   * (V8 shrinks its heap only some seconds after allocation stops). Default 30; 0: not waited.
+   */
+  idleSeconds?: number;
   /** Progress lines (default: none). */
   log?: (line: string) => void;
 }
@@ -181,6 +186,8 @@ export interface SoakReport {
       heapAfterMajorGcMiB: number[];
     };
     afterClose: { fds: number; rssMiB: number; settleSeconds: number; websocketsOpen: number | undefined };
+    /** After `idleSeconds` without clients: where the RSS is (undefined when not waited). */
+    afterIdle?: IdleMemory | undefined;
     samples: ResourceSample[];
     /** userland_proxy_* counters from the proxy's /metrics at the end. */
     metrics: string[];
@@ -266,7 +273,24 @@ function adminGet(port: number, path: string): Promise<{ status: number; body: s
 }
 
 function heapMiB(metrics: string): number | undefined {
-  const bytes = /^userland_proxy_nodejs_heap_size_used_bytes (\S+)/m.exec(metrics)?.[1];
+  return metricMiB(metrics, "nodejs_heap_size_used_bytes");
+}
+
+/** The proxy's memory by part once idle (MiB), from /proc and its own process metrics. */
+export interface IdleMemory {
+  seconds: number;
+  rssMiB: number;
+  /** V8's heap as reserved from the system, and the part of it in use (garbage included). */
+  heapTotalMiB: number | undefined;
+  heapUsedMiB: number | undefined;
+  /** Memory held outside the V8 heap by JavaScript objects: Buffers, socket and TLS buffers. */
+  externalMiB: number | undefined;
+  /** What is left: code, stacks, libuv and the allocator's free but unreturned memory. */
+  restMiB: number | undefined;
+}
+
+function metricMiB(metrics: string, name: string): number | undefined {
+  const bytes = new RegExp(`^userland_proxy_${name} (\\S+)`, "m").exec(metrics)?.[1];
   return bytes === undefined ? undefined : Math.round((Number(bytes) / 1024 / 1024) * 10) / 10;
 }
 
@@ -949,6 +973,29 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       websocketsOpen: open === undefined ? undefined : Number(open),
     };
     report.drainSeconds = settleSeconds;
+    const idleSeconds = options.idleSeconds ?? 30;
+    if (idleSeconds > 0) {
+      log(`clients closed; the proxy idles ${idleSeconds} s before its memory is read again`);
+      await sleep(idleSeconds * 1000);
+      const idle = await sampleProcess(pid);
+      const text = await adminGet(adminPort, "/metrics").then(
+        (r) => r.body,
+        () => "",
+      );
+      const heapTotalMiB = metricMiB(text, "nodejs_heap_size_total_bytes");
+      const externalMiB = metricMiB(text, "nodejs_external_memory_bytes");
+      report.proxy.afterIdle = {
+        seconds: idleSeconds,
+        rssMiB: idle.rssMiB,
+        heapTotalMiB,
+        heapUsedMiB: heapMiB(text),
+        externalMiB,
+        restMiB:
+          heapTotalMiB === undefined || externalMiB === undefined
+            ? undefined
+            : Math.round((idle.rssMiB - heapTotalMiB - externalMiB) * 10) / 10,
+      };
+    }
     const afterWarmup = loadSamples.length > 0 ? loadSamples : samples;
     report.proxy.afterWarmup = {
       first: afterWarmup[0] as ResourceSample,
@@ -1089,6 +1136,15 @@ export function formatSoakReport(r: SoakReport): string {
       `fds first ${first.fds} / peak ${peak.fds} / last ${last.fds}`,
     `  after clients closed: ${r.proxy.afterClose.fds} fds, ${r.proxy.afterClose.rssMiB} MiB RSS ` +
       `(${r.proxy.afterClose.settleSeconds} s after drain began), websockets_open ${r.proxy.afterClose.websocketsOpen ?? "?"}`,
+    ...(r.proxy.afterIdle
+      ? [
+          `  after ${r.proxy.afterIdle.seconds} s idle: ${r.proxy.afterIdle.rssMiB} MiB RSS ` +
+            `(${(r.proxy.afterIdle.rssMiB / r.proxy.baseline.rssMiB).toFixed(2)}x the baseline): ` +
+            `V8 heap ${r.proxy.afterIdle.heapTotalMiB ?? "?"} MiB reserved, ${r.proxy.afterIdle.heapUsedMiB ?? "?"} in use; ` +
+            `external ${r.proxy.afterIdle.externalMiB ?? "?"} MiB; the rest ${r.proxy.afterIdle.restMiB ?? "?"} MiB ` +
+            `(code, stacks, the allocator's free memory)`,
+        ]
+      : []),
     `  samples (t s: RSS MiB/heap MiB/fds): ${r.proxy.samples
       .filter((_, i, all) => all.length <= 40 || i % Math.ceil(all.length / 40) === 0 || i === all.length - 1)
       .map((s) => `${s.t}:${s.rssMiB}/${s.heapMiB ?? "?"}/${s.fds}`)
