@@ -14,8 +14,9 @@ import type { FastifyPluginCallback, FastifyReply, FastifyRequest } from "fastif
 import pLimit from "p-limit";
 import { UserlandAnnotations, type Userland } from "../../../api/v1alpha1/index.ts";
 import { html } from "../../../lib/html.ts";
+import { KubeError } from "../../../lib/kubeRest.ts";
 import type { ConsoleConfig } from "../config.ts";
-import { HttpError, badRequest } from "../errors.ts";
+import { HttpError, badRequest, fromKubeError } from "../errors.ts";
 import { invalidTemplateReason, invalidUserlandNameReason } from "../schemas.ts";
 import type { UserlandFilter, UserlandStore } from "../store.ts";
 import { formOf, installFormParsers } from "./forms.ts";
@@ -84,7 +85,9 @@ export const consoleRoutes: FastifyPluginCallback<ConsoleOptions> = (app, opts, 
   const send = (reply: FastifyReply, status: number, page: string) =>
     reply.code(status).headers(PAGE_HEADERS).send(page);
 
-  app.setErrorHandler((error: Error & { statusCode?: number }, request, reply) => {
+  app.setErrorHandler((thrown: Error & { statusCode?: number }, request, reply) => {
+    // The API server's own answers mean what they mean at the API (a 403 there is the service's).
+    const error = thrown instanceof KubeError ? fromKubeError(thrown) : thrown;
     const status = error instanceof HttpError ? error.statusCode : (error.statusCode ?? 500);
     if (status === 401) {
       const login = new URL(config.loginUrl);
@@ -124,8 +127,12 @@ export const consoleRoutes: FastifyPluginCallback<ConsoleOptions> = (app, opts, 
         ),
       );
     }
-    if (status >= 500) request.log.error({ err: error }, "console request failed");
-    const message = status >= 500 ? "Something went wrong; the service log has the details." : error.message;
+    if (status >= 500) request.log.error({ err: thrown }, "console request failed");
+    // Our own errors say what went wrong as the API would; anything else stays in the log.
+    const message =
+      status < 500 || error instanceof HttpError
+        ? error.message
+        : "Something went wrong; the service log has the details.";
     return send(reply, status, errorPage(viewer, status >= 500 ? "Error" : "Cannot do that", message));
   });
 
