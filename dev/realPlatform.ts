@@ -120,7 +120,9 @@ export async function startRealPlatform(opts: {
               ...templatePorts.map(([, port]) => `127.0.0.1:${port}`),
               `127.0.0.1:${base + 2}`,
             ],
-            defaultRedirect: `${local(base)}/`,
+            defaultRedirect: `${local(base)}/_userland/home`,
+            // The proxy's hop at a host with a port of its own (the chart's default has none).
+            clearSiteUrl: `${local(base)}/_userland/signed-out`,
             oidc: {
               issuer: idp.issuer,
               clientId: idp.clientId,
