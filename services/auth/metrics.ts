@@ -2,7 +2,8 @@
  * Prometheus metrics. Each app gets its own registry so several instances (tests) never collide
  * and `/metrics` shows exactly this service.
  */
-import { Counter, Registry, collectDefaultMetrics } from "prom-client";
+import type { Counter, Registry } from "prom-client";
+import { MetricRegistry } from "../../lib/metrics.ts";
 
 export type Provider = "oidc" | "github";
 
@@ -15,33 +16,28 @@ export interface Metrics {
 }
 
 export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metrics {
-  const registry = new Registry();
-  if (options.defaultMetrics) collectDefaultMetrics({ register: registry, prefix: "userland_auth_" });
+  const m = new MetricRegistry(options.defaultMetrics ? "userland_auth_" : undefined);
   return {
-    registry,
-    loginsStarted: new Counter({
-      name: "userland_auth_logins_started_total",
-      help: "Logins sent to an identity provider, by provider.",
-      labelNames: ["provider"],
-      registers: [registry],
-    }),
-    logins: new Counter({
-      name: "userland_auth_logins_total",
-      help: "Completed login callbacks by provider and result (success, refused by an allow-list or identity rule, error).",
-      labelNames: ["provider", "result"],
-      registers: [registry],
-    }),
-    forwardAuth: new Counter({
-      name: "userland_auth_forward_auth_total",
-      help: "Forward-auth checks by result (allowed, denied).",
-      labelNames: ["result"],
-      registers: [registry],
-    }),
-    provisions: new Counter({
-      name: "userland_auth_provision_total",
-      help: "Auto-provisioning calls to the user-management service by result (created, exists, failed).",
-      labelNames: ["result"],
-      registers: [registry],
-    }),
+    registry: m.registry,
+    loginsStarted: m.counter(
+      "userland_auth_logins_started_total",
+      "Logins sent to an identity provider, by provider.",
+      ["provider"],
+    ),
+    logins: m.counter(
+      "userland_auth_logins_total",
+      "Completed login callbacks by provider and result (success, refused by an allow-list or identity rule, error).",
+      ["provider", "result"],
+    ),
+    forwardAuth: m.counter(
+      "userland_auth_forward_auth_total",
+      "Forward-auth checks by result (allowed, denied).",
+      ["result"],
+    ),
+    provisions: m.counter(
+      "userland_auth_provision_total",
+      "Auto-provisioning calls to the user-management service by result (created, exists, failed).",
+      ["result"],
+    ),
   };
 }

@@ -2,7 +2,8 @@
  * Prometheus metrics, on a registry of the app's own so several apps in one process (tests) never
  * collide and /metrics shows exactly this service.
  */
-import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type { Counter, Histogram, Registry } from "prom-client";
+import { MetricRegistry } from "../../lib/metrics.ts";
 
 export interface Metrics {
   registry: Registry;
@@ -16,53 +17,44 @@ export interface Metrics {
 }
 
 export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metrics {
-  const registry = new Registry();
-  if (options.defaultMetrics) collectDefaultMetrics({ register: registry, prefix: "userland_user_manager_" });
-  const registers = [registry];
+  const m = new MetricRegistry(options.defaultMetrics ? "userland_user_manager_" : undefined);
   return {
-    registry,
-    requests: new Counter({
-      name: "userland_user_manager_http_requests_total",
-      help: "HTTP requests by method, route pattern and status code.",
-      labelNames: ["method", "route", "status"],
-      registers,
-    }),
-    requestDuration: new Histogram({
-      name: "userland_user_manager_http_request_duration_seconds",
-      help: "HTTP request duration by method and route pattern.",
-      labelNames: ["method", "route"],
-      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-      registers,
-    }),
-    created: new Counter({
-      name: "userland_user_manager_userlands_created_total",
-      help: "Userlands created, by source (api: POST /api/v1/userlands, roster: roster import).",
-      labelNames: ["source"],
-      registers,
-    }),
-    deleted: new Counter({
-      name: "userland_user_manager_userlands_deleted_total",
-      help: "Userlands deleted, by source (api, roster: pruned by a roster import).",
-      labelNames: ["source"],
-      registers,
-    }),
-    tokenReviews: new Counter({
-      name: "userland_user_manager_token_reviews_total",
-      help: "TokenReviews sent to Kubernetes (cache misses) by result: authenticated, rejected, error.",
-      labelNames: ["result"],
-      registers,
-    }),
-    accessReviews: new Counter({
-      name: "userland_user_manager_access_reviews_total",
-      help: "LocalSubjectAccessReviews sent to Kubernetes (cache misses) by verb and result: allowed, denied, error.",
-      labelNames: ["verb", "result"],
-      registers,
-    }),
-    kubeRequests: new Counter({
-      name: "userland_user_manager_kube_requests_total",
-      help: "Requests to the Kubernetes API by verb and HTTP status (0: no response).",
-      labelNames: ["verb", "code"],
-      registers,
-    }),
+    registry: m.registry,
+    requests: m.counter(
+      "userland_user_manager_http_requests_total",
+      "HTTP requests by method, route pattern and status code.",
+      ["method", "route", "status"],
+    ),
+    requestDuration: m.histogram(
+      "userland_user_manager_http_request_duration_seconds",
+      "HTTP request duration by method and route pattern.",
+      [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      ["method", "route"],
+    ),
+    created: m.counter(
+      "userland_user_manager_userlands_created_total",
+      "Userlands created, by source (api: POST /api/v1/userlands, roster: roster import).",
+      ["source"],
+    ),
+    deleted: m.counter(
+      "userland_user_manager_userlands_deleted_total",
+      "Userlands deleted, by source (api, roster: pruned by a roster import).",
+      ["source"],
+    ),
+    tokenReviews: m.counter(
+      "userland_user_manager_token_reviews_total",
+      "TokenReviews sent to Kubernetes (cache misses) by result: authenticated, rejected, error.",
+      ["result"],
+    ),
+    accessReviews: m.counter(
+      "userland_user_manager_access_reviews_total",
+      "LocalSubjectAccessReviews sent to Kubernetes (cache misses) by verb and result: allowed, denied, error.",
+      ["verb", "result"],
+    ),
+    kubeRequests: m.counter(
+      "userland_user_manager_kube_requests_total",
+      "Requests to the Kubernetes API by verb and HTTP status (0: no response).",
+      ["verb", "code"],
+    ),
   };
 }
