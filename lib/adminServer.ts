@@ -1,7 +1,8 @@
 /**
- * The probes and metrics server of the components that are no fastify app (operator, proxy): on a
- * port of its own, so students never reach it. /healthz says the process runs, /readyz whether it
- * should get work, /metrics is the prom-client registry.
+ * Every component's admin listener: on a port of its own that no Ingress or HTTPRoute routes, so
+ * the internet never sees the platform's counters. /healthz says the process runs, /readyz whether
+ * it should get work, /metrics is the prom-client registry. The fastify services (auth,
+ * user-manager) answer /readyz on their main port, where the kubelet probes them, so theirs has none.
  */
 import { createServer, type Server } from "node:http";
 import type { Registry } from "prom-client";
@@ -15,7 +16,8 @@ export interface Readiness {
 
 export interface AdminServerOptions {
   registry: Registry;
-  readiness: () => Readiness;
+  /** Serves /readyz; without it /readyz is a 404 (the component is probed elsewhere). */
+  readiness?: () => Readiness;
 }
 
 export interface AdminServer {
@@ -34,7 +36,7 @@ export function createAdminServer({ registry, readiness }: AdminServerOptions): 
     };
     const path = (req.url ?? "").split("?", 1)[0];
     if (path === "/healthz") return send(200, "ok\n");
-    if (path === "/readyz") {
+    if (path === "/readyz" && readiness) {
       const { ready, details } = readiness();
       return send(ready ? 200 : 503, JSON.stringify(details) + "\n", "application/json");
     }

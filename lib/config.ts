@@ -148,3 +148,36 @@ export const parse = {
     return ms;
   },
 };
+
+/**
+ * A component's admin listener (/metrics, and the probes where the component has them there): a
+ * port of its own that no Ingress or HTTPRoute routes, so the internet never sees the counters.
+ * `<prefix>_ADMIN_HOST` and `<prefix>_ADMIN_PORT`; `what` names what it serves, for `--help`.
+ */
+export function adminListenerSettings(prefix: string, what: string) {
+  return {
+    adminHost: {
+      env: `${prefix}_ADMIN_HOST`,
+      description: `Address for ${what} (not for students)`,
+      parse: parse.string,
+      default: "0.0.0.0",
+    },
+    adminPort: {
+      env: `${prefix}_ADMIN_PORT`,
+      description: `Port for ${what}`,
+      parse: parse.port,
+      default: 9090,
+    },
+  } satisfies Settings;
+}
+
+/** Why the main and the admin listener cannot both start as configured, or undefined. */
+export function adminListenerProblem(
+  prefix: string,
+  c: { host: string; port: number; adminHost: string; adminPort: number },
+): string | undefined {
+  // Port 0 is any free port: two of them never collide.
+  if (c.port !== 0 && c.port === c.adminPort && c.host === c.adminHost)
+    return `${prefix}_PORT and ${prefix}_ADMIN_PORT must differ`;
+  return undefined;
+}

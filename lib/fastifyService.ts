@@ -1,14 +1,15 @@
 /**
  * What every fastify service of the platform (auth, user-manager) gets: safe default response
- * headers, one log line and optional metrics per request, and /healthz, /readyz and /metrics.
- * Wrapped by fastify-plugin (no encapsulation), so its hooks cover every route of the app that
- * registers it.
+ * headers, one log line and optional metrics per request, and the kubelet's probes /healthz and
+ * /readyz. Not /metrics: this is the port the Ingress routes, and the counters are served on the
+ * service's admin listener (lib/adminServer.ts). Wrapped by fastify-plugin (no encapsulation), so
+ * its hooks cover every route of the app that registers it.
  */
 import type { FastifyPluginCallback, FastifyRequest, RouteShorthandOptions } from "fastify";
 import fastifyPlugin from "fastify-plugin";
-import type { Counter, Histogram, Registry } from "prom-client";
+import type { Counter, Histogram } from "prom-client";
 
-const PROBES = ["/healthz", "/readyz", "/metrics"];
+const PROBES = ["/healthz", "/readyz"];
 
 export interface RequestMetrics {
   requests: Counter<"method" | "route" | "status">;
@@ -17,8 +18,6 @@ export interface RequestMetrics {
 }
 
 export interface FastifyServiceOptions {
-  /** Served at /metrics. */
-  registry: Registry;
   /** Why the service should get no traffic yet (the 503 body), or undefined when it is ready. */
   notReady: () => Promise<Record<string, unknown> | undefined>;
   /** Set on every response beside `x-content-type-options: nosniff` and a default `cache-control: no-store`. */
@@ -36,7 +35,7 @@ export interface FastifyServiceOptions {
 }
 
 const plugin: FastifyPluginCallback<FastifyServiceOptions> = (app, options, done) => {
-  const { registry, metrics, logFields } = options;
+  const { metrics, logFields } = options;
   const quiet = new Set([...PROBES, ...(options.quietRoutes ?? [])]);
   const headers = { "x-content-type-options": "nosniff", ...options.headers };
   const routeOptions = options.probeRouteOptions ?? {};
@@ -75,9 +74,6 @@ const plugin: FastifyPluginCallback<FastifyServiceOptions> = (app, options, done
     if (why) return reply.code(503).send(why);
     return { status: "ready" };
   });
-  app.get("/metrics", routeOptions, async (_request, reply) =>
-    reply.type(registry.contentType).send(await registry.metrics()),
-  );
   done();
 };
 

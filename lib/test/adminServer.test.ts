@@ -1,4 +1,4 @@
-/** The operator's and proxy's probes and metrics server. */
+/** Every component's admin listener: probes and metrics. */
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { Counter, Registry } from "prom-client";
@@ -42,4 +42,15 @@ test("close stops listening even with a keep-alive connection open", async () =>
   await admin.close();
   assert.equal(admin.server.listening, false);
   await assert.rejects(fetch(`${base}/healthz`));
+});
+
+test("without a readiness callback /readyz is no page: such a component is probed on its main port", async (t) => {
+  const registry = new Registry();
+  new Counter({ name: "test_others_total", help: "Others.", registers: [registry] }).inc();
+  const admin = createAdminServer({ registry });
+  const base = await admin.listen(0, "127.0.0.1");
+  t.after(() => admin.close());
+  assert.equal((await fetch(`${base}/healthz`)).status, 200);
+  assert.equal((await fetch(`${base}/readyz`)).status, 404);
+  assert.match(await (await fetch(`${base}/metrics`)).text(), /^test_others_total 1$/m);
 });

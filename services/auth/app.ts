@@ -74,7 +74,6 @@ export async function buildApp(config: AuthConfig, options: AppOptions) {
   await app.register(fastifyFormbody);
 
   await app.register(fastifyService, {
-    registry: metrics.registry,
     headers: {
       "referrer-policy": "no-referrer",
       "x-frame-options": "DENY",

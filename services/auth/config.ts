@@ -4,7 +4,15 @@
  */
 import { formatDuration } from "../../api/duration.ts";
 import { TEMPLATE_NAME_PATTERN } from "../../api/v1alpha1/template.ts";
-import { ConfigError, loadConfig, parse, type ConfigOf, type Settings } from "../../lib/config.ts";
+import {
+  adminListenerProblem,
+  adminListenerSettings,
+  ConfigError,
+  loadConfig,
+  parse,
+  type ConfigOf,
+  type Settings,
+} from "../../lib/config.ts";
 import { timeoutSettings, type ServerTimeouts } from "../../lib/serverTimeouts.ts";
 import type { AllowLists } from "./allowlist.ts";
 import type { GitHubSettings } from "./github.ts";
@@ -35,6 +43,8 @@ const prefix = (raw: string): string => {
 export const settings = {
   host: { env: "AUTH_HOST", description: "Address to listen on", parse: parse.string, default: "0.0.0.0" },
   port: { env: "AUTH_PORT", description: "Port to listen on", parse: parse.port, default: 8080 },
+  // The counters stay off auth.<baseDomain>, which the Ingress routes to AUTH_PORT whole.
+  ...adminListenerSettings("AUTH", "/metrics and /healthz"),
   // Sign-out forms and callbacks are tiny: a request still arriving after 30 s is a slow-loris client.
   ...timeoutSettings("AUTH", { headersMs: 20_000, requestMs: 30_000 }),
   publicUrl: {
@@ -251,6 +261,9 @@ export const settings = {
 export interface AuthConfig {
   host: string;
   port: number;
+  /** Where /metrics is served (lib/adminServer.ts), never the public port. */
+  adminHost: string;
+  adminPort: number;
   timeouts: ServerTimeouts;
   /** Normalized to end with "/" so endpoint URLs resolve under any path prefix. */
   publicUrl: URL;
@@ -295,6 +308,8 @@ export function loadAuthConfig(env: NodeJS.ProcessEnv = process.env): AuthConfig
   }
   const problems: string[] = [];
   const problem = (message: string) => problems.push(message);
+  const adminProblem = adminListenerProblem("AUTH", c);
+  if (adminProblem) problem(adminProblem);
 
   const publicUrl = new URL(c.publicUrl);
   if (publicUrl.search || publicUrl.hash || publicUrl.username || publicUrl.password) {
@@ -435,6 +450,8 @@ export function loadAuthConfig(env: NodeJS.ProcessEnv = process.env): AuthConfig
   return {
     host: c.host,
     port: c.port,
+    adminHost: c.adminHost,
+    adminPort: c.adminPort,
     timeouts: { headersMs: c.headersTimeout, requestMs: c.requestTimeout },
     publicUrl,
     sessionKeysFile: c.sessionKeysFile,

@@ -1,8 +1,10 @@
 /**
  * Auth service entry point: `node services/auth/main.ts` (settings from the environment, see
- * `--help`). SIGTERM/SIGINT stop accepting connections and finish in-flight requests; a second
- * signal exits at once.
+ * `--help`). /metrics and /healthz are on the admin listener (AUTH_ADMIN_PORT), never on the
+ * public AUTH_PORT. SIGTERM/SIGINT stop accepting connections and finish in-flight requests; a
+ * second signal exits at once.
  */
+import { createAdminServer } from "../../lib/adminServer.ts";
 import { runComponent } from "../../lib/service.ts";
 import { buildApp } from "./app.ts";
 import { configWarnings, loadAuthConfig, settings } from "./config.ts";
@@ -16,16 +18,21 @@ await runComponent({
   load: loadAuthConfig,
   start: async (config, log) => {
     for (const warning of configWarnings(config)) log.warn(warning);
-    const app = await buildApp(config, { log, metrics: createMetrics({ defaultMetrics: true }) });
+    const metrics = createMetrics({ defaultMetrics: true });
+    const app = await buildApp(config, { log, metrics });
+    // Prometheus scrapes this port; the public one (AUTH_PORT) has no /metrics.
+    const admin = createAdminServer({ registry: metrics.registry });
     const address = await app.listen({ host: config.host, port: config.port });
+    const adminUrl = await admin.listen(config.adminPort, config.adminHost);
     log.info(
       {
         address,
+        adminUrl,
         publicUrl: config.publicUrl.href,
         providers: [config.oidc && "oidc", config.github && "github"].filter(Boolean),
       },
       "auth service listening",
     );
-    return { stop: () => app.close() };
+    return { stop: () => app.close().then(() => admin.close()) };
   },
 });

@@ -4,7 +4,15 @@
  */
 import { formatDuration } from "../../api/duration.ts";
 import { TEMPLATE_NAME_PATTERN } from "../../api/v1alpha1/template.ts";
-import { ConfigError, loadConfig, parse, type ConfigOf, type Settings } from "../../lib/config.ts";
+import {
+  adminListenerProblem,
+  adminListenerSettings,
+  ConfigError,
+  loadConfig,
+  parse,
+  type ConfigOf,
+  type Settings,
+} from "../../lib/config.ts";
 import { timeoutSettings, type ServerTimeouts } from "../../lib/serverTimeouts.ts";
 import type { SessionKeySource } from "../../lib/session.ts";
 import { cidrList, trustedProxies, type TrustedProxies } from "./headers.ts";
@@ -90,18 +98,7 @@ export const settings = {
     parse: parse.port,
     default: 8080,
   },
-  adminHost: {
-    env: "PROXY_ADMIN_HOST",
-    description: "Address for /healthz, /readyz and /metrics (not for students)",
-    parse: parse.string,
-    default: "0.0.0.0",
-  },
-  adminPort: {
-    env: "PROXY_ADMIN_PORT",
-    description: "Port for /healthz, /readyz and /metrics",
-    parse: parse.port,
-    default: 9090,
-  },
+  ...adminListenerSettings("PROXY", "/healthz, /readyz and /metrics"),
   namespace: {
     env: "USERLAND_NAMESPACE",
     description: "Namespace whose Templates and Userlands are served",
@@ -333,8 +330,8 @@ export function loadProxyConfig(env: NodeJS.ProcessEnv = process.env): ProxyConf
   }
   if (c.startOnAccess && !c.userManagerUrl)
     problems.push("PROXY_START_ON_ACCESS=true needs PROXY_USER_MANAGER_URL");
-  if (c.port !== 0 && c.port === c.adminPort && c.host === c.adminHost)
-    problems.push("PROXY_PORT and PROXY_ADMIN_PORT must differ");
+  const adminProblem = adminListenerProblem("PROXY", c);
+  if (adminProblem) problems.push(adminProblem);
   if (problems.length > 0) throw new ConfigError("proxy", problems);
   return {
     host: c.host,

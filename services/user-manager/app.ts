@@ -96,7 +96,6 @@ export async function buildApp(options: AppOptions) {
 
   let readyUntil = 0;
   await app.register(fastifyService, {
-    registry: metrics.registry,
     metrics: { requests: metrics.requests, duration: metrics.requestDuration },
     requestLogLevel: "info",
     quietRoutes: [OPENAPI_PATH],

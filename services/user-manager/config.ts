@@ -3,7 +3,15 @@
  * deployment gets one message naming every variable to fix.
  */
 import { formatDuration } from "../../api/duration.ts";
-import { ConfigError, loadConfig, parse, type ConfigOf, type Settings } from "../../lib/config.ts";
+import {
+  adminListenerProblem,
+  adminListenerSettings,
+  ConfigError,
+  loadConfig,
+  parse,
+  type ConfigOf,
+  type Settings,
+} from "../../lib/config.ts";
 import { timeoutSettings } from "../../lib/serverTimeouts.ts";
 import type { SessionKeySource } from "../../lib/session.ts";
 
@@ -50,6 +58,8 @@ export const settings = {
     parse: parse.port,
     default: 8080,
   },
+  // The API is routed from the internet (/console, /api/v1): the counters get a port of their own.
+  ...adminListenerSettings("USER_MANAGER", "/metrics and /healthz"),
   // A roster import is at most USER_MANAGER_ROSTER_MAX_BYTES: two minutes is plenty for it.
   ...timeoutSettings("USER_MANAGER", { headersMs: 20_000, requestMs: 120_000 }),
   namespace: {
@@ -246,7 +256,15 @@ export function loadUserManagerConfig(env: NodeJS.ProcessEnv = process.env): Use
       throw new ConfigError("user-manager", [...error.problems, ...missing]);
     throw error;
   }
-  consoleConfig(config);
+  const adminProblem = adminListenerProblem("USER_MANAGER", config);
+  try {
+    consoleConfig(config);
+  } catch (error) {
+    if (error instanceof ConfigError && adminProblem)
+      throw new ConfigError("user-manager", [adminProblem, ...error.problems]);
+    throw error;
+  }
+  if (adminProblem) throw new ConfigError("user-manager", [adminProblem]);
   return config;
 }
 

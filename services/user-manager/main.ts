@@ -1,8 +1,10 @@
 /**
  * User-management service entry point: `node services/user-manager/main.ts` (settings from the
- * environment, see `--help`). SIGTERM/SIGINT stop accepting connections and finish requests in
- * flight (a roster import runs to its end); a second signal exits at once.
+ * environment, see `--help`). /metrics and /healthz are on the admin listener
+ * (USER_MANAGER_ADMIN_PORT), never on the API's port. SIGTERM/SIGINT stop accepting connections and
+ * finish requests in flight (a roster import runs to its end); a second signal exits at once.
  */
+import { createAdminServer } from "../../lib/adminServer.ts";
 import { ConfigError } from "../../lib/config.ts";
 import { currentNamespace, loadKubeConfig } from "../../lib/kube.ts";
 import { KubeRest } from "../../lib/kubeRest.ts";
@@ -31,9 +33,12 @@ async function start(config: UserManagerConfig, log: Logger) {
   rest.onRequest = (verb, code) => metrics.kubeRequests.inc({ verb, code: String(code) });
   const namespace = config.namespace || (await currentNamespace());
   const app = await buildApp({ config, rest, namespace, log, metrics });
+  // Prometheus scrapes this port; the API's port, routed from the internet, has no /metrics.
+  const admin = createAdminServer({ registry: metrics.registry });
 
   const address = await app.listen({ host: config.host, port: config.port });
-  log.info({ address, namespace }, "user-manager listening");
+  const adminUrl = await admin.listen(config.adminPort, config.adminHost);
+  log.info({ address, adminUrl, namespace }, "user-manager listening");
 
   // Not fatal: the Role may be applied just after the Deployment; /readyz and the API report it too.
   missingPermissions(rest, namespace).then(
@@ -47,7 +52,11 @@ async function start(config: UserManagerConfig, log: Logger) {
   );
   return {
     stopping: "shutting down: finishing requests in flight",
-    stop: () => app.close().then(() => rest.close()),
+    stop: async () => {
+      await app.close();
+      await admin.close();
+      await rest.close();
+    },
   };
 }
 

@@ -64,7 +64,7 @@ let exported: Set<string>;
 /** The series each component declares, for messages. */
 const byComponent = new Map<string, Set<string>>();
 
-/** A component's URL from its log line (the operator's and proxy's admin servers listen on port 0). */
+/** A component's URL from its log line (every component's admin server listens on port 0 here). */
 function urlFromLog(component: string, key: string): string | undefined {
   const log = readFileSync(join(platform.logsDir, `${component}.log`), "utf8");
   return new RegExp(`"${key}":"(http://127\\.0\\.0\\.1:\\d+)"`).exec(log)?.[1];
@@ -75,9 +75,22 @@ before(async () => {
   const endpoints = {
     operator: await eventually("the operator's admin address", () => urlFromLog("operator", "http")),
     proxy: await eventually("the proxy's admin address", () => urlFromLog("proxy", "adminUrl")),
+    auth: await eventually("the auth service's admin address", () => urlFromLog("auth", "adminUrl")),
+    "user-manager": await eventually("the user-manager's admin address", () =>
+      urlFromLog("user-manager", "adminUrl"),
+    ),
+  };
+  // What Prometheus scrapes is never on the ports browsers reach (the Ingress routes these).
+  for (const [component, base] of Object.entries({
     auth: platform.authUrl,
     "user-manager": platform.userManagerUrl,
-  };
+    proxy: platform.url,
+  }))
+    assert.doesNotMatch(
+      await (await fetch(new URL("/metrics", base), { redirect: "manual" })).text(),
+      /^# TYPE userland_/m,
+      `${component}'s public port shows no metrics`,
+    );
   exported = new Set();
   for (const [component, base] of Object.entries(endpoints)) {
     const response = await fetch(`${base}/metrics`);

@@ -122,6 +122,16 @@ describe("auth configuration", () => {
     );
   });
 
+  test("the admin listener is 0.0.0.0:9090 unless set, and never the public port", () => {
+    const config = loadAuthConfig(base);
+    assert.deepEqual([config.adminHost, config.adminPort], ["0.0.0.0", 9090]);
+    assert.deepEqual(problems({ ...base, AUTH_PORT: "9090" }), ["AUTH_PORT and AUTH_ADMIN_PORT must differ"]);
+    assertNames({ ...base, AUTH_ADMIN_PORT: "metrics" }, "AUTH_ADMIN_PORT");
+    // Another address, or any free port, is no collision.
+    loadAuthConfig({ ...base, AUTH_PORT: "9090", AUTH_ADMIN_HOST: "127.0.0.1" });
+    loadAuthConfig({ ...base, AUTH_PORT: "0", AUTH_ADMIN_PORT: "0" });
+  });
+
   test("a valid configuration is normalized", () => {
     const config = loadAuthConfig({
       ...base,
@@ -170,6 +180,8 @@ describe("services/auth/main.ts", () => {
       "AUTH_GITHUB_CLIENT_ID",
       "AUTH_ALLOWED_REDIRECT_HOSTS",
       "AUTH_PROVISION_URL",
+      "AUTH_ADMIN_HOST",
+      "AUTH_ADMIN_PORT",
     ]) {
       assert.match(stdout, new RegExp(name));
     }
@@ -194,7 +206,7 @@ describe("services/auth/main.ts", () => {
     assert.match(keys.stderr, /AUTH_SESSION_KEYS_FILE=.*missing\.json.*unusable/);
   });
 
-  test("serves, then shuts down cleanly on SIGTERM", async () => {
+  test("serves, /metrics only on its admin port, then shuts down cleanly on SIGTERM", async () => {
     const { file } = await newKeysFile(dir);
     const child = spawn(process.execPath, [main], {
       env: {
@@ -203,6 +215,8 @@ describe("services/auth/main.ts", () => {
         AUTH_SESSION_KEYS_FILE: file,
         AUTH_HOST: "127.0.0.1",
         AUTH_PORT: "0",
+        AUTH_ADMIN_HOST: "127.0.0.1",
+        AUTH_ADMIN_PORT: "0",
       },
       stdio: ["ignore", "pipe", "pipe"],
     });
@@ -211,19 +225,32 @@ describe("services/auth/main.ts", () => {
     const address = await new Promise<string>((resolve, reject) => {
       child.stdout.on("data", (chunk: Buffer) => {
         out += chunk.toString();
-        const m = /"address":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(out);
+        const m = /"address":"(http:\/\/127\.0\.0\.1:\d+)".*auth service listening/.exec(out);
         if (m?.[1]) resolve(m[1]);
       });
       void exited.then(() => reject(new Error(`exited early: ${out}`)));
     });
     const health = await fetch(`${address}/healthz`);
     assert.equal(health.status, 200);
-    const metrics = await (await fetch(`${address}/metrics`)).text();
+    assert.equal((await fetch(`${address}/readyz`)).status, 200, "the kubelet's probes stay on AUTH_PORT");
+    // AUTH_PORT is what the Ingress routes: auth.<baseDomain>/metrics must show the internet nothing.
+    const publicMetrics = await fetch(`${address}/metrics`);
+    assert.equal(publicMetrics.status, 404);
+    assert.doesNotMatch(await publicMetrics.text(), /userland_auth_/);
+
+    const adminUrl = /"adminUrl":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(out)?.[1];
+    assert.ok(adminUrl, `the admin URL is logged: ${out}`);
+    assert.notEqual(adminUrl, address);
+    const metrics = await fetch(`${adminUrl}/metrics`);
+    assert.equal(metrics.status, 200);
+    const text = await metrics.text();
     assert.match(
-      metrics,
+      text,
       /userland_auth_process_cpu_seconds_total/,
       "default process metrics in the real service",
     );
+    assert.match(text, /^# TYPE userland_auth_logins_total counter$/m, "the service's own metrics");
+    assert.equal((await fetch(`${adminUrl}/healthz`)).status, 200);
     child.kill("SIGTERM");
     assert.equal(await exited, 0);
     assert.match(out, /shutting down/);

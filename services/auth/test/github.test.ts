@@ -166,7 +166,7 @@ describe("GitHub login against a stand-in", () => {
     const second = await login(new Browser(), "Koba1t");
     assert.equal(second.offsite?.href, APP);
     assert.equal(userManager.calls.length, before + 2);
-    const metrics = await (await fetch(new URL("metrics", auth.url))).text();
+    const metrics = await auth.metricsText();
     assert.match(metrics, /userland_auth_provision_total\{result="created"\} 1/);
     assert.match(metrics, /userland_auth_provision_total\{result="exists"\} [1-9]/);
   });
@@ -198,7 +198,7 @@ describe("GitHub login against a stand-in", () => {
     const { offsite } = await login(browser, "flaky");
     assert.equal(offsite?.href, APP);
     assert.ok(browser.cookie(SESSION_COOKIE));
-    const metrics = await (await fetch(new URL("metrics", auth.url))).text();
+    const metrics = await auth.metricsText();
     assert.match(metrics, /userland_auth_provision_total\{result="failed"\} 1/);
   });
 

@@ -358,12 +358,14 @@ describe("OIDC login against a real oidc-provider", () => {
   });
 
   test("metrics count logins by provider and result; health and keys are served", async () => {
-    const metrics = await (await fetch(new URL("metrics", auth.url))).text();
+    const metrics = await auth.metricsText();
     assert.match(metrics, /userland_auth_logins_total\{provider="oidc",result="success"\} [1-9]/);
     assert.match(metrics, /userland_auth_logins_total\{provider="oidc",result="refused"\} [1-9]/);
     assert.match(metrics, /userland_auth_logins_total\{provider="oidc",result="error"\} [1-9]/);
     assert.equal((await fetch(new URL("healthz", auth.url))).status, 200);
     assert.equal((await fetch(new URL("readyz", auth.url))).status, 200);
+    // The public port has no /metrics: main.ts serves it on the admin port (config.test.ts).
+    assert.equal((await fetch(new URL("metrics", auth.url))).status, 404);
     const jwks = (await (await fetch(new URL(".well-known/jwks.json", auth.url))).json()) as {
       keys: Record<string, unknown>[];
     };

@@ -77,22 +77,28 @@ test("every caller is authenticated by TokenReview and authorized by RBAC", asyn
   assert.equal(other.status, 403);
   assert.match(String(other.json.message), /may not get userlands\.userland\.dev "bob-own"/);
 
-  // Probes, metrics and the API description are public; nothing else.
-  for (const path of ["/healthz", "/readyz", "/metrics", "/openapi.json"])
+  // Probes and the API description are public; nothing else.
+  for (const path of ["/healthz", "/readyz", "/openapi.json"])
     assert.equal((await h.call("GET", path)).status, 200, path);
+  // The counters are not on the API's port (routed from the internet): main.ts serves them on its
+  // admin port (main.test.ts). Anonymous callers get the 401 of every non-public path.
+  for (const [token, status] of [
+    [undefined, 401],
+    [h.teacher, 404],
+  ] as const) {
+    const metrics = await h.call("GET", "/metrics", { token });
+    assert.equal(metrics.status, status, `/metrics ${token ? "with" : "without"} a token`);
+    assert.doesNotMatch(metrics.text, /userland_user_manager_/);
+  }
 
   // Tokens are reviewed once and then cached (by hash): the teacher's many calls above cost one TokenReview.
-  const before = metricValue(
-    (await h.call("GET", "/metrics")).text,
-    "userland_user_manager_token_reviews_total",
-    { result: "authenticated" },
-  );
+  const before = metricValue(await h.metricsText(), "userland_user_manager_token_reviews_total", {
+    result: "authenticated",
+  });
   for (let i = 0; i < 3; i++) await h.call("GET", "/api/v1/userlands", { token: h.teacher });
-  const after = metricValue(
-    (await h.call("GET", "/metrics")).text,
-    "userland_user_manager_token_reviews_total",
-    { result: "authenticated" },
-  );
+  const after = metricValue(await h.metricsText(), "userland_user_manager_token_reviews_total", {
+    result: "authenticated",
+  });
   assert.equal(after, before, "no TokenReview for a cached token");
   assert.ok(before >= 2, "teacher, student and alice were each reviewed");
 });
@@ -211,7 +217,7 @@ test("create, conflicts, unknown template and input validation", async (t) => {
   // Nothing was created by any of the refused requests.
   const all = await h.call("GET", "/api/v1/userlands", { token: h.teacher });
   assert.deepEqual(items(all), ["a.b@uni.ac.jp", "a.b@uni.ac.jp", "carol", "erin"]);
-  const text = (await h.call("GET", "/metrics")).text;
+  const text = await h.metricsText();
   assert.equal(metricValue(text, "userland_user_manager_userlands_created_total", { source: "api" }), 3);
   assert.ok(
     metricValue(text, "userland_user_manager_http_requests_total", {
@@ -353,7 +359,7 @@ test("list with filters, get, start, stop and delete", async (t) => {
   assert.equal((await h.call("DELETE", `/api/v1/userlands/${alice}`, { token: h.teacher })).status, 404);
   assert.deepEqual(await list(""), ["bob", "carol"]);
   assert.equal(
-    metricValue((await h.call("GET", "/metrics")).text, "userland_user_manager_userlands_deleted_total", {
+    metricValue(await h.metricsText(), "userland_user_manager_userlands_deleted_total", {
       source: "api",
     }),
     1,

@@ -13,7 +13,8 @@ import {
   testNamespace,
 } from "../../../test/support/cluster.ts";
 import { installCrds } from "../../../test/support/operator.ts";
-import { settings } from "../config.ts";
+import { ConfigError } from "../../../lib/config.ts";
+import { loadUserManagerConfig, settings } from "../config.ts";
 import { userManagerRest } from "./support.ts";
 
 const main = join(repoRoot, "services", "user-manager", "main.ts");
@@ -48,8 +49,34 @@ test("an invalid configuration names every variable to fix and exits 2", () => {
   assert.match(noKube.stderr, /no Kubernetes credentials: set KUBECONFIG/);
 });
 
+test("the admin listener is 0.0.0.0:9090 unless set, and never the API's port", () => {
+  const config = loadUserManagerConfig({});
+  assert.deepEqual([config.adminHost, config.adminPort], ["0.0.0.0", 9090]);
+  assert.throws(
+    () => loadUserManagerConfig({ USER_MANAGER_PORT: "9090" }),
+    (e: unknown) =>
+      e instanceof ConfigError &&
+      e.problems.join() === "USER_MANAGER_PORT and USER_MANAGER_ADMIN_PORT must differ",
+  );
+  // Reported with the console's problems: one pass to fix a deployment.
+  assert.throws(
+    () =>
+      loadUserManagerConfig({
+        USER_MANAGER_ADMIN_PORT: "8080",
+        USER_MANAGER_LOGIN_URL: "https://a.example/login",
+      }),
+    (e: unknown) =>
+      e instanceof ConfigError &&
+      e.problems.some((p) => p.includes("must differ")) &&
+      e.problems.some((p) => p.includes("USER_MANAGER_SESSION_JWKS_URL")),
+  );
+  loadUserManagerConfig({ USER_MANAGER_PORT: "9090", USER_MANAGER_ADMIN_HOST: "127.0.0.1" });
+});
+
 interface Running {
   port: number;
+  /** The admin listener's URL, from the start-up log line. */
+  adminUrl: string | undefined;
   logs: () => string;
   exited: Promise<number | null>;
   kill: (signal: NodeJS.Signals) => void;
@@ -71,6 +98,8 @@ async function run(t: TestContext, ns: string, token: string): Promise<Running> 
       USERLAND_NAMESPACE: ns,
       USER_MANAGER_HOST: "127.0.0.1",
       USER_MANAGER_PORT: "0",
+      USER_MANAGER_ADMIN_HOST: "127.0.0.1",
+      USER_MANAGER_ADMIN_PORT: "0",
     },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -86,10 +115,11 @@ async function run(t: TestContext, ns: string, token: string): Promise<Running> 
     const m = /"address":"http:\/\/127\.0\.0\.1:(\d+)".*user-manager listening/.exec(output);
     return m ? Number(m[1]) : undefined;
   });
-  return { port, logs: () => output, exited, kill: (s) => child.kill(s) };
+  const adminUrl = /"adminUrl":"(http:\/\/127\.0\.0\.1:\d+)".*user-manager listening/.exec(output)?.[1];
+  return { port, adminUrl, logs: () => output, exited, kill: (s) => child.kill(s) };
 }
 
-test("main.ts serves, checks its own permissions and shuts down gracefully on SIGTERM", async (t) => {
+test("main.ts serves, /metrics only on its admin port, checks its own permissions and shuts down gracefully on SIGTERM", async (t) => {
   await installCrds();
   const ns = await testNamespace(t, "um");
   const { token } = await userManagerRest(t, ns);
@@ -101,9 +131,23 @@ test("main.ts serves, checks its own permissions and shuts down gracefully on SI
   const base = `http://127.0.0.1:${svc.port}`;
   assert.equal((await fetch(`${base}/readyz`)).status, 200);
   assert.equal((await fetch(`${base}/api/v1/userlands`)).status, 401);
-  const metrics = await (await fetch(`${base}/metrics`)).text();
-  assert.match(metrics, /userland_user_manager_kube_requests_total\{verb="GET",code="200"\}/);
-  assert.match(metrics, /userland_user_manager_process_cpu_seconds_total/);
+  // The API's port is routed from the internet (/console, /api/v1): no counters there. Without
+  // credentials every path but the public ones is a 401; a signed-in caller learns it is no page.
+  const anonymous = await fetch(`${base}/metrics`);
+  assert.equal(anonymous.status, 401);
+  assert.doesNotMatch(await anonymous.text(), /userland_user_manager_/);
+  const signedIn = await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${token}` } });
+  assert.equal(signedIn.status, 404);
+  assert.doesNotMatch(await signedIn.text(), /userland_user_manager_/);
+
+  assert.ok(svc.adminUrl, `the admin URL is logged: ${svc.logs()}`);
+  assert.notEqual(svc.adminUrl, base);
+  const metrics = await fetch(`${svc.adminUrl}/metrics`);
+  assert.equal(metrics.status, 200);
+  const text = await metrics.text();
+  assert.match(text, /userland_user_manager_kube_requests_total\{verb="GET",code="200"\}/);
+  assert.match(text, /userland_user_manager_process_cpu_seconds_total/);
+  assert.equal((await fetch(`${svc.adminUrl}/healthz`)).status, 200);
 
   svc.kill("SIGTERM");
   assert.equal(await svc.exited, 0);

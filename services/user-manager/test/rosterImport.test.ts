@@ -90,7 +90,7 @@ test("JSON roster: creates what is missing, reports the rest per line; a second 
   assert.equal(second.invalid.length, 3);
   assert.equal((await stored(h)).size, 5, "nothing duplicated");
   assert.equal(
-    metricValue((await h.call("GET", "/metrics")).text, "userland_user_manager_userlands_created_total", {
+    metricValue(await h.metricsText(), "userland_user_manager_userlands_created_total", {
       source: "roster",
     }),
     4,
@@ -249,7 +249,7 @@ test("prune: a dry run lists absentees; dryRun=false deletes them; invalid lines
   );
   assert.ok(!left.get("zed") || left.get("zed")?.metadata.deletionTimestamp);
   assert.equal(
-    metricValue((await h.call("GET", "/metrics")).text, "userland_user_manager_userlands_deleted_total", {
+    metricValue(await h.metricsText(), "userland_user_manager_userlands_deleted_total", {
       source: "roster",
     }),
     1,

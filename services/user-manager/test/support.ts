@@ -61,6 +61,8 @@ export interface Harness {
   /** A token for a new ServiceAccount with a Role of these rules in the test namespace. */
   callerWith(name: string, rules: k8s.V1PolicyRule[]): Promise<string>;
   call(method: string, path: string, opts?: CallOptions): Promise<ApiResponse>;
+  /** The app's /metrics page, as main.ts serves it on the admin port (never on `base`). */
+  metricsText(): Promise<string>;
 }
 
 export interface CallOptions {
@@ -185,7 +187,7 @@ export async function startUserManager(t: TestContext, opts: HarnessOptions = {}
     try {
       json = text ? (JSON.parse(text) as Record<string, unknown>) : {};
     } catch {
-      // not JSON (metrics)
+      // not JSON (a page, an empty 404)
     }
     return { status: r.status, headers: r.headers, text, json };
   };
@@ -228,7 +230,8 @@ export async function startUserManager(t: TestContext, opts: HarnessOptions = {}
     { apiGroups: ["userland.dev"], resources: ["userlands"], verbs: USERLAND_VERBS },
   ]);
   const student = await serviceAccountToken(ns, "student");
-  return { ns, base, app, metrics, rest, teacher, student, callerWith, call };
+  const metricsText = () => metrics.registry.metrics();
+  return { ns, base, app, metrics, rest, teacher, student, callerWith, call, metricsText };
 }
 
 /** The value of one sample of a Prometheus text exposition, 0 when absent. */

@@ -13,6 +13,7 @@ import { createLogger } from "../../../../lib/logger.ts";
 import { generateSigningKey } from "../../../../lib/session.ts";
 import { buildApp, type AuthApp } from "../../app.ts";
 import { loadAuthConfig } from "../../config.ts";
+import { createMetrics } from "../../metrics.ts";
 
 export interface Listener {
   server: Server;
@@ -66,14 +67,18 @@ export async function newKeysFile(dir: TempDir, name = "keys.json"): Promise<{ f
 export interface RunningAuth {
   url: string;
   app: AuthApp;
+  /** The app's /metrics page, as main.ts serves it on the admin port (never on `url`). */
+  metricsText(): Promise<string>;
   close(): Promise<void>;
 }
 
 /** Builds the app from `env` (AUTH_PUBLIC_URL is filled in) and serves it on `listener`. */
 export async function startAuth(listener: Listener, env: Record<string, string>): Promise<RunningAuth> {
   const config = loadAuthConfig({ AUTH_PUBLIC_URL: listener.url, AUTH_COOKIE_SECURE: "false", ...env });
+  const metrics = createMetrics();
   const app = await buildApp(config, {
     log: createLogger("auth-test", process.env.TEST_LOG_LEVEL ?? "silent"),
+    metrics,
   });
   await app.ready();
   const handler = (req: Parameters<typeof app.routing>[0], res: Parameters<typeof app.routing>[1]) =>
@@ -82,6 +87,7 @@ export async function startAuth(listener: Listener, env: Record<string, string>)
   return {
     url: listener.url,
     app,
+    metricsText: () => metrics.registry.metrics(),
     async close() {
       listener.server.off("request", handler);
       await app.close();
