@@ -290,6 +290,8 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       KUBECONFIG: await kubeconfigFor("user-manager"),
       USER_MANAGER_HOST: "127.0.0.1",
       USER_MANAGER_PORT: String(ports.userManager),
+      USER_MANAGER_ADMIN_HOST: "127.0.0.1",
+      USER_MANAGER_ADMIN_PORT: "0", // /metrics; the log says where (adminUrl)
       USER_MANAGER_SESSION_PUBLIC_KEYS_FILE: publicFile,
       USER_MANAGER_LOGIN_URL: `${authUrl}/login`,
       USER_MANAGER_CONSOLE_URL: `${userManagerUrl}/console/`,
@@ -297,6 +299,8 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
     run("auth", "services/auth/main.ts", {
       AUTH_HOST: "127.0.0.1",
       AUTH_PORT: String(ports.auth),
+      AUTH_ADMIN_HOST: "127.0.0.1",
+      AUTH_ADMIN_PORT: "0", // /metrics; the log says where (adminUrl)
       AUTH_PUBLIC_URL: `${authUrl}/`,
       AUTH_SESSION_KEYS_FILE: privateFile,
       AUTH_COOKIE_SECURE: "false",
