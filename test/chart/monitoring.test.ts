@@ -30,6 +30,15 @@ const monitoringOn = {
   },
 };
 
+/** The setting that puts each component's admin listener (probes and /metrics) on a port. */
+const ADMIN_PORT_SETTING: Record<string, string> = {
+  // The operator serves no API: its one port is its admin listener.
+  operator: "OPERATOR_HTTP_PORT",
+  proxy: "PROXY_ADMIN_PORT",
+  auth: "AUTH_ADMIN_PORT",
+  "user-manager": "USER_MANAGER_ADMIN_PORT",
+};
+
 interface ServicePort {
   name: string;
   port: number;
@@ -118,7 +127,7 @@ test("each ServiceMonitor selects Services of its component with the port that s
     const scraped = selected.filter((s) =>
       (s.spec as { ports: ServicePort[] }).ports.some((p) => p.name === spec.endpoints[0]?.port),
     );
-    // Exactly one Service is scraped: the proxy's student-facing Service has no metrics port.
+    // Exactly one Service is scraped: the student-facing Services have no metrics port.
     assert.equal(scraped.length, 1, `${monitor.metadata.name} scrapes one Service`);
     assert.equal(spec.endpoints[0]?.path, "/metrics");
     const component = monitor.metadata.labels?.["app.kubernetes.io/component"];
@@ -128,19 +137,26 @@ test("each ServiceMonitor selects Services of its component with the port that s
     const servicePort = (scraped[0]?.spec as { ports: ServicePort[] }).ports.find(
       (p) => p.name === spec.endpoints[0]?.port,
     );
-    const containers = (
+    const container = (
       deployment?.spec as {
         template: {
-          spec: { containers: { ports: { name: string }[]; livenessProbe: { httpGet: { port: string } } }[] };
+          spec: {
+            containers: {
+              ports: { name: string; containerPort: number }[];
+              env: { name: string; value?: string }[];
+            }[];
+          };
         };
       }
-    ).template.spec.containers;
-    // The port the Service sends to is the one the component's probes (and so /metrics) answer on.
-    assert.equal(
-      servicePort?.targetPort,
-      containers[0]?.livenessProbe.httpGet.port,
-      `${component}'s metrics port`,
-    );
+    ).template.spec.containers[0];
+    // The port the Service sends to is the one the component's admin listener (lib/adminServer.ts,
+    // the only server with /metrics) is told to listen on.
+    const target = container?.ports.find((p) => p.name === servicePort?.targetPort);
+    const adminSetting = ADMIN_PORT_SETTING[component ?? ""];
+    assert.ok(adminSetting, `${component} is a known component`);
+    const adminPort = container?.env.find((e) => e.name === adminSetting)?.value;
+    assert.ok(target && adminPort, `${component}: the container has the port and ${adminSetting}`);
+    assert.equal(target.containerPort, Number(adminPort), `${component}'s metrics port is ${adminSetting}`);
   }
 });
 
