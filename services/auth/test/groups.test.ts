@@ -6,17 +6,8 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { createSessionVerifier, loadSigningKeys, publicJwks, SESSION_COOKIE } from "../../../lib/session.ts";
-import {
-  listen,
-  newKeysFile,
-  startAuth,
-  tempDir,
-  type Listener,
-  type RunningAuth,
-  type TempDir,
-} from "./support/auth.ts";
+import { startAuthWithOidc, type AuthWithOidc } from "./support/auth.ts";
 import { Browser } from "./support/browser.ts";
-import { startOidcProvider, type TestOidcProvider } from "./support/oidc-provider.ts";
 
 const many = Array.from({ length: 200 }, (_, i) => `course-${String(i).padStart(3, "0")}-with-a-long-name`);
 const accounts = {
@@ -27,38 +18,20 @@ const accounts = {
   crowded: { preferred_username: "crowded", groups: many },
 };
 
-let dir: TempDir;
-let listener: Listener;
-let idp: TestOidcProvider;
-let auth: RunningAuth;
-let keysFile: string;
+let env: AuthWithOidc;
 
 before(async () => {
-  dir = await tempDir();
-  keysFile = (await newKeysFile(dir)).file;
-  listener = await listen();
-  idp = await startOidcProvider({ redirectUri: `${listener.url}callback/oidc`, accounts });
-  auth = await startAuth(listener, {
-    AUTH_SESSION_KEYS_FILE: keysFile,
-    AUTH_OIDC_ISSUER: idp.issuer,
-    AUTH_OIDC_CLIENT_ID: idp.clientId,
-    AUTH_OIDC_CLIENT_SECRET: idp.clientSecret,
-    AUTH_OIDC_ALLOW_HTTP: "true",
-    AUTH_OIDC_SCOPES: "openid,profile,groups",
-  });
+  env = await startAuthWithOidc(accounts, { AUTH_OIDC_SCOPES: "openid,profile,groups" });
 });
 after(async () => {
-  await auth?.close();
-  await listener?.close();
-  await idp?.close();
-  await dir?.remove();
+  await env?.close();
 });
 
 /** Signs `account` in; the browser then holds its session. */
 async function signIn(account: string): Promise<Browser> {
   const browser = new Browser();
-  idp.signInAs(account);
-  const { url } = await browser.navigate(new URL("login", auth.url), {
+  env.idp.signInAs(account);
+  const { url } = await browser.navigate(new URL("login", env.auth.url), {
     stopAt: (u) => u.pathname === "/callback/oidc",
   });
   const done = await browser.fetch(url);
@@ -67,7 +40,7 @@ async function signIn(account: string): Promise<Browser> {
 }
 
 async function whoami(browser: Browser): Promise<{ user: string; groups: string[] }> {
-  const r = await browser.fetch(new URL("whoami", auth.url));
+  const r = await browser.fetch(new URL("whoami", env.auth.url));
   assert.equal(r.status, 200);
   return (await r.json()) as { user: string; groups: string[] };
 }
@@ -77,7 +50,7 @@ test("the groups claim is in the session: /whoami shows it, a verifier with the 
   const me = await whoami(browser);
   assert.equal(me.user, "carol");
   assert.deepEqual(me.groups, ["staff", "teachers"]);
-  const verifier = createSessionVerifier(publicJwks(await loadSigningKeys(keysFile)));
+  const verifier = createSessionVerifier(publicJwks(await loadSigningKeys(env.keysFile)));
   const session = await verifier.verify(browser.cookie(SESSION_COOKIE));
   assert.deepEqual(session?.groups, ["staff", "teachers"]);
 

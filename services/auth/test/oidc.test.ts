@@ -8,17 +8,9 @@ import { after, before, describe, test } from "node:test";
 import { SESSION_COOKIE } from "../../../lib/session.ts";
 import { loadSigningKeys } from "../../../lib/session.ts";
 import { createTransactionSealer } from "../transaction.ts";
-import {
-  listen,
-  newKeysFile,
-  startAuth,
-  tempDir,
-  type Listener,
-  type RunningAuth,
-  type TempDir,
-} from "./support/auth.ts";
+import { startAuthWithOidc, type AuthWithOidc, type RunningAuth } from "./support/auth.ts";
 import { Browser, parseSetCookie } from "./support/browser.ts";
-import { startOidcProvider, type TestOidcProvider } from "./support/oidc-provider.ts";
+import type { TestOidcProvider } from "./support/oidc-provider.ts";
 
 const accounts = {
   alice: {
@@ -62,35 +54,23 @@ const accounts = {
 const APP = "https://code.apps.example.test/lab?x=1";
 
 describe("OIDC login against a real oidc-provider", () => {
-  let dir: TempDir;
-  let listener: Listener;
+  let env: AuthWithOidc;
   let idp: TestOidcProvider;
   let auth: RunningAuth;
   let keysFile: string;
 
   before(async () => {
-    dir = await tempDir();
-    keysFile = (await newKeysFile(dir)).file;
-    listener = await listen();
-    idp = await startOidcProvider({ redirectUri: `${listener.url}callback/oidc`, accounts });
-    auth = await startAuth(listener, {
-      AUTH_SESSION_KEYS_FILE: keysFile,
-      AUTH_OIDC_ISSUER: idp.issuer,
-      AUTH_OIDC_CLIENT_ID: idp.clientId,
-      AUTH_OIDC_CLIENT_SECRET: idp.clientSecret,
-      AUTH_OIDC_ALLOW_HTTP: "true",
+    env = await startAuthWithOidc(accounts, {
       AUTH_OIDC_SCOPES: "openid,profile,email,groups",
       AUTH_ALLOWED_REDIRECT_HOSTS: "*.apps.example.test",
       AUTH_ALLOWED_DOMAINS: "uni.example.org",
       AUTH_ALLOWED_GROUPS: "students",
       AUTH_SESSION_TTL: "2h",
     });
+    ({ idp, auth, keysFile } = env);
   });
   after(async () => {
-    await auth?.close();
-    await listener?.close();
-    await idp?.close();
-    await dir?.remove();
+    await env?.close();
   });
 
   /** Starts a login for `account` and walks the browser up to (not into) the callback. */

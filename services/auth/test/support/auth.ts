@@ -14,6 +14,7 @@ import { generateSigningKey } from "../../../../lib/session.ts";
 import { buildApp, type AuthApp } from "../../app.ts";
 import { loadAuthConfig } from "../../config.ts";
 import { createMetrics } from "../../metrics.ts";
+import { startOidcProvider, type AccountClaims, type TestOidcProvider } from "./oidc-provider.ts";
 
 export interface Listener {
   server: Server;
@@ -91,6 +92,48 @@ export async function startAuth(listener: Listener, env: Record<string, string>)
     async close() {
       listener.server.off("request", handler);
       await app.close();
+    },
+  };
+}
+
+export interface AuthWithOidc {
+  dir: TempDir;
+  keysFile: string;
+  idp: TestOidcProvider;
+  auth: RunningAuth;
+  close(): Promise<void>;
+}
+
+/**
+ * The auth service signing in with a real oidc-provider whose `accounts` may log in: the OIDC
+ * settings are filled in, `env` adds to them (scopes, allow-lists, ...).
+ */
+export async function startAuthWithOidc(
+  accounts: Record<string, AccountClaims>,
+  env: Record<string, string>,
+): Promise<AuthWithOidc> {
+  const dir = await tempDir();
+  const keysFile = (await newKeysFile(dir)).file;
+  const listener = await listen();
+  const idp = await startOidcProvider({ redirectUri: `${listener.url}callback/oidc`, accounts });
+  const auth = await startAuth(listener, {
+    AUTH_SESSION_KEYS_FILE: keysFile,
+    AUTH_OIDC_ISSUER: idp.issuer,
+    AUTH_OIDC_CLIENT_ID: idp.clientId,
+    AUTH_OIDC_CLIENT_SECRET: idp.clientSecret,
+    AUTH_OIDC_ALLOW_HTTP: "true",
+    ...env,
+  });
+  return {
+    dir,
+    keysFile,
+    idp,
+    auth,
+    async close() {
+      await auth.close();
+      await listener.close();
+      await idp.close();
+      await dir.remove();
     },
   };
 }
