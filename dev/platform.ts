@@ -16,6 +16,7 @@ import {
   renameSync,
   writeFileSync,
 } from "node:fs";
+import { connect, createServer, type Socket } from "node:net";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
 import type { Userland } from "../api/v1alpha1/index.ts";
@@ -59,6 +60,14 @@ export interface PlatformOptions {
   /** Fixed ports for `npm start`; free ports when omitted (tests). */
   ports?: Partial<PlatformPorts>;
   log?: (line: string) => void;
+  /**
+   * More Templates each at a port of its own on 127.0.0.1, besides the demo at the proxy's port (as
+   * on the real platform: cookies ignore ports): the port is relayed to the proxy, which serves the
+   * Template there (PROXY_HOST_TEMPLATES).
+   */
+  templatePorts?: string[];
+  /** Whether a student with no environment gets one of the demo at sign-in (default true). */
+  provision?: boolean;
 }
 
 /** A credentials file the platform wrote for a component. */
@@ -77,6 +86,8 @@ export interface Platform {
   /** The teachers' console (sign in as CONSOLE_TEACHER). */
   consoleUrl: string;
   identityProviderUrl: string;
+  /** Where each of `templatePorts` is served. */
+  templateUrls: Record<string, string>;
   namespace: string;
   controlPlane: ControlPlaneInfo;
   /** An admin (cluster-admin) client. */
@@ -153,6 +164,7 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
   const demos = new Map<string, DemoEnvironment>();
   let idp: DevIdentityProvider | undefined;
   let informer: Informer<Userland> | undefined;
+  const relays: { close(): Promise<void> }[] = [];
 
   const controlPlane = new ControlPlane({
     dir: join(dir, "cluster"),
@@ -167,6 +179,7 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       ),
     );
     for (const demo of demos.values()) await demo.close();
+    for (const relay of relays) await relay.close();
     await idp?.close();
     await rest.close();
     await controlPlane.stop({ keepFiles: true });
@@ -250,6 +263,9 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       userManager: opts.ports?.userManager ?? (await freePort()),
       identityProvider: opts.ports?.identityProvider ?? (await freePort()),
     };
+    const templatePorts = new Map<string, number>();
+    for (const template of opts.templatePorts ?? []) templatePorts.set(template, await freePort());
+    const templateHosts = [...templatePorts].map(([template, port]) => [`127.0.0.1:${port}`, template]);
     // Session keys: the auth service signs, the proxy only verifies.
     const privateKeys = { keys: [await generateSigningKey()] };
     const privateFile = join(dir, "session-keys.private.json");
@@ -304,7 +320,11 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       AUTH_PUBLIC_URL: `${authUrl}/`,
       AUTH_SESSION_KEYS_FILE: privateFile,
       AUTH_COOKIE_SECURE: "false",
-      AUTH_ALLOWED_REDIRECT_HOSTS: `127.0.0.1:${ports.proxy},127.0.0.1:${ports.userManager}`,
+      AUTH_ALLOWED_REDIRECT_HOSTS: [
+        `127.0.0.1:${ports.proxy}`,
+        `127.0.0.1:${ports.userManager}`,
+        ...templateHosts.map(([host]) => host),
+      ].join(","),
       AUTH_DEFAULT_REDIRECT: `${url}/_userland/home`,
       AUTH_CLEAR_SITE_URL: `${url}/_userland/signed-out`,
       AUTH_OIDC_ISSUER: idp.issuer,
@@ -313,10 +333,14 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       AUTH_OIDC_CLIENT_SECRET: idp.clientSecret,
       AUTH_OIDC_DISPLAY_NAME: "local test login (any name)",
       AUTH_USERNAME_CLAIM: "preferred_username",
-      AUTH_PROVISION_URL: userManagerUrl,
-      AUTH_PROVISION_TEMPLATE: DEMO_TEMPLATE,
-      // The auth service's own ServiceAccount, as the chart mounts it for provisioning.
-      AUTH_PROVISION_TOKEN_FILE: await tokenFile("auth"),
+      ...(opts.provision === false
+        ? {}
+        : {
+            AUTH_PROVISION_URL: userManagerUrl,
+            AUTH_PROVISION_TEMPLATE: DEMO_TEMPLATE,
+            // The auth service's own ServiceAccount, as the chart mounts it for provisioning.
+            AUTH_PROVISION_TOKEN_FILE: await tokenFile("auth"),
+          }),
     });
     const overridesFile = join(dir, "upstreams.json");
     writeFileSync(overridesFile, "{}");
@@ -329,6 +353,9 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       PROXY_SESSION_PUBLIC_KEYS_FILE: publicFile,
       PROXY_LOGIN_URL: `${authUrl}/login`,
       PROXY_DEFAULT_TEMPLATE: DEMO_TEMPLATE,
+      ...(templateHosts.length > 0
+        ? { PROXY_HOST_TEMPLATES: templateHosts.map(([host, t]) => `${host}=${t}`).join(",") }
+        : {}),
       PROXY_UPSTREAM_OVERRIDES_FILE: overridesFile,
       PROXY_USER_MANAGER_URL: userManagerUrl,
       // The Start button asks the user-manager with the proxy's own token, as in the chart: the
@@ -336,6 +363,8 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       PROXY_USER_MANAGER_TOKEN_FILE: await tokenFile("proxy"),
       PROXY_ACTIVITY_FLUSH: "10s",
     });
+
+    for (const port of templatePorts.values()) relays.push(await relayTo(port, ports.proxy));
 
     // Demo environments: one loopback server per Userland Service, published to the proxy's overrides.
     informer = new Informer<Userland>(adminKc, rest, {
@@ -397,6 +426,9 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       userManagerUrl,
       consoleUrl: `${userManagerUrl}/console/`,
       identityProviderUrl: idp.issuer,
+      templateUrls: Object.fromEntries(
+        [...templatePorts].map(([template, port]) => [template, `http://127.0.0.1:${port}/`]),
+      ),
       namespace: NAMESPACE,
       controlPlane: info,
       rest,
@@ -411,6 +443,31 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
     await stop().catch(() => undefined);
     throw error;
   }
+}
+
+/** Listens on 127.0.0.1:`port` and passes every connection to 127.0.0.1:`target` unchanged. */
+async function relayTo(port: number, target: number): Promise<{ close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server = createServer((client) => {
+    const upstream = connect(target, "127.0.0.1");
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.once("close", () => sockets.delete(socket));
+    }
+    client.pipe(upstream).pipe(client);
+    client.on("error", () => upstream.destroy());
+    upstream.on("error", () => client.destroy());
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, "127.0.0.1", resolve);
+  });
+  return {
+    close: () => {
+      for (const socket of sockets) socket.destroy();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
 }
 
 /** deploy/*.yaml Templates, so the local platform shows the real examples too. */

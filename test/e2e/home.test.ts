@@ -11,12 +11,13 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import type { Browser, Page } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { templatesPath, userlandsPath, type Userland } from "../../api/v1alpha1/index.ts";
 import { repoRoot } from "../../cluster/controlPlane.ts";
 import { DEMO_TEMPLATE, startPlatform, type Platform } from "../../dev/platform.ts";
 import { launchBrowser } from "../support/browser.ts";
 import { eventually } from "../support/cluster.ts";
+import { homeCard as card } from "../support/platformPages.ts";
 
 const screenshots = join(repoRoot, "docs", "screenshots");
 const artifacts = join(repoRoot, "artifacts", "e2e");
@@ -36,10 +37,6 @@ after(async () => {
   await browser?.close();
   await platform?.stop();
 });
-
-/** The card of the student's environment of `template` on the home page. */
-const card = (page: Page, template: string) =>
-  page.locator("li.card", { has: page.locator(`form input[name=userland]`) }).filter({ hasText: template });
 
 async function userlandOf(user: string, template: string): Promise<Userland | undefined> {
   const list = await platform.rest.list<Userland>(userlandsPath(platform.namespace));

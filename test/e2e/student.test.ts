@@ -18,6 +18,7 @@ import { DEMO_TEMPLATE, startPlatform, type Platform } from "../../dev/platform.
 import { repoRoot } from "../../cluster/controlPlane.ts";
 import { launchBrowser } from "../support/browser.ts";
 import { eventually } from "../support/cluster.ts";
+import { environmentOf as environmentOfPage, signIn } from "../support/platformPages.ts";
 
 const artifacts = join(repoRoot, "artifacts", "e2e");
 let platform: Platform;
@@ -41,37 +42,19 @@ const userland = (name: string) =>
     paths.namespaced("userland.dev", "v1alpha1", "userlands", platform.namespace, name),
   );
 
-/** Logs in at the local identity provider; returns the page after the redirects settle. */
+/** Signs in at the local identity provider; returns the page after the redirects settle. */
 async function login(context: BrowserContext, name: string, screenshot?: string): Promise<Page> {
   const page = await context.newPage();
-  await page.goto(platform.url);
-  // Sent to the identity provider's login page via the auth service.
-  await page.waitForSelector("input[name=name]");
-  assert.ok(page.url().startsWith(platform.identityProviderUrl), `on the login page: ${page.url()}`);
-  if (screenshot) await page.screenshot({ path: join(artifacts, screenshot), fullPage: true });
-  await page.fill("input[name=name]", name);
-  await Promise.all([
-    page.waitForURL((u) => u.toString().startsWith(platform.url)),
-    page.click("button[type=submit]"),
-  ]);
+  await signIn(page, {
+    url: platform.url,
+    name,
+    identityProviderUrl: platform.identityProviderUrl,
+    ...(screenshot ? { loginShot: join(artifacts, screenshot) } : {}),
+  });
   return page;
 }
 
-async function environmentOf(page: Page): Promise<{ owner: string; xUser: string }> {
-  try {
-    await page.waitForSelector("#owner", { timeout: 60_000 });
-  } catch (error) {
-    await page.screenshot({ path: join(artifacts, `failed-${Date.now()}.png`), fullPage: true });
-    throw new Error(
-      `no environment page at ${page.url()}: ${(await page.textContent("body"))?.slice(0, 500)}`,
-      { cause: error },
-    );
-  }
-  return {
-    owner: (await page.textContent("#owner")) ?? "",
-    xUser: (await page.textContent("#x-user")) ?? "",
-  };
-}
+const environmentOf = (page: Page) => environmentOfPage(page, artifacts);
 
 test("a new student logs in, is provisioned, waits on the starting page, works in their own environment, logs out", async () => {
   const context = await browser.newContext();
