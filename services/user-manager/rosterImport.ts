@@ -132,7 +132,8 @@ const ImportResult = Type.Object({
   dryRun: Type.Boolean({ description: "True when deletions were only listed." }),
   message: Type.Optional(Type.String()),
 });
-type ImportResult = Static<typeof ImportResult>;
+/** The import's answer; the console reads it as it is (console/pages.ts). */
+export type ImportResult = Static<typeof ImportResult>;
 
 const ref = (u: Userland) => ({
   user: u.spec.user,

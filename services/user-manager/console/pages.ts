@@ -4,6 +4,7 @@
  * the browser's own: real links, buttons, labels and table headers, and a visible focus ring.
  */
 import { html, pageDocument, type Html } from "../../../lib/html.ts";
+import type { ImportResult } from "../rosterImport.ts";
 
 export const CONSOLE_PATH = "/console";
 
@@ -360,8 +361,12 @@ export function rosterFormPage(viewer: Viewer, template: string, maxBytes: numbe
     html`<p>
         A CSV file with a header row and a <code>user</code> column (optional <code>template</code> and
         <code>enabled</code> columns; others are ignored), or JSON
-        <code>{"users": ["alice", {"user": "bob", "enabled": false}]}</code>. You see what would change before
-        anything is done.
+        <code>{"users": ["alice", {"user": "bob", "templateName": "jupyter"}]}</code>. You see what would
+        change before anything is done.
+      </p>
+      <p>
+        Each row gives its student an environment of the row's Template, or of <code>${template}</code> when
+        it names none: a student in two classes is on two rows.
       </p>
       <form method="post" action="${CONSOLE_PATH}/roster/preview" enctype="multipart/form-data">
         <input type="hidden" name="template" value="${template}" />
@@ -381,7 +386,8 @@ export function rosterFormPage(viewer: Viewer, template: string, maxBytes: numbe
         <p>
           <input type="checkbox" id="prune" name="prune" value="true" />
           <label for="prune"
-            >Also remove environments of ${template} whose student is not on the roster</label
+            >Also remove environments of ${template} whose student is not on the roster (other Templates' are
+            never touched)</label
           >
         </p>
         <p class="muted">At most ${maxBytes} bytes.</p>
@@ -393,18 +399,8 @@ export function rosterFormPage(viewer: Viewer, template: string, maxBytes: numbe
   );
 }
 
-/** What the roster import answers (rosterImport.ts), as far as the console shows it. */
-export interface ImportReport {
-  created: { line: number; user: string; name: string; templateName: string }[];
-  toCreate?: { line: number; user: string; name: string; templateName: string }[];
-  existing: { line: number; user: string; name: string; templateName: string; rosterTemplate?: string }[];
-  invalid: { line: number; user: string; reason: string }[];
-  duplicates: { user: string; lines: number[] }[];
-  failed: { line?: number; user: string; reason: string }[];
-  toDelete: { user: string; name: string; templateName: string }[];
-  deleted: { user: string; name: string; templateName: string }[];
-  message?: string;
-}
+/** What the roster import answers: its own type, so the console cannot drift from the API. */
+export type ImportReport = ImportResult;
 
 function section<T>(
   id: string,
@@ -456,9 +452,10 @@ function rejectedSections(report: ImportReport): Html {
           "duplicates",
           "Listed more than once (used once)",
           report.duplicates,
-          ["Student", "Lines"],
+          ["Student", "Template", "Lines"],
           (d) =>
             html`<td>${d.user}</td>
+              <td>${d.templateName}</td>
               <td>${d.lines.join(", ")}</td>`,
         )
       : ""
@@ -489,15 +486,20 @@ export function rosterPreviewPage(
       )}
       ${
         roster.prune
-          ? section(
-              "to-remove",
-              "To remove (not on the roster)",
-              report.toDelete,
-              ["Student", "Environment"],
-              (r) =>
-                html`<td>${r.user}</td>
-                  <td class="mono">${r.name}</td>`,
-            )
+          ? html`${section(
+                "to-remove",
+                "To remove (not on the roster)",
+                report.toDelete,
+                ["Student", "Template", "Environment"],
+                (r) =>
+                  html`<td>${r.user}</td>
+                    <td>${r.templateName}</td>
+                    <td class="mono">${r.name}</td>`,
+              )}
+              <p class="muted" id="prune-scope">
+                Only environments of ${templateList(report.pruneTemplates ?? [template])} are removed; other
+                Templates' are never touched.
+              </p>`
           : ""
       }
       ${section(
@@ -508,9 +510,7 @@ export function rosterPreviewPage(
         (r) =>
           html`${line(r.line)}
             <td>${r.user}</td>
-            <td>
-              ${r.templateName}${r.rosterTemplate ? html` (the roster asks for ${r.rosterTemplate})` : ""}
-            </td>`,
+            <td>${r.templateName}</td>`,
       )}
       ${rejectedSections(report)}
       ${
@@ -546,10 +546,11 @@ export function rosterResultPage(viewer: Viewer, template: string, report: Impor
         "added",
         "Added",
         report.created,
-        ["Line", "Student", "Environment"],
+        ["Line", "Student", "Template", "Environment"],
         (r) =>
           html`${line(r.line)}
             <td>${r.user}</td>
+            <td>${r.templateName}</td>
             <td class="mono">${r.name}</td>`,
       )}
       ${
@@ -558,9 +559,10 @@ export function rosterResultPage(viewer: Viewer, template: string, report: Impor
               "removed",
               "Removed",
               report.deleted,
-              ["Student", "Environment"],
+              ["Student", "Template", "Environment"],
               (r) =>
                 html`<td>${r.user}</td>
+                  <td>${r.templateName}</td>
                   <td class="mono">${r.name}</td>`,
             )
           : ""
@@ -582,6 +584,13 @@ export function rosterResultPage(viewer: Viewer, template: string, report: Impor
       ${rejectedSections(report)}
       <p><a href="${classUrl(template)}">Go to the class</a></p>`,
   );
+}
+
+/** "a", "a and b", "a, b and c", each as code. */
+function templateList(names: readonly string[]): Html {
+  return html`${names.map(
+    (n, i) => html`${i === 0 ? "" : i === names.length - 1 ? " and " : ", "}<code>${n}</code>`,
+  )}`;
 }
 
 /** A page for an error; `advice` says what to do about it. */

@@ -421,3 +421,56 @@ test("a roster upload shows the changes first and changes nothing until confirme
   assert.equal(crossSite.status, 403);
   assert.equal((await admin.listUserlands(h.ns)).length, 4, "nothing created cross-site");
 });
+
+test("a roster naming two Templates: the preview and the result show each row's Template, and removal is the page's Template only", async (t) => {
+  const h = await startConsole(t);
+  await admin.createUserland(h.ns, "gone-code", "gone@uni.example", "code");
+  await admin.createUserland(h.ns, "gone-jupyter", "gone@uni.example", "jupyter");
+  await h.appoint({ user: "alice" });
+  const cookie = await h.cookie("alice");
+
+  const form = await h.page("/console/roster?template=code", cookie);
+  assert.match(form.text, /a student in two classes\s+is\s+on\s+two\s+rows/);
+  assert.match(form.text, /other Templates'\s+are\s+never\s+touched/);
+
+  const csv = "user,template\nkim,\nkim,jupyter\nlee,\nkim,jupyter\n";
+  const upload = new FormData();
+  upload.append("template", "code");
+  upload.append("text", csv);
+  upload.append("prune", "true");
+  const preview = await fetch(`${h.base}/console/roster/preview`, {
+    method: "POST",
+    headers: { cookie, origin: CONSOLE_ORIGIN },
+    body: upload,
+  });
+  const page = await preview.text();
+  assert.equal(preview.status, 200, page.slice(0, 800));
+  const part = (id: string) =>
+    page.slice(page.indexOf(`id="${id}"`), page.indexOf("</section>", page.indexOf(`id="${id}"`)));
+  assert.match(part("to-add"), /To add \(3\)/);
+  assert.match(part("to-add"), /<td>2<\/td>\s*<td>kim<\/td>\s*<td>code<\/td>/);
+  assert.match(part("to-add"), /<td>3<\/td>\s*<td>kim<\/td>\s*<td>jupyter<\/td>/);
+  assert.match(part("to-add"), /<td>4<\/td>\s*<td>lee<\/td>\s*<td>code<\/td>/);
+  assert.match(part("duplicates"), /<td>kim<\/td>\s*<td>jupyter<\/td>\s*<td>3, 5<\/td>/);
+  // gone@ is on no row: only their environment of the page's Template goes.
+  assert.match(part("to-remove"), /To remove \(not on the roster\) \(1\)/);
+  assert.match(
+    part("to-remove"),
+    /<td>gone@uni\.example<\/td>\s*<td>code<\/td>\s*<td class="mono">gone-code<\/td>/,
+  );
+  assert.match(page, /id="prune-scope"[^>]*>\s*Only environments of <code>code<\/code> are removed/);
+
+  const applied = await h.post("/console/roster/apply", cookie, {
+    template: hiddenValue(page, "template") ?? "",
+    format: hiddenValue(page, "format") ?? "",
+    roster: hiddenValue(page, "roster") ?? "",
+    prune: hiddenValue(page, "prune") ?? "",
+  });
+  const result = await applied.text();
+  assert.equal(applied.status, 200, result.slice(0, 800));
+  assert.match(result, /Added 3, removed 1, 0 failed/);
+  assert.match(result, /<td>3<\/td>\s*<td>kim<\/td>\s*<td>jupyter<\/td>\s*<td class="mono">kim-jupyter-/);
+  assert.match(result, /<td>gone@uni\.example<\/td>\s*<td>code<\/td>\s*<td class="mono">gone-code<\/td>/);
+  const left = (await admin.listUserlands(h.ns)).map((u) => `${u.spec.user}/${u.spec.templateName}`).sort();
+  assert.deepEqual(left, ["gone@uni.example/jupyter", "kim/code", "kim/jupyter", "lee/code"]);
+});
