@@ -504,3 +504,38 @@ test("a student opens a terminal in VS Code (code-server) and runs a command in 
   await shot(page, "code-server-terminal.png");
   await carol.close();
 });
+
+test("a student in two classes finds Jupyter and phpMyAdmin on their home page and opens each at its own host", async () => {
+  // bob's phpMyAdmin is from the database class above; the programming class gives him Jupyter.
+  await createUserland(NAMESPACE, userlandNameFor("bob", "jupyter"), "bob", "jupyter", true);
+  const bob = await newContext();
+  const home = await signIn(bob, `http://${DOMAIN}/_userland/home`, "bob");
+  await expectOnPage(home, "#home", "bob's home page", 60_000);
+  const cards = () => home.locator("ul[aria-label='Your environments'] > li.card");
+  assert.deepEqual(
+    (await cards().locator("h3").allTextContents()).map((t) => t.trim()).sort(),
+    ["JupyterLab", "MariaDB + phpMyAdmin"].sort(),
+    "exactly bob's two environments",
+  );
+  // The page follows the environments' states by itself: wait until both can be opened.
+  await eventually(
+    "both of bob's environments to be ready on his home page",
+    async () => {
+      const states = await Promise.all((await cards().all()).map((c) => c.getAttribute("data-state")));
+      return states.length === 2 && states.every((s) => s === "ready") ? states : undefined;
+    },
+    240_000,
+    2000,
+  );
+  await shot(home, "home-two-classes.png");
+  for (const [title, host, selector] of [
+    ["JupyterLab", `jupyter.${DOMAIN}`, "#notebook_list"],
+    ["MariaDB + phpMyAdmin", `phpmyadmin.${DOMAIN}`, "#pma_navigation"],
+  ] as const) {
+    await home.goto(`http://${DOMAIN}/_userland/home`, { waitUntil: "domcontentloaded" });
+    await home.click(`a[aria-label='Open ${title}']`);
+    await expectOnPage(home, selector, `${title} opened from the home page`, 120_000);
+    assert.equal(new URL(home.url()).hostname, host, `${title} at its own host`);
+  }
+  await bob.close();
+});
