@@ -8,6 +8,7 @@
  *
  * Identities are looked up exactly (api/naming.ts: names are never guessed from identities).
  */
+import { isIP } from "node:net";
 import type { Template, Userland } from "../../api/v1alpha1/index.ts";
 import { TEMPLATE_NAME_PATTERN } from "../../api/v1alpha1/template.ts";
 import { normaliseHost, stripPort } from "./host.ts";
@@ -60,8 +61,17 @@ export function hostForTemplate(
 ): string | undefined {
   for (const [host, name] of routes.hostTemplates)
     if (name === template) return /:\d+$/.test(host) ? host : `${host}${port}`;
-  if (routes.baseDomain) return `${template}.${routes.baseDomain}${port}`;
+  const sub = templateSubdomain(template, routes.baseDomain);
+  if (sub) return `${sub}${port}`;
   return routes.defaultTemplate === template ? currentHost : undefined;
+}
+
+/**
+ * `<template>.<baseDomain>`, or undefined when there is no such name: no base domain, or one that
+ * is an IP address (the local platform's 127.0.0.1, whose Templates each have a port of their own).
+ */
+export function templateSubdomain(template: string, baseDomain: string | undefined): string | undefined {
+  return baseDomain && isIP(baseDomain) === 0 ? `${template}.${baseDomain}` : undefined;
 }
 
 /** The one label of `hostHeader` under `baseDomain` ("x" for "x.example.org:8443"), or undefined. */

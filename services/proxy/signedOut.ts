@@ -15,7 +15,7 @@ import { html, pageDocument } from "../../lib/html.ts";
 import type { ProxyConfig } from "./config.ts";
 import type { ClientInfo } from "./headers.ts";
 import { normaliseHost, stripPort } from "./host.ts";
-import type { ClusterView } from "./routing.ts";
+import { templateSubdomain, type ClusterView } from "./routing.ts";
 
 export const SIGNED_OUT_PATH = "/_userland/signed-out";
 
@@ -25,9 +25,10 @@ export type SignedOutConfig = Pick<ProxyConfig, "hostTemplates" | "baseDomain" |
 export function templateHosts(config: SignedOutConfig, cluster: ClusterView, port: string): string[] {
   const hosts = new Set<string>();
   for (const host of config.hostTemplates.keys()) hosts.add(/:\d+$/.test(host) ? host : `${host}${port}`);
-  if (config.baseDomain)
-    for (const name of cluster.templateNames?.() ?? [])
-      if (name) hosts.add(`${name}.${config.baseDomain}${port}`);
+  for (const name of cluster.templateNames?.() ?? []) {
+    const sub = name ? templateSubdomain(name, config.baseDomain) : undefined;
+    if (sub) hosts.add(`${sub}${port}`);
+  }
   return [...hosts].sort();
 }
 

@@ -18,7 +18,8 @@ import {
   withoutSessionCookie,
 } from "../headers.ts";
 import { clusterDnsResolver, fileOverrideResolver, overrideResolver, parseOverrides } from "../resolver.ts";
-import { templateForHost, UserlandIndex } from "../routing.ts";
+import { hostForTemplate, templateForHost, UserlandIndex, type ClusterView } from "../routing.ts";
+import { templateHosts } from "../signedOut.ts";
 import { environmentState } from "../environment.ts";
 import { originAllowed } from "../headers.ts";
 import { SPOOFED_IDENTITY_HEADERS, testKeys } from "./support.ts";
@@ -47,6 +48,24 @@ test("the Host picks the Template: map, then <template>.<base domain>, then the 
   assert.equal(templateForHost("apps.example.org", routes), undefined);
   assert.equal(templateForHost("evil.org", { ...routes, defaultTemplate: "code" }), "code");
   assert.equal(templateForHost(undefined, routes), undefined);
+});
+
+test("a base domain that is an IP address has no Template subdomains: the clearing chain and Open links keep to real hosts", () => {
+  const local = {
+    hostTemplates: new Map([["127.0.0.1:4184", "jupyter"]]),
+    baseDomain: "127.0.0.1",
+    defaultTemplate: "code",
+    loginUrl: new URL("http://127.0.0.1:4181/login"),
+  };
+  const cluster = { templateNames: () => ["code", "jupyter", "phpmyadmin"] };
+  assert.deepEqual(templateHosts(local, cluster as unknown as ClusterView, ":4180"), ["127.0.0.1:4184"]);
+  assert.equal(hostForTemplate("jupyter", local, "127.0.0.1:4180", ":4180"), "127.0.0.1:4184");
+  assert.equal(hostForTemplate("phpmyadmin", local, "127.0.0.1:4180", ":4180"), undefined);
+  assert.equal(hostForTemplate("code", local, "127.0.0.1:4180", ":4180"), "127.0.0.1:4180");
+  assert.deepEqual(
+    templateHosts({ ...local, baseDomain: "apps.example.org" }, cluster as unknown as ClusterView, ""),
+    ["127.0.0.1:4184", "code.apps.example.org", "jupyter.apps.example.org", "phpmyadmin.apps.example.org"],
+  );
 });
 
 function userland(name: string, user: string, templateName: string, created: string): Userland {
