@@ -206,7 +206,7 @@ describe("services/auth/main.ts", () => {
     assert.match(keys.stderr, /AUTH_SESSION_KEYS_FILE=.*missing\.json.*unusable/);
   });
 
-  test("serves, /metrics only on its admin port, then shuts down cleanly on SIGTERM", async () => {
+  test("serves, /metrics only on its admin port, then shuts down cleanly on SIGTERM", async (t) => {
     const { file } = await newKeysFile(dir);
     const child = spawn(process.execPath, [main], {
       env: {
@@ -221,6 +221,10 @@ describe("services/auth/main.ts", () => {
       stdio: ["ignore", "pipe", "pipe"],
     });
     const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
+    // A failed assertion must not leave the service running (the test would wait for it).
+    t.after(() => {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    });
     let out = "";
     const address = await new Promise<string>((resolve, reject) => {
       child.stdout.on("data", (chunk: Buffer) => {
