@@ -175,6 +175,27 @@ test("a teacher bound by user sees the class and starts, stops and deletes, one 
   assert.doesNotMatch(klass.text, /<script/);
 });
 
+/**
+ * Posts `form` to the console's roster preview as the teacher with `cookie`; resolves with the
+ * page (asserting a 200) and its sections' text by id.
+ */
+async function previewRoster(
+  base: string,
+  cookie: string,
+  form: FormData,
+): Promise<{ page: string; part: (id: string) => string }> {
+  const response = await fetch(`${base}/console/roster/preview`, {
+    method: "POST",
+    headers: { cookie, origin: CONSOLE_ORIGIN },
+    body: form,
+  });
+  const page = await response.text();
+  assert.equal(response.status, 200, page.slice(0, 800));
+  const part = (id: string) =>
+    page.slice(page.indexOf(`id="${id}"`), page.indexOf("</section>", page.indexOf(`id="${id}"`)));
+  return { page, part };
+}
+
 async function assertGone(ns: string, name: string): Promise<void> {
   for (let i = 0; i < 50; i++) {
     const u = await admin.tryGetUserland(ns, name);
@@ -352,15 +373,7 @@ test("a roster upload shows the changes first and changes nothing until confirme
   upload.append("text", "");
   upload.append("prune", "true");
   const before = (await admin.listUserlands(h.ns)).map((u) => u.metadata.name).sort();
-  const preview = await fetch(`${h.base}/console/roster/preview`, {
-    method: "POST",
-    headers: { cookie, origin: CONSOLE_ORIGIN },
-    body: upload,
-  });
-  const page = await preview.text();
-  assert.equal(preview.status, 200, page.slice(0, 800));
-  const part = (id: string) =>
-    page.slice(page.indexOf(`id="${id}"`), page.indexOf("</section>", page.indexOf(`id="${id}"`)));
+  const { page, part } = await previewRoster(h.base, cookie, upload);
   assert.match(part("to-add"), /To add \(2\)/);
   assert.match(part("to-add"), /<td>2<\/td>\s*<td>new1@uni\.example<\/td>/);
   assert.match(part("to-add"), /<td>5<\/td>\s*<td>new2@uni\.example<\/td>/);
@@ -403,13 +416,7 @@ test("a roster upload shows the changes first and changes nothing until confirme
   const json = new FormData();
   json.append("template", "code");
   json.append("text", JSON.stringify({ users: ["new3@uni.example"] }));
-  const jsonPreview = await fetch(`${h.base}/console/roster/preview`, {
-    method: "POST",
-    headers: { cookie, origin: CONSOLE_ORIGIN },
-    body: json,
-  });
-  const jsonPage = await jsonPreview.text();
-  assert.equal(jsonPreview.status, 200, jsonPage.slice(0, 500));
+  const { page: jsonPage } = await previewRoster(h.base, cookie, json);
   assert.match(jsonPage, /To add \(1\)/);
   assert.equal(hiddenValue(jsonPage, "format"), "json");
   const crossSite = await h.post(
@@ -438,15 +445,7 @@ test("a roster naming two Templates: the preview and the result show each row's 
   upload.append("template", "code");
   upload.append("text", csv);
   upload.append("prune", "true");
-  const preview = await fetch(`${h.base}/console/roster/preview`, {
-    method: "POST",
-    headers: { cookie, origin: CONSOLE_ORIGIN },
-    body: upload,
-  });
-  const page = await preview.text();
-  assert.equal(preview.status, 200, page.slice(0, 800));
-  const part = (id: string) =>
-    page.slice(page.indexOf(`id="${id}"`), page.indexOf("</section>", page.indexOf(`id="${id}"`)));
+  const { page, part } = await previewRoster(h.base, cookie, upload);
   assert.match(part("to-add"), /To add \(3\)/);
   assert.match(part("to-add"), /<td>2<\/td>\s*<td>kim<\/td>\s*<td>code<\/td>/);
   assert.match(part("to-add"), /<td>3<\/td>\s*<td>kim<\/td>\s*<td>jupyter<\/td>/);
