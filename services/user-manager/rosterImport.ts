@@ -132,7 +132,7 @@ const ImportResult = Type.Object({
   dryRun: Type.Boolean({ description: "True when deletions were only listed." }),
   message: Type.Optional(Type.String()),
 });
-/** The import's answer; the console reads it as it is (console/pages.ts). */
+/** The import's answer; the console reads it as it is (console/rosterPages.ts). */
 export type ImportResult = Static<typeof ImportResult>;
 
 const ref = (u: Userland) => ({

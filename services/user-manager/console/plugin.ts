@@ -21,23 +21,16 @@ import { invalidTemplateReason, invalidUserlandNameReason } from "../schemas.ts"
 import type { UserlandFilter, UserlandStore } from "../store.ts";
 import { formOf, installFormParsers } from "./forms.ts";
 import {
-  CONSOLE_PATH,
-  PAGE_HEADERS,
   actionFailedPage,
   classPage,
-  classUrl,
   confirmDeletePage,
-  errorPage,
   indexPage,
-  rosterFormPage,
-  rosterPreviewPage,
-  rosterResultPage,
   type ActionOutcome,
   type ClassSummary,
-  type ImportReport,
   type Row,
-  type Viewer,
-} from "./pages.ts";
+} from "./classPages.ts";
+import { CONSOLE_PATH, PAGE_HEADERS, classUrl, errorPage, type Viewer } from "./layout.ts";
+import { rosterFormPage, rosterPreviewPage, rosterResultPage, type ImportReport } from "./rosterPages.ts";
 
 export interface ConsoleOptions {
   store: UserlandStore;

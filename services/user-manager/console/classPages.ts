@@ -1,0 +1,262 @@
+/** The console's class pages: the Templates and classes the teacher may see, one class, its actions. */
+import { html } from "../../../lib/html.ts";
+import { CONSOLE_PATH, classUrl, consolePage, rosterUrl, type Viewer } from "./layout.ts";
+
+export interface ClassSummary {
+  template: string;
+  /** Userlands of the Template the viewer may see, by class label value ("" when unlabelled). */
+  classes: Map<string, number>;
+  total: number;
+}
+
+export function indexPage(
+  viewer: Viewer,
+  namespace: string,
+  summaries: ClassSummary[],
+  classLabel: string,
+): string {
+  const rows = summaries.map(
+    (s) =>
+      html`<tr>
+        <th scope="row"><a href="${classUrl(s.template)}">${s.template}</a></th>
+        <td>${s.total}</td>
+        <td>
+          ${[...s.classes.entries()]
+            .filter(([value]) => value !== "")
+            .map(([value, count]) => html`<a href="${classUrl(s.template, value)}">${value}</a> (${count}) `)}
+        </td>
+      </tr>`,
+  );
+  return consolePage(
+    "Your classes",
+    viewer,
+    html`<p class="muted">
+        Environments in namespace <code>${namespace}</code> that you may manage, by Template.
+      </p>
+      ${
+        summaries.length > 0
+          ? html`<table>
+              <caption class="sr-only">
+                Templates and their classes
+              </caption>
+              <thead>
+                <tr>
+                  <th scope="col">Template</th>
+                  <th scope="col">Environments</th>
+                  <th scope="col">Classes (label <code>${classLabel}</code>)</th>
+                </tr>
+              </thead>
+              <tbody>
+                ${rows}
+              </tbody>
+            </table>`
+          : html`<p class="notice">No environments yet.</p>`
+      }
+      <h2>Open a class</h2>
+      <form method="get" action="${CONSOLE_PATH}/class" class="toolbar">
+        <label for="template">Template</label>
+        <input type="text" id="template" name="template" required placeholder="e.g. code" />
+        <button type="submit">Open</button>
+      </form>`,
+  );
+}
+
+export interface Row {
+  name: string;
+  user: string;
+  state: string;
+  /** Why it is stopped or failing, when the platform says. */
+  detail: string;
+  lastActivity: Date | undefined;
+}
+
+const ago = (then: Date, now: Date): string => {
+  const s = Math.max(0, Math.round((now.getTime() - then.getTime()) / 1000));
+  if (s < 90) return "just now";
+  if (s < 90 * 60) return `${Math.round(s / 60)} min ago`;
+  if (s < 36 * 3600) return `${Math.round(s / 3600)} h ago`;
+  return `${Math.round(s / 86400)} days ago`;
+};
+
+export interface ClassView {
+  template: string;
+  klass: string | undefined;
+  rows: Row[];
+  /** A line about what was just done (after a redirect). */
+  notice: string | undefined;
+  /** Whether the list is every Userland of the Template or only those the viewer may each get. */
+  complete: boolean;
+  now: Date;
+}
+
+export function classPage(viewer: Viewer, view: ClassView): string {
+  const { template, klass, rows } = view;
+  const title = klass ? `Class ${klass} (${template})` : `Class ${template}`;
+  const hidden = html`<input type="hidden" name="template" value="${template}" />${
+      klass ? html`<input type="hidden" name="class" value="${klass}" />` : ""
+    }`;
+  const table = html`<table>
+    <caption class="sr-only">
+      Students of ${title}
+    </caption>
+    <thead>
+      <tr>
+        <th scope="col"><span class="sr-only">Select</span></th>
+        <th scope="col">Student</th>
+        <th scope="col">State</th>
+        <th scope="col">Last activity</th>
+        <th scope="col">Actions</th>
+      </tr>
+    </thead>
+    <tbody>
+      ${rows.map(
+        (r, i) =>
+          html`<tr id="row-${r.name}">
+            <td>
+              <input type="checkbox" name="name" value="${r.name}" id="select-${i}" /><label
+                class="sr-only"
+                for="select-${i}"
+                >Select ${r.user}</label
+              >
+            </td>
+            <td><span class="user">${r.user}</span><br /><span class="muted mono">${r.name}</span></td>
+            <td>
+              <span class="state state-${r.state}">${r.state}</span>${
+                r.detail ? html`<br /><span class="muted">${r.detail}</span>` : ""
+              }
+            </td>
+            <td>
+              ${
+                r.lastActivity
+                  ? html`<time datetime="${r.lastActivity.toISOString()}"
+                      >${ago(r.lastActivity, view.now)}</time
+                    >`
+                  : html`<span class="muted">never</span>`
+              }
+            </td>
+            <td class="actions">
+              <button
+                type="submit"
+                name="row"
+                value="start:${r.name}"
+                class="secondary"
+                aria-label="Start ${r.user}"
+              >
+                Start</button
+              ><button
+                type="submit"
+                name="row"
+                value="stop:${r.name}"
+                class="secondary"
+                aria-label="Stop ${r.user}"
+              >
+                Stop</button
+              ><button
+                type="submit"
+                name="row"
+                value="delete:${r.name}"
+                class="danger"
+                aria-label="Delete ${r.user}"
+              >
+                Delete
+              </button>
+            </td>
+          </tr>`,
+      )}
+    </tbody>
+  </table>`;
+  return consolePage(
+    title,
+    viewer,
+    html`${view.notice ? html`<p class="notice" role="status">${view.notice}</p>` : ""}
+      <p class="muted">
+        ${rows.length} environment${rows.length === 1 ? "" : "s"} of Template <code>${template}</code>${
+          klass ? html` labelled with class <code>${klass}</code>` : ""
+        }${view.complete ? "" : " that you may see one by one (your role names them)"}.
+        <a href="${classUrl(template, klass)}">Refresh</a> ·
+        <a href="${rosterUrl(template)}">Upload a roster</a>
+      </p>
+      ${
+        rows.length === 0
+          ? html`<p class="notice">No environments here yet. Upload a roster to add the students.</p>`
+          : html`<form method="post" action="${CONSOLE_PATH}/class/actions">
+              ${hidden}
+              <div class="toolbar" role="group" aria-label="Selected students">
+                <span>Selected:</span>
+                <button type="submit" name="action" value="start">Start</button>
+                <button type="submit" name="action" value="stop" class="secondary">Stop</button>
+                <button type="submit" name="action" value="delete" class="danger">Delete</button>
+              </div>
+              ${table}
+            </form>`
+      }`,
+  );
+}
+
+export function confirmDeletePage(
+  viewer: Viewer,
+  template: string,
+  klass: string | undefined,
+  targets: { name: string; user: string }[],
+): string {
+  return consolePage(
+    `Delete ${targets.length} environment${targets.length === 1 ? "" : "s"}?`,
+    viewer,
+    html`<p>
+        These students lose their environment; their files follow the Template's reclaim policy (kept unless
+        it says Delete).
+      </p>
+      <ul>
+        ${targets.map((t) => html`<li>${t.user} <span class="muted mono">${t.name}</span></li>`)}
+      </ul>
+      <form method="post" action="${CONSOLE_PATH}/class/actions" class="toolbar">
+        <input type="hidden" name="template" value="${template}" />
+        ${klass ? html`<input type="hidden" name="class" value="${klass}" />` : ""}
+        ${targets.map((t) => html`<input type="hidden" name="name" value="${t.name}" />`)}
+        <input type="hidden" name="confirm" value="yes" />
+        <button type="submit" name="action" value="delete" class="danger">Delete</button>
+        <a href="${classUrl(template, klass)}">Cancel</a>
+      </form>`,
+  );
+}
+
+export interface ActionOutcome {
+  name: string;
+  status: number;
+  message: string;
+}
+
+export function actionFailedPage(
+  viewer: Viewer,
+  template: string,
+  klass: string | undefined,
+  action: string,
+  outcomes: ActionOutcome[],
+): string {
+  const failed = outcomes.filter((o) => o.status >= 400);
+  return consolePage(
+    `${failed.length} of ${outcomes.length} could not ${action}`,
+    viewer,
+    html`<p class="notice error" role="alert">
+        ${outcomes.length - failed.length} done; these were refused or failed:
+      </p>
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">Environment</th>
+            <th scope="col">Answer</th>
+          </tr>
+        </thead>
+        <tbody>
+          ${failed.map(
+            (o) =>
+              html`<tr>
+                <td class="mono">${o.name}</td>
+                <td>${o.status}: ${o.message}</td>
+              </tr>`,
+          )}
+        </tbody>
+      </table>
+      <p><a href="${classUrl(template, klass)}">Back to the class</a></p>`,
+  );
+}
