@@ -87,6 +87,7 @@ export async function buildApp(options: AppOptions) {
     authenticator: new TokenAuthenticator({
       rest,
       ttlMs: config.tokenCacheTtl,
+      backlog: config.tokenReviewBacklog,
       audiences: config.tokenAudiences,
       metrics,
     }),

@@ -13,6 +13,7 @@
 import { createHash } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { LRUCache, type Perf } from "lru-cache";
+import pLimit from "p-limit";
 import { GROUP, USERLANDS } from "../../api/v1alpha1/index.ts";
 import { formFromOwnSite } from "../../lib/formOrigin.ts";
 import type { KubeRest } from "../../lib/kubeRest.ts";
@@ -75,15 +76,21 @@ interface TokenReviewStatus {
 export interface AuthenticatorOptions {
   rest: KubeRest;
   ttlMs: number;
+  /** Unknown tokens waiting for (or in) a review beyond which more are refused with 429. */
+  backlog: number;
   audiences: string[];
   metrics: Metrics;
 }
+
+/** TokenReviews asked of the API server at once. */
+const REVIEW_CONCURRENCY = 8;
 
 /** Bearer tokens → Kubernetes identities via TokenReview, cached by a hash of the token. */
 export class TokenAuthenticator {
   private readonly opts: AuthenticatorOptions;
   // Keyed by a SHA-256 of the token so the cache never holds a usable credential.
   private readonly cache = reviewCache<Promise<Caller | undefined>>();
+  private readonly reviews = pLimit(REVIEW_CONCURRENCY);
 
   constructor(opts: AuthenticatorOptions) {
     this.opts = opts;
@@ -94,7 +101,20 @@ export class TokenAuthenticator {
     const key = createHash("sha256").update(token).digest("base64url");
     const cached = this.cache.get(key);
     if (cached) return cached;
-    const pending = this.review(token);
+    // The API is reachable from the internet with the console on, and every token never seen
+    // before costs the API server a TokenReview: random tokens must not become a way to load it.
+    // Known tokens (the cache above) are never refused.
+    if (this.reviews.activeCount + this.reviews.pendingCount >= this.opts.backlog) {
+      this.opts.metrics.tokenReviews.inc({ result: "refused_busy" });
+      return Promise.reject(
+        new HttpError(
+          429,
+          "TooManyRequests",
+          "too many unknown bearer tokens are being checked at once; try again in a moment",
+        ),
+      );
+    }
+    const pending = this.reviews(() => this.review(token));
     // In-flight requests with the same token share one review; a failed review is not remembered.
     this.cache.set(key, pending, { ttl: Math.max(this.opts.ttlMs, 1_000) });
     pending.then(

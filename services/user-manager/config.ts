@@ -76,6 +76,13 @@ export const settings = {
     show: formatDuration,
     default: 30_000,
   },
+  tokenReviewBacklog: {
+    env: "USER_MANAGER_TOKEN_REVIEW_BACKLOG",
+    description:
+      "Unknown bearer tokens that may wait for a TokenReview at once; more are answered 429 (with the console on, the API is reachable from the internet)",
+    parse: parse.integer(1, 10_000),
+    default: 64,
+  },
   authzCacheTtl: {
     env: "USER_MANAGER_AUTHZ_CACHE_TTL",
     description:

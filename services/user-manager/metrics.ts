@@ -43,7 +43,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     ),
     tokenReviews: m.counter(
       "userland_user_manager_token_reviews_total",
-      "TokenReviews sent to Kubernetes (cache misses) by result: authenticated, rejected, error.",
+      "TokenReviews for unknown bearer tokens by result: authenticated, rejected, error, refused_busy (not sent: too many waiting, answered 429).",
       ["result"],
     ),
     accessReviews: m.counter(

@@ -3,7 +3,8 @@
  * documented rights, against the real control plane, real TokenReview and access reviews): roster
  * files with duplicates, garbage, wrong columns and huge sizes, oversized requests, path tricks and
  * racing imports. Each row states what the service answers and checks what is stored afterwards:
- * nothing half-created, nothing duplicated.
+ * nothing half-created, nothing duplicated. Also a flood of unknown bearer tokens, which must not
+ * become a flood of TokenReviews.
  */
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -11,7 +12,15 @@ import { request } from "node:http";
 import { test } from "node:test";
 import { userlandNameFor } from "../../api/naming.ts";
 import type { Userland } from "../../api/v1alpha1/index.ts";
-import { admin, startUserManager, type ApiResponse } from "../../services/user-manager/test/support.ts";
+import { TokenAuthenticator } from "../../services/user-manager/auth.ts";
+import { HttpError } from "../../services/user-manager/errors.ts";
+import { createMetrics } from "../../services/user-manager/metrics.ts";
+import {
+  admin,
+  metricValue,
+  startUserManager,
+  type ApiResponse,
+} from "../../services/user-manager/test/support.ts";
 
 interface Report {
   created: { line: number; user: string; name: string }[];
@@ -416,4 +425,45 @@ test("hostile rosters and requests against the user-manager", async (t) => {
         assert.equal(u.metadata.name, userlandNameFor(u.spec.user, u.spec.templateName), u.spec.user);
     },
   );
+});
+
+test("a flood of unknown bearer tokens: a bounded number reach a TokenReview, the rest get 429 at once, a known token is still served", async (t) => {
+  const h = await startUserManager(t);
+  const metrics = createMetrics();
+  const reviews = async (result: string) =>
+    metricValue(await metrics.registry.metrics(), "userland_user_manager_token_reviews_total", { result });
+  // The service's own authenticator, on its own ServiceAccount, against the real TokenReview API.
+  const backlog = 4;
+  const authenticator = new TokenAuthenticator({
+    rest: h.rest,
+    ttlMs: 30_000,
+    audiences: [],
+    backlog,
+    metrics,
+  });
+  // The teacher's token is reviewed once here, then served from the cache.
+  const teacher = await authenticator.authenticate(h.teacher);
+  assert.ok(teacher, "a real ServiceAccount token is accepted");
+  // Shaped like ServiceAccount tokens (three base64url parts), each never seen before, all asked in
+  // one tick: more than the backlog wait at once, whatever the machine's speed.
+  const token = () => [16, 64, 43].map((n) => randomBytes(n).toString("base64url")).join(".");
+  const flood = Array.from({ length: 16 * backlog }, () => authenticator.authenticate(token()));
+  const known = authenticator.authenticate(h.teacher);
+  const outcomes = await Promise.allSettled(flood);
+  const refused = outcomes.filter(
+    (o) => o.status === "rejected" && o.reason instanceof HttpError && o.reason.statusCode === 429,
+  ).length;
+  const reviewed = outcomes.filter((o) => o.status === "fulfilled" && o.value === undefined).length;
+  assert.equal(reviewed, backlog, "exactly the backlog was reviewed (and rejected by Kubernetes)");
+  assert.equal(refused, 16 * backlog - backlog, "every other unknown token was refused with 429");
+  assert.equal(await reviews("rejected"), backlog, "a 429 costs the API server nothing");
+  assert.equal(await reviews("refused_busy"), refused);
+  assert.equal((await known)?.username, teacher.username, "the cached token was served during the flood");
+  // Once the backlog has drained, an unknown token is reviewed again.
+  assert.equal(await authenticator.authenticate(token()), undefined);
+  assert.equal(await reviews("rejected"), backlog + 1);
+
+  // The service's own authenticator (its backlog a setting) still reviews a lone unknown token.
+  const response = await h.call("GET", "/api/v1/userlands", { token: token() });
+  assert.equal(response.status, 401, "a single unknown token is reviewed and refused by Kubernetes");
 });
