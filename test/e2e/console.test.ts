@@ -14,7 +14,7 @@ import type { Userland } from "../../api/v1alpha1/index.ts";
 import { userlandsPath } from "../../api/v1alpha1/index.ts";
 import { repoRoot } from "../../cluster/controlPlane.ts";
 import { CONSOLE_TEACHER, DEMO_TEMPLATE, startPlatform, type Platform } from "../../dev/platform.ts";
-import { launchBrowser } from "../support/browser.ts";
+import { gotoSignIn, launchBrowser } from "../support/browser.ts";
 import { eventually } from "../support/cluster.ts";
 
 const screenshots = join(repoRoot, "docs", "screenshots");
@@ -52,7 +52,7 @@ test("a teacher signs in, uploads a roster, reviews the changes, confirms, and m
   });
 
   // Not signed in: the console sends the browser to the auth service, which sends it to the provider.
-  await page.goto(platform.consoleUrl);
+  await gotoSignIn(page, platform.consoleUrl);
   await page.waitForSelector("input[name=name]");
   assert.ok(page.url().startsWith(platform.identityProviderUrl), `at the provider: ${page.url()}`);
   await page.fill("input[name=name]", CONSOLE_TEACHER);
@@ -123,7 +123,7 @@ test("a teacher signs in, uploads a roster, reviews the changes, confirms, and m
 test("a signed-in student is no teacher: the console says so, and the API refuses", async () => {
   const context = await browser.newContext();
   const page = await context.newPage();
-  await page.goto(platform.consoleUrl);
+  await gotoSignIn(page, platform.consoleUrl);
   await page.waitForSelector("input[name=name]");
   await page.fill("input[name=name]", "mallory");
   const [response] = await Promise.all([

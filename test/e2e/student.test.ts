@@ -16,7 +16,7 @@ import type { Userland } from "../../api/v1alpha1/index.ts";
 import { paths } from "../../lib/kubeRest.ts";
 import { DEMO_TEMPLATE, startPlatform, type Platform } from "../../dev/platform.ts";
 import { repoRoot } from "../../cluster/controlPlane.ts";
-import { launchBrowser } from "../support/browser.ts";
+import { gotoSignIn, launchBrowser } from "../support/browser.ts";
 import { eventually } from "../support/cluster.ts";
 import { environmentOf as environmentOfPage, signIn } from "../support/platformPages.ts";
 
@@ -99,7 +99,7 @@ test("a new student logs in, is provisioned, waits on the starting page, works i
   // Logout at the auth service, then the platform sends the student back to the login page.
   await page.goto(`${platform.authUrl}/logout`);
   await Promise.all([page.waitForLoadState("load"), page.click("button[type=submit]")]);
-  await page.goto(platform.url);
+  await gotoSignIn(page, platform.url);
   await page.waitForSelector("input[name=name]");
   assert.ok(page.url().startsWith(platform.identityProviderUrl), "locked out after logout");
   const api = await context.request.get(`${platform.url}whoami.json`, {

@@ -36,7 +36,7 @@ import {
 } from "../../dev/nodePlatform.ts";
 import { k8s } from "../../lib/kube.ts";
 import { SESSION_COOKIE } from "../../lib/session.ts";
-import { launchBrowser } from "../support/browser.ts";
+import { gotoSignIn, launchBrowser } from "../support/browser.ts";
 import { eventually, testCluster } from "../support/cluster.ts";
 import { guideCommands } from "../support/guide.ts";
 import {
@@ -242,7 +242,7 @@ async function newContext(options: Parameters<Browser["newContext"]>[0] = {}): P
 /** Signs in at the local provider as `name`, starting from `url`; returns the page once back. */
 async function signIn(context: BrowserContext, url: string, name: string): Promise<Page> {
   const page = await context.newPage();
-  await page.goto(url, { waitUntil: "domcontentloaded" });
+  await gotoSignIn(page, url);
   await page.waitForSelector("input[name=name]", { timeout: 60_000 });
   assert.ok(page.url().startsWith(idp.issuer), `on the provider's login page: ${page.url()}`);
   await page.fill("input[name=name]", name);

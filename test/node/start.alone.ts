@@ -12,7 +12,7 @@ import { after, before, test } from "node:test";
 import type { Browser } from "playwright-core";
 import { repoRoot } from "../../cluster/controlPlane.ts";
 import { startRealPlatform, type RealPlatform } from "../../dev/realPlatform.ts";
-import { launchBrowser } from "../support/browser.ts";
+import { gotoSignIn, launchBrowser } from "../support/browser.ts";
 
 let platform: RealPlatform;
 let browser: Browser;
@@ -67,7 +67,7 @@ async function signInAndWait(url: string, name: string, selector: string): Promi
   try {
     const page = await context.newPage();
     page.setDefaultNavigationTimeout(120_000);
-    await page.goto(url, { waitUntil: "domcontentloaded" });
+    await gotoSignIn(page, url);
     await page.waitForSelector("input[name=name]", { timeout: 60_000 });
     assert.ok(
       page.url().startsWith(platform.identityProviderUrl),

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
+import { gotoSignIn } from "./browser.ts";
 
 /**
  * Opens `url` without a session, signs in as `name` at the local provider it is sent to, and waits
@@ -20,7 +21,7 @@ export async function signIn(
     loginShot?: string;
   },
 ): Promise<void> {
-  await page.goto(opts.url);
+  await gotoSignIn(page, opts.url);
   await page.waitForSelector("input[name=name]");
   assert.ok(page.url().startsWith(opts.identityProviderUrl), `on the login page: ${page.url()}`);
   if (opts.loginShot) await page.screenshot({ path: opts.loginShot, fullPage: true });
