@@ -103,17 +103,24 @@ export class StudentClient {
     });
   }
 
-  /** GET (or the form's POST) and every redirect after it; returns the last answer. */
+  /**
+   * GET (or the form's POST) and every redirect after it, and every immediate meta refresh (the
+   * hops of the sign-in's clearing chain, as a browser follows them); returns the last answer.
+   */
   async follow(
     url: URL,
     opts: { method?: string; form?: Record<string, string>; accept?: string } = {},
   ): Promise<Answer> {
     let answer = await this.send(url, opts);
-    for (let hops = 0; answer.status >= 300 && answer.status < 400 && answer.headers.location; hops++) {
-      if (hops > 20) throw new Error(`${url.href}: more than 20 redirects`);
-      answer = await this.send(new URL(answer.headers.location, answer.url), { accept: opts.accept });
+    for (let hops = 0; ; hops++) {
+      const next =
+        answer.status >= 300 && answer.status < 400
+          ? answer.headers.location
+          : unescapeAttribute(/<meta http-equiv="refresh" content="0;url=([^"]+)"/.exec(answer.body)?.[1]);
+      if (!next) return answer;
+      if (hops > 50) throw new Error(`${url.href}: more than 50 redirects and refreshes`);
+      answer = await this.send(new URL(next, answer.url), { accept: opts.accept });
     }
-    return answer;
   }
 
   /** Signs in as `name` starting from `start` (a Template's URL); returns the page it lands on. */
@@ -233,4 +240,11 @@ function isProxyPage(answer: Answer): boolean {
   } catch {
     return false;
   }
+}
+
+/** An HTML attribute's text as written by lib/html.ts (numeric entities) or others (`&amp;`). */
+function unescapeAttribute(value: string | undefined): string | undefined {
+  return value
+    ?.replace(/&#(\d+);/g, (_, code: string) => String.fromCharCode(Number(code)))
+    .replaceAll("&amp;", "&");
 }
