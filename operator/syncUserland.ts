@@ -64,6 +64,9 @@ export interface UserlandSyncResult {
  */
 type Created = string[];
 const listing = new Intl.ListFormat("en", { style: "long", type: "conjunction" });
+/** Kinds in the order an Event names them: the Deployment and Service are created at once. */
+const KIND_ORDER = ["PersistentVolumeClaim", "Deployment", "Service"];
+const kindRank = (entry: string) => KIND_ORDER.indexOf(entry.split(" ", 1)[0] ?? "");
 
 export async function syncUserland(
   ctx: OperatorContext,
@@ -108,7 +111,11 @@ export async function syncUserland(
     blocked = error;
   } finally {
     if (created.length > 0)
-      ctx.events.normal(userlandRef(userland), "Created", `Created ${listing.format(created)}`);
+      ctx.events.normal(
+        userlandRef(userland),
+        "Created",
+        `Created ${listing.format(created.sort((a, b) => kindRank(a) - kindRank(b)))}`,
+      );
   }
   const now = ctx.now();
   const status = computeStatus(userland, { template, desired, deployment, blocked }, now);
