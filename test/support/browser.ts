@@ -24,14 +24,17 @@ export function launchBrowser(args: string[] = []): Promise<Browser> {
  * Opens `url` where a sign-in starts. Signing in (and out) walks the browser through the proxy's
  * clearing hops by meta refresh, which a `load` wait would see interrupted by the next hop: this
  * waits only until the first response is committed; the caller then waits for the page it expects.
- * A connection closed with no answer at all is tried once more, and said: on the real node a kept-
- * alive connection through the harness's relay was once seen closed under chromium's request.
+ * A first response that does not come within 30 s, or a connection closed with no answer, is asked
+ * once more on a new connection, and said: on the real node, right after the guide restarts the
+ * auth service, a request through the harness's relay was seen closed empty, and once left
+ * unanswered (a connection opened before kube-proxy followed the new pod, we think).
  */
 export async function gotoSignIn(page: Page, url: string): Promise<void> {
   try {
-    await page.goto(url, { waitUntil: "commit" });
+    await page.goto(url, { waitUntil: "commit", timeout: 30_000 });
   } catch (error) {
-    if (!/ERR_EMPTY_RESPONSE|ERR_CONNECTION_RESET|ERR_CONNECTION_CLOSED/.test(String(error))) throw error;
+    if (!/ERR_EMPTY_RESPONSE|ERR_CONNECTION_RESET|ERR_CONNECTION_CLOSED|Timeout/.test(String(error)))
+      throw error;
     process.stdout.write(`# ${url}: ${String(error).split("\n")[0]}; once more\n`);
     await page.goto(url, { waitUntil: "commit" });
   }
