@@ -48,9 +48,11 @@ interface Container {
   securityContext?: Record<string, unknown>;
   livenessProbe?: { httpGet?: { path: string; port: string | number } };
   readinessProbe?: { httpGet?: { path: string; port: string | number } };
+  lifecycle?: { preStop?: { sleep?: { seconds: number } } };
 }
 interface PodSpec {
   serviceAccountName?: string;
+  terminationGracePeriodSeconds?: number;
   automountServiceAccountToken?: boolean;
   securityContext?: Record<string, unknown>;
   containers: Container[];
@@ -145,6 +147,11 @@ const invalidValues: { what: string; set: string[]; message: RegExp }[] = [
     what: "OIDC scopes without openid",
     set: ["--set", "auth.oidc.scopes={profile}"],
     message: /scopes/,
+  },
+  {
+    what: "a negative drain delay",
+    set: ["--set", "endpointDrainSeconds=-1"],
+    message: /endpointDrainSeconds/,
   },
   {
     what: "an invalid Template name",
@@ -323,6 +330,36 @@ test("each Deployment runs its component from the one image, hardened, with prob
     found.find((d) => componentOf(d) === "auth")?.spec.template.spec.automountServiceAccountToken,
     false,
   );
+});
+
+test("auth, proxy and user-manager keep serving for endpointDrainSeconds after their pod starts terminating", async () => {
+  const drains = async (values: object) =>
+    Object.fromEntries(
+      deployments(parseManifests(await renderChart("userland", "ide", { ...loginValues, ...values }))).map(
+        (d) => {
+          const [container] = d.spec.template.spec.containers;
+          const grace = d.spec.template.spec.terminationGracePeriodSeconds ?? 30;
+          const sleep = container?.lifecycle?.preStop?.sleep?.seconds;
+          // The sleep counts against the grace period: what is left must still cover the shutdown.
+          if (sleep !== undefined)
+            assert.ok(grace - sleep >= 20, `${d.metadata.name}: ${grace} s grace, ${sleep} s drain`);
+          return [componentOf(d), sleep];
+        },
+      ),
+    );
+  assert.deepEqual(await drains({}), { auth: 5, proxy: 5, "user-manager": 5, operator: undefined });
+  assert.deepEqual(await drains({ endpointDrainSeconds: 8 }), {
+    auth: 8,
+    proxy: 8,
+    "user-manager": 8,
+    operator: undefined,
+  });
+  assert.deepEqual(await drains({ endpointDrainSeconds: 0 }), {
+    auth: undefined,
+    proxy: undefined,
+    "user-manager": undefined,
+    operator: undefined,
+  });
 });
 
 test("the chart's env vars are settings the components know, with values they accept", async () => {

@@ -27,7 +27,8 @@ export function launchBrowser(args: string[] = []): Promise<Browser> {
  * A first response that does not come within 30 s, or a connection closed with no answer, is asked
  * once more on a new connection, and said: on the real node, right after the guide restarts the
  * auth service, a request through the harness's relay was seen closed empty, and once left
- * unanswered (a connection opened before kube-proxy followed the new pod, we think).
+ * unanswered: the old pod had closed its listener while kube-proxy still sent it connections. The
+ * chart now lets a stopping pod serve on for `endpointDrainSeconds`; this guard stays for the relay.
  */
 export async function gotoSignIn(page: Page, url: string): Promise<void> {
   try {

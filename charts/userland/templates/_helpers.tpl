@@ -169,6 +169,19 @@ resources:
   {{- toYaml .values.resources | nindent 2 }}
 {{- end -}}
 
+{{/*
+A serving container keeps answering for endpointDrainSeconds after its pod starts terminating: the
+pod leaves the Service's endpoints at once, but kube-proxy and Ingress controllers follow a moment
+later, and a process that closed its listener by then would refuse what they still send it.
+*/}}
+{{- define "userland.endpointDrain" -}}
+{{- with .root.Values.endpointDrainSeconds -}}
+lifecycle:
+  preStop:
+    sleep: { seconds: {{ . }} }
+{{- end }}
+{{- end -}}
+
 {{/* Env vars every component gets. */}}
 {{- define "userland.commonEnv" -}}
 - name: LOG_LEVEL
