@@ -4,15 +4,7 @@
  */
 import { formatDuration } from "../../api/duration.ts";
 import { TEMPLATE_NAME_PATTERN } from "../../api/v1alpha1/template.ts";
-import {
-  adminListenerProblem,
-  adminListenerSettings,
-  ConfigError,
-  loadConfig,
-  parse,
-  type ConfigOf,
-  type Settings,
-} from "../../lib/config.ts";
+import { ConfigError, loadConfig, parse, serviceListeners, type Settings } from "../../lib/config.ts";
 import { timeoutSettings, type ServerTimeouts } from "../../lib/serverTimeouts.ts";
 import type { AllowLists } from "./allowlist.ts";
 import type { GitHubSettings } from "./github.ts";
@@ -40,11 +32,11 @@ const prefix = (raw: string): string => {
   return raw;
 };
 
+// The counters stay off auth.<baseDomain>, which the Ingress routes to AUTH_PORT whole.
+const listeners = serviceListeners("AUTH", { admin: "/metrics and /healthz" });
+
 export const settings = {
-  host: { env: "AUTH_HOST", description: "Address to listen on", parse: parse.string, default: "0.0.0.0" },
-  port: { env: "AUTH_PORT", description: "Port to listen on", parse: parse.port, default: 8080 },
-  // The counters stay off auth.<baseDomain>, which the Ingress routes to AUTH_PORT whole.
-  ...adminListenerSettings("AUTH", "/metrics and /healthz"),
+  ...listeners.settings,
   // Sign-out forms and callbacks are tiny: a request still arriving after 30 s is a slow-loris client.
   ...timeoutSettings("AUTH", { headersMs: 20_000, requestMs: 30_000 }),
   publicUrl: {
@@ -297,18 +289,10 @@ export function loadAuthConfig(env: NodeJS.ProcessEnv = process.env): AuthConfig
     "AUTH_GITHUB_CLIENT_SECRET",
   ];
   const anyProvider = providerVars.some((name) => (env[name] ?? "") !== "");
-  let c: ConfigOf<typeof settings>;
-  try {
-    c = loadConfig("auth", settings, env);
-  } catch (error) {
-    // Report a missing provider together with the other problems: one pass to fix a deployment.
-    if (error instanceof ConfigError && !anyProvider)
-      throw new ConfigError("auth", [...error.problems, noProvider]);
-    throw error;
-  }
+  const c = loadConfig("auth", settings, env, anyProvider ? [] : [noProvider]);
   const problems: string[] = [];
   const problem = (message: string) => problems.push(message);
-  const adminProblem = adminListenerProblem("AUTH", c);
+  const adminProblem = listeners.problem(c);
   if (adminProblem) problem(adminProblem);
 
   const publicUrl = new URL(c.publicUrl);
