@@ -72,6 +72,7 @@ interface ChildSync<T extends Child> {
   desired: T;
   created: Created;
 }
+
 const listing = new Intl.ListFormat("en", { style: "long", type: "conjunction" });
 /** Kinds in the order an Event names them: the Deployment and Service are created at once. */
 const KIND_ORDER = ["PersistentVolumeClaim", "Deployment", "Service"];
