@@ -229,7 +229,7 @@ try {
     const spec = structuredClone(template.spec.template.spec);
     if (!spec) throw new Error(`${template.metadata.name}: no pod spec`);
     spec.volumes = (template.spec.volumes ?? []).map((v) => ({ name: v.name, emptyDir: {} }));
-    return timePodsReady(core, `bare-${template.metadata.name}-${n}`, n, spec);
+    return timePodsReady(core, spec, { namespace: `bare-${template.metadata.name}-${n}`, n });
   }
 
   const rows: string[] = [];

@@ -364,13 +364,17 @@ async function timedBaseline(
 
 function baseline(n: number, procs: readonly Proc[], spec: V1PodSpec): Promise<Measured> {
   return timedBaseline("bare Pods created directly", n, procs, `rush-pods-${n}`, (done) =>
-    timePodsReady(core, `rush-pods-${n}`, n, spec, done),
+    timePodsReady(core, spec, { namespace: `rush-pods-${n}`, n, afterReady: done }),
   );
 }
 
 function deploymentBaseline(n: number, procs: readonly Proc[], template: Template): Promise<Measured> {
   return timedBaseline("Deployments + Services created directly", n, procs, `rush-deployments-${n}`, (done) =>
-    timeDeploymentsReady(platform.rest, `rush-deployments-${n}`, n, template, done),
+    timeDeploymentsReady(platform.rest, template, {
+      namespace: `rush-deployments-${n}`,
+      n,
+      afterReady: done,
+    }),
   );
 }
 
