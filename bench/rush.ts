@@ -32,6 +32,7 @@ import { childProcesses, sampleUsage, type Proc, type Usage } from "./processUsa
 import { STEPS, Timeline } from "./rushTimeline.ts";
 import { percentile } from "./stats.ts";
 import { StudentClient } from "./studentClient.ts";
+import { runBench } from "./run.ts";
 
 const VARIANTS = ["auto", "imported"] as const;
 type Variant = (typeof VARIANTS)[number];
@@ -432,7 +433,7 @@ function print(rows: Measured[], details = true): void {
   }
 }
 
-try {
+await runBench("bench/rush.ts", cleanup, async () => {
   await timeline.start();
   // The proxy answers once it listens (it redirects to the sign-in).
   for (const deadline = performance.now() + 60_000; ;) {
@@ -473,10 +474,4 @@ try {
       " the operator's Deployments and Services written by a client, create → available." +
       " API requests: the audit log, Lease renewals left out.",
   );
-} catch (error) {
-  console.error("bench/rush.ts failed:", error);
-  process.exitCode = 1;
-} finally {
-  await cleanup();
-}
-process.exit(process.exitCode ?? 0);
+});
