@@ -53,6 +53,14 @@ const nameRule = (pattern: string, message: string) => ({
   rule: `self.metadata.name.matches('${pattern}')`,
   message,
 });
+const TEMPLATE_NAMES = nameRule(
+  TEMPLATE_NAME_PATTERN,
+  "Template names are lowercase letters, digits and '-', start with a letter and have at most 24 characters: they become part of host names and Service names",
+);
+const USERLAND_NAMES = nameRule(
+  USERLAND_NAME_PATTERN,
+  "Userland names are lowercase letters, digits and '-' (no dots): they become part of Deployment and Service names",
+);
 const AGE_COLUMN = { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" };
 
 const definitions: ResourceDefinition[] = [
@@ -64,12 +72,7 @@ const definitions: ResourceDefinition[] = [
     description: "What every user of this Template gets: a pod template, its Service and per-user volumes.",
     spec: TemplateSpecSchema,
     status: TemplateStatusSchema,
-    rootValidations: [
-      nameRule(
-        TEMPLATE_NAME_PATTERN,
-        "Template names are lowercase letters, digits and '-', start with a letter and have at most 24 characters: they become part of host names and Service names",
-      ),
-    ],
+    rootValidations: [TEMPLATE_NAMES],
     printerColumns: [
       { name: "Display Name", type: "string", jsonPath: ".spec.displayName" },
       { name: "Userlands", type: "integer", jsonPath: ".status.userlands" },
@@ -84,15 +87,10 @@ const definitions: ResourceDefinition[] = [
     shortNames: ["ul"],
     description: "One user's environment: who it belongs to and which Template it runs.",
     spec: UserlandSpecSchema,
+    status: UserlandStatusSchema,
     filledByAdmission: [{ field: "user", rule: USER_REQUIRED_RULE }],
     selectableFields: [UserlandFields.user, UserlandFields.templateName],
-    status: UserlandStatusSchema,
-    rootValidations: [
-      nameRule(
-        USERLAND_NAME_PATTERN,
-        "Userland names are lowercase letters, digits and '-' (no dots): they become part of Deployment and Service names",
-      ),
-    ],
+    rootValidations: [USERLAND_NAMES],
     printerColumns: [
       { name: "User", type: "string", jsonPath: ".spec.user" },
       { name: "Template", type: "string", jsonPath: ".spec.templateName" },

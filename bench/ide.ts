@@ -37,6 +37,7 @@ import { timePodsReady } from "./pods.ts";
 import { percentile } from "./stats.ts";
 import { startRealCluster } from "../cluster/realCluster.ts";
 import { StudentClient } from "./studentClient.ts";
+import { runBench } from "./run.ts";
 
 const count = Number(process.argv[2] ?? 20);
 if (!Number.isInteger(count) || count < 1) {
@@ -130,7 +131,7 @@ function sampleMemory(peaks: Map<string, number>): { stop(): Promise<void> } {
   };
 }
 
-try {
+await runBench("bench/ide.ts", cleanup, async () => {
   // The platform, installed.
   const image = await timed("platform image: build (or cache check)", () => buildPlatformImage());
   await timed("platform image: import into containerd", () =>
@@ -229,7 +230,7 @@ try {
     const spec = structuredClone(template.spec.template.spec);
     if (!spec) throw new Error(`${template.metadata.name}: no pod spec`);
     spec.volumes = (template.spec.volumes ?? []).map((v) => ({ name: v.name, emptyDir: {} }));
-    return timePodsReady(core, `bare-${template.metadata.name}-${n}`, n, spec);
+    return timePodsReady(core, spec, { namespace: `bare-${template.metadata.name}-${n}`, n });
   }
 
   const rows: string[] = [];
@@ -271,10 +272,4 @@ try {
       " the baseline has no platform, no sign-in and no volume claim.",
   );
   await idp.close();
-} catch (error) {
-  console.error("bench/ide.ts failed:", error);
-  process.exitCode = 1;
-} finally {
-  await cleanup();
-}
-process.exit(process.exitCode ?? 0);
+});

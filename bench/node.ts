@@ -47,7 +47,7 @@ function podSpec(real: boolean): V1PodSpec {
 }
 
 const startPods = (namespace: string, n: number, real: boolean) =>
-  timePodsReady(core, namespace, n, podSpec(real));
+  timePodsReady(core, podSpec(real), { namespace, n });
 
 const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 

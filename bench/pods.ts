@@ -8,39 +8,77 @@ import { API_VERSION, type Template, type Userland } from "../api/v1alpha1/index
 import { paths, type KubeRest } from "../lib/kubeRest.ts";
 import { desiredChildren } from "../operator/desired.ts";
 
-export async function timePodsReady(
-  core: CoreV1Api,
-  namespace: string,
-  n: number,
-  spec: V1PodSpec,
-  /** Runs once every pod is Ready, before the clean-up (e.g. to read usage counters). */
-  afterReady: () => void | Promise<void> = () => undefined,
-): Promise<number[]> {
-  await core.createNamespace({ body: { metadata: { name: namespace } } });
+/** One measurement: `n` objects created at once in `namespace`, a namespace of their own. */
+interface Batch {
+  namespace: string;
+  n: number;
+  /** Runs once every object is ready, before the clean-up (e.g. to read usage counters). */
+  afterReady?: () => void | Promise<void>;
+}
+
+/** What one kind of object is measured by: how it is made, when it counts as ready, how it is cleared away. */
+interface Subject {
+  /** Said of those not ready by the deadline, e.g. "pods not Ready". */
+  notReady: string;
+  createNamespace(): Promise<void>;
+  /** The i-th object's name, and the requests that create it. */
+  object(i: number): { name: string; create: () => Promise<void> };
+  /** The names of the objects ready now. */
+  ready(): Promise<string[]>;
+  /** Deletes the namespace and waits until its pods are gone. */
+  deleteNamespace(): Promise<void>;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function timeReady(subject: Subject, { n, afterReady }: Batch): Promise<number[]> {
+  await subject.createNamespace();
   const created = new Map<string, number>();
   await Promise.all(
     Array.from({ length: n }, async (_, i) => {
-      const name = `p${i}`;
+      const { name, create } = subject.object(i);
       created.set(name, performance.now());
-      await core.createNamespacedPod({ namespace, body: { metadata: { name }, spec } });
+      await create();
     }),
   );
   const ready = new Map<string, number>();
   const deadline = performance.now() + 10 * 60_000;
   while (ready.size < n) {
-    if (performance.now() > deadline) throw new Error(`${n - ready.size} pods not Ready after 10 minutes`);
-    for (const p of (await core.listNamespacedPod({ namespace })).items) {
-      const name = p.metadata?.name ?? "";
-      if (!ready.has(name) && p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"))
-        ready.set(name, performance.now());
-    }
-    await new Promise((r) => setTimeout(r, 100));
+    if (performance.now() > deadline)
+      throw new Error(`${n - ready.size} ${subject.notReady} after 10 minutes`);
+    for (const name of await subject.ready()) if (!ready.has(name)) ready.set(name, performance.now());
+    await sleep(100);
   }
-  await afterReady();
-  await core.deleteNamespace({ name: namespace });
-  while ((await core.listNamespacedPod({ namespace })).items.length > 0)
-    await new Promise((r) => setTimeout(r, 500));
+  await afterReady?.();
+  await subject.deleteNamespace();
   return [...ready].map(([name, at]) => at - (created.get(name) ?? at)).sort((a, b) => a - b);
+}
+
+export function timePodsReady(core: CoreV1Api, spec: V1PodSpec, batch: Batch): Promise<number[]> {
+  const { namespace } = batch;
+  return timeReady(
+    {
+      notReady: "pods not Ready",
+      createNamespace: async () => {
+        await core.createNamespace({ body: { metadata: { name: namespace } } });
+      },
+      object: (i) => ({
+        name: `p${i}`,
+        create: async () => {
+          await core.createNamespacedPod({ namespace, body: { metadata: { name: `p${i}` }, spec } });
+        },
+      }),
+      ready: async () =>
+        (await core.listNamespacedPod({ namespace })).items
+          .filter((p) => p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"))
+          .map((p) => p.metadata?.name ?? ""),
+      deleteNamespace: async () => {
+        await core.deleteNamespace({ name: namespace });
+        while ((await core.listNamespacedPod({ namespace })).items.length > 0) await sleep(500);
+      },
+    },
+    batch,
+  );
 }
 
 /**
@@ -49,46 +87,43 @@ export async function timePodsReady(
  * each one's create → available time. What Kubernetes' own controllers add to a bare pod; what the
  * platform adds on top is the rest.
  */
-export async function timeDeploymentsReady(
-  rest: KubeRest,
-  namespace: string,
-  n: number,
-  template: Template,
-  afterReady: () => void | Promise<void> = () => undefined,
-): Promise<number[]> {
-  await rest.create("/api/v1/namespaces", { metadata: { name: namespace } });
-  const created = new Map<string, number>();
-  await Promise.all(
-    Array.from({ length: n }, async (_, i) => {
-      const userland: Userland = {
-        apiVersion: API_VERSION,
-        kind: "Userland",
-        metadata: { name: `d${i}`, namespace, uid: "" },
-        spec: { user: `d${i}`, templateName: template.metadata.name ?? "" },
-      };
-      const { deployment, service } = desiredChildren(userland, template);
-      // No Userland owns them here.
-      for (const o of [deployment, service]) delete o.metadata?.ownerReferences;
-      created.set(deployment.metadata?.name ?? "", performance.now());
-      await rest.create(paths.namespaced("apps", "v1", "deployments", namespace), deployment);
-      await rest.create(paths.namespaced("", "v1", "services", namespace), service);
-    }),
+export function timeDeploymentsReady(rest: KubeRest, template: Template, batch: Batch): Promise<number[]> {
+  const { namespace } = batch;
+  const deployments = paths.namespaced("apps", "v1", "deployments", namespace);
+  return timeReady(
+    {
+      notReady: "Deployments not available",
+      createNamespace: async () => {
+        await rest.create("/api/v1/namespaces", { metadata: { name: namespace } });
+      },
+      object: (i) => {
+        const userland: Userland = {
+          apiVersion: API_VERSION,
+          kind: "Userland",
+          metadata: { name: `d${i}`, namespace, uid: "" },
+          spec: { user: `d${i}`, templateName: template.metadata.name ?? "" },
+        };
+        const { deployment, service } = desiredChildren(userland, template);
+        // No Userland owns them here.
+        for (const o of [deployment, service]) delete o.metadata?.ownerReferences;
+        return {
+          name: deployment.metadata?.name ?? "",
+          create: async () => {
+            await rest.create(deployments, deployment);
+            await rest.create(paths.namespaced("", "v1", "services", namespace), service);
+          },
+        };
+      },
+      ready: async () =>
+        (await rest.list<V1Deployment>(deployments)).items
+          .filter((d) => (d.status?.availableReplicas ?? 0) >= 1)
+          .map((d) => d.metadata?.name ?? ""),
+      deleteNamespace: async () => {
+        await rest.delete(`/api/v1/namespaces/${namespace}`);
+        const pods = paths.namespaced("", "v1", "pods", namespace);
+        while ((await rest.list(pods)).items.length > 0) await sleep(500);
+      },
+    },
+    batch,
   );
-  const ready = new Map<string, number>();
-  const deadline = performance.now() + 10 * 60_000;
-  while (ready.size < n) {
-    if (performance.now() > deadline)
-      throw new Error(`${n - ready.size} Deployments not available after 10 minutes`);
-    const list = await rest.list<V1Deployment>(paths.namespaced("apps", "v1", "deployments", namespace));
-    for (const d of list.items) {
-      const name = d.metadata?.name ?? "";
-      if (!ready.has(name) && (d.status?.availableReplicas ?? 0) >= 1) ready.set(name, performance.now());
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  await afterReady();
-  await rest.delete(`/api/v1/namespaces/${namespace}`);
-  const pods = paths.namespaced("", "v1", "pods", namespace);
-  while ((await rest.list(pods)).items.length > 0) await new Promise((r) => setTimeout(r, 500));
-  return [...ready].map(([name, at]) => at - (created.get(name) ?? at)).sort((a, b) => a - b);
 }

@@ -32,6 +32,7 @@ import { childProcesses, sampleUsage, type Proc, type Usage } from "./processUsa
 import { STEPS, Timeline } from "./rushTimeline.ts";
 import { percentile } from "./stats.ts";
 import { StudentClient } from "./studentClient.ts";
+import { runBench } from "./run.ts";
 
 const VARIANTS = ["auto", "imported"] as const;
 type Variant = (typeof VARIANTS)[number];
@@ -364,13 +365,17 @@ async function timedBaseline(
 
 function baseline(n: number, procs: readonly Proc[], spec: V1PodSpec): Promise<Measured> {
   return timedBaseline("bare Pods created directly", n, procs, `rush-pods-${n}`, (done) =>
-    timePodsReady(core, `rush-pods-${n}`, n, spec, done),
+    timePodsReady(core, spec, { namespace: `rush-pods-${n}`, n, afterReady: done }),
   );
 }
 
 function deploymentBaseline(n: number, procs: readonly Proc[], template: Template): Promise<Measured> {
   return timedBaseline("Deployments + Services created directly", n, procs, `rush-deployments-${n}`, (done) =>
-    timeDeploymentsReady(platform.rest, `rush-deployments-${n}`, n, template, done),
+    timeDeploymentsReady(platform.rest, template, {
+      namespace: `rush-deployments-${n}`,
+      n,
+      afterReady: done,
+    }),
   );
 }
 
@@ -428,7 +433,7 @@ function print(rows: Measured[], details = true): void {
   }
 }
 
-try {
+await runBench("bench/rush.ts", cleanup, async () => {
   await timeline.start();
   // The proxy answers once it listens (it redirects to the sign-in).
   for (const deadline = performance.now() + 60_000; ;) {
@@ -469,10 +474,4 @@ try {
       " the operator's Deployments and Services written by a client, create → available." +
       " API requests: the audit log, Lease renewals left out.",
   );
-} catch (error) {
-  console.error("bench/rush.ts failed:", error);
-  process.exitCode = 1;
-} finally {
-  await cleanup();
-}
-process.exit(process.exitCode ?? 0);
+});

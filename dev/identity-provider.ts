@@ -49,6 +49,72 @@ async function readForm(req: IncomingMessage): Promise<URLSearchParams> {
   return new URLSearchParams(body);
 }
 
+/**
+ * Answers one oidc-provider interaction (this one and the tests' provider): the login prompt signs
+ * in the account `accountFor` names (undefined: it has answered the request itself, e.g. with a
+ * form); consent is given as for a first-party app, the client granted whatever it asked for.
+ */
+async function answerInteraction(
+  provider: Provider,
+  req: IncomingMessage,
+  res: ServerResponse,
+  accountFor: () => string | undefined | Promise<string | undefined>,
+): Promise<void> {
+  const details = await provider.interactionDetails(req, res);
+  if (details.prompt.name === "login") {
+    const accountId = await accountFor();
+    if (accountId !== undefined)
+      await provider.interactionFinished(
+        req,
+        res,
+        { login: { accountId } },
+        { mergeWithLastSubmission: false },
+      );
+    return;
+  }
+  const grant = details.grantId
+    ? await provider.Grant.find(details.grantId)
+    : new provider.Grant({
+        accountId: details.session?.accountId,
+        clientId: String(details.params.client_id),
+      });
+  if (!grant) throw new Error("grant not found");
+  const missing = details.prompt.details as { missingOIDCScope?: string[]; missingOIDCClaims?: string[] };
+  if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(" "));
+  if (missing.missingOIDCClaims) grant.addOIDCClaims(missing.missingOIDCClaims);
+  await provider.interactionFinished(
+    req,
+    res,
+    { consent: { grantId: await grant.save() } },
+    { mergeWithLastSubmission: true },
+  );
+}
+
+/**
+ * The provider's requests: its interactions answered as `answerInteraction` does (a failure: 500
+ * with its message), everything else by the provider itself.
+ */
+export function providerHandler(
+  provider: Provider,
+  accountFor: (
+    req: IncomingMessage,
+    res: ServerResponse,
+    uid: string,
+  ) => string | undefined | Promise<string | undefined>,
+): (req: IncomingMessage, res: ServerResponse) => void {
+  const callback = provider.callback();
+  return (req, res) => {
+    const uid = /^\/interaction\/([^/?]+)/.exec(req.url ?? "")?.[1];
+    if (uid) {
+      answerInteraction(provider, req, res, () => accountFor(req, res, uid)).catch((error: unknown) =>
+        res.writeHead(500, { "content-type": "text/plain" }).end(String(error)),
+      );
+      return;
+    }
+    void callback(req, res);
+  };
+}
+
 export async function startDevIdentityProvider(opts: {
   port: number;
   redirectUris: string[];
@@ -92,59 +158,24 @@ export async function startDevIdentityProvider(opts: {
       }),
     }),
   });
-  const callback = provider.callback();
 
-  async function interaction(req: IncomingMessage, res: ServerResponse, uid: string): Promise<void> {
-    const details = await provider.interactionDetails(req, res);
-    if (details.prompt.name === "login") {
-      if (req.method !== "POST") {
-        res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(loginPage(uid));
-        return;
-      }
-      const name = ((await readForm(req)).get("name") ?? "").trim();
-      if (!/^[A-Za-z0-9._@-]{1,64}$/.test(name)) {
-        res
-          .writeHead(400, { "content-type": "text/html; charset=utf-8" })
-          .end(loginPage(uid, "Use letters, digits, '.', '_', '@' or '-'."));
-        return;
-      }
-      await provider.interactionFinished(
-        req,
-        res,
-        { login: { accountId: name } },
-        { mergeWithLastSubmission: false },
-      );
-      return;
+  /** The name the login form was sent with, or undefined after answering with the form. */
+  async function signIn(req: IncomingMessage, res: ServerResponse, uid: string): Promise<string | undefined> {
+    if (req.method !== "POST") {
+      res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(loginPage(uid));
+      return undefined;
     }
-    // Consent: a first-party app, granted what it asked for.
-    const grant = details.grantId
-      ? await provider.Grant.find(details.grantId)
-      : new provider.Grant({
-          accountId: details.session?.accountId,
-          clientId: String(details.params.client_id),
-        });
-    if (!grant) throw new Error("grant not found");
-    const missing = details.prompt.details as { missingOIDCScope?: string[]; missingOIDCClaims?: string[] };
-    if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(" "));
-    if (missing.missingOIDCClaims) grant.addOIDCClaims(missing.missingOIDCClaims);
-    await provider.interactionFinished(
-      req,
-      res,
-      { consent: { grantId: await grant.save() } },
-      { mergeWithLastSubmission: true },
-    );
+    const name = ((await readForm(req)).get("name") ?? "").trim();
+    if (!/^[A-Za-z0-9._@-]{1,64}$/.test(name)) {
+      res
+        .writeHead(400, { "content-type": "text/html; charset=utf-8" })
+        .end(loginPage(uid, "Use letters, digits, '.', '_', '@' or '-'."));
+      return undefined;
+    }
+    return name;
   }
 
-  handle = (req, res) => {
-    const match = /^\/interaction\/([^/?]+)/.exec(req.url ?? "");
-    if (match?.[1]) {
-      interaction(req, res, match[1]).catch((error: unknown) =>
-        res.writeHead(500, { "content-type": "text/plain" }).end(String(error)),
-      );
-      return;
-    }
-    void callback(req, res);
-  };
+  handle = providerHandler(provider, signIn);
 
   return {
     issuer,

@@ -43,10 +43,15 @@ export class ConfigError extends Error {
   }
 }
 
+/**
+ * `alongside`: problems the caller found before loading (e.g. no login provider set), reported after
+ * the settings' own when any setting is wrong, so that one pass fixes a deployment.
+ */
 export function loadConfig<S extends Settings>(
   component: string,
   settings: S,
   env: NodeJS.ProcessEnv = process.env,
+  alongside: readonly string[] = [],
 ): ConfigOf<S> {
   const problems: string[] = [];
   const result: Record<string, unknown> = {};
@@ -63,7 +68,7 @@ export function loadConfig<S extends Settings>(
       problems.push(`${setting.env}=${JSON.stringify(raw)} is invalid: ${(error as Error).message}`);
     }
   }
-  if (problems.length > 0) throw new ConfigError(component, problems);
+  if (problems.length > 0) throw new ConfigError(component, [...problems, ...alongside]);
   return result as ConfigOf<S>;
 }
 
@@ -150,34 +155,37 @@ export const parse = {
 };
 
 /**
- * A component's admin listener (/metrics, and the probes where the component has them there): a
- * port of its own that no Ingress or HTTPRoute routes, so the internet never sees the counters.
- * `<prefix>_ADMIN_HOST` and `<prefix>_ADMIN_PORT`; `what` names what it serves, for `--help`.
+ * A service's two listeners: the main one, `<prefix>_HOST` and `<prefix>_PORT`, and the admin one,
+ * `<prefix>_ADMIN_HOST` and `<prefix>_ADMIN_PORT` (/metrics, and the probes where the service has
+ * them there): a port of its own that no Ingress or HTTPRoute routes, so the internet never sees the
+ * counters. `describe` says what the admin port serves and, where more is to say than "Address/Port
+ * to listen on", what the main one does, for `--help`; `problem` says why the two cannot both start
+ * as configured.
  */
-export function adminListenerSettings(prefix: string, what: string) {
+export function serviceListeners(prefix: string, describe: { admin: string; host?: string; port?: string }) {
+  const { host = "Address to listen on", port = "Port to listen on" } = describe;
   return {
-    adminHost: {
-      env: `${prefix}_ADMIN_HOST`,
-      description: `Address for ${what} (not for students)`,
-      parse: parse.string,
-      default: "0.0.0.0",
+    settings: {
+      host: { env: `${prefix}_HOST`, description: host, parse: parse.string, default: "0.0.0.0" },
+      port: { env: `${prefix}_PORT`, description: port, parse: parse.port, default: 8080 },
+      adminHost: {
+        env: `${prefix}_ADMIN_HOST`,
+        description: `Address for ${describe.admin} (not for students)`,
+        parse: parse.string,
+        default: "0.0.0.0",
+      },
+      adminPort: {
+        env: `${prefix}_ADMIN_PORT`,
+        description: `Port for ${describe.admin}`,
+        parse: parse.port,
+        default: 9090,
+      },
+    } satisfies Settings,
+    problem(c: { host: string; port: number; adminHost: string; adminPort: number }): string | undefined {
+      // Port 0 is any free port: two of them never collide.
+      if (c.port !== 0 && c.port === c.adminPort && c.host === c.adminHost)
+        return `${prefix}_PORT and ${prefix}_ADMIN_PORT must differ`;
+      return undefined;
     },
-    adminPort: {
-      env: `${prefix}_ADMIN_PORT`,
-      description: `Port for ${what}`,
-      parse: parse.port,
-      default: 9090,
-    },
-  } satisfies Settings;
-}
-
-/** Why the main and the admin listener cannot both start as configured, or undefined. */
-export function adminListenerProblem(
-  prefix: string,
-  c: { host: string; port: number; adminHost: string; adminPort: number },
-): string | undefined {
-  // Port 0 is any free port: two of them never collide.
-  if (c.port !== 0 && c.port === c.adminPort && c.host === c.adminHost)
-    return `${prefix}_PORT and ${prefix}_ADMIN_PORT must differ`;
-  return undefined;
+  };
 }

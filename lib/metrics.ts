@@ -6,6 +6,23 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 
+/** What every component's metrics carry: the registry its /metrics serves. */
+export interface Registered {
+  registry: Registry;
+}
+
+/**
+ * A component's `createMetrics`: each call declares the metrics on a new registry, with the process
+ * metrics (CPU, memory, event loop) under `prefix` when `defaultMetrics` is set (the running
+ * component; tests leave them out).
+ */
+export function declareMetrics<T>(prefix: string, declare: (m: MetricRegistry) => T) {
+  return (options: { defaultMetrics?: boolean } = {}): T & Registered => {
+    const m = new MetricRegistry(options.defaultMetrics ? prefix : undefined);
+    return { ...declare(m), registry: m.registry };
+  };
+}
+
 export class MetricRegistry {
   readonly registry = new Registry();
 

@@ -15,10 +15,10 @@ import { loadOperatorConfig, operatorSettings, type OperatorConfig } from "./con
 import { Controller } from "./controller.ts";
 import { Culler } from "./culler.ts";
 import { LeaderElector } from "./leaderElection.ts";
-import { OperatorMetrics } from "./metrics.ts";
+import { createMetrics } from "./metrics.ts";
 
 async function start(config: OperatorConfig, log: Logger) {
-  const metrics = new OperatorMetrics();
+  const metrics = createMetrics({ defaultMetrics: true });
   const kc = loadKubeConfig();
   const rest = new KubeRest(kc, "userland-operator");
   rest.onRequest = (verb, code) => metrics.apiRequests.inc({ verb, code: String(code) });

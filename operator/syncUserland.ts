@@ -63,6 +63,16 @@ export interface UserlandSyncResult {
  * Event per new Userland rather than one per object.
  */
 type Created = string[];
+
+/** One child in one sync: what creating, repairing or replacing it works on. */
+interface ChildSync<T extends Child> {
+  ctx: OperatorContext;
+  userland: Userland;
+  kind: ChildKind;
+  desired: T;
+  created: Created;
+}
+
 const listing = new Intl.ListFormat("en", { style: "long", type: "conjunction" });
 /** Kinds in the order an Event names them: the Deployment and Service are created at once. */
 const KIND_ORDER = ["PersistentVolumeClaim", "Deployment", "Service"];
@@ -89,20 +99,12 @@ export async function syncUserland(
     // the time a new Userland waits for its children.
     [deployment] = await allSettled([
       ensureChild(
-        ctx,
-        userland,
-        "Deployment",
-        desired.deployment,
+        { ctx, userland, kind: "Deployment", desired: desired.deployment, created },
         ctx.caches.deployments.get(desired.names.deployment, namespace),
-        created,
       ),
       ensureChild(
-        ctx,
-        userland,
-        "Service",
-        desired.service,
+        { ctx, userland, kind: "Service", desired: desired.service, created },
         ctx.caches.services.get(desired.names.service, namespace),
-        created,
       ),
     ]);
     await removeStaleChildren(ctx, userland, desired);
@@ -181,7 +183,8 @@ async function ensurePvcs(
     const name = pvc.metadata?.name ?? "";
     // An unlabelled claim is outside the label-selected cache: creating it answers 409 with it.
     const cached = ctx.caches.pvcs.get(name, namespace);
-    const actual = cached ?? (await create(ctx, userland, "PersistentVolumeClaim", pvc, created));
+    const actual =
+      cached ?? (await create({ ctx, userland, kind: "PersistentVolumeClaim", desired: pvc, created }));
     const wantedUser = pvc.metadata?.labels?.[LABELS.userHash];
     const actualUser = actual.metadata?.labels?.[LABELS.userHash];
     if (actualUser === undefined) {
@@ -258,19 +261,12 @@ async function adoptPvc(
   );
 }
 
-async function ensureChild<T extends Child>(
-  ctx: OperatorContext,
-  userland: Userland,
-  kind: ChildKind,
-  desired: T,
-  actual: T | undefined,
-  created: Created,
-): Promise<T> {
+async function ensureChild<T extends Child>(child: ChildSync<T>, actual: T | undefined): Promise<T> {
+  const { ctx, userland, kind, desired } = child;
   // Not in the cache: create it. A 409 hands back the existing object, e.g. one whose labels were
   // edited out of the label-selected watch; it is then compared and repaired like any other.
-  actual ??= await create(ctx, userland, kind, desired, created);
-  if (!isControlledBy(actual, userland))
-    actual = await replaceEscChild(ctx, userland, kind, desired, actual, created);
+  actual ??= await create(child);
+  if (!isControlledBy(actual, userland)) actual = await replaceEscChild(child, actual);
   const hash = desired.metadata?.annotations?.[ANNOTATIONS.desiredHash];
   const inSync =
     actual.metadata?.annotations?.[ANNOTATIONS.desiredHash] === hash &&
@@ -303,14 +299,8 @@ async function ensureChild<T extends Child>(
  * and its selector cannot be changed in place: it is deleted (that exact object) and made anew.
  * Anything else in the way blocks the Userland until it is gone.
  */
-async function replaceEscChild<T extends Child>(
-  ctx: OperatorContext,
-  userland: Userland,
-  kind: ChildKind,
-  desired: T,
-  actual: T,
-  created: Created,
-): Promise<T> {
+async function replaceEscChild<T extends Child>(child: ChildSync<T>, actual: T): Promise<T> {
+  const { ctx, userland, kind } = child;
   const name = actual.metadata?.name ?? "";
   const conflict = () =>
     nameHeld("NameConflict", `${kind} ${name} already exists and does not belong to this Userland`);
@@ -329,18 +319,12 @@ async function replaceEscChild<T extends Child>(
     "Replaced",
     `Replaced ${kind} ${name} of ESC Userland ${esc.name}`,
   );
-  const made = await create(ctx, userland, kind, desired, created);
+  const made = await create(child);
   if (!isControlledBy(made, userland)) throw conflict();
   return made;
 }
 
-async function create<T extends Child>(
-  ctx: OperatorContext,
-  userland: Userland,
-  kind: ChildKind,
-  desired: T,
-  created: Created,
-): Promise<T> {
+async function create<T extends Child>({ ctx, userland, kind, desired, created }: ChildSync<T>): Promise<T> {
   const name = desired.metadata?.name ?? "";
   const namespace = desired.metadata?.namespace ?? "";
   try {

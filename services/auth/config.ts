@@ -4,15 +4,7 @@
  */
 import { formatDuration } from "../../api/duration.ts";
 import { TEMPLATE_NAME_PATTERN } from "../../api/v1alpha1/template.ts";
-import {
-  adminListenerProblem,
-  adminListenerSettings,
-  ConfigError,
-  loadConfig,
-  parse,
-  type ConfigOf,
-  type Settings,
-} from "../../lib/config.ts";
+import { ConfigError, loadConfig, parse, serviceListeners, type Settings } from "../../lib/config.ts";
 import { timeoutSettings, type ServerTimeouts } from "../../lib/serverTimeouts.ts";
 import type { AllowLists } from "./allowlist.ts";
 import type { GitHubSettings } from "./github.ts";
@@ -40,11 +32,11 @@ const prefix = (raw: string): string => {
   return raw;
 };
 
+// The counters stay off auth.<baseDomain>, which the Ingress routes to AUTH_PORT whole.
+const listeners = serviceListeners("AUTH", { admin: "/metrics and /healthz" });
+
 export const settings = {
-  host: { env: "AUTH_HOST", description: "Address to listen on", parse: parse.string, default: "0.0.0.0" },
-  port: { env: "AUTH_PORT", description: "Port to listen on", parse: parse.port, default: 8080 },
-  // The counters stay off auth.<baseDomain>, which the Ingress routes to AUTH_PORT whole.
-  ...adminListenerSettings("AUTH", "/metrics and /healthz"),
+  ...listeners.settings,
   // Sign-out forms and callbacks are tiny: a request still arriving after 30 s is a slow-loris client.
   ...timeoutSettings("AUTH", { headersMs: 20_000, requestMs: 30_000 }),
   publicUrl: {
@@ -282,6 +274,15 @@ export interface AuthConfig {
   provision?: ProvisionSettings | undefined;
 }
 
+/**
+ * Settings that work only together, such as a provider's client id and secret: once any of them is
+ * set, each one left unset is a problem, with its message.
+ */
+function together(problem: (message: string) => void, group: [value: unknown, unset: string][]): void {
+  if (group.every(([value]) => value === undefined)) return;
+  for (const [value, unset] of group) if (value === undefined) problem(unset);
+}
+
 const LOOPBACK = new Set(["localhost", "127.0.0.1", "[::1]"]);
 
 /** Loads and cross-checks the settings; throws ConfigError listing every problem. */
@@ -297,18 +298,10 @@ export function loadAuthConfig(env: NodeJS.ProcessEnv = process.env): AuthConfig
     "AUTH_GITHUB_CLIENT_SECRET",
   ];
   const anyProvider = providerVars.some((name) => (env[name] ?? "") !== "");
-  let c: ConfigOf<typeof settings>;
-  try {
-    c = loadConfig("auth", settings, env);
-  } catch (error) {
-    // Report a missing provider together with the other problems: one pass to fix a deployment.
-    if (error instanceof ConfigError && !anyProvider)
-      throw new ConfigError("auth", [...error.problems, noProvider]);
-    throw error;
-  }
+  const c = loadConfig("auth", settings, env, anyProvider ? [] : [noProvider]);
   const problems: string[] = [];
   const problem = (message: string) => problems.push(message);
-  const adminProblem = adminListenerProblem("AUTH", c);
+  const adminProblem = listeners.problem(c);
   if (adminProblem) problem(adminProblem);
 
   const publicUrl = new URL(c.publicUrl);
@@ -356,13 +349,18 @@ export function loadAuthConfig(env: NodeJS.ProcessEnv = process.env): AuthConfig
 
   let oidc: AuthConfig["oidc"];
   const oidcAny = c.oidcIssuer ?? c.oidcClientId ?? c.oidcClientSecret;
+  together(problem, [
+    [
+      c.oidcIssuer,
+      "set AUTH_OIDC_ISSUER: the OpenID Connect issuer URL (AUTH_OIDC_CLIENT_ID/SECRET are set)",
+    ],
+    [c.oidcClientId, "set AUTH_OIDC_CLIENT_ID: the client id registered at the OpenID Connect provider"],
+    [
+      c.oidcClientSecret,
+      "set AUTH_OIDC_CLIENT_SECRET: the client secret registered at the OpenID Connect provider",
+    ],
+  ]);
   if (oidcAny !== undefined) {
-    if (c.oidcIssuer === undefined)
-      problem("set AUTH_OIDC_ISSUER: the OpenID Connect issuer URL (AUTH_OIDC_CLIENT_ID/SECRET are set)");
-    if (c.oidcClientId === undefined)
-      problem("set AUTH_OIDC_CLIENT_ID: the client id registered at the OpenID Connect provider");
-    if (c.oidcClientSecret === undefined)
-      problem("set AUTH_OIDC_CLIENT_SECRET: the client secret registered at the OpenID Connect provider");
     if (
       c.oidcIssuer &&
       c.oidcIssuer.protocol !== "https:" &&
@@ -390,27 +388,26 @@ export function loadAuthConfig(env: NodeJS.ProcessEnv = process.env): AuthConfig
     }
   }
 
-  let github: AuthConfig["github"];
-  if (c.githubClientId !== undefined || c.githubClientSecret !== undefined) {
-    if (c.githubClientId === undefined)
-      problem(
-        "set AUTH_GITHUB_CLIENT_ID: the GitHub OAuth app's client id (AUTH_GITHUB_CLIENT_SECRET is set)",
-      );
-    if (c.githubClientSecret === undefined)
-      problem("set AUTH_GITHUB_CLIENT_SECRET: the GitHub OAuth app's client secret");
-    if (c.githubClientId && c.githubClientSecret) {
-      github = {
-        clientId: c.githubClientId,
-        clientSecret: c.githubClientSecret,
-        url: c.githubUrl,
-        apiUrl: c.githubApiUrl,
-        readOrgs: c.allowedOrgs.length > 0,
-        readEmails: c.allowedDomains.length > 0,
-        userPrefix: c.githubUserPrefix,
-        identity: c.githubIdentity,
-      };
-    }
-  }
+  together(problem, [
+    [
+      c.githubClientId,
+      "set AUTH_GITHUB_CLIENT_ID: the GitHub OAuth app's client id (AUTH_GITHUB_CLIENT_SECRET is set)",
+    ],
+    [c.githubClientSecret, "set AUTH_GITHUB_CLIENT_SECRET: the GitHub OAuth app's client secret"],
+  ]);
+  const github: AuthConfig["github"] =
+    c.githubClientId && c.githubClientSecret
+      ? {
+          clientId: c.githubClientId,
+          clientSecret: c.githubClientSecret,
+          url: c.githubUrl,
+          apiUrl: c.githubApiUrl,
+          readOrgs: c.allowedOrgs.length > 0,
+          readEmails: c.allowedDomains.length > 0,
+          userPrefix: c.githubUserPrefix,
+          identity: c.githubIdentity,
+        }
+      : undefined;
 
   if (!anyProvider) problem(noProvider);
   if (oidcAny !== undefined && (c.githubClientId ?? c.githubClientSecret) !== undefined) {
@@ -425,26 +422,24 @@ export function loadAuthConfig(env: NodeJS.ProcessEnv = process.env): AuthConfig
     }
   }
 
-  let provision: ProvisionSettings | undefined;
-  if (c.provisionUrl !== undefined || c.provisionTemplate !== undefined) {
-    if (c.provisionUrl === undefined)
-      problem("set AUTH_PROVISION_URL: the user-manager base URL (AUTH_PROVISION_TEMPLATE is set)");
-    if (c.provisionTemplate === undefined)
-      problem(
-        "set AUTH_PROVISION_TEMPLATE: the Template to create Userlands from (AUTH_PROVISION_URL is set)",
-      );
-    else if (!new RegExp(TEMPLATE_NAME_PATTERN).test(c.provisionTemplate)) {
-      problem(`AUTH_PROVISION_TEMPLATE=${JSON.stringify(c.provisionTemplate)} is not a valid Template name`);
-    }
-    if (c.provisionUrl && c.provisionTemplate) {
-      provision = {
-        url: c.provisionUrl,
-        templateName: c.provisionTemplate,
-        tokenFile: c.provisionTokenFile,
-        timeoutMs: c.provisionTimeout,
-      };
-    }
-  }
+  together(problem, [
+    [c.provisionUrl, "set AUTH_PROVISION_URL: the user-manager base URL (AUTH_PROVISION_TEMPLATE is set)"],
+    [
+      c.provisionTemplate,
+      "set AUTH_PROVISION_TEMPLATE: the Template to create Userlands from (AUTH_PROVISION_URL is set)",
+    ],
+  ]);
+  if (c.provisionTemplate !== undefined && !new RegExp(TEMPLATE_NAME_PATTERN).test(c.provisionTemplate))
+    problem(`AUTH_PROVISION_TEMPLATE=${JSON.stringify(c.provisionTemplate)} is not a valid Template name`);
+  const provision: ProvisionSettings | undefined =
+    c.provisionUrl && c.provisionTemplate
+      ? {
+          url: c.provisionUrl,
+          templateName: c.provisionTemplate,
+          tokenFile: c.provisionTokenFile,
+          timeoutMs: c.provisionTimeout,
+        }
+      : undefined;
 
   if (problems.length > 0 || !redirects) throw new ConfigError("auth", problems);
   return {

@@ -2,42 +2,37 @@
  * Prometheus metrics. Each app gets its own registry so several instances (tests) never collide
  * and `/metrics` shows exactly this service.
  */
-import type { Counter, Registry } from "prom-client";
-import { MetricRegistry } from "../../lib/metrics.ts";
+import type { Counter } from "prom-client";
+import { declareMetrics, type Registered } from "../../lib/metrics.ts";
 
 export type Provider = "oidc" | "github";
 
-export interface Metrics {
-  registry: Registry;
+export interface Metrics extends Registered {
   loginsStarted: Counter<"provider">;
   logins: Counter<"provider" | "result">;
   forwardAuth: Counter<"result">;
   provisions: Counter<"result">;
 }
 
-export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metrics {
-  const m = new MetricRegistry(options.defaultMetrics ? "userland_auth_" : undefined);
-  return {
-    registry: m.registry,
-    loginsStarted: m.counter(
-      "userland_auth_logins_started_total",
-      "Logins sent to an identity provider, by provider.",
-      ["provider"],
-    ),
-    logins: m.counter(
-      "userland_auth_logins_total",
-      "Completed login callbacks by provider and result (success, refused by an allow-list or identity rule, error).",
-      ["provider", "result"],
-    ),
-    forwardAuth: m.counter(
-      "userland_auth_forward_auth_total",
-      "Forward-auth checks by result (allowed, denied).",
-      ["result"],
-    ),
-    provisions: m.counter(
-      "userland_auth_provision_total",
-      "Auto-provisioning calls to the user-management service by result (created, exists, failed).",
-      ["result"],
-    ),
-  };
-}
+export const createMetrics = declareMetrics("userland_auth_", (m): Omit<Metrics, "registry"> => ({
+  loginsStarted: m.counter(
+    "userland_auth_logins_started_total",
+    "Logins sent to an identity provider, by provider.",
+    ["provider"],
+  ),
+  logins: m.counter(
+    "userland_auth_logins_total",
+    "Completed login callbacks by provider and result (success, refused by an allow-list or identity rule, error).",
+    ["provider", "result"],
+  ),
+  forwardAuth: m.counter(
+    "userland_auth_forward_auth_total",
+    "Forward-auth checks by result (allowed, denied).",
+    ["result"],
+  ),
+  provisions: m.counter(
+    "userland_auth_provision_total",
+    "Auto-provisioning calls to the user-management service by result (created, exists, failed).",
+    ["result"],
+  ),
+}));

@@ -249,57 +249,78 @@ export const loginRoutes: FastifyPluginCallbackTypebox<{ ctx: AuthContext }> = (
     return reply.redirect(tx.returnTo, 302);
   }
 
-  function callbackQuery(request: FastifyRequest): URLSearchParams {
-    const raw = request.raw.url ?? "";
-    const q = raw.indexOf("?");
-    return new URLSearchParams(q >= 0 ? raw.slice(q + 1) : "");
+  /**
+   * A provider's callback: 404 (`off` says why) while the provider is not configured; else the
+   * sign-in transaction the callback's state names, or the expired-link page, and `complete`
+   * finishes the sign-in with the provider's answer.
+   */
+  function callbackRoute<Client, Rules>(
+    provider: Provider,
+    off: string,
+    client: Client | undefined,
+    rules: Rules | undefined,
+    complete: (
+      reply: FastifyReply,
+      client: Client,
+      rules: Rules,
+      query: URLSearchParams,
+      tx: LoginTransaction,
+    ) => Promise<unknown>,
+  ): void {
+    app.get(`/callback/${provider}`, async (request, reply) => {
+      if (!client || !rules) return sendPage(reply, 404, messagePage("Not found", off));
+      const raw = request.raw.url ?? "";
+      const q = raw.indexOf("?");
+      const query = new URLSearchParams(q >= 0 ? raw.slice(q + 1) : "");
+      const tx = await takeTransaction(request, reply, provider, query);
+      if (!tx) return staleLogin(reply, provider);
+      return complete(reply, client, rules, query, tx);
+    });
   }
 
-  app.get("/callback/oidc", async (request, reply) => {
-    const oidc = ctx.oidc;
-    const rules = config.oidc;
-    if (!oidc || !rules)
-      return sendPage(reply, 404, messagePage("Not found", "OpenID Connect login is not enabled."));
-    const query = callbackQuery(request);
-    const tx = await takeTransaction(request, reply, "oidc", query);
-    if (!tx) return staleLogin(reply, "oidc");
-    let claims: Record<string, unknown>;
-    try {
-      claims = await oidc.finish(query, tx);
-    } catch (error) {
-      return failed(reply, "oidc", tx, describeOidcError(error), error);
-    }
-    const groups = groupsOf(claims[rules.groupsClaim]);
-    return finish(reply, "oidc", tx, decideOidc(claims, rules, config.allow), String(claims.sub), groups);
-  });
+  callbackRoute(
+    "oidc",
+    "OpenID Connect login is not enabled.",
+    ctx.oidc,
+    config.oidc,
+    async (reply, oidc, rules, query, tx) => {
+      let claims: Record<string, unknown>;
+      try {
+        claims = await oidc.finish(query, tx);
+      } catch (error) {
+        return failed(reply, "oidc", tx, describeOidcError(error), error);
+      }
+      const groups = groupsOf(claims[rules.groupsClaim]);
+      return finish(reply, "oidc", tx, decideOidc(claims, rules, config.allow), String(claims.sub), groups);
+    },
+  );
 
-  app.get("/callback/github", async (request, reply) => {
-    const github = ctx.github;
-    const rules = config.github;
-    if (!github || !rules)
-      return sendPage(reply, 404, messagePage("Not found", "GitHub login is not enabled."));
-    const query = callbackQuery(request);
-    const tx = await takeTransaction(request, reply, "github", query);
-    if (!tx) return staleLogin(reply, "github");
-    const code = query.get("code");
-    if (!code) {
-      const error = query.get("error") ?? "no authorization code";
-      return failed(
-        reply,
-        "github",
-        tx,
-        `GitHub answered ${error}${query.get("error_description") ? `: ${query.get("error_description")}` : ""}`,
-      );
-    }
-    let account;
-    try {
-      account = await github.finish(code, tx.verifier);
-    } catch (error) {
-      const detail = error instanceof GitHubError ? error.message : "GitHub could not be reached";
-      return failed(reply, "github", tx, detail, error);
-    }
-    return finish(reply, "github", tx, decideGitHub(account, rules, config.allow), account.login);
-  });
+  callbackRoute(
+    "github",
+    "GitHub login is not enabled.",
+    ctx.github,
+    config.github,
+    async (reply, github, rules, query, tx) => {
+      const code = query.get("code");
+      if (!code) {
+        const error = query.get("error") ?? "no authorization code";
+        return failed(
+          reply,
+          "github",
+          tx,
+          `GitHub answered ${error}${query.get("error_description") ? `: ${query.get("error_description")}` : ""}`,
+        );
+      }
+      let account;
+      try {
+        account = await github.finish(code, tx.verifier);
+      } catch (error) {
+        const detail = error instanceof GitHubError ? error.message : "GitHub could not be reached";
+        return failed(reply, "github", tx, detail, error);
+      }
+      return finish(reply, "github", tx, decideGitHub(account, rules, config.allow), account.login);
+    },
+  );
 
   app.get(
     "/logout",

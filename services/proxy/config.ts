@@ -4,15 +4,7 @@
  */
 import { formatDuration } from "../../api/duration.ts";
 import { TEMPLATE_NAME_PATTERN } from "../../api/v1alpha1/template.ts";
-import {
-  adminListenerProblem,
-  adminListenerSettings,
-  ConfigError,
-  loadConfig,
-  parse,
-  type ConfigOf,
-  type Settings,
-} from "../../lib/config.ts";
+import { ConfigError, loadConfig, parse, serviceListeners, type Settings } from "../../lib/config.ts";
 import { timeoutSettings, type ServerTimeouts } from "../../lib/serverTimeouts.ts";
 import type { SessionKeySource } from "../../lib/session.ts";
 import { cidrList, trustedProxies, type TrustedProxies } from "./headers.ts";
@@ -85,20 +77,14 @@ function sessionKeySourceProblem(env: NodeJS.ProcessEnv): string | undefined {
   return undefined;
 }
 
+const listeners = serviceListeners("PROXY", {
+  admin: "/healthz, /readyz and /metrics",
+  host: "Address to listen on for student traffic",
+  port: "Port for student traffic",
+});
+
 export const settings = {
-  host: {
-    env: "PROXY_HOST",
-    description: "Address to listen on for student traffic",
-    parse: parse.string,
-    default: "0.0.0.0",
-  },
-  port: {
-    env: "PROXY_PORT",
-    description: "Port for student traffic",
-    parse: parse.port,
-    default: 8080,
-  },
-  ...adminListenerSettings("PROXY", "/healthz, /readyz and /metrics"),
+  ...listeners.settings,
   namespace: {
     env: "USERLAND_NAMESPACE",
     description: "Namespace whose Templates and Userlands are served",
@@ -306,15 +292,7 @@ export interface ProxyConfig {
 /** Loads and cross-checks the settings; throws ConfigError listing every problem. */
 export function loadProxyConfig(env: NodeJS.ProcessEnv = process.env): ProxyConfig {
   const keySourceProblem = sessionKeySourceProblem(env);
-  let c: ConfigOf<typeof settings>;
-  try {
-    c = loadConfig("proxy", settings, env);
-  } catch (error) {
-    // Reported together with the other problems: one pass to fix a deployment.
-    if (error instanceof ConfigError && keySourceProblem)
-      throw new ConfigError("proxy", [...error.problems, keySourceProblem]);
-    throw error;
-  }
+  const c = loadConfig("proxy", settings, env, keySourceProblem ? [keySourceProblem] : []);
   const problems: string[] = keySourceProblem ? [keySourceProblem] : [];
   if (c.hostTemplates.size === 0 && c.baseDomain === undefined && c.defaultTemplate === undefined) {
     problems.push(
@@ -330,7 +308,7 @@ export function loadProxyConfig(env: NodeJS.ProcessEnv = process.env): ProxyConf
   }
   if (c.startOnAccess && !c.userManagerUrl)
     problems.push("PROXY_START_ON_ACCESS=true needs PROXY_USER_MANAGER_URL");
-  const adminProblem = adminListenerProblem("PROXY", c);
+  const adminProblem = listeners.problem(c);
   if (adminProblem) problems.push(adminProblem);
   if (problems.length > 0) throw new ConfigError("proxy", problems);
   return {

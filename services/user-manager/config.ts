@@ -4,11 +4,10 @@
  */
 import { formatDuration } from "../../api/duration.ts";
 import {
-  adminListenerProblem,
-  adminListenerSettings,
   ConfigError,
   loadConfig,
   parse,
+  serviceListeners,
   type ConfigOf,
   type Settings,
 } from "../../lib/config.ts";
@@ -45,21 +44,14 @@ const audiences = (raw: string): string[] => {
   return list;
 };
 
+// The API is routed from the internet (/console, /api/v1): the counters get a port of their own.
+const listeners = serviceListeners("USER_MANAGER", {
+  admin: "/metrics and /healthz",
+  port: "Port to listen on (0: any free port)",
+});
+
 export const settings = {
-  host: {
-    env: "USER_MANAGER_HOST",
-    description: "Address to listen on",
-    parse: parse.string,
-    default: "0.0.0.0",
-  },
-  port: {
-    env: "USER_MANAGER_PORT",
-    description: "Port to listen on (0: any free port)",
-    parse: parse.port,
-    default: 8080,
-  },
-  // The API is routed from the internet (/console, /api/v1): the counters get a port of their own.
-  ...adminListenerSettings("USER_MANAGER", "/metrics and /healthz"),
+  ...listeners.settings,
   // A roster import is at most USER_MANAGER_ROSTER_MAX_BYTES: two minutes is plenty for it.
   ...timeoutSettings("USER_MANAGER", { headersMs: 20_000, requestMs: 120_000 }),
   namespace: {
@@ -247,23 +239,16 @@ export function consoleConfig(c: UserManagerConfig): ConsoleConfig | undefined {
 
 /** Throws ConfigError listing every problem. */
 export function loadUserManagerConfig(env: NodeJS.ProcessEnv = process.env): UserManagerConfig {
-  let config: UserManagerConfig;
-  try {
-    config = loadConfig("user-manager", settings, env);
-  } catch (error) {
-    // The console's missing settings are reported with the others: one pass to fix a deployment.
-    const given = (name: string) => (env[name] ?? "") !== "";
-    const missing = presenceProblems({
-      jwksUrl: given(settings.sessionJwksUrl.env),
-      keysFile: given(settings.sessionKeysFile.env),
-      loginUrl: given(settings.loginUrl.env),
-      consoleUrl: given(settings.consoleUrl.env),
-    });
-    if (error instanceof ConfigError && missing.length > 0)
-      throw new ConfigError("user-manager", [...error.problems, ...missing]);
-    throw error;
-  }
-  const adminProblem = adminListenerProblem("USER_MANAGER", config);
+  // The console's missing settings are reported with the others.
+  const given = (name: string) => (env[name] ?? "") !== "";
+  const missing = presenceProblems({
+    jwksUrl: given(settings.sessionJwksUrl.env),
+    keysFile: given(settings.sessionKeysFile.env),
+    loginUrl: given(settings.loginUrl.env),
+    consoleUrl: given(settings.consoleUrl.env),
+  });
+  const config = loadConfig("user-manager", settings, env, missing);
+  const adminProblem = listeners.problem(config);
   try {
     consoleConfig(config);
   } catch (error) {

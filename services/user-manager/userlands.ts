@@ -191,6 +191,27 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
   );
 
   app.get(
+    "/api/v1/users/:user/userlands",
+    {
+      config: { permissions: ["list"] },
+      schema: {
+        tags: ["userlands"],
+        summary: "List a user's Userlands (one per Template)",
+        description:
+          "Every Userland whose spec.user is exactly the identity (URL-encode it), ordered by template; an empty list when there is none. Needs the list permission.",
+        params: UserParams,
+        response: { 200: UserlandList, ...errors },
+      },
+    },
+    async (request) => {
+      const found = await store.findByUser(request.params.user);
+      const order = (u: Userland) => `${u.spec.templateName}\u0000${u.metadata.name ?? ""}`;
+      found.sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0));
+      return { items: found.map(toView) };
+    },
+  );
+
+  app.get(
     "/api/v1/users/:user/userland",
     {
       config: { permissions: ["list"] },
@@ -230,27 +251,6 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
           : several(user, found, `of template "${first.spec.templateName}"`);
       }
       return toView(first);
-    },
-  );
-
-  app.get(
-    "/api/v1/users/:user/userlands",
-    {
-      config: { permissions: ["list"] },
-      schema: {
-        tags: ["userlands"],
-        summary: "List a user's Userlands (one per Template)",
-        description:
-          "Every Userland whose spec.user is exactly the identity (URL-encode it), ordered by template; an empty list when there is none. Needs the list permission.",
-        params: UserParams,
-        response: { 200: UserlandList, ...errors },
-      },
-    },
-    async (request) => {
-      const found = await store.findByUser(request.params.user);
-      const order = (u: Userland) => `${u.spec.templateName}\u0000${u.metadata.name ?? ""}`;
-      found.sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0));
-      return { items: found.map(toView) };
     },
   );
 

@@ -51,12 +51,33 @@ export function rosterFormPage(viewer: Viewer, template: string, maxBytes: numbe
 /** What the roster import answers: its own type, so the console cannot drift from the API. */
 export type ImportReport = ImportResult;
 
+/** A list's column: its header, and what a row shows in it. */
+interface Column<T> {
+  header: string;
+  cell: (item: T) => string;
+  /** Names, shown in a fixed-width font. */
+  mono?: boolean;
+}
+
+const LINE: Column<{ line?: number | undefined }> = {
+  header: "Line",
+  cell: (r) => (r.line === undefined ? "" : String(r.line)),
+};
+const STUDENT: Column<{ user: string }> = { header: "Student", cell: (r) => r.user };
+const TEMPLATE: Column<{ templateName: string }> = { header: "Template", cell: (r) => r.templateName };
+const ENVIRONMENT: Column<{ name: string }> = { header: "Environment", cell: (r) => r.name, mono: true };
+const WHY: Column<{ reason: string }> = { header: "Why", cell: (r) => r.reason };
+
+function td<T>(column: Column<T>, item: T): Html {
+  const text = column.cell(item);
+  return column.mono ? html`<td class="mono">${text}</td>` : html`<td>${text}</td>`;
+}
+
 function section<T>(
   id: string,
   title: string,
   items: readonly T[],
-  columns: string[],
-  cells: (item: T) => Html,
+  columns: readonly Column<NoInfer<T>>[],
 ): Html {
   return html`<section id="${id}" aria-labelledby="${id}-title">
     <h2 id="${id}-title">${title} (${items.length})</h2>
@@ -66,14 +87,14 @@ function section<T>(
         : html`<table>
             <thead>
               <tr>
-                ${columns.map((c) => html`<th scope="col">${c}</th>`)}
+                ${columns.map((c) => html`<th scope="col">${c.header}</th>`)}
               </tr>
             </thead>
             <tbody>
               ${items.map(
                 (item) =>
                   html`<tr>
-                    ${cells(item)}
+                    ${columns.map((column) => td(column, item))}
                   </tr>`,
               )}
             </tbody>
@@ -82,31 +103,15 @@ function section<T>(
   </section>`;
 }
 
-const line = (n: number | undefined) => html`<td>${n === undefined ? "" : String(n)}</td>`;
-
 function rejectedSections(report: ImportReport): Html {
-  return html`${section(
-    "rejected",
-    "Rejected rows",
-    report.invalid,
-    ["Line", "Student", "Why"],
-    (r) =>
-      html`${line(r.line)}
-        <td>${r.user}</td>
-        <td>${r.reason}</td>`,
-  )}
+  return html`${section("rejected", "Rejected rows", report.invalid, [LINE, STUDENT, WHY])}
   ${
     report.duplicates.length > 0
-      ? section(
-          "duplicates",
-          "Listed more than once (used once)",
-          report.duplicates,
-          ["Student", "Template", "Lines"],
-          (d) =>
-            html`<td>${d.user}</td>
-              <td>${d.templateName}</td>
-              <td>${d.lines.join(", ")}</td>`,
-        )
+      ? section("duplicates", "Listed more than once (used once)", report.duplicates, [
+          STUDENT,
+          TEMPLATE,
+          { header: "Lines", cell: (d) => d.lines.join(", ") },
+        ])
       : ""
   }`;
 }
@@ -123,44 +128,25 @@ export function rosterPreviewPage(
     `Roster for ${template}: review the changes`,
     viewer,
     html`<p class="notice" role="status">Nothing has changed yet. Check the lists, then confirm.</p>
-      ${section(
-        "to-add",
-        "To add",
-        toCreate,
-        ["Line", "Student", "Template"],
-        (r) =>
-          html`${line(r.line)}
-            <td>${r.user}</td>
-            <td>${r.templateName}</td>`,
-      )}
+      ${section("to-add", "To add", toCreate, [LINE, STUDENT, TEMPLATE])}
       ${
         roster.prune
-          ? html`${section(
-                "to-remove",
-                "To remove (not on the roster)",
-                report.toDelete,
-                ["Student", "Template", "Environment"],
-                (r) =>
-                  html`<td>${r.user}</td>
-                    <td>${r.templateName}</td>
-                    <td class="mono">${r.name}</td>`,
-              )}
+          ? html`${section("to-remove", "To remove (not on the roster)", report.toDelete, [
+                STUDENT,
+                TEMPLATE,
+                ENVIRONMENT,
+              ])}
               <p class="muted" id="prune-scope">
                 Only environments of ${templateList(report.pruneTemplates ?? [template])} are removed; other
                 Templates' are never touched.
               </p>`
           : ""
       }
-      ${section(
-        "unchanged",
-        "Unchanged (already have an environment)",
-        report.existing,
-        ["Line", "Student", "Template"],
-        (r) =>
-          html`${line(r.line)}
-            <td>${r.user}</td>
-            <td>${r.templateName}</td>`,
-      )}
+      ${section("unchanged", "Unchanged (already have an environment)", report.existing, [
+        LINE,
+        STUDENT,
+        TEMPLATE,
+      ])}
       ${rejectedSections(report)}
       ${
         roster.prune && report.invalid.length > 0
@@ -191,45 +177,13 @@ export function rosterResultPage(viewer: Viewer, template: string, report: Impor
         Added ${report.created.length}, removed ${report.deleted.length}, ${report.failed.length} failed.
         ${report.message ?? ""}
       </p>
-      ${section(
-        "added",
-        "Added",
-        report.created,
-        ["Line", "Student", "Template", "Environment"],
-        (r) =>
-          html`${line(r.line)}
-            <td>${r.user}</td>
-            <td>${r.templateName}</td>
-            <td class="mono">${r.name}</td>`,
-      )}
+      ${section("added", "Added", report.created, [LINE, STUDENT, TEMPLATE, ENVIRONMENT])}
       ${
         report.deleted.length > 0
-          ? section(
-              "removed",
-              "Removed",
-              report.deleted,
-              ["Student", "Template", "Environment"],
-              (r) =>
-                html`<td>${r.user}</td>
-                  <td>${r.templateName}</td>
-                  <td class="mono">${r.name}</td>`,
-            )
+          ? section("removed", "Removed", report.deleted, [STUDENT, TEMPLATE, ENVIRONMENT])
           : ""
       }
-      ${
-        report.failed.length > 0
-          ? section(
-              "failed",
-              "Failed",
-              report.failed,
-              ["Line", "Student", "Why"],
-              (r) =>
-                html`${line(r.line)}
-                  <td>${r.user}</td>
-                  <td>${r.reason}</td>`,
-            )
-          : ""
-      }
+      ${report.failed.length > 0 ? section("failed", "Failed", report.failed, [LINE, STUDENT, WHY]) : ""}
       ${rejectedSections(report)}
       <p><a href="${classUrl(template)}">Go to the class</a></p>`,
   );

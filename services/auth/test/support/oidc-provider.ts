@@ -8,6 +8,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { exportJWK, generateKeyPair } from "jose";
 import Provider from "oidc-provider";
+import { providerHandler } from "../../../../dev/identity-provider.ts";
 
 export type AccountClaims = Record<string, unknown>;
 
@@ -78,42 +79,16 @@ export async function startOidcProvider(options: {
   });
 
   const state = { codeExchanges: 0 };
-  const callback = provider.callback();
 
-  async function interaction(req: IncomingMessage, res: ServerResponse) {
-    const details = await provider.interactionDetails(req, res);
-    if (details.prompt.name === "login") {
-      if (!current) throw new Error("test did not choose an account (signInAs)");
-      await provider.interactionFinished(
-        req,
-        res,
-        { login: { accountId: current } },
-        { mergeWithLastSubmission: false },
-      );
-      return;
-    }
-    // Consent: grant whatever the client asked for, as a first-party app would.
-    const accountId = details.session?.accountId;
-    const grant = details.grantId
-      ? await provider.Grant.find(details.grantId)
-      : new provider.Grant({ accountId, clientId: String(details.params.client_id) });
-    if (!grant) throw new Error("grant not found");
-    const missing = details.prompt.details as { missingOIDCScope?: string[]; missingOIDCClaims?: string[] };
-    if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(" "));
-    if (missing.missingOIDCClaims) grant.addOIDCClaims(missing.missingOIDCClaims);
-    const grantId = await grant.save();
-    await provider.interactionFinished(req, res, { consent: { grantId } }, { mergeWithLastSubmission: true });
-  }
+  const chosenAccount = () => {
+    if (!current) throw new Error("test did not choose an account (signInAs)");
+    return current;
+  };
 
+  const handle = providerHandler(provider, chosenAccount);
   handler = (req, res) => {
     if (req.url?.startsWith("/token")) state.codeExchanges++;
-    if (req.url?.startsWith("/interaction/")) {
-      interaction(req, res).catch((error: unknown) => {
-        res.writeHead(500, { "content-type": "text/plain" }).end(String(error));
-      });
-      return;
-    }
-    void callback(req, res);
+    handle(req, res);
   };
 
   return {
