@@ -360,7 +360,8 @@ async function openWs(port: number, headers: Record<string, string>): Promise<We
 async function wsCell(
   port: number,
   headers: Record<string, string>,
-): Promise<{ rttP50: number; rttP99: number; msgsPerSec: number }> {
+  cpu: () => number,
+): Promise<{ rttP50: number; rttP99: number; msgsPerSec: number; cpuPer1000: number }> {
   const payload = Buffer.alloc(64, 97);
   const one = await openWs(port, headers);
   const rtts: number[] = [];
@@ -374,6 +375,7 @@ async function wsCell(
   rtts.sort((a, b) => a - b);
   const sockets = await Promise.all(Array.from({ length: 20 }, () => openWs(port, headers)));
   let count = 0;
+  const cpuBefore = cpu();
   const until = performance.now() + SECONDS * 1000;
   await Promise.all(
     sockets.map(
@@ -389,8 +391,14 @@ async function wsCell(
         }),
     ),
   );
+  const cpuUsed = cpu() - cpuBefore;
   for (const ws of sockets) ws.terminate();
-  return { rttP50: percentile(rtts, 50), rttP99: percentile(rtts, 99), msgsPerSec: count / SECONDS };
+  return {
+    rttP50: percentile(rtts, 50),
+    rttP99: percentile(rtts, 99),
+    msgsPerSec: count / SECONDS,
+    cpuPer1000: (cpuUsed / count) * 1000,
+  };
 }
 
 /** CPU time (user + system) `pids` have used so far, in ms (/proc's clock ticks are 10 ms). */
@@ -501,7 +509,7 @@ async function main(): Promise<void> {
     const ws = new Map<string, Awaited<ReturnType<typeof wsCell>>>();
     for (const target of targets) {
       if (target.ws === false) continue;
-      ws.set(target.name, await wsCell(target.port, target.headers));
+      ws.set(target.name, await wsCell(target.port, target.headers, () => cpuMs(pidsOf(target))));
       process.stderr.write(`  ${target.name} websocket done\n`);
     }
     await new Promise((r) => setTimeout(r, 1500));
@@ -529,15 +537,15 @@ async function main(): Promise<void> {
       }
     }
     console.log(
-      "\n| target | WS RTT p50 ms | WS RTT p99 ms | WS msgs/s (20 sockets × 8 in flight) | msgs/s vs direct | msgs/s vs CHP | RSS after (MiB) | fds before → after |",
+      "\n| target | WS RTT p50 ms | WS RTT p99 ms | WS msgs/s (20 sockets × 8 in flight) | msgs/s vs direct | msgs/s vs CHP | CPU ms per 1000 msgs | RSS before → after (MiB) | fds before → after |",
     );
-    console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     for (const target of targets) {
       const w = ws.get(target.name);
       const after = processStats(pidsOf(target));
       const b = before.get(target.name);
       console.log(
-        `| ${target.name} | ${fmt(w?.rttP50 ?? NaN, 3)} | ${fmt(w?.rttP99 ?? NaN, 3)} | ${fmt(w?.msgsPerSec ?? NaN)} | ${ratio(w?.msgsPerSec ?? NaN, ws.get("direct")?.msgsPerSec ?? NaN)} | ${ratio(w?.msgsPerSec ?? NaN, ws.get(chpName)?.msgsPerSec ?? NaN)} | ${fmt(after.rssMiB, 1)} | ${b?.fds ?? "-"} → ${after.fds} |`,
+        `| ${target.name} | ${fmt(w?.rttP50 ?? NaN, 3)} | ${fmt(w?.rttP99 ?? NaN, 3)} | ${fmt(w?.msgsPerSec ?? NaN)} | ${ratio(w?.msgsPerSec ?? NaN, ws.get("direct")?.msgsPerSec ?? NaN)} | ${ratio(w?.msgsPerSec ?? NaN, ws.get(chpName)?.msgsPerSec ?? NaN)} | ${fmt(w?.cpuPer1000 ?? NaN, 1)} | ${fmt(b?.rssMiB ?? NaN, 1)} → ${fmt(after.rssMiB, 1)} | ${b?.fds ?? "-"} → ${after.fds} |`,
       );
     }
     console.log(

@@ -81,7 +81,7 @@ type ResponseHeaders = Record<string, string | string[] | undefined>;
  * Set-Cookie for the platform's session cookie, and on a shared origin without
  * Service-Worker-Allowed. A new object: deleting keys would slow every later use of the headers.
  */
-function clientResponseHeaders(headers: ResponseHeaders, serviceWorkers: boolean): ResponseHeaders {
+export function clientResponseHeaders(headers: ResponseHeaders, serviceWorkers: boolean): ResponseHeaders {
   const connection = headers.connection;
   const listed =
     typeof connection === "string" && connection !== "keep-alive" ? connection.toLowerCase() : "";
