@@ -6,7 +6,7 @@
  * upstream latency and error metrics, the session cookie kept out of environments' Set-Cookie,
  * activity marks for WebSocket frames, and the open WebSockets (closed on shutdown).
  */
-import type { ClientRequest, IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
+import type { ClientRequest, IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { performance } from "node:perf_hooks";
 import { ProxyServer } from "http-proxy-3";
