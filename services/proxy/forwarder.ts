@@ -164,12 +164,15 @@ export class Forwarder {
       if (ended) return;
       ended = true;
       // Nobody to answer, and not the environment's failure: the client aborted, or its upload broke off.
-      if (error instanceof ClientGone || res.destroyed || req.socket?.destroyed) return;
+      if (gone || error instanceof ClientGone || res.destroyed || req.socket?.destroyed) return;
       this.failed(record, error, onError);
     };
+    let gone = false;
     res.on("drain", () => controller?.resume());
     res.once("close", () => {
-      if (!ended) controller?.abort(new ClientGone("the client went away"));
+      if (ended) return;
+      gone = true;
+      controller?.abort(new ClientGone("the client went away"));
     });
     record.upstreamStart = performance.now();
     this.pool.dispatch(
@@ -177,6 +180,8 @@ export class Forwarder {
       {
         onRequestStart: (c) => {
           controller = c;
+          // Gone while the request waited for a connection: not sent at all.
+          if (gone) c.abort(new ClientGone("the client went away"));
         },
         onResponseStart: (_c, status, upstreamHeaders, statusMessage) => {
           metrics.upstreamLatency.observe(
