@@ -6,6 +6,11 @@
  *   BENCH_SECONDS=1 node bench/proxy.ts shorter cells
  *   BENCH_BARE=0 node bench/proxy.ts    without the bare-library rows
  *   BENCH_NGINX=0 node bench/proxy.ts   without the nginx anchor (bench/nginx.ts)
+ *   BENCH_CORES=1 node bench/proxy.ts   also minimal forwarding cores (node:http, undici stream()
+ *                                       and dispatch()): the ceiling a Node proxy can reach here
+ *
+ * Every HTTP cell also shows the CPU time each server used per request (from /proc, measured part
+ * only), which moves far less than requests/s when other work loads the machine.
  *
  * Besides the three targets the issue asks for, it runs the same tiny server around bare
  * http-proxy 1.18.1 and bare http-proxy-3: the measurement behind docs/decisions/0003-proxy-library.md.
