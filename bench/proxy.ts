@@ -6,6 +6,11 @@
  *   BENCH_SECONDS=1 node bench/proxy.ts shorter cells
  *   BENCH_BARE=0 node bench/proxy.ts    without the bare-library rows
  *   BENCH_NGINX=0 node bench/proxy.ts   without the nginx anchor (bench/nginx.ts)
+ *   BENCH_CORES=1 node bench/proxy.ts   also minimal forwarding cores (node:http, undici stream()
+ *                                       and dispatch()): the ceiling a Node proxy can reach here
+ *
+ * Every HTTP cell also shows the CPU time each server used per request (from /proc, measured part
+ * only), which moves far less than requests/s when other work loads the machine.
  *
  * Besides the three targets the issue asks for, it runs the same tiny server around bare
  * http-proxy 1.18.1 and bare http-proxy-3: the measurement behind docs/decisions/0003-proxy-library.md.
@@ -21,7 +26,14 @@
  */
 import { fork, type ChildProcess } from "node:child_process";
 import { readFileSync, readdirSync } from "node:fs";
-import { createServer, request as httpRequest, Agent } from "node:http";
+import {
+  createServer,
+  request as httpRequest,
+  Agent,
+  type IncomingMessage,
+  type ServerResponse,
+} from "node:http";
+import { pipeline } from "node:stream";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -42,7 +54,7 @@ const HOST = "code.bench.test";
 const SMALL = Buffer.from(JSON.stringify({ ok: true, text: "hello from the environment".repeat(3) }));
 const BIG = Buffer.alloc(1024 * 1024, 120);
 
-type Role = "upstream" | "userland" | "chp-wrapper" | "hp1" | "hp3";
+type Role = "upstream" | "userland" | "hp1" | "hp3" | "node-http" | "undici-stream" | "undici-dispatch";
 
 // ---------------------------------------------------------------- child roles
 
@@ -141,6 +153,89 @@ async function runBare(kind: "hp1" | "hp3", upstreamPort: number): Promise<numbe
   return (server.address() as AddressInfo).port;
 }
 
+/**
+ * Forwarding cores written minimally, for the ceiling experiment in docs/decisions/0003: what a
+ * Node proxy can do on this harness with node:http's client or undici's, beside http-proxy-3.
+ */
+async function runCore(
+  kind: "node-http" | "undici-stream" | "undici-dispatch",
+  upstreamPort: number,
+): Promise<number> {
+  const origin = `http://127.0.0.1:${upstreamPort}`;
+  let handle: (req: IncomingMessage, res: ServerResponse) => void;
+  if (kind === "node-http") {
+    const agent = new Agent({ keepAlive: true, maxSockets: 512, maxFreeSockets: 64, scheduling: "lifo" });
+    handle = (req, res) => {
+      const up = httpRequest(
+        {
+          host: "127.0.0.1",
+          port: upstreamPort,
+          method: req.method,
+          path: req.url,
+          headers: req.headers,
+          agent,
+        },
+        (upRes) => {
+          res.writeHead(upRes.statusCode ?? 502, upRes.rawHeaders);
+          pipeline(upRes, res, () => {});
+        },
+      );
+      up.on("error", () => res.destroy());
+      pipeline(req, up, () => {});
+    };
+  } else {
+    const { Pool } = await import("undici");
+    const pool = new Pool(origin, { connections: 512, pipelining: 1, keepAliveTimeout: 30_000 });
+    if (kind === "undici-stream") {
+      handle = (req, res) => {
+        pool
+          .stream(
+            {
+              method: req.method as "GET",
+              path: req.url ?? "/",
+              headers: req.headers as Record<string, string>,
+            },
+            ({ statusCode, headers }) => {
+              res.writeHead(statusCode, headers as Record<string, string>);
+              return res;
+            },
+          )
+          .catch(() => res.destroy());
+      };
+    } else {
+      handle = (req, res) => {
+        pool.dispatch(
+          {
+            method: req.method as "GET",
+            path: req.url ?? "/",
+            headers: req.headers as Record<string, string>,
+          },
+          {
+            onRequestStart() {},
+            onResponseStart(controller, statusCode, headers) {
+              res.writeHead(statusCode, headers as Record<string, string>);
+              res.on("drain", () => controller.resume());
+            },
+            onResponseData(controller, chunk: Buffer) {
+              if (!res.write(chunk)) controller.pause();
+            },
+            onResponseEnd() {
+              res.end();
+            },
+            onResponseError() {
+              res.destroy();
+            },
+          },
+        );
+      };
+    }
+  }
+  const server = createServer(handle);
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return (server.address() as AddressInfo).port;
+}
+
 // ---------------------------------------------------------------- the load generator
 
 interface Child {
@@ -208,6 +303,10 @@ async function startChp(upstreamPort: number): Promise<Child> {
 
 interface Cell {
   rps: number;
+  /** Requests answered in the measured part of the cell (the warm-up excluded). */
+  requests: number;
+  /** CPU time (user + system) of the serving processes per measured request: ms. */
+  cpuPerRequest: number;
   p50: number;
   p99: number;
   errors: number;
@@ -218,6 +317,7 @@ async function httpCell(
   path: string,
   connections: number,
   headers: Record<string, string>,
+  cpu: () => number,
 ): Promise<Cell> {
   const pool = new Pool(`http://127.0.0.1:${port}`, { connections, pipelining: 1, keepAliveTimeout: 30_000 });
   const latencies: number[] = [];
@@ -239,13 +339,17 @@ async function httpCell(
     await Promise.all(Array.from({ length: connections }, worker));
   };
   await run(performance.now() + 300, false);
+  const cpuBefore = cpu();
   const start = performance.now();
   await run(start + SECONDS * 1000, true);
   const elapsed = (performance.now() - start) / 1000;
+  const cpuUsed = cpu() - cpuBefore;
   await pool.close();
   latencies.sort((a, b) => a - b);
   return {
     rps: latencies.length / elapsed,
+    requests: latencies.length,
+    cpuPerRequest: cpuUsed / latencies.length,
     p50: percentile(latencies, 50),
     p99: percentile(latencies, 99),
     errors,
@@ -261,7 +365,8 @@ async function openWs(port: number, headers: Record<string, string>): Promise<We
 async function wsCell(
   port: number,
   headers: Record<string, string>,
-): Promise<{ rttP50: number; rttP99: number; msgsPerSec: number }> {
+  cpu: () => number,
+): Promise<{ rttP50: number; rttP99: number; msgsPerSec: number; cpuPer1000: number }> {
   const payload = Buffer.alloc(64, 97);
   const one = await openWs(port, headers);
   const rtts: number[] = [];
@@ -275,6 +380,7 @@ async function wsCell(
   rtts.sort((a, b) => a - b);
   const sockets = await Promise.all(Array.from({ length: 20 }, () => openWs(port, headers)));
   let count = 0;
+  const cpuBefore = cpu();
   const until = performance.now() + SECONDS * 1000;
   await Promise.all(
     sockets.map(
@@ -290,8 +396,26 @@ async function wsCell(
         }),
     ),
   );
+  const cpuUsed = cpu() - cpuBefore;
   for (const ws of sockets) ws.terminate();
-  return { rttP50: percentile(rtts, 50), rttP99: percentile(rtts, 99), msgsPerSec: count / SECONDS };
+  return {
+    rttP50: percentile(rtts, 50),
+    rttP99: percentile(rtts, 99),
+    msgsPerSec: count / SECONDS,
+    cpuPer1000: (cpuUsed / count) * 1000,
+  };
+}
+
+/** CPU time (user + system) `pids` have used so far, in ms (/proc's clock ticks are 10 ms). */
+function cpuMs(pids: number[]): number {
+  let ticks = 0;
+  for (const pid of pids) {
+    if (!pid) return NaN;
+    // The fields after the command name, which is in parentheses and may contain spaces.
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+    ticks += Number(fields[11]) + Number(fields[12]);
+  }
+  return ticks * 10;
 }
 
 /** RSS and open file descriptors of `pids` together. */
@@ -328,6 +452,8 @@ async function main(): Promise<void> {
     pids?: () => number[];
     child?: Child;
     headers: Record<string, string>;
+    /** Forwards WebSockets (the minimal forwarding cores do not). */
+    ws?: boolean;
   }[] = [{ name: "direct", port: upstream.port, headers: {} }];
   const cookie = `userland_session=${token}`;
   let nginx: NginxAnchor | undefined;
@@ -349,15 +475,19 @@ async function main(): Promise<void> {
       nginx = await startNginxAnchor(upstream.port, privateJwks, "bench-user", cookie);
       targets.push({ name: NGINX_NAME, port: nginx.port, pids: nginx.pids, headers: { cookie } });
     }
-    if (process.env.BENCH_BARE !== "0") {
-      for (const [name, role] of [
-        ["http-proxy 1.18.1 (bare)", "hp1"],
-        ["http-proxy-3 (bare)", "hp3"],
-      ] as const) {
-        const child = await startChild(name, role, [String(upstream.port)]);
-        children.push(child);
-        targets.push({ name, port: child.port, child, headers: {} });
-      }
+    const bare: [string, Role][] = [];
+    if (process.env.BENCH_BARE !== "0")
+      bare.push(["http-proxy 1.18.1 (bare)", "hp1"], ["http-proxy-3 (bare)", "hp3"]);
+    if (process.env.BENCH_CORES === "1")
+      bare.push(
+        ["node:http core (bare)", "node-http"],
+        ["undici stream core (bare)", "undici-stream"],
+        ["undici dispatch core (bare)", "undici-dispatch"],
+      );
+    for (const [name, role] of bare) {
+      const child = await startChild(name, role, [String(upstream.port)]);
+      children.push(child);
+      targets.push({ name, port: child.port, child, headers: {}, ws: role === "hp1" || role === "hp3" });
     }
     const pidsOf = (target: (typeof targets)[number]) =>
       target.pids?.() ?? [(target.child ?? upstream).process.pid ?? 0];
@@ -371,17 +501,20 @@ async function main(): Promise<void> {
     for (const [size, path] of sizes) {
       for (const connections of [1, 10, 100]) {
         for (const target of targets) {
-          const cell = await httpCell(target.port, path, connections, target.headers);
+          const cell = await httpCell(target.port, path, connections, target.headers, () =>
+            cpuMs(pidsOf(target)),
+          );
           results.set(`${target.name}|${size}|${connections}`, cell);
           process.stderr.write(
-            `  ${target.name} ${size} c=${connections}: ${fmt(cell.rps)} req/s p50 ${fmt(cell.p50, 2)} ms p99 ${fmt(cell.p99, 2)} ms${cell.errors ? ` errors ${cell.errors}` : ""}\n`,
+            `  ${target.name} ${size} c=${connections}: ${fmt(cell.rps)} req/s p50 ${fmt(cell.p50, 2)} ms p99 ${fmt(cell.p99, 2)} ms cpu ${fmt(cell.cpuPerRequest, 3)} ms/req${cell.errors ? ` errors ${cell.errors}` : ""}\n`,
           );
         }
       }
     }
     const ws = new Map<string, Awaited<ReturnType<typeof wsCell>>>();
     for (const target of targets) {
-      ws.set(target.name, await wsCell(target.port, target.headers));
+      if (target.ws === false) continue;
+      ws.set(target.name, await wsCell(target.port, target.headers, () => cpuMs(pidsOf(target))));
       process.stderr.write(`  ${target.name} websocket done\n`);
     }
     await new Promise((r) => setTimeout(r, 1500));
@@ -391,9 +524,9 @@ async function main(): Promise<void> {
       `\nProxy benchmark: loopback, ${SECONDS} s per cell, Node ${process.version}, ${(await import("node:os")).cpus().length} CPUs (load generator, proxy and upstream share them)\n`,
     );
     console.log(
-      "| target | size | conns | req/s | p50 ms | p99 ms | req/s vs direct | req/s vs CHP | p99 vs CHP |",
+      "| target | size | conns | req/s | p50 ms | p99 ms | CPU ms/req | req/s vs direct | req/s vs CHP | p99 vs CHP |",
     );
-    console.log("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    console.log("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     for (const [size] of sizes) {
       for (const connections of [1, 10, 100]) {
         const direct = results.get(`direct|${size}|${connections}`);
@@ -402,22 +535,22 @@ async function main(): Promise<void> {
           const c = results.get(`${target.name}|${size}|${connections}`);
           if (!c) continue;
           console.log(
-            `| ${target.name} | ${size} | ${connections} | ${fmt(c.rps)} | ${fmt(c.p50, 2)} | ${fmt(c.p99, 2)} | ${ratio(c.rps, direct?.rps ?? NaN)} | ${ratio(c.rps, chp?.rps ?? NaN)} | ${ratio(c.p99, chp?.p99 ?? NaN)} |` +
+            `| ${target.name} | ${size} | ${connections} | ${fmt(c.rps)} | ${fmt(c.p50, 2)} | ${fmt(c.p99, 2)} | ${fmt(c.cpuPerRequest, 3)} | ${ratio(c.rps, direct?.rps ?? NaN)} | ${ratio(c.rps, chp?.rps ?? NaN)} | ${ratio(c.p99, chp?.p99 ?? NaN)} |` +
               (c.errors ? ` errors: ${c.errors}` : ""),
           );
         }
       }
     }
     console.log(
-      "\n| target | WS RTT p50 ms | WS RTT p99 ms | WS msgs/s (20 sockets × 8 in flight) | msgs/s vs direct | msgs/s vs CHP | RSS after (MiB) | fds before → after |",
+      "\n| target | WS RTT p50 ms | WS RTT p99 ms | WS msgs/s (20 sockets × 8 in flight) | msgs/s vs direct | msgs/s vs CHP | CPU ms per 1000 msgs | RSS before → after (MiB) | fds before → after |",
     );
-    console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     for (const target of targets) {
       const w = ws.get(target.name);
       const after = processStats(pidsOf(target));
       const b = before.get(target.name);
       console.log(
-        `| ${target.name} | ${fmt(w?.rttP50 ?? NaN, 3)} | ${fmt(w?.rttP99 ?? NaN, 3)} | ${fmt(w?.msgsPerSec ?? NaN)} | ${ratio(w?.msgsPerSec ?? NaN, ws.get("direct")?.msgsPerSec ?? NaN)} | ${ratio(w?.msgsPerSec ?? NaN, ws.get(chpName)?.msgsPerSec ?? NaN)} | ${fmt(after.rssMiB, 1)} | ${b?.fds ?? "-"} → ${after.fds} |`,
+        `| ${target.name} | ${fmt(w?.rttP50 ?? NaN, 3)} | ${fmt(w?.rttP99 ?? NaN, 3)} | ${fmt(w?.msgsPerSec ?? NaN)} | ${ratio(w?.msgsPerSec ?? NaN, ws.get("direct")?.msgsPerSec ?? NaN)} | ${ratio(w?.msgsPerSec ?? NaN, ws.get(chpName)?.msgsPerSec ?? NaN)} | ${fmt(w?.cpuPer1000 ?? NaN, 1)} | ${fmt(b?.rssMiB ?? NaN, 1)} → ${fmt(after.rssMiB, 1)} | ${b?.fds ?? "-"} → ${after.fds} |`,
       );
     }
     console.log(
@@ -438,7 +571,9 @@ if (process.argv[2] === "--role") {
       ? await runUpstream()
       : role === "userland"
         ? await runUserland(upstreamPort, process.env.BENCH_JWKS ?? "")
-        : await runBare(role === "hp1" ? "hp1" : "hp3", upstreamPort);
+        : role === "hp1" || role === "hp3"
+          ? await runBare(role, upstreamPort)
+          : await runCore(role, upstreamPort);
   process.send?.({ port });
   process.on("disconnect", () => process.exit(0));
 } else {

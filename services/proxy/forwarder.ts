@@ -1,13 +1,16 @@
 /**
- * Forwards HTTP requests and WebSocket upgrades to an environment with http-proxy-3: pooled
- * keep-alive connections, upstream and idle timeouts, upstream latency and error metrics, the
- * session cookie kept out of environments' Set-Cookie, activity marks for WebSocket frames, and
- * the open WebSockets (closed on shutdown).
+ * Forwards HTTP requests and WebSocket upgrades to an environment. HTTP goes through undici's
+ * pooled keep-alive connections, driven by its dispatch handler (no stream objects per request:
+ * the ceiling experiment in docs/decisions/0003 found it about half the CPU per request of
+ * http-proxy-3); WebSocket upgrades go through http-proxy-3. Here: upstream and idle timeouts,
+ * upstream latency and error metrics, the session cookie kept out of environments' Set-Cookie,
+ * activity marks for WebSocket frames, and the open WebSockets (closed on shutdown).
  */
-import { Agent, type ClientRequest, type IncomingMessage, type ServerResponse } from "node:http";
+import type { ClientRequest, IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { performance } from "node:perf_hooks";
 import { ProxyServer } from "http-proxy-3";
+import { Agent as UpstreamPool, type Dispatcher } from "undici";
 import type { Logger } from "../../lib/logger.ts";
 import { SESSION_COOKIE } from "../../lib/session.ts";
 import type { ProxyConfig } from "./config.ts";
@@ -37,50 +40,96 @@ class UpstreamTimeout extends Error {
   readonly code = "EUPSTREAMTIMEOUT";
 }
 
+/** The client went away before the environment's answer was complete: nobody to answer. */
+class ClientGone extends Error {
+  readonly code = "ECLIENTGONE";
+}
+
 /** What a failed forward tells the student: 504 for timeouts, 502 for the rest. */
 export function classifyUpstreamError(error: unknown): UpstreamError {
   const code = (error as { code?: string } | undefined)?.code;
-  if (code === "EUPSTREAMTIMEOUT" || code === "ECONNECT_TIMEOUT" || code === "ETIMEDOUT") return "timeout";
+  if (
+    code === "EUPSTREAMTIMEOUT" ||
+    code === "ECONNECT_TIMEOUT" ||
+    code === "ETIMEDOUT" ||
+    code === "UND_ERR_CONNECT_TIMEOUT" ||
+    code === "UND_ERR_HEADERS_TIMEOUT" ||
+    code === "UND_ERR_BODY_TIMEOUT"
+  )
+    return "timeout";
   if (code === "ECONNREFUSED" || code === "ENOTFOUND" || code === "EAI_AGAIN" || code === "EHOSTUNREACH")
     return "refused";
-  if (code === "ECONNRESET" || code === "EPIPE") return "reset";
+  // UND_ERR_SOCKET: the environment closed the connection before its answer was complete.
+  if (code === "ECONNRESET" || code === "EPIPE" || code === "UND_ERR_SOCKET") return "reset";
   return "other";
+}
+
+/** Response headers that describe the connection to the environment, not the one to the client. */
+const HOP_BY_HOP_RESPONSE: ReadonlySet<string> = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "transfer-encoding",
+  "upgrade",
+]);
+
+type ResponseHeaders = Record<string, string | string[] | undefined>;
+
+/**
+ * The environment's response headers as the client may see them: without hop-by-hop headers (Node
+ * frames the response to the client itself) and the names `Connection` lists, without a
+ * Set-Cookie for the platform's session cookie, and on a shared origin without
+ * Service-Worker-Allowed. A new object: deleting keys would slow every later use of the headers.
+ */
+export function clientResponseHeaders(headers: ResponseHeaders, serviceWorkers: boolean): ResponseHeaders {
+  const connection = headers.connection;
+  const listed =
+    typeof connection === "string" && connection !== "keep-alive" ? connection.toLowerCase() : "";
+  const kept: ResponseHeaders = {};
+  for (const name in headers) {
+    if (HOP_BY_HOP_RESPONSE.has(name) || (listed && listed.split(",").some((t) => t.trim() === name)))
+      continue;
+    // On a shared origin a service worker would outlive its student's session on that browser.
+    if (name === "service-worker-allowed" && !serviceWorkers) continue;
+    kept[name] = headers[name];
+  }
+  // An environment must not replace or clear the platform's session cookie.
+  const setCookie = kept["set-cookie"];
+  if (setCookie !== undefined) {
+    const all = typeof setCookie === "string" ? [setCookie] : setCookie;
+    const cookies = all.filter((c) => c.split("=", 1)[0]?.trim().toLowerCase() !== SESSION_COOKIE);
+    if (cookies.length !== all.length) kept["set-cookie"] = cookies;
+  }
+  return kept;
 }
 
 export class Forwarder {
   private readonly deps: ForwarderDeps;
-  // Pooled keep-alive connections to environments; idle ones close after 30 s (sooner when the
-  // upstream announces a shorter Keep-Alive timeout), so a pool never outlives an environment long.
-  private readonly agent = new Agent({
-    keepAlive: true,
-    maxSockets: 512,
-    maxFreeSockets: 64,
-    timeout: 30_000,
-    scheduling: "lifo",
-  });
+  // Pooled keep-alive connections to environments, one pool per environment; idle ones close
+  // after 30 s (sooner when the upstream announces a shorter Keep-Alive timeout), so a pool never
+  // outlives an environment long. An environment silent for upstreamTimeoutMs, before its headers
+  // or between two parts of its body, fails the request (504 when nothing was sent yet).
+  private readonly pool: UpstreamPool;
   private readonly proxy: ProxyServer;
-  /** http-proxy-3's events name the request only; this finds its record. */
+  /** http-proxy-3's events name the request only; this finds its record (WebSockets). */
   private readonly records = new WeakMap<IncomingMessage, RequestRecord>();
   private readonly openWebSockets = new Set<Socket>();
-  /** Requests whose environment may not widen a service worker's scope (a shared origin). */
-  private readonly noServiceWorkers = new WeakSet<IncomingMessage>();
 
   constructor(deps: ForwarderDeps) {
     this.deps = deps;
-    this.proxy = new ProxyServer({
-      agent: this.agent,
-      xfwd: false,
-      changeOrigin: false,
-      connectTimeout: deps.config.connectTimeoutMs,
+    const { upstreamTimeoutMs, connectTimeoutMs } = deps.config;
+    this.pool = new UpstreamPool({
+      connections: 512,
+      pipelining: 1,
+      keepAliveTimeout: 30_000,
+      keepAliveMaxTimeout: 30_000,
+      headersTimeout: upstreamTimeoutMs,
+      bodyTimeout: upstreamTimeoutMs,
+      connect: { timeout: connectTimeoutMs },
     });
+    this.proxy = new ProxyServer({ xfwd: false, changeOrigin: false, connectTimeout: connectTimeoutMs });
     this.proxy.on("error", (error, req) =>
       deps.log.warn({ err: error.message, url: req.url }, "proxy error without a handler"),
-    );
-    this.proxy.on("proxyReq", (proxyReq: ClientRequest, req: IncomingMessage) =>
-      this.requestSent(proxyReq, req),
-    );
-    this.proxy.on("proxyRes", (proxyRes: IncomingMessage, req: IncomingMessage) =>
-      this.responseReceived(proxyRes, req),
     );
     this.proxy.on("proxyReqWs", (proxyReq: ClientRequest, req: IncomingMessage, socket: Socket) =>
       this.upgradeSent(proxyReq, req, socket),
@@ -91,6 +140,10 @@ export class Forwarder {
     return this.openWebSockets.size;
   }
 
+  /**
+   * Sends the request (its headers already prepared, `req.url` the routed path) to `target` and
+   * its answer back, streaming both bodies with backpressure; either side going away ends the other.
+   */
   web(
     req: IncomingMessage,
     res: ServerResponse,
@@ -99,16 +152,55 @@ export class Forwarder {
     serviceWorkers: boolean,
     onError: OnUpstreamError,
   ): void {
-    this.records.set(req, record);
-    if (!serviceWorkers) this.noServiceWorkers.add(req);
-    const failed = (error: Error) => this.failed(record, error, onError);
-    // http-proxy-3 throws for a target it cannot parse: that is the request's fault, answered
-    // like any other failed forward (a warning), not a crash of the proxy's (an error and a 500).
-    try {
-      this.proxy.web(req, res, { target }, failed);
-    } catch (error) {
-      failed(error as Error);
-    }
+    const { metrics } = this.deps;
+    const headers = req.headers;
+    // undici frames the body itself (chunked when its length is unknown).
+    const body =
+      headers["transfer-encoding"] !== undefined || Number(headers["content-length"]) > 0 ? req : null;
+    delete headers["transfer-encoding"];
+    let controller: Dispatcher.DispatchController | undefined;
+    let ended = false;
+    const fail = (error: Error) => {
+      if (ended) return;
+      ended = true;
+      // Nobody to answer, and not the environment's failure: the client aborted, or its upload broke off.
+      if (gone || error instanceof ClientGone || res.destroyed || req.socket?.destroyed) return;
+      this.failed(record, error, onError);
+    };
+    let gone = false;
+    res.on("drain", () => controller?.resume());
+    res.once("close", () => {
+      if (ended) return;
+      gone = true;
+      controller?.abort(new ClientGone("the client went away"));
+    });
+    record.upstreamStart = performance.now();
+    this.pool.dispatch(
+      { origin: target.origin, path: req.url ?? "/", method: req.method ?? "GET", headers, body },
+      {
+        onRequestStart: (c) => {
+          controller = c;
+          // Gone while the request waited for a connection: not sent at all.
+          if (gone) c.abort(new ClientGone("the client went away"));
+        },
+        onResponseStart: (_c, status, upstreamHeaders, statusMessage) => {
+          metrics.upstreamLatency.observe(
+            { kind: "http" },
+            (performance.now() - (record.upstreamStart ?? 0)) / 1000,
+          );
+          // Throws for a status or header Node will not send: undici then fails the request (502).
+          res.writeHead(status, statusMessage, clientResponseHeaders(upstreamHeaders, serviceWorkers));
+        },
+        onResponseData: (c, chunk) => {
+          if (!res.write(chunk)) c.pause();
+        },
+        onResponseEnd: () => {
+          ended = true;
+          res.end();
+        },
+        onResponseError: (_c, error) => fail(error),
+      },
+    );
   }
 
   ws(
@@ -135,7 +227,7 @@ export class Forwarder {
   }
 
   close(): void {
-    this.agent.destroy();
+    void this.pool.destroy();
   }
 
   private failed(record: RequestRecord, error: Error, onError: OnUpstreamError): void {
@@ -143,32 +235,6 @@ export class Forwarder {
     record.upstreamError = kind;
     this.deps.metrics.upstreamErrors.inc({ kind: record.kind, error: kind });
     onError(kind, error);
-  }
-
-  // Every outgoing request (Expect was removed from the headers, so this always fires).
-  private requestSent(proxyReq: ClientRequest, req: IncomingMessage): void {
-    const record = this.records.get(req);
-    if (record) record.upstreamStart = performance.now();
-    proxyReq.setTimeout(this.deps.config.upstreamTimeoutMs, () =>
-      proxyReq.destroy(new UpstreamTimeout("upstream timed out")),
-    );
-  }
-
-  private responseReceived(proxyRes: IncomingMessage, req: IncomingMessage): void {
-    const record = this.records.get(req);
-    if (record?.upstreamStart !== undefined)
-      this.deps.metrics.upstreamLatency.observe(
-        { kind: "http" },
-        (performance.now() - record.upstreamStart) / 1000,
-      );
-    // An environment must not replace or clear the platform's session cookie.
-    const setCookie = proxyRes.headers["set-cookie"];
-    if (setCookie) {
-      const kept = setCookie.filter((c) => c.split("=", 1)[0]?.trim().toLowerCase() !== SESSION_COOKIE);
-      if (kept.length !== setCookie.length) proxyRes.headers["set-cookie"] = kept;
-    }
-    // On a shared origin a service worker would outlive its student's session on that browser.
-    if (this.noServiceWorkers.has(req)) delete proxyRes.headers["service-worker-allowed"];
   }
 
   private upgradeSent(proxyReq: ClientRequest, req: IncomingMessage, socket: Socket): void {

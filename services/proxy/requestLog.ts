@@ -1,10 +1,11 @@
 /**
  * What the proxy learned about one request or WebSocket handshake, and what is made of it when it
- * ends: the request metrics and, with PROXY_ACCESS_LOG, one JSON access-log line.
+ * ends: the request metrics and, with PROXY_ACCESS_LOG, one JSON access-log line (written in batches,
+ * at least once a second).
  */
 import type { IncomingMessage } from "node:http";
 import { performance } from "node:perf_hooks";
-import type { Logger } from "../../lib/logger.ts";
+import { batchedLike, type Logger } from "../../lib/logger.ts";
 import { statusClass, type ProxyMetrics, type RouteOutcome, type UpstreamError } from "./metrics.ts";
 
 export type RequestKind = "http" | "websocket";
@@ -33,13 +34,14 @@ export interface RequestLog {
 }
 
 export function requestLog(options: { metrics: ProxyMetrics; log: Logger; accessLog: boolean }): RequestLog {
-  const { metrics, log, accessLog } = options;
+  const { metrics } = options;
+  const log = options.accessLog && options.log.isLevelEnabled("info") ? batchedLike(options.log) : undefined;
   return {
     finished(record, req, status) {
       record.status = status;
       metrics.requests.inc({ kind: record.kind, status_class: statusClass(status) });
       metrics.routes.inc({ kind: record.kind, outcome: record.outcome ?? "bad_request" });
-      if (!accessLog) return;
+      if (!log) return;
       // Without the query: it may carry tokens.
       const path = (req.url ?? "").split("?", 1)[0];
       log.info(

@@ -22,6 +22,7 @@ import { hostForTemplate, templateForHost, UserlandIndex, type ClusterView } fro
 import { templateHosts } from "../signedOut.ts";
 import { environmentState } from "../environment.ts";
 import { originAllowed } from "../headers.ts";
+import { classifyUpstreamError, clientResponseHeaders } from "../forwarder.ts";
 import { SPOOFED_IDENTITY_HEADERS, testKeys } from "./support.ts";
 
 const routes = {
@@ -169,6 +170,41 @@ test("upstream headers: identity and forwarding headers replaced, session cookie
     "q",
     "r",
   ]);
+});
+
+test("response headers: hop-by-hop and Connection-listed names dropped, the session cookie never set, service workers by rule", () => {
+  const upstream = () => ({
+    "content-type": "text/plain",
+    connection: "keep-alive, X-Internal",
+    "keep-alive": "timeout=5",
+    "transfer-encoding": "chunked",
+    "proxy-connection": "keep-alive",
+    "x-internal": "secret",
+    "set-cookie": "userland_session=evil; Path=/",
+    "service-worker-allowed": "/",
+    "x-app": "1",
+  });
+  assert.deepEqual(clientResponseHeaders(upstream(), false), {
+    "content-type": "text/plain",
+    "set-cookie": [],
+    "x-app": "1",
+  });
+  assert.equal(clientResponseHeaders(upstream(), true)["service-worker-allowed"], "/");
+  assert.deepEqual(
+    clientResponseHeaders({ "set-cookie": ["app=1", "USERLAND_SESSION=x", " userland_session=y"] }, true),
+    { "set-cookie": ["app=1"] },
+  );
+});
+
+test("upstream errors: timeouts are 504s, the rest 502s, whichever client library reports them", () => {
+  const kind = (code: string) => classifyUpstreamError(Object.assign(new Error(code), { code }));
+  assert.equal(kind("UND_ERR_CONNECT_TIMEOUT"), "timeout");
+  assert.equal(kind("UND_ERR_HEADERS_TIMEOUT"), "timeout");
+  assert.equal(kind("UND_ERR_BODY_TIMEOUT"), "timeout");
+  assert.equal(kind("ECONNREFUSED"), "refused");
+  assert.equal(kind("UND_ERR_SOCKET"), "reset");
+  assert.equal(kind("ECONNRESET"), "reset");
+  assert.equal(kind("UND_ERR_INVALID_ARG"), "other");
 });
 
 test("trusted proxies are CIDRs, IPv4-mapped addresses included", () => {
