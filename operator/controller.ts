@@ -9,6 +9,7 @@ import { namespacedKey, type Informer } from "../lib/informer.ts";
 import type { k8s } from "../lib/kube.ts";
 import type { KubeRest } from "../lib/kubeRest.ts";
 import type { Logger } from "../lib/logger.ts";
+import type { ServedNamespaces } from "../lib/namespaces.ts";
 import { allInformers, createCaches, Index, owningUserland, type Caches } from "./caches.ts";
 import type { OperatorContext } from "./context.ts";
 import { EventRecorder } from "./events.ts";
@@ -21,7 +22,7 @@ import { ExponentialFailureRateLimiter, WorkQueue } from "./workqueue.ts";
 export interface ControllerOptions {
   kc: k8s.KubeConfig;
   rest: KubeRest;
-  namespace: string;
+  namespaces: ServedNamespaces;
   workers: number;
   resyncPeriodMs: number;
   log: Logger;
@@ -72,11 +73,10 @@ export class Controller {
   constructor(opts: ControllerOptions) {
     this.opts = opts;
     this.log = opts.log;
-    const { kc, rest, namespace } = opts;
-    this.caches = createCaches({ kc, rest, namespace, log: opts.log, freeze: opts.freezeCache });
+    const { kc, rest, namespaces } = opts;
+    this.caches = createCaches({ kc, rest, namespaces, log: opts.log, freeze: opts.freezeCache });
     this.queue = new WorkQueue(undefined, opts.metrics.queueMetrics());
     this.context = {
-      namespace,
       rest,
       caches: this.caches,
       events: new EventRecorder(rest, "userland-operator", opts.log),
@@ -162,7 +162,7 @@ export class Controller {
     });
     await Promise.all(allInformers(this.caches).map((c) => c.start()));
     this.log.info(
-      { namespace: this.opts.namespace, workers: this.opts.workers },
+      { namespaces: this.opts.namespaces.toString(), workers: this.opts.workers },
       "caches synced; starting workers",
     );
     this.workers = Array.from({ length: this.opts.workers }, () => this.runWorker());
