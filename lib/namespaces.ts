@@ -76,3 +76,26 @@ export class ServedNamespaces {
     return this.all ? ALL_NAMESPACES : this.names.join(",");
   }
 }
+
+interface Dated {
+  metadata?: { creationTimestamp?: unknown; namespace?: string | undefined; name?: string | undefined };
+}
+
+/**
+ * Of several objects of one name in different namespaces (a Template named twice), the one that
+ * counts: the oldest, then by namespace. Every replica of every component picks the same one, and
+ * a newer copy in another namespace never takes over what students already use.
+ */
+export function oldest<T extends Dated>(objects: Iterable<T>): T | undefined {
+  let best: T | undefined;
+  for (const o of objects) if (!best || before(o, best)) best = o;
+  return best;
+}
+
+function before(a: Dated, b: Dated): boolean {
+  // Plain JSON from the API server: a string, whatever V1ObjectMeta's Date type says.
+  const ta = Date.parse(String(a.metadata?.creationTimestamp)) || 0;
+  const tb = Date.parse(String(b.metadata?.creationTimestamp)) || 0;
+  if (ta !== tb) return ta < tb;
+  return (a.metadata?.namespace ?? "") < (b.metadata?.namespace ?? "");
+}

@@ -93,7 +93,7 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
    * Userland, Template and state another user has; reading them needs `get` on each.
    */
   const visible = async (request: FastifyRequest, found: Userland[]): Promise<Userland[]> => {
-    for (const u of found) if (!(await request.may("get", u.metadata.name))) return [];
+    for (const u of found) if (!(await request.may("get", u.metadata.name, u.metadata.namespace))) return [];
     return found;
   };
 
@@ -115,7 +115,8 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
     },
     async (request, reply) => {
       const { user, templateName, enabled, ifUserHasNone } = request.body;
-      if (!(await store.getTemplate(templateName))) {
+      const template = await store.getTemplate(templateName);
+      if (!template) {
         throw notFound(
           `Template "${templateName}" does not exist in namespace "${ns}"`,
           "templateName",
@@ -135,7 +136,13 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
       const name = userlandNameFor(user, templateName);
       let created: Userland;
       try {
-        created = await store.create(user, templateName, enabled, request.caller?.username ?? "");
+        created = await store.create(
+          user,
+          templateName,
+          enabled,
+          request.caller?.username ?? "",
+          template.metadata.namespace,
+        );
       } catch (error) {
         if (!isConflict(error)) throw error;
         const other = await store.get(name);
