@@ -25,7 +25,8 @@ export function parseWatchNamespaces(raw: string): WatchNamespaces {
     return { all: true };
   }
   const bad = items.filter((s) => s.length > 63 || !DNS_LABEL.test(s));
-  if (bad.length > 0) throw new Error(`not a namespace name: ${bad.map((s) => `"${s}"`).join(", ")}; ${EXPECTED}`);
+  if (bad.length > 0)
+    throw new Error(`not a namespace name: ${bad.map((s) => `"${s}"`).join(", ")}; ${EXPECTED}`);
   return { all: false, names: [...new Set(items)] };
 }
 

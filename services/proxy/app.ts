@@ -4,7 +4,14 @@
  * from a file), the resolver chosen by the configuration, activity publishing and the HTTP servers.
  * main.ts runs it; tests run it in-process.
  */
-import { GROUP, type Template, TEMPLATES, type Userland, USERLANDS, VERSION } from "../../api/v1alpha1/index.ts";
+import {
+  GROUP,
+  type Template,
+  TEMPLATES,
+  type Userland,
+  USERLANDS,
+  VERSION,
+} from "../../api/v1alpha1/index.ts";
 import { Informer } from "../../lib/informer.ts";
 import { oldest, ServedNamespaces } from "../../lib/namespaces.ts";
 import type { k8s } from "../../lib/kube.ts";
@@ -81,7 +88,8 @@ export async function buildProxyApp(config: ProxyConfig, options: ProxyAppOption
   templates.addIndex(NAME_INDEX, (t) => [t.metadata.name ?? ""]);
   const servedTemplate = (name: string): Template | undefined => oldest(templates.byIndex(NAME_INDEX, name));
   const inServedNamespace = (u: Userland): boolean =>
-    served.single !== undefined || u.metadata.namespace === servedTemplate(u.spec.templateName)?.metadata.namespace;
+    served.single !== undefined ||
+    u.metadata.namespace === servedTemplate(u.spec.templateName)?.metadata.namespace;
   const index = new UserlandIndex();
   const indexChanged = () => metrics.userlands.set(index.size);
   userlands.on("add", (u) => (index.upsert(u), indexChanged()));
@@ -94,7 +102,8 @@ export async function buildProxyApp(config: ProxyConfig, options: ProxyAppOption
       served.single !== undefined
         ? index.find(user, template)
         : index.find(user, template, servedTemplate(template)?.metadata.namespace ?? ""),
-    getTemplate: (name) => (served.single !== undefined ? templates.get(name, served.single) : servedTemplate(name)),
+    getTemplate: (name) =>
+      served.single !== undefined ? templates.get(name, served.single) : servedTemplate(name),
     synced: () => userlands.hasSynced && templates.hasSynced,
     getUserland: (name) =>
       served.single !== undefined

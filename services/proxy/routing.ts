@@ -138,7 +138,8 @@ export class UserlandIndex {
     if (!entries) return undefined;
     let best: Userland | undefined;
     for (const u of entries.values())
-      if ((namespace === undefined || u.metadata.namespace === namespace) && (!best || older(u, best))) best = u;
+      if ((namespace === undefined || u.metadata.namespace === namespace) && (!best || older(u, best)))
+        best = u;
     return best;
   }
 

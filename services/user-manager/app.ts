@@ -94,7 +94,12 @@ export async function buildApp(options: AppOptions) {
       audiences: config.tokenAudiences,
       metrics,
     }),
-    reviewer: new AccessReviewer({ rest, namespace: served.single ?? namespace, ttlMs: config.authzCacheTtl, metrics }),
+    reviewer: new AccessReviewer({
+      rest,
+      namespace: served.single ?? namespace,
+      ttlMs: config.authzCacheTtl,
+      metrics,
+    }),
     sessions,
   });
 

@@ -206,7 +206,12 @@ export class AccessReviewer {
    * `namespace` "*" asks about every namespace at once (a cluster-wide SubjectAccessReview: with
    * every namespace served, only that answers for a call that names no Userland).
    */
-  async review(caller: Caller, verb: Verb, name?: string, namespace = this.opts.namespace): Promise<Decision> {
+  async review(
+    caller: Caller,
+    verb: Verb,
+    name?: string,
+    namespace = this.opts.namespace,
+  ): Promise<Decision> {
     const { rest, ttlMs, metrics } = this.opts;
     const all = namespace === ALL_NAMESPACES;
     const key = JSON.stringify([
@@ -330,7 +335,12 @@ export function installAuth(app: FastifyInstance, opts: AuthOptions): void {
     return opts.namespaces;
   }
 
-  async function authorize(this: FastifyRequest, verb: Verb, name?: string, namespace?: string): Promise<void> {
+  async function authorize(
+    this: FastifyRequest,
+    verb: Verb,
+    name?: string,
+    namespace?: string,
+  ): Promise<void> {
     const caller = this.caller;
     if (!caller) throw new HttpError(401, "Unauthorized", "authentication required");
     for (const ns of await where(name, namespace)) {

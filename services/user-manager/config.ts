@@ -70,7 +70,9 @@ export const settings = {
     default: "",
     show: () => "its own namespace",
   },
-  watchNamespaces: watchNamespacesSetting("Userlands this service manages (and Templates it creates them for)"),
+  watchNamespaces: watchNamespacesSetting(
+    "Userlands this service manages (and Templates it creates them for)",
+  ),
   tokenCacheTtl: {
     env: "USER_MANAGER_TOKEN_CACHE_TTL",
     description: "How long a TokenReview result is reused, e.g. 30s (0: ask the API server on every request)",

@@ -132,7 +132,10 @@ export class UserlandStore {
   /** Objects named `name` in every namespace served: a GET each, or one field-selected list for all. */
   private async named<T>(plural: string, name: string): Promise<T[]> {
     if (this.served.all)
-      return this.pagesOf<T>(this.served.collections(GROUP, VERSION, plural)[0] ?? "", `metadata.name=${name}`);
+      return this.pagesOf<T>(
+        this.served.collections(GROUP, VERSION, plural)[0] ?? "",
+        `metadata.name=${name}`,
+      );
     const found = await Promise.all(
       this.served.names.map((ns) =>
         this.getIfExists<T>(plural === USERLANDS ? userlandsPath(ns, name) : templatesPath(ns, name)),
