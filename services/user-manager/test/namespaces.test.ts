@@ -1,0 +1,175 @@
+/**
+ * USERLAND_WATCH_NAMESPACES in the user-manager: a Userland is created in its Template's namespace
+ * (of one Template name in several namespaces, the oldest's), lists span the namespaces served,
+ * and each check asks RBAC in the namespace concerned: a named Userland's own, every served one for
+ * a call that names none.
+ */
+import assert from "node:assert/strict";
+import { test, type TestContext } from "node:test";
+import { type Userland } from "../../../api/v1alpha1/index.ts";
+import { k8s } from "../../../lib/kube.ts";
+import { KubeRest } from "../../../lib/kubeRest.ts";
+import { createLogger } from "../../../lib/logger.ts";
+import { parseWatchNamespaces } from "../../../lib/namespaces.ts";
+import {
+  eventually,
+  serviceAccountToken,
+  testCluster,
+  testNamespace,
+} from "../../../test/support/cluster.ts";
+import { installCrds } from "../../../test/support/operator.ts";
+import {
+  createTemplate,
+  simpleTemplateSpec,
+  tryGet,
+  userlandsPath,
+} from "../../../test/support/resources.ts";
+import { buildApp } from "../app.ts";
+import { defaultConfig } from "../config.ts";
+
+const rbacApi = async () => (await testCluster()).kc.makeApiClient(k8s.RbacAuthorizationV1Api);
+
+/** Binds the ServiceAccount `own/sa` to the ClusterRole `role` in each of `namespaces`. */
+async function bind(own: string, sa: string, role: string, namespaces: string[]): Promise<void> {
+  const rbac = await rbacApi();
+  for (const namespace of namespaces)
+    await rbac.createNamespacedRoleBinding({
+      namespace,
+      body: {
+        metadata: { name: `${sa}-${role}`.slice(0, 60) },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role },
+        subjects: [{ kind: "ServiceAccount", name: sa, namespace: own }],
+      },
+    });
+}
+
+async function clusterBind(t: TestContext, own: string, sa: string, role: string): Promise<void> {
+  const rbac = await rbacApi();
+  const name = `${own}-${sa}-${role}`;
+  await rbac.createClusterRoleBinding({
+    body: {
+      metadata: { name },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role },
+      subjects: [{ kind: "ServiceAccount", name: sa, namespace: own }],
+    },
+  });
+  t.after(() => rbac.deleteClusterRoleBinding({ name }).catch(() => undefined));
+}
+
+test("several namespaces: create in the Template's namespace, list across, check RBAC where the Userland is", async (t) => {
+  await installCrds();
+  const own = await testNamespace(t, "um");
+  const a = await testNamespace(t, "course");
+  const b = await testNamespace(t, "course");
+  // "code" in both (a's is older: the one served), "jupyter" only in b.
+  await createTemplate(a, "code", simpleTemplateSpec());
+  await new Promise((r) => setTimeout(r, 1100)); // creationTimestamp has whole seconds
+  await createTemplate(b, "code", simpleTemplateSpec());
+  await createTemplate(b, "jupyter", simpleTemplateSpec());
+
+  // The service: Userland rights where it serves, TokenReview and access reviews.
+  const cluster = await testCluster();
+  await bind(own, "user-manager", "admin", [a, b]);
+  await clusterBind(t, own, "user-manager", "system:auth-delegator");
+  const token = await serviceAccountToken(own, "user-manager");
+  const rest = new KubeRest(cluster.kubeConfigForToken(token, own), "userland-user-manager-test");
+  t.after(() => rest.close());
+  await eventually("the service's grants", async () => {
+    try {
+      await rest.list(userlandsPath(b));
+      return true;
+    } catch {
+      return false;
+    }
+  });
+  const app = await buildApp({
+    config: defaultConfig({ watchNamespaces: parseWatchNamespaces(`${a},${b}`) }),
+    rest,
+    namespace: own,
+    log: createLogger("user-manager", process.env.SHOW_USER_MANAGER_LOGS ? "debug" : "silent"),
+  });
+  await app.listen({ host: "127.0.0.1", port: 0 });
+  t.after(() => app.close());
+  const address = app.server.address();
+  assert.ok(address && typeof address === "object");
+  const call = async (method: string, path: string, caller: string, body?: unknown) => {
+    const r = await fetch(`http://127.0.0.1:${address.port}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${caller}`,
+        ...(body === undefined ? {} : { "content-type": "application/json" }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: r.status, json: (await r.json().catch(() => ({}))) as Record<string, unknown> };
+  };
+
+  // A teacher of both courses, and one of course a only.
+  const rbac = await rbacApi();
+  for (const ns of [a, b])
+    await rbac.createNamespacedRole({
+      namespace: ns,
+      body: {
+        metadata: { name: "userland-teacher" },
+        rules: [
+          {
+            apiGroups: ["userland.dev"],
+            resources: ["userlands"],
+            verbs: ["get", "list", "create", "patch", "delete"],
+          },
+        ],
+      },
+    });
+  const teacherRole = async (sa: string, namespaces: string[]) => {
+    for (const namespace of namespaces)
+      await rbac.createNamespacedRoleBinding({
+        namespace,
+        body: {
+          metadata: { name: sa },
+          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "userland-teacher" },
+          subjects: [{ kind: "ServiceAccount", name: sa, namespace: own }],
+        },
+      });
+    return serviceAccountToken(own, sa);
+  };
+  const both = await teacherRole("both", [a, b]);
+  const onlyA = await teacherRole("only-a", [a]);
+
+  const jupyter = await eventually("the teacher's grants", async () => {
+    const r = await call("POST", "/api/v1/userlands", both, { user: "ada", templateName: "jupyter" });
+    return r.status === 201 ? r : undefined;
+  });
+  const jupyterName = String(jupyter.json.name);
+  assert.ok(await tryGet<Userland>(userlandsPath(b, jupyterName)), "in jupyter's namespace");
+  const code = await call("POST", "/api/v1/userlands", both, { user: "ada", templateName: "code" });
+  assert.equal(code.status, 201);
+  const codeName = String(code.json.name);
+  assert.ok(await tryGet<Userland>(userlandsPath(a, codeName)), "in the older code Template's namespace");
+  assert.equal(await tryGet<Userland>(userlandsPath(b, codeName)), undefined);
+
+  const listed = await call("GET", "/api/v1/users/ada/userlands", both);
+  assert.equal(listed.status, 200);
+  assert.deepEqual(
+    (listed.json.items as { templateName: string }[]).map((u) => u.templateName),
+    ["code", "jupyter"],
+  );
+
+  // The teacher of course a alone: the Userland in a yes, the one in b no; a list needs every course.
+  assert.equal((await call("GET", `/api/v1/userlands/${codeName}`, onlyA)).status, 200);
+  const refused = await call("POST", `/api/v1/userlands/${jupyterName}/stop`, onlyA);
+  assert.equal(refused.status, 403);
+  assert.match(
+    String(refused.json.message ?? refused.json.detail ?? JSON.stringify(refused.json)),
+    new RegExp(b),
+  );
+  assert.equal((await call("GET", "/api/v1/userlands", onlyA)).status, 403);
+
+  // The teacher of both stops the one in b: it is patched where it is.
+  assert.equal((await call("POST", `/api/v1/userlands/${jupyterName}/stop`, both)).status, 200);
+  assert.equal((await tryGet<Userland>(userlandsPath(b, jupyterName)))?.spec.enabled, false);
+  assert.equal((await call("DELETE", `/api/v1/userlands/${codeName}`, both)).status, 204);
+  await eventually(
+    "the Userland in a to go",
+    async () => (await tryGet(userlandsPath(a, codeName))) === undefined,
+  );
+});
