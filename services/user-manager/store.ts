@@ -141,7 +141,7 @@ export class UserlandStore {
         this.getIfExists<T>(plural === USERLANDS ? userlandsPath(ns, name) : templatesPath(ns, name)),
       ),
     );
-    return found.filter((x): x is Awaited<T> => x !== undefined) as T[];
+    return found.filter((x) => x !== undefined);
   }
 
   /** The Userlands whose spec.user is exactly `user`: one per Template (hand-made duplicates are possible). */

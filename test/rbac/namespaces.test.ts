@@ -12,8 +12,13 @@ import { kubeconfigYaml } from "../../cluster/controlPlane.ts";
 import { serviceAccountToken, testCluster, testNamespace } from "../support/cluster.ts";
 import { installCrds } from "../support/operator.ts";
 import { templatesPath, userlandsPath } from "../support/resources.ts";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import {
   applyManifests,
+  helm,
+  ok,
   cleanUpClusterScoped,
   isolatedValues,
   parseManifests,
@@ -44,7 +49,6 @@ async function apply(t: TestContext, release: string, objects: KubeObject[]): Pr
 
 async function as(release: string, component: string): Promise<KubeRest> {
   const { info } = await testCluster();
-  const { readFileSync } = await import("node:fs");
   const token = await serviceAccountToken(release, `${PREFIX}-${component}`);
   const kc = new k8s.KubeConfig();
   kc.loadFromString(kubeconfigYaml(info.server, readFileSync(info.caFile), component, token, release));
@@ -169,11 +173,6 @@ test("watchNamespaces that are not namespace names, or * among names, fail the r
 });
 
 test("the ESC user-default policy is bound to the namespaces served", async () => {
-  const { helm } = await import("../chart/support.ts");
-  const { ok } = await import("../chart/support.ts");
-  const { writeFileSync, mkdtempSync } = await import("node:fs");
-  const { join } = await import("node:path");
-  const { tmpdir } = await import("node:os");
   const renderWithPolicy = async (values: unknown) => {
     const file = join(mkdtempSync(join(tmpdir(), "ns-values-")), "values.json");
     writeFileSync(file, JSON.stringify(values));
