@@ -28,6 +28,8 @@ export const Index = {
   byTemplate: "byTemplate",
   /** On deployments and services: the Userland that owns each one. */
   byUserland: "byUserland",
+  /** On templates: the name alone, to find the same name in other namespaces. */
+  byName: "byName",
 } as const;
 
 /** The Userland a child belongs to: its name annotation, or the controller reference if a hand edit removed the annotation. */
@@ -88,6 +90,7 @@ export function createCaches(opts: CacheOptions): Caches {
   caches.userlands.addIndex(Index.byTemplate, (u) => [
     namespacedKey(u.metadata.namespace, u.spec.templateName),
   ]);
+  caches.templates.addIndex(Index.byName, (t) => [t.metadata.name ?? ""]);
   caches.deployments.addIndex(Index.byUserland, byOwningUserland);
   caches.services.addIndex(Index.byUserland, byOwningUserland);
   return caches;

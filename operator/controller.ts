@@ -125,11 +125,17 @@ export class Controller {
       if (!fanOut) return;
       for (const u of userlands.byIndex(Index.byTemplate, namespacedKey(namespace, name))) enqueueUserland(u);
     };
-    templates.on("add", (t) => onTemplate(t, true));
+    // A Template that comes or goes may shadow, or stop shadowing, one of its name elsewhere.
+    const sameName = (t: Template) => {
+      for (const other of templates.byIndex(Index.byName, t.metadata.name ?? ""))
+        if (other.metadata.namespace !== t.metadata.namespace)
+          this.queue.add(templateKey(other.metadata.namespace ?? "", other.metadata.name ?? ""));
+    };
+    templates.on("add", (t) => (onTemplate(t, true), sameName(t)));
     templates.on("update", (t, old) =>
       onTemplate(t, !old || templateFingerprint(old) !== templateFingerprint(t)),
     );
-    templates.on("delete", (t) => onTemplate(t, true));
+    templates.on("delete", (t) => (onTemplate(t, true), sameName(t)));
 
     const onChild = (child: k8s.KubernetesObject) => {
       const owner = owningUserland(child);

@@ -15,16 +15,20 @@ import {
   waitForLeadership,
 } from "../../test/support/operator.ts";
 import {
+  adminRest,
   createTemplate,
   createUserland,
   getDeployment,
   getService,
   getUserland,
   simpleTemplateSpec,
+  templatesPath,
   tryGet,
   waitForPhase,
 } from "../../test/support/resources.ts";
 import { resources } from "../resources.ts";
+import type { Template } from "../../api/v1alpha1/index.ts";
+import { listEvents } from "../../test/support/events.ts";
 
 /** The operator's ServiceAccount (in `own`) may act in `served` too: a RoleBinding there, or for "*" a ClusterRoleBinding. */
 async function operatorServing(t: TestContext, own: string, served: string[] | "*") {
@@ -69,6 +73,7 @@ test("a list: each Userland's children land in its namespace, with its own names
 
   // The same Template name in both namespaces, with different images: each Userland gets its own's.
   await createTemplate(a, "code", simpleTemplateSpec("registry.example/a:1"));
+  await new Promise((r) => setTimeout(r, 1100)); // creationTimestamp has whole seconds: b's is younger
   await createTemplate(b, "code", simpleTemplateSpec("registry.example/b:1"));
   await createUserland(a, "ada", "ada", "code");
   await createUserland(b, "ada", "ada", "code");
@@ -99,6 +104,20 @@ test("a list: each Userland's children land in its namespace, with its own names
   // Nothing happens in a namespace not served.
   assert.equal((await getUserland(unserved, "ada")).status, undefined);
   assert.equal(await getDeployment(unserved, names.deployment), undefined);
+
+  // The younger "code" says that the older one serves its name, and an Event says so; the older
+  // one carries no such condition. Once the older is gone, the younger is served.
+  const nameServed = async (ns: string) =>
+    (await tryGet<Template>(templatesPath(ns, "code")))?.status?.conditions?.find(
+      (c) => c.type === "NameServed",
+    );
+  const shadowed = await eventually("b's code to report the older Template", () => nameServed(b));
+  assert.equal(shadowed.status, "False");
+  assert.match(shadowed.message, new RegExp(`namespace "${a}" is older`));
+  assert.ok((await listEvents(b, "code")).some((e) => e.reason === "DuplicateName"));
+  assert.equal(await nameServed(a), undefined);
+  await (await adminRest()).delete(templatesPath(a, "code"));
+  await eventually("b's code to be served", async () => (await nameServed(b))?.status === "True");
 
   // The Lease is in the operator's own namespace, not in the served ones.
   assert.ok(await tryGet(resources.Lease.path(own, "userland-operator")));
