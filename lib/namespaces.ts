@@ -34,10 +34,9 @@ export function parseWatchNamespaces(raw: string): WatchNamespaces {
 export function watchNamespacesSetting(what: string): Setting<WatchNamespaces | undefined> {
   return {
     env: WATCH_NAMESPACES_ENV,
-    description: `Namespaces whose ${what}: a comma-separated list, or "${ALL_NAMESPACES}" for every namespace`,
+    description: `Namespaces whose ${what}: a comma-separated list, or "${ALL_NAMESPACES}" for every namespace; unset: its own namespace alone`,
     parse: parseWatchNamespaces,
     default: undefined,
-    show: () => "its own namespace",
   };
 }
 
