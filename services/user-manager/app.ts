@@ -87,6 +87,7 @@ export async function buildApp(options: AppOptions) {
   installAuth(app, {
     namespaces: served.all ? [ALL_NAMESPACES] : served.names,
     locate: served.single === undefined ? (name) => store.namespaceOf(name) : undefined,
+    templateNamespace: async (name) => (await store.getTemplate(name))?.metadata.namespace,
     authenticator: new TokenAuthenticator({
       rest,
       ttlMs: config.tokenCacheTtl,

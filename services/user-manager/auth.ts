@@ -45,6 +45,11 @@ declare module "fastify" {
     authorize(verb: Verb, name?: string, namespace?: string): Promise<void>;
     /** Whether the caller may `verb` Userlands (named `name`, if given); false without a caller. */
     may(verb: Verb, name?: string, namespace?: string): Promise<boolean>;
+    /**
+     * Several namespaces served, on a route of scope "each": the namespaces where the caller has
+     * the route's rights (at least one); null otherwise.
+     */
+    namespaces: readonly string[] | null;
   }
   interface FastifyContextConfig {
     /** Served without authentication (probes, metrics, the OpenAPI document). */
@@ -53,6 +58,13 @@ declare module "fastify" {
     permissions?: Verb[];
     /** The route parameter holding the Userland name, so Roles with resourceNames apply. */
     nameParam?: string;
+    /**
+     * With several namespaces served, where a route that names no Userland is checked: "template"
+     * in the namespace of the body's templateName (once the body is read), "each" in every served
+     * namespace, the route then working in those where the caller has the rights
+     * (request.namespaces); default: every served namespace must grant them.
+     */
+    scope?: "template" | "each";
   }
 }
 
@@ -310,6 +322,8 @@ export interface AuthOptions {
   namespaces: readonly string[];
   /** Several namespaces served: the namespace of a named Userland (undefined: none of that name). */
   locate?: ((name: string) => Promise<string | undefined>) | undefined;
+  /** Several namespaces served: the namespace of the Template a new Userland would use. */
+  templateNamespace?: ((templateName: string) => Promise<string | undefined>) | undefined;
   /** Session sign-in, when the console is on. */
   sessions?: SessionAuth | undefined;
 }
@@ -379,6 +393,20 @@ export function installAuth(app: FastifyInstance, opts: AuthOptions): void {
   app.decorateRequest("caller", null);
   app.decorateRequest("authorize", authorize);
   app.decorateRequest("may", may);
+  app.decorateRequest("namespaces", null);
+
+  /** Several namespaces: those (at least one) where the caller has every one of `verbs`. */
+  async function grantingNamespaces(request: FastifyRequest, verbs: readonly Verb[]): Promise<string[]> {
+    const granted: string[] = [];
+    for (const ns of opts.namespaces) {
+      let all = true;
+      for (const verb of verbs) all &&= await request.may(verb, undefined, ns);
+      if (all) granted.push(ns);
+    }
+    // None: the first refusal, as a call checked everywhere would answer.
+    if (granted.length === 0) for (const verb of verbs) await request.authorize(verb);
+    return granted;
+  }
 
   /** The caller of a request without a bearer token: its session, when sessions are on and it sends one. */
   async function sessionCallerOf(request: FastifyRequest): Promise<Caller> {
@@ -427,6 +455,26 @@ export function installAuth(app: FastifyInstance, opts: AuthOptions): void {
     const name = config.nameParam
       ? (request.params as Record<string, string | undefined>)[config.nameParam]
       : undefined;
+    if (locate && name === undefined && config.scope === "template") return; // preHandler, below
+    if (
+      locate &&
+      name === undefined &&
+      config.scope === "each" &&
+      !opts.namespaces.includes(ALL_NAMESPACES)
+    ) {
+      request.namespaces = await grantingNamespaces(request, config.permissions ?? []);
+      return;
+    }
     for (const verb of config.permissions ?? []) await request.authorize(verb, name);
+  });
+
+  // Scope "template": the namespace is the Template's, known once the body is read. A Template
+  // that does not exist is checked everywhere (the handler then answers 404 to those allowed).
+  app.addHook("preHandler", async (request) => {
+    const config = request.routeOptions.config;
+    if (!locate || config.public || config.scope !== "template") return;
+    const templateName = (request.body as { templateName?: unknown } | undefined)?.templateName;
+    const ns = typeof templateName === "string" ? await opts.templateNamespace?.(templateName) : undefined;
+    for (const verb of config.permissions ?? []) await request.authorize(verb, undefined, ns);
   });
 }

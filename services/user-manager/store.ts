@@ -39,6 +39,8 @@ const PAGE = 500;
 export interface UserlandFilter {
   user?: string | undefined;
   templateName?: string | undefined;
+  /** Only these of the namespaces served (those the caller may list in); default: all of them. */
+  namespaces?: readonly string[] | undefined;
 }
 
 /** The API server's answer when a CRD has no such selectable field. */
@@ -81,7 +83,7 @@ export class UserlandStore {
     const selector = userlandFieldSelector(filter);
     if (selector !== undefined && Date.now() >= this.filterHereUntil) {
       try {
-        return await this.pages(selector);
+        return await this.pages(selector, filter.namespaces);
       } catch (error) {
         if (statusCode(error) !== 400 || !UNSUPPORTED_FIELD.test((error as Error).message)) throw error;
         if (this.filterHereUntil === 0) {
@@ -93,7 +95,7 @@ export class UserlandStore {
         this.filterHereUntil = Date.now() + FIELD_SELECTOR_RETRY_MS;
       }
     }
-    const all = await this.pages(undefined);
+    const all = await this.pages(undefined, filter.namespaces);
     if (selector === undefined) return all;
     return all.filter(
       (u) =>
@@ -102,10 +104,15 @@ export class UserlandStore {
     );
   }
 
-  private async pages(fieldSelector: string | undefined): Promise<Userland[]> {
+  private async pages(
+    fieldSelector: string | undefined,
+    namespaces: readonly string[] | undefined,
+  ): Promise<Userland[]> {
     const items: Userland[] = [];
-    for (const path of this.served.collections(GROUP, VERSION, USERLANDS))
-      items.push(...(await this.pagesOf<Userland>(path, fieldSelector)));
+    const paths = namespaces
+      ? namespaces.map((ns) => userlandsPath(ns))
+      : this.served.collections(GROUP, VERSION, USERLANDS);
+    for (const path of paths) items.push(...(await this.pagesOf<Userland>(path, fieldSelector)));
     return items;
   }
 
@@ -145,13 +152,13 @@ export class UserlandStore {
   }
 
   /** The Userlands whose spec.user is exactly `user`: one per Template (hand-made duplicates are possible). */
-  findByUser(user: string): Promise<Userland[]> {
-    return this.list({ user });
+  findByUser(user: string, namespaces?: readonly string[]): Promise<Userland[]> {
+    return this.list({ user, namespaces });
   }
 
   /** The user's Userlands of one Template: normally none or one; hand-made duplicates are possible. */
-  findPair(user: string, templateName: string): Promise<Userland[]> {
-    return this.list({ user, templateName });
+  findPair(user: string, templateName: string, namespaces?: readonly string[]): Promise<Userland[]> {
+    return this.list({ user, templateName, namespaces });
   }
 
   /** The Template named `name`; of several served namespaces' the oldest (the one the proxy serves). */

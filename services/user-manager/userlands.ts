@@ -100,7 +100,7 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
   app.post(
     "/api/v1/userlands",
     {
-      config: { permissions: ["create"] },
+      config: { permissions: ["create"], scope: "template" },
       schema: {
         tags: ["userlands"],
         summary: "Create a user's Userland of a Template",
@@ -159,7 +159,7 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
   app.get(
     "/api/v1/userlands",
     {
-      config: { permissions: ["list"] },
+      config: { permissions: ["list"], scope: "each" },
       schema: {
         tags: ["userlands"],
         summary: "List Userlands",
@@ -172,9 +172,9 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
     async (request) => {
       const { template, user, phase } = request.query;
       // user and template are field selectors (read by the API server); the phase is status, filtered here.
-      const items = (await store.list({ user, templateName: template })).filter(
-        (u) => phase === undefined || u.status?.phase === phase,
-      );
+      const items = (
+        await store.list({ user, templateName: template, namespaces: request.namespaces ?? undefined })
+      ).filter((u) => phase === undefined || u.status?.phase === phase);
       return { items: items.map(toView) };
     },
   );
@@ -200,7 +200,7 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
   app.get(
     "/api/v1/users/:user/userland",
     {
-      config: { permissions: ["list"] },
+      config: { permissions: ["list"], scope: "each" },
       schema: {
         tags: ["userlands"],
         summary: "Find a user's Userland by identity (and Template)",
@@ -217,7 +217,9 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
       const { user } = request.params;
       const { template } = request.query;
       const found =
-        template === undefined ? await store.findByUser(user) : await store.findPair(user, template);
+        template === undefined
+          ? await store.findByUser(user, request.namespaces ?? undefined)
+          : await store.findPair(user, template, request.namespaces ?? undefined);
       const [first] = found;
       if (!first) {
         throw notFound(
@@ -243,7 +245,7 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
   app.get(
     "/api/v1/users/:user/userlands",
     {
-      config: { permissions: ["list"] },
+      config: { permissions: ["list"], scope: "each" },
       schema: {
         tags: ["userlands"],
         summary: "List a user's Userlands (one per Template)",
@@ -254,7 +256,7 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
       },
     },
     async (request) => {
-      const found = await store.findByUser(request.params.user);
+      const found = await store.findByUser(request.params.user, request.namespaces ?? undefined);
       const order = (u: Userland) => `${u.spec.templateName}\u0000${u.metadata.name ?? ""}`;
       found.sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0));
       return { items: found.map(toView) };

@@ -154,12 +154,32 @@ test("several namespaces: create in the Template's namespace, list across, check
     ["code", "jupyter"],
   );
 
-  // The teacher of course a alone: the Userland in a yes, the one in b no; a list needs every course.
+  // The teacher of course a alone: the Userland in a yes, the one in b no (checked in b); lists
+  // show course a's only; creating works for a's Templates and is refused for b's.
   assert.equal((await call("GET", `/api/v1/userlands/${codeName}`, onlyA)).status, 200);
   const refused = await call("POST", `/api/v1/userlands/${jupyterName}/stop`, onlyA);
   assert.equal(refused.status, 403);
-  assert.match(JSON.stringify(refused.json), new RegExp(b));
-  assert.equal((await call("GET", "/api/v1/userlands", onlyA)).status, 403);
+  assert.match(JSON.stringify(refused.json), new RegExp(`namespace \\\\"${b}\\\\"`));
+  const names = async (path: string, caller: string) => {
+    const r = await call("GET", path, caller);
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+    return (r.json.items as { name: string }[]).map((u) => u.name).sort();
+  };
+  assert.deepEqual(await names("/api/v1/userlands", onlyA), [codeName]);
+  assert.deepEqual(await names("/api/v1/users/ada/userlands", onlyA), [codeName]);
+  assert.deepEqual(await names("/api/v1/userlands", both), [codeName, jupyterName].sort());
+  const inB = await call("POST", "/api/v1/userlands", onlyA, { user: "grace", templateName: "jupyter" });
+  assert.equal(inB.status, 403);
+  assert.match(JSON.stringify(inB.json), new RegExp(b));
+  assert.equal(
+    (await call("POST", "/api/v1/userlands", onlyA, { user: "grace", templateName: "code" })).status,
+    201,
+  );
+  // Someone with no rights anywhere learns nothing: a list is refused, not empty.
+  const nobody = await serviceAccountToken(own, "nobody");
+  assert.equal((await call("GET", "/api/v1/userlands", nobody)).status, 403);
+  assert.equal((await call("GET", `/api/v1/userlands/${jupyterName}`, nobody)).status, 403);
+  assert.equal((await call("GET", "/api/v1/userlands/no-such-userland", nobody)).status, 403);
 
   // The teacher of both stops the one in b: it is patched where it is.
   assert.equal((await call("POST", `/api/v1/userlands/${jupyterName}/stop`, both)).status, 200);
