@@ -115,7 +115,7 @@ export async function buildApp(options: AppOptions) {
     notReady: async () => {
       if (Date.now() < readyUntil) return undefined;
       try {
-        await rest.list(store.userlandPath(), { query: { limit: 1 }, timeoutMs: 5_000 });
+        await rest.list(store.probePath(), { query: { limit: 1 }, timeoutMs: 5_000 });
         readyUntil = Date.now() + 5_000;
         return undefined;
       } catch (error) {

@@ -66,8 +66,13 @@ export class UserlandStore {
     this.log = log;
   }
 
+  /** A collection the service may list wherever it serves: its readiness probe. */
+  probePath(): string {
+    return this.served.collections(GROUP, VERSION, USERLANDS)[0] ?? this.userlandPath();
+  }
+
   /** A Userland's path in `namespace` (default: the one namespace served, else the own one). */
-  userlandPath(name?: string, namespace = this.served.single ?? this.served.own): string {
+  private userlandPath(name?: string, namespace = this.served.single ?? this.served.own): string {
     return userlandsPath(namespace, name);
   }
 

@@ -181,6 +181,27 @@ test("several namespaces: create in the Template's namespace, list across, check
   assert.equal((await call("GET", `/api/v1/userlands/${jupyterName}`, nobody)).status, 403);
   assert.equal((await call("GET", "/api/v1/userlands/no-such-userland", nobody)).status, 403);
 
+  // A roster puts each line's Userland in its Template's namespace; importing needs both courses.
+  const roster = { templateName: "code", users: ["erin", { user: "frank", templateName: "jupyter" }] };
+  assert.equal((await call("POST", "/api/v1/rosters/import", onlyA, roster)).status, 403);
+  const imported = await call("POST", "/api/v1/rosters/import", both, roster);
+  assert.equal(imported.status, 200, JSON.stringify(imported.json));
+  const createdIn = async (user: string, template: string) => {
+    const r = await call("GET", `/api/v1/users/${user}/userland?template=${template}`, both);
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+    const name = String(r.json.name);
+    return (await tryGet<Userland>(userlandsPath(a, name)))
+      ? a
+      : (await tryGet<Userland>(userlandsPath(b, name)))
+        ? b
+        : undefined;
+  };
+  assert.equal(await createdIn("erin", "code"), a);
+  assert.equal(await createdIn("frank", "jupyter"), b);
+
+  // Ready although the service has no rights in its own namespace: it probes where it serves.
+  assert.equal((await fetch(`http://127.0.0.1:${address.port}/readyz`)).status, 200);
+
   // The teacher of both stops the one in b: it is patched where it is.
   assert.equal((await call("POST", `/api/v1/userlands/${jupyterName}/stop`, both)).status, 200);
   assert.equal((await tryGet<Userland>(userlandsPath(b, jupyterName)))?.spec.enabled, false);
