@@ -56,6 +56,49 @@ async function clusterBind(t: TestContext, own: string, sa: string, role: string
   t.after(() => rbac.deleteClusterRoleBinding({ name }).catch(() => undefined));
 }
 
+/** The service under USERLAND_WATCH_NAMESPACES=`watch`, with Userland rights there; `call` as a caller. */
+async function serve(t: TestContext, own: string, watch: string[] | "*") {
+  const cluster = await testCluster();
+  if (watch === "*") await clusterBind(t, own, "user-manager", "cluster-admin");
+  else await bind(own, "user-manager", "cluster-admin", watch);
+  await clusterBind(t, own, "user-manager", "system:auth-delegator");
+  const token = await serviceAccountToken(own, "user-manager");
+  const rest = new KubeRest(cluster.kubeConfigForToken(token, own), "userland-user-manager-test");
+  t.after(() => rest.close());
+  const probe = userlandsPath(watch === "*" ? own : (watch[0] ?? own));
+  await eventually("the service's grants", async () => {
+    try {
+      await rest.list(probe);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+  const app = await buildApp({
+    config: defaultConfig({ watchNamespaces: parseWatchNamespaces(watch === "*" ? "*" : watch.join(",")) }),
+    rest,
+    namespace: own,
+    log: createLogger("user-manager", process.env.SHOW_USER_MANAGER_LOGS ? "debug" : "silent"),
+  });
+  await app.listen({ host: "127.0.0.1", port: 0 });
+  t.after(() => app.close());
+  const address = app.server.address();
+  assert.ok(address && typeof address === "object");
+  const base = `http://127.0.0.1:${address.port}`;
+  const call = async (method: string, path: string, caller: string, body?: unknown) => {
+    const r = await fetch(`${base}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${caller}`,
+        ...(body === undefined ? {} : { "content-type": "application/json" }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: r.status, json: (await r.json().catch(() => ({}))) as Record<string, unknown> };
+  };
+  return { base, call };
+}
+
 test("several namespaces: create in the Template's namespace, list across, check RBAC where the Userland is", async (t) => {
   await installCrds();
   const own = await testNamespace(t, "um");
@@ -67,42 +110,7 @@ test("several namespaces: create in the Template's namespace, list across, check
   await createTemplate(b, "code", simpleTemplateSpec());
   await createTemplate(b, "jupyter", simpleTemplateSpec());
 
-  // The service: Userland rights where it serves, TokenReview and access reviews.
-  const cluster = await testCluster();
-  await bind(own, "user-manager", "cluster-admin", [a, b]);
-  await clusterBind(t, own, "user-manager", "system:auth-delegator");
-  const token = await serviceAccountToken(own, "user-manager");
-  const rest = new KubeRest(cluster.kubeConfigForToken(token, own), "userland-user-manager-test");
-  t.after(() => rest.close());
-  await eventually("the service's grants", async () => {
-    try {
-      await rest.list(userlandsPath(b));
-      return true;
-    } catch {
-      return false;
-    }
-  });
-  const app = await buildApp({
-    config: defaultConfig({ watchNamespaces: parseWatchNamespaces(`${a},${b}`) }),
-    rest,
-    namespace: own,
-    log: createLogger("user-manager", process.env.SHOW_USER_MANAGER_LOGS ? "debug" : "silent"),
-  });
-  await app.listen({ host: "127.0.0.1", port: 0 });
-  t.after(() => app.close());
-  const address = app.server.address();
-  assert.ok(address && typeof address === "object");
-  const call = async (method: string, path: string, caller: string, body?: unknown) => {
-    const r = await fetch(`http://127.0.0.1:${address.port}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${caller}`,
-        ...(body === undefined ? {} : { "content-type": "application/json" }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: r.status, json: (await r.json().catch(() => ({}))) as Record<string, unknown> };
-  };
+  const { base, call } = await serve(t, own, [a, b]);
 
   // A teacher of both courses, and one of course a only.
   const rbac = await rbacApi();
@@ -200,7 +208,7 @@ test("several namespaces: create in the Template's namespace, list across, check
   assert.equal(await createdIn("frank", "jupyter"), b);
 
   // Ready although the service has no rights in its own namespace: it probes where it serves.
-  assert.equal((await fetch(`http://127.0.0.1:${address.port}/readyz`)).status, 200);
+  assert.equal((await fetch(`${base}/readyz`)).status, 200);
 
   // The teacher of both stops the one in b: it is patched where it is.
   assert.equal((await call("POST", `/api/v1/userlands/${jupyterName}/stop`, both)).status, 200);
@@ -210,4 +218,54 @@ test("several namespaces: create in the Template's namespace, list across, check
     "the Userland in a to go",
     async () => (await tryGet(userlandsPath(a, codeName))) === undefined,
   );
+});
+
+test('"*": a named Userland is checked in its namespace; calls naming none need the right cluster-wide', async (t) => {
+  await installCrds();
+  const own = await testNamespace(t, "um");
+  const a = await testNamespace(t, "course");
+  const later = await testNamespace(t, "course");
+  await createTemplate(a, "code", simpleTemplateSpec());
+  const { call } = await serve(t, own, "*");
+  await createTemplate(later, "jupyter", simpleTemplateSpec());
+
+  const rbac = await rbacApi();
+  const teacherRules = [
+    {
+      apiGroups: ["userland.dev"],
+      resources: ["userlands"],
+      verbs: ["get", "list", "create", "patch", "delete"],
+    },
+  ];
+  await rbac.createClusterRole({ body: { metadata: { name: `${own}-teacher` }, rules: teacherRules } });
+  t.after(() => rbac.deleteClusterRole({ name: `${own}-teacher` }).catch(() => undefined));
+  await clusterBind(t, own, "everywhere", `${own}-teacher`);
+  const everywhere = await serviceAccountToken(own, "everywhere");
+  await rbac.createNamespacedRoleBinding({
+    namespace: a,
+    body: {
+      metadata: { name: "only-a" },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: `${own}-teacher` },
+      subjects: [{ kind: "ServiceAccount", name: "only-a", namespace: own }],
+    },
+  });
+  const onlyA = await serviceAccountToken(own, "only-a");
+
+  // A Template in a namespace created after the service started is found; the Userland goes there.
+  const created = await eventually("the cluster-wide teacher's grants", async () => {
+    const r = await call("POST", "/api/v1/userlands", everywhere, { user: "ada", templateName: "jupyter" });
+    return r.status === 201 ? r : undefined;
+  });
+  assert.ok(await tryGet<Userland>(userlandsPath(later, String(created.json.name))));
+  const code = await call("POST", "/api/v1/userlands", everywhere, { user: "ada", templateName: "code" });
+  assert.equal(code.status, 201);
+  const listed = await call("GET", "/api/v1/users/ada/userlands", everywhere);
+  assert.equal((listed.json.items as unknown[]).length, 2);
+
+  // Bound in one namespace only: its Userlands by name, but no cluster-wide list.
+  assert.equal((await call("GET", `/api/v1/userlands/${String(code.json.name)}`, onlyA)).status, 200);
+  assert.equal((await call("GET", `/api/v1/userlands/${String(created.json.name)}`, onlyA)).status, 403);
+  const list = await call("GET", "/api/v1/userlands", onlyA);
+  assert.equal(list.status, 403);
+  assert.match(JSON.stringify(list.json), /in every namespace/);
 });
