@@ -7,7 +7,7 @@ import { test } from "node:test";
 import { GROUP } from "../../../api/v1alpha1/index.ts";
 import { k8s } from "../../../lib/kube.ts";
 import { installCrds } from "../../../test/support/operator.ts";
-import { testCluster, testNamespace } from "../../../test/support/cluster.ts";
+import { eventually, testCluster, testNamespace } from "../../../test/support/cluster.ts";
 import {
   createTemplate,
   createUserland,
@@ -81,4 +81,45 @@ test("several namespaces: routed in the second namespace; a younger duplicate Te
       .sort(),
     [`${a}/code`, `${b}/jupyter`],
   );
+});
+
+test('"*": a Userland in a namespace created after the proxy started is routed', async (t) => {
+  await installCrds();
+  const own = await testNamespace(t, "proxy");
+  const rbac = (await testCluster()).kc.makeApiClient(k8s.RbacAuthorizationV1Api);
+  const name = `${own}-proxy-all`;
+  await rbac.createClusterRole({
+    body: {
+      metadata: { name },
+      rules: [{ apiGroups: [GROUP], resources: ["userlands", "templates"], verbs: ["get", "list", "watch"] }],
+    },
+  });
+  await rbac.createClusterRoleBinding({
+    body: {
+      metadata: { name },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name },
+      subjects: [{ kind: "ServiceAccount", name: "userland-proxy", namespace: own }],
+    },
+  });
+  t.after(async () => {
+    await rbac.deleteClusterRoleBinding({ name }).catch(() => undefined);
+    await rbac.deleteClusterRole({ name }).catch(() => undefined);
+  });
+  const keys = await testKeys(t);
+  const proxy = await startProxy(t, own, keys, { USERLAND_WATCH_NAMESPACES: "*" });
+
+  const later = await testNamespace(t, "course");
+  await createTemplate(later, "code", simpleTemplateSpec());
+  await createUserland(later, "ada-code", "ada", "code");
+  await markReady(later, "ada-code", { name: "ada-code-svc", port: 80 });
+  proxy.resolver.set(later, "ada-code-svc", (await startUpstream(t, "later")).url);
+  const routed = await eventually("the proxy to route ada in the new namespace", async () => {
+    const r = await send(proxy.port, {
+      path: "/",
+      headers: { host: "code.example.test", cookie: await keys.cookie("ada") },
+    });
+    // Until the caches have it, a page; then the upstream's JSON.
+    return r.body.includes('"upstream"') ? r : undefined;
+  });
+  assert.equal(routed.json<{ upstream: string }>().upstream, "later");
 });
