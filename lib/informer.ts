@@ -217,11 +217,10 @@ export class Informer<T extends k8s.KubernetesObject> {
   }
 
   get(name: string, namespace?: string): T | undefined {
-    for (const { listWatch } of this.streams) {
-      const found = listWatch.get(name, namespace);
-      if (found) return found;
-    }
-    return undefined;
+    const [only, ...more] = this.streams;
+    if (only && more.length === 0) return only.listWatch.get(name, namespace);
+    // Several collections: the handlers' copy of all of them, one lookup instead of one per stream.
+    return this.objects.get(namespacedKey(namespace, name));
   }
 
   list(namespace?: string): readonly T[] {

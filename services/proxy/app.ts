@@ -86,6 +86,7 @@ export async function buildProxyApp(config: ProxyConfig, options: ProxyAppOption
   // A host names a Template, not a namespace: of one name in several namespaces the oldest is
   // served, and only Userlands in its namespace (docs/decisions/0010-namespaces.md).
   templates.addIndex(NAME_INDEX, (t) => [t.metadata.name ?? ""]);
+  userlands.addIndex(NAME_INDEX, (u) => [u.metadata.name ?? ""]);
   const servedTemplate = (name: string): Template | undefined => oldest(templates.byIndex(NAME_INDEX, name));
   const inServedNamespace = (u: Userland): boolean =>
     served.single !== undefined ||
@@ -108,10 +109,17 @@ export async function buildProxyApp(config: ProxyConfig, options: ProxyAppOption
     getUserland: (name) =>
       served.single !== undefined
         ? userlands.get(name, served.single)
-        : oldest(userlands.list().filter((u) => u.metadata.name === name && inServedNamespace(u))),
+        : oldest(userlands.byIndex(NAME_INDEX, name).filter(inServedNamespace)),
     templateNames: () => [...new Set(templates.list().map((t) => t.metadata.name ?? ""))],
     userlandsOf: (user) => userlands.byIndex(USER_INDEX, user).filter(inServedNamespace),
-    templates: () => templates.list().filter((t) => servedTemplate(t.metadata.name ?? "") === t),
+    templates: () =>
+      served.single !== undefined
+        ? templates.list(served.single)
+        : templates
+            .list()
+            .filter(
+              (t) => servedTemplate(t.metadata.name ?? "")?.metadata.namespace === t.metadata.namespace,
+            ),
   };
   const activity = new ActivityRecorder({
     rest,
