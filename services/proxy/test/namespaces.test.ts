@@ -79,7 +79,7 @@ test("several namespaces: routed in the second namespace; a younger duplicate Te
       .templates?.()
       .map((x) => `${x.metadata.namespace}/${x.metadata.name}`)
       .sort(),
-    [`${a}/code`, `${b}/jupyter`],
+    [`${a}/code`, `${b}/jupyter`].sort(),
   );
 });
 
