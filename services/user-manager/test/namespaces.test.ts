@@ -99,11 +99,18 @@ async function serve(t: TestContext, own: string, watch: string[] | "*") {
   return { base, call };
 }
 
-test("several namespaces: create in the Template's namespace, list across, check RBAC where the Userland is", async (t) => {
+/** The service's own namespace and two courses' (the CRDs installed). */
+async function namespaces(t: TestContext) {
   await installCrds();
-  const own = await testNamespace(t, "um");
-  const a = await testNamespace(t, "course");
-  const b = await testNamespace(t, "course");
+  return {
+    own: await testNamespace(t, "um"),
+    a: await testNamespace(t, "course"),
+    b: await testNamespace(t, "course"),
+  };
+}
+
+test("several namespaces: create in the Template's namespace, list across, check RBAC where the Userland is", async (t) => {
+  const { own, a, b } = await namespaces(t);
   // "code" in both (a's is older: the one served), "jupyter" only in b.
   await createTemplate(a, "code", simpleTemplateSpec());
   await new Promise((r) => setTimeout(r, 1100)); // creationTimestamp has whole seconds
@@ -221,10 +228,7 @@ test("several namespaces: create in the Template's namespace, list across, check
 });
 
 test('"*": a named Userland is checked in its namespace; calls naming none need the right cluster-wide', async (t) => {
-  await installCrds();
-  const own = await testNamespace(t, "um");
-  const a = await testNamespace(t, "course");
-  const later = await testNamespace(t, "course");
+  const { own, a, b: later } = await namespaces(t);
   await createTemplate(a, "code", simpleTemplateSpec());
   const { call } = await serve(t, own, "*");
   await createTemplate(later, "jupyter", simpleTemplateSpec());
