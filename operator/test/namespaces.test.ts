@@ -1,19 +1,13 @@
 /**
  * USERLAND_WATCH_NAMESPACES: one operator reconciles Userlands in several namespaces (children in
- * the Userland's own, its Template from its own), or in every namespace, including one created
- * after it started. Its Lease stays in its own namespace.
+ * the Userland's own, its Template from its own); its Lease stays in its own namespace. Every
+ * namespace ("*"): test/namespaces/everyNamespace.alone.ts.
  */
 import assert from "node:assert/strict";
-import { test, type TestContext } from "node:test";
+import { test } from "node:test";
 import { childNames } from "../../api/naming.ts";
-import { isAlreadyExists, k8s } from "../../lib/kube.ts";
-import { eventually, testCluster, testNamespace } from "../../test/support/cluster.ts";
-import {
-  installCrds,
-  operatorKubeconfig,
-  spawnOperator,
-  waitForLeadership,
-} from "../../test/support/operator.ts";
+import { eventually, testNamespace } from "../../test/support/cluster.ts";
+import { startOperatorServing } from "../../test/support/operator.ts";
 import {
   adminRest,
   createTemplate,
@@ -30,46 +24,12 @@ import { resources } from "../resources.ts";
 import type { Template } from "../../api/v1alpha1/index.ts";
 import { listEvents } from "../../test/support/events.ts";
 
-/** The operator's ServiceAccount (in `own`) may act in `served` too: a RoleBinding there, or for "*" a ClusterRoleBinding. */
-async function operatorServing(t: TestContext, own: string, served: string[] | "*") {
-  await installCrds();
-  const { path, username } = await operatorKubeconfig(own);
-  const { kc } = await testCluster();
-  const rbac = kc.makeApiClient(k8s.RbacAuthorizationV1Api);
-  const subjects = [{ kind: "ServiceAccount", name: "userland-operator", namespace: own }];
-  const roleRef = { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "cluster-admin" };
-  if (served === "*") {
-    const name = `${own}-operator-all`;
-    await rbac.createClusterRoleBinding({ body: { metadata: { name }, roleRef, subjects } });
-    t.after(() => rbac.deleteClusterRoleBinding({ name }).catch(() => undefined));
-  } else {
-    for (const namespace of served.filter((ns) => ns !== own))
-      await rbac
-        .createNamespacedRoleBinding({
-          namespace,
-          body: { metadata: { name: "userland-operator" }, roleRef, subjects },
-        })
-        .catch((error: unknown) => {
-          if (!isAlreadyExists(error)) throw error;
-        });
-  }
-  const operator = await spawnOperator(path, username, own, {
-    env: { USERLAND_WATCH_NAMESPACES: served === "*" ? "*" : served.join(",") },
-  });
-  t.after(async () => {
-    await operator.stop("SIGKILL");
-    if (process.env.SHOW_OPERATOR_LOGS) console.log(operator.logs());
-  });
-  await waitForLeadership(operator);
-  return operator;
-}
-
 test("a list: each Userland's children land in its namespace, with its own namespace's Template", async (t) => {
   const own = await testNamespace(t, "own");
   const a = await testNamespace(t, "course");
   const b = await testNamespace(t, "course");
   const unserved = await testNamespace(t, "other");
-  await operatorServing(t, own, [a, b]);
+  await startOperatorServing(t, own, [a, b]);
 
   // The same Template name in both namespaces, with different images: each Userland gets its own's.
   await createTemplate(a, "code", simpleTemplateSpec("registry.example/a:1"));
@@ -122,14 +82,4 @@ test("a list: each Userland's children land in its namespace, with its own names
   // The Lease is in the operator's own namespace, not in the served ones.
   assert.ok(await tryGet(resources.Lease.path(own, "userland-operator")));
   assert.equal(await tryGet(resources.Lease.path(a, "userland-operator")), undefined);
-});
-
-test('"*": every namespace, including one created after the operator started', async (t) => {
-  const own = await testNamespace(t, "own");
-  await operatorServing(t, own, "*");
-  const later = await testNamespace(t, "later");
-  await createTemplate(later, "code", simpleTemplateSpec());
-  await createUserland(later, "ada", "ada", "code");
-  await waitForPhase(later, "ada", "Ready");
-  assert.ok(await getDeployment(later, childNames("code", "ada").deployment));
 });

@@ -3,6 +3,7 @@
  * routed, and of one Template name in two namespaces only the oldest serves (docs/decisions/0010).
  */
 import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
 import { test } from "node:test";
 import { GROUP } from "../../../api/v1alpha1/index.ts";
 import { k8s } from "../../../lib/kube.ts";
@@ -109,14 +110,16 @@ test('"*": a Userland in a namespace created after the proxy started is routed',
   const proxy = await startProxy(t, own, keys, { USERLAND_WATCH_NAMESPACES: "*" });
 
   const later = await testNamespace(t, "course");
-  await createTemplate(later, "code", simpleTemplateSpec());
-  await createUserland(later, "ada-code", "ada", "code");
+  // Every namespace of a shared test cluster is served: a Template name no other test uses.
+  const template = `t${randomBytes(4).toString("hex")}`;
+  await createTemplate(later, template, simpleTemplateSpec());
+  await createUserland(later, "ada-code", "ada", template);
   await markReady(later, "ada-code", { name: "ada-code-svc", port: 80 });
   proxy.resolver.set(later, "ada-code-svc", (await startUpstream(t, "later")).url);
   const routed = await eventually("the proxy to route ada in the new namespace", async () => {
     const r = await send(proxy.port, {
       path: "/",
-      headers: { host: "code.example.test", cookie: await keys.cookie("ada") },
+      headers: { host: `${template}.apps.example.test`, cookie: await keys.cookie("ada") },
     });
     // Until the caches have it, a page; then the upstream's JSON.
     return r.body.includes('"upstream"') ? r : undefined;

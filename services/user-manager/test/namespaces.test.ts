@@ -5,6 +5,7 @@
  * a call that names none.
  */
 import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
 import { test, type TestContext } from "node:test";
 import { type Userland } from "../../../api/v1alpha1/index.ts";
 import { k8s } from "../../../lib/kube.ts";
@@ -229,9 +230,12 @@ test("several namespaces: create in the Template's namespace, list across, check
 
 test('"*": a named Userland is checked in its namespace; calls naming none need the right cluster-wide', async (t) => {
   const { own, a, b: later } = await namespaces(t);
-  await createTemplate(a, "code", simpleTemplateSpec());
+  // Every namespace of a shared test cluster is served: Template names no other test uses.
+  const suffix = randomBytes(4).toString("hex");
+  const [codeT, jupyterT, user] = [`c${suffix}`, `j${suffix}`, `ada-${suffix}`];
+  await createTemplate(a, codeT, simpleTemplateSpec());
   const { call } = await serve(t, own, "*");
-  await createTemplate(later, "jupyter", simpleTemplateSpec());
+  await createTemplate(later, jupyterT, simpleTemplateSpec());
 
   const rbac = await rbacApi();
   const teacherRules = [
@@ -257,13 +261,13 @@ test('"*": a named Userland is checked in its namespace; calls naming none need 
 
   // A Template in a namespace created after the service started is found; the Userland goes there.
   const created = await eventually("the cluster-wide teacher's grants", async () => {
-    const r = await call("POST", "/api/v1/userlands", everywhere, { user: "ada", templateName: "jupyter" });
+    const r = await call("POST", "/api/v1/userlands", everywhere, { user, templateName: jupyterT });
     return r.status === 201 ? r : undefined;
   });
   assert.ok(await tryGet<Userland>(userlandsPath(later, String(created.json.name))));
-  const code = await call("POST", "/api/v1/userlands", everywhere, { user: "ada", templateName: "code" });
+  const code = await call("POST", "/api/v1/userlands", everywhere, { user, templateName: codeT });
   assert.equal(code.status, 201);
-  const listed = await call("GET", "/api/v1/users/ada/userlands", everywhere);
+  const listed = await call("GET", `/api/v1/users/${user}/userlands`, everywhere);
   assert.equal((listed.json.items as unknown[]).length, 2);
 
   // Bound in one namespace only: its Userlands by name, but no cluster-wide list.
