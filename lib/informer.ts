@@ -20,8 +20,11 @@ import type { KubeRest } from "./kubeRest.ts";
 import type { Logger } from "./logger.ts";
 
 interface InformerOptions<T> {
-  /** Collection path, e.g. /apis/apps/v1/namespaces/ns/deployments. */
-  path: string;
+  /**
+   * Collection path, e.g. /apis/apps/v1/namespaces/ns/deployments; or several (one per namespace
+   * served, lib/namespaces.ts), each listed and watched on its own into the one cache.
+   */
+  path: string | readonly string[];
   labelSelector?: string;
   log: Logger;
   /** Deep-freeze cached objects so that an accidental mutation throws (tests). */
@@ -115,8 +118,22 @@ class Index<T> {
   }
 }
 
+/** One collection's list and watch, retried on its own: a namespace whose watch fails leaves the others running. */
+class Stream<T extends k8s.KubernetesObject> {
+  readonly path: string;
+  readonly listWatch: k8s.ListWatch<T>;
+  synced = false;
+  retryDelayMs = 0;
+  retryTimer: NodeJS.Timeout | undefined;
+
+  constructor(path: string, listWatch: k8s.ListWatch<T>) {
+    this.path = path;
+    this.listWatch = listWatch;
+  }
+}
+
 export class Informer<T extends k8s.KubernetesObject> {
-  private readonly listWatch: k8s.ListWatch<T>;
+  private readonly streams: Stream<T>[];
   private readonly opts: InformerOptions<T>;
   /** The cached objects by key, kept beside ListWatch's cache to hand update handlers the old object. */
   private readonly objects = new Map<string, T>();
@@ -127,8 +144,6 @@ export class Informer<T extends k8s.KubernetesObject> {
     delete: [] as Handler<T>[],
   };
   private stopped = true;
-  private retryDelayMs = 0;
-  private retryTimer: NodeJS.Timeout | undefined;
   private syncedResolve: (() => void) | undefined;
   private readonly syncedPromise: Promise<void>;
   private synced = false;
@@ -137,34 +152,42 @@ export class Informer<T extends k8s.KubernetesObject> {
 
   constructor(kc: k8s.KubeConfig, rest: KubeRest, opts: InformerOptions<T>) {
     this.opts = opts;
-    const transform = opts.transform;
+    this.syncedPromise = new Promise((resolve) => (this.syncedResolve = resolve));
+    const watch = opts.transform ? new TransformingWatch(kc, opts.transform) : new k8s.Watch(kc);
+    this.streams = (typeof opts.path === "string" ? [opts.path] : opts.path).map((path) =>
+      this.stream(rest, watch, path),
+    );
+  }
+
+  private stream(rest: KubeRest, watch: k8s.Watch, path: string): Stream<T> {
+    const { transform, labelSelector } = this.opts;
     const list = async (): Promise<k8s.KubernetesListObject<T>> => {
-      const result = await rest.list<T>(opts.path, { query: { labelSelector: opts.labelSelector } });
+      const result = await rest.list<T>(path, { query: { labelSelector } });
       if (transform) result.items = result.items.map(transform);
       // ListWatch fills its cache right after this promise settles, within the same macrotask.
-      setImmediate(() => this.markSynced());
+      setImmediate(() => this.markSynced(stream));
       return result;
     };
-    const watch = transform ? new TransformingWatch(kc, transform) : new k8s.Watch(kc);
-    this.listWatch = new k8s.ListWatch<T>(opts.path, watch, list, false, opts.labelSelector);
-    this.syncedPromise = new Promise((resolve) => (this.syncedResolve = resolve));
+    const listWatch = new k8s.ListWatch<T>(path, watch, list, false, labelSelector);
+    const stream = new Stream(path, listWatch);
     // The indexes are current before any handler runs, so a handler may look up the object it got.
-    this.listWatch.on("add", (obj) => {
+    listWatch.on("add", (obj) => {
       this.store(obj);
       for (const handler of this.handlers.add) handler(obj);
     });
-    this.listWatch.on("update", (obj) => {
+    listWatch.on("update", (obj) => {
       const old = this.objects.get(keyOf(obj));
       this.store(obj);
       for (const handler of this.handlers.update) handler(obj, old);
     });
-    this.listWatch.on("delete", (obj) => {
+    listWatch.on("delete", (obj) => {
       const key = keyOf(obj);
       this.objects.delete(key);
       for (const index of this.indexes.values()) index.set(key, undefined);
       for (const handler of this.handlers.delete) handler(obj);
     });
-    this.listWatch.on("error", (error: unknown) => this.retry(error));
+    listWatch.on("error", (error: unknown) => this.retry(stream, error));
+    return stream;
   }
 
   on(event: "add" | "delete", handler: Handler<T>): void;
@@ -194,11 +217,16 @@ export class Informer<T extends k8s.KubernetesObject> {
   }
 
   get(name: string, namespace?: string): T | undefined {
-    return this.listWatch.get(name, namespace);
+    const [only, ...more] = this.streams;
+    if (only && more.length === 0) return only.listWatch.get(name, namespace);
+    // Several collections: the handlers' copy of all of them, one lookup instead of one per stream.
+    return this.objects.get(namespacedKey(namespace, name));
   }
 
   list(namespace?: string): readonly T[] {
-    return this.listWatch.list(namespace);
+    const [only, ...more] = this.streams;
+    if (only && more.length === 0) return only.listWatch.list(namespace);
+    return this.streams.flatMap((s) => s.listWatch.list(namespace));
   }
 
   get hasSynced(): boolean {
@@ -208,14 +236,14 @@ export class Informer<T extends k8s.KubernetesObject> {
   /** Starts listing and watching; resolves once the first list is in the cache. */
   start(): Promise<void> {
     this.stopped = false;
-    void this.run();
+    for (const stream of this.streams) void this.run(stream);
     return this.syncedPromise;
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.retryTimer);
-    await this.listWatch.stop();
+    for (const stream of this.streams) clearTimeout(stream.retryTimer);
+    await Promise.all(this.streams.map((s) => s.listWatch.stop()));
   }
 
   private store(obj: T): void {
@@ -225,36 +253,38 @@ export class Informer<T extends k8s.KubernetesObject> {
     for (const index of this.indexes.values()) index.set(key, obj);
   }
 
-  private async run(): Promise<void> {
+  private async run(stream: Stream<T>): Promise<void> {
     try {
       // ListWatch reports list and watch failures through its "error" event, handled by retry().
-      await this.listWatch.start();
+      await stream.listWatch.start();
     } catch (error) {
-      this.retry(error);
+      this.retry(stream, error);
     }
   }
 
-  private markSynced(): void {
-    this.retryDelayMs = 0;
-    if (this.synced) return;
+  /** Synced once every collection has had its first list. */
+  private markSynced(stream: Stream<T>): void {
+    stream.retryDelayMs = 0;
+    stream.synced = true;
+    if (this.synced || !this.streams.every((s) => s.synced)) return;
     this.synced = true;
     this.syncedResolve?.();
   }
 
-  private retry(error: unknown): void {
-    if (this.stopped || this.retryTimer) return;
-    this.retryDelayMs = Math.min(this.retryDelayMs ? this.retryDelayMs * 2 : 1000, 30_000);
-    const delay = this.retryDelayMs * (0.8 + Math.random() * 0.4);
+  private retry(stream: Stream<T>, error: unknown): void {
+    if (this.stopped || stream.retryTimer) return;
+    stream.retryDelayMs = Math.min(stream.retryDelayMs ? stream.retryDelayMs * 2 : 1000, 30_000);
+    const delay = stream.retryDelayMs * (0.8 + Math.random() * 0.4);
     this.opts.log.warn(
-      { path: this.opts.path, err: (error as Error)?.message ?? String(error), retryInMs: Math.round(delay) },
+      { path: stream.path, err: (error as Error)?.message ?? String(error), retryInMs: Math.round(delay) },
       "watch failed; re-listing",
     );
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = undefined;
+    stream.retryTimer = setTimeout(() => {
+      stream.retryTimer = undefined;
       this.restarts++;
-      void this.run();
+      void this.run(stream);
     }, delay);
-    this.retryTimer.unref();
+    stream.retryTimer.unref();
   }
 }
 

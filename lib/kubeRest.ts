@@ -209,4 +209,7 @@ export const paths = {
     const base = group === "" ? `/api/${version}` : `/apis/${group}/${version}`;
     return `${base}/namespaces/${encodeURIComponent(namespace)}/${plural}${name ? `/${encodeURIComponent(name)}` : ""}${sub ? `/${sub}` : ""}`;
   },
+  /** The collection of a namespaced resource across every namespace (list and watch only). */
+  allNamespaces: (group: string, version: string, plural: string): string =>
+    `${group === "" ? `/api/${version}` : `/apis/${group}/${version}`}/${plural}`,
 };

@@ -1,7 +1,8 @@
 /**
- * What the operator reads: one informer per kind it works with, scoped to its namespace (owned
- * children by the managed-by label), and the indexes its event handlers and sync handlers look
- * objects up by.
+ * What the operator reads: one informer per kind it works with, scoped to the namespaces it serves
+ * (lib/namespaces.ts; owned children by the managed-by label), and the indexes its event handlers
+ * and sync handlers look objects up by. Every key and index value carries the namespace, so
+ * objects of the same name in two namespaces never meet.
  */
 import type { V1Deployment, V1PersistentVolumeClaim, V1Service } from "@kubernetes/client-node";
 import { ANNOTATIONS, LABELS, MANAGED_BY } from "../api/naming.ts";
@@ -10,6 +11,7 @@ import { Informer, namespacedKey, withoutManagedFields } from "../lib/informer.t
 import type { k8s } from "../lib/kube.ts";
 import type { KubeRest } from "../lib/kubeRest.ts";
 import type { Logger } from "../lib/logger.ts";
+import type { ServedNamespaces } from "../lib/namespaces.ts";
 import { resources, type Resource } from "./resources.ts";
 
 export interface Caches {
@@ -26,6 +28,8 @@ export const Index = {
   byTemplate: "byTemplate",
   /** On deployments and services: the Userland that owns each one. */
   byUserland: "byUserland",
+  /** On templates: the name alone, to find the same name in other namespaces. */
+  byName: "byName",
 } as const;
 
 /** The Userland a child belongs to: its name annotation, or the controller reference if a hand edit removed the annotation. */
@@ -44,7 +48,7 @@ const byOwningUserland = (child: k8s.KubernetesObject): string[] => {
 interface CacheOptions {
   kc: k8s.KubeConfig;
   rest: KubeRest;
-  namespace: string;
+  namespaces: ServedNamespaces;
   log: Logger;
   freeze?: boolean;
 }
@@ -67,7 +71,7 @@ export function createCaches(opts: CacheOptions): Caches {
     labelSelector?: string,
   ) =>
     new Informer<T>(opts.kc, opts.rest, {
-      path: resource.path(opts.namespace),
+      path: opts.namespaces.collections(resource.group, resource.version, resource.plural),
       labelSelector,
       log: opts.log.child({ informer: resource.plural }),
       freeze: opts.freeze,
@@ -86,6 +90,7 @@ export function createCaches(opts: CacheOptions): Caches {
   caches.userlands.addIndex(Index.byTemplate, (u) => [
     namespacedKey(u.metadata.namespace, u.spec.templateName),
   ]);
+  caches.templates.addIndex(Index.byName, (t) => [t.metadata.name ?? ""]);
   caches.deployments.addIndex(Index.byUserland, byOwningUserland);
   caches.services.addIndex(Index.byUserland, byOwningUserland);
   return caches;

@@ -4,15 +4,18 @@
  */
 import { formatDuration } from "../api/duration.ts";
 import { loadConfig, parse, type ConfigOf, type Settings } from "../lib/config.ts";
+import { watchNamespacesSetting } from "../lib/namespaces.ts";
 
 export const operatorSettings = {
   namespace: {
     env: "USERLAND_NAMESPACE",
-    description: "Namespace whose Templates and Userlands this operator manages",
+    description:
+      "The operator's own namespace: its leader Lease, and the Templates and Userlands it manages unless USERLAND_WATCH_NAMESPACES says otherwise",
     parse: parse.string,
     default: "",
     show: () => "its own namespace",
   },
+  watchNamespaces: watchNamespacesSetting("Templates and Userlands this operator manages"),
   workers: {
     env: "OPERATOR_WORKERS",
     description: "Concurrent reconciles",

@@ -10,7 +10,6 @@ import type { OperatorMetrics } from "./metrics.ts";
 import type { Spawns } from "./spawns.ts";
 
 export interface OperatorContext {
-  namespace: string;
   rest: KubeRest;
   caches: Caches;
   events: EventRecorder;

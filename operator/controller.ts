@@ -9,6 +9,7 @@ import { namespacedKey, type Informer } from "../lib/informer.ts";
 import type { k8s } from "../lib/kube.ts";
 import type { KubeRest } from "../lib/kubeRest.ts";
 import type { Logger } from "../lib/logger.ts";
+import type { ServedNamespaces } from "../lib/namespaces.ts";
 import { allInformers, createCaches, Index, owningUserland, type Caches } from "./caches.ts";
 import type { OperatorContext } from "./context.ts";
 import { EventRecorder } from "./events.ts";
@@ -21,7 +22,7 @@ import { ExponentialFailureRateLimiter, WorkQueue } from "./workqueue.ts";
 export interface ControllerOptions {
   kc: k8s.KubeConfig;
   rest: KubeRest;
-  namespace: string;
+  namespaces: ServedNamespaces;
   workers: number;
   resyncPeriodMs: number;
   log: Logger;
@@ -72,11 +73,10 @@ export class Controller {
   constructor(opts: ControllerOptions) {
     this.opts = opts;
     this.log = opts.log;
-    const { kc, rest, namespace } = opts;
-    this.caches = createCaches({ kc, rest, namespace, log: opts.log, freeze: opts.freezeCache });
+    const { kc, rest, namespaces } = opts;
+    this.caches = createCaches({ kc, rest, namespaces, log: opts.log, freeze: opts.freezeCache });
     this.queue = new WorkQueue(undefined, opts.metrics.queueMetrics());
     this.context = {
-      namespace,
       rest,
       caches: this.caches,
       events: new EventRecorder(rest, "userland-operator", opts.log),
@@ -125,11 +125,17 @@ export class Controller {
       if (!fanOut) return;
       for (const u of userlands.byIndex(Index.byTemplate, namespacedKey(namespace, name))) enqueueUserland(u);
     };
-    templates.on("add", (t) => onTemplate(t, true));
+    // A Template that comes or goes may shadow, or stop shadowing, one of its name elsewhere.
+    const sameName = (t: Template) => {
+      for (const other of templates.byIndex(Index.byName, t.metadata.name ?? ""))
+        if (other.metadata.namespace !== t.metadata.namespace)
+          this.queue.add(templateKey(other.metadata.namespace ?? "", other.metadata.name ?? ""));
+    };
+    templates.on("add", (t) => (onTemplate(t, true), sameName(t)));
     templates.on("update", (t, old) =>
       onTemplate(t, !old || templateFingerprint(old) !== templateFingerprint(t)),
     );
-    templates.on("delete", (t) => onTemplate(t, true));
+    templates.on("delete", (t) => (onTemplate(t, true), sameName(t)));
 
     const onChild = (child: k8s.KubernetesObject) => {
       const owner = owningUserland(child);
@@ -162,7 +168,7 @@ export class Controller {
     });
     await Promise.all(allInformers(this.caches).map((c) => c.start()));
     this.log.info(
-      { namespace: this.opts.namespace, workers: this.opts.workers },
+      { namespaces: this.opts.namespaces.toString(), workers: this.opts.workers },
       "caches synced; starting workers",
     );
     this.workers = Array.from({ length: this.opts.workers }, () => this.runWorker());

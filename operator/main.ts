@@ -10,6 +10,7 @@ import { createAdminServer } from "../lib/adminServer.ts";
 import { currentNamespace, loadKubeConfig } from "../lib/kube.ts";
 import { KubeRest } from "../lib/kubeRest.ts";
 import type { Logger } from "../lib/logger.ts";
+import { ServedNamespaces } from "../lib/namespaces.ts";
 import { runComponent } from "../lib/service.ts";
 import { loadOperatorConfig, operatorSettings, type OperatorConfig } from "./config.ts";
 import { Controller } from "./controller.ts";
@@ -22,7 +23,9 @@ async function start(config: OperatorConfig, log: Logger) {
   const kc = loadKubeConfig();
   const rest = new KubeRest(kc, "userland-operator");
   rest.onRequest = (verb, code) => metrics.apiRequests.inc({ verb, code: String(code) });
+  // The Lease stays in the own namespace whatever is served: one leader for the installation.
   const namespace = config.namespace || (await currentNamespace());
+  const namespaces = new ServedNamespaces(config.watchNamespaces, namespace);
   const identity = config.identity || `${hostname()}-${process.pid}`;
 
   // One controller per leadership term: a replica that loses the Lease drains and drops its caches,
@@ -31,7 +34,7 @@ async function start(config: OperatorConfig, log: Logger) {
     new Controller({
       kc,
       rest,
-      namespace,
+      namespaces,
       workers: config.workers,
       resyncPeriodMs: config.resyncPeriod,
       log,
@@ -86,7 +89,7 @@ async function start(config: OperatorConfig, log: Logger) {
     },
   });
   const http = await admin.listen(config.httpPort, config.httpAddress);
-  log.info({ namespace, identity, http }, "operator started");
+  log.info({ namespace, namespaces: namespaces.toString(), identity, http }, "operator started");
 
   if (elector) elector.start();
   else lead();

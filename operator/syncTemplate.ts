@@ -11,10 +11,11 @@ import {
   type Userland,
 } from "../api/v1alpha1/index.ts";
 import { namespacedKey } from "../lib/informer.ts";
+import { oldest } from "../lib/namespaces.ts";
 import { isAlreadyExists, isInvalid } from "../lib/kube.ts";
 import { Index } from "./caches.ts";
 import { stableJson } from "./compare.ts";
-import { findCondition, setCondition } from "./conditions.ts";
+import { findCondition, setCondition, type ConditionValue } from "./conditions.ts";
 import type { OperatorContext } from "./context.ts";
 import { desiredChildren, TemplateError } from "./desired.ts";
 import { templateRef } from "./events.ts";
@@ -45,6 +46,8 @@ export async function syncTemplate(ctx: OperatorContext, namespace: string, name
     }
   }
 
+  conditions = nameServed(ctx, template, conditions);
+
   const status: TemplateStatus = {
     observedGeneration: generation,
     conditions,
@@ -52,6 +55,45 @@ export async function syncTemplate(ctx: OperatorContext, namespace: string, name
   };
   if (stableJson(previous) === stableJson(status)) return;
   await ctx.rest.patch(resources.Template.path(namespace, name, "status"), { status });
+}
+
+/**
+ * NameServed: whether this Template is the one its name means (the oldest of that name among the
+ * served namespaces; the proxy and user-manager use that one). Written only once a duplicate has
+ * been seen, so a single namespace's Templates never carry it.
+ */
+function nameServed(
+  ctx: OperatorContext,
+  template: Template,
+  conditions: ConditionValue[],
+): ConditionValue[] {
+  const sameName = ctx.caches.templates.byIndex(Index.byName, template.metadata.name ?? "");
+  const served = oldest(sameName.filter((t) => !t.metadata.deletionTimestamp));
+  const shadowed = served !== undefined && served.metadata.namespace !== template.metadata.namespace;
+  const previous = findCondition(conditions, TemplateConditions.NameServed);
+  if (!shadowed) {
+    if (!previous || previous.status === "True") return conditions;
+    ctx.events.normal(
+      templateRef(template),
+      "NameServed",
+      "No older Template of this name remains: this one is served",
+    );
+    return setCondition(conditions, {
+      type: TemplateConditions.NameServed,
+      status: "True",
+      reason: "Oldest",
+      message: "No older Template of this name exists in another namespace served",
+    });
+  }
+  const message = `Template "${template.metadata.name ?? ""}" in namespace "${served.metadata.namespace ?? ""}" is older: hosts and the user-manager use that one, not this. Rename this Template (names must be unique across the namespaces served)`;
+  if (previous?.status !== "False" || previous.message !== message)
+    ctx.events.warning(templateRef(template), "DuplicateName", message);
+  return setCondition(conditions, {
+    type: TemplateConditions.NameServed,
+    status: "False",
+    reason: "OlderTemplateExists",
+    message,
+  });
 }
 
 /** Returns what is wrong with the Template, or undefined when the API server accepts it. */

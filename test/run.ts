@@ -25,8 +25,9 @@ const defaultPatterns = [
  * Run after every other file, one at a time, named *.alone.ts so that the patterns above leave them
  * out: tests that start a second real node of their own (while another real node starts beside the
  * shared one, the shared node's relayed traffic was seen failing), tests that install ESC's CRDs
- * (while they exist, kubectl's "userland" and "template" name two kinds each), and the Jupyter test
- * (its relayed request was twice left unanswered beside other files).
+ * (while they exist, kubectl's "userland" and "template" name two kinds each), the Jupyter test
+ * (its relayed request was twice left unanswered beside other files), and an operator serving
+ * every namespace (it would reconcile other files' Userlands beside their own operators).
  */
 const alonePatterns = ["test/**/*.alone.ts"];
 

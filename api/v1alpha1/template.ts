@@ -197,4 +197,10 @@ export type Template = CustomObject<"Template", TemplateSpec, TemplateStatus>;
 export const TemplateConditions = {
   /** The pod template passed the API server's own validation (a server-side dry run). */
   PodTemplateValid: "PodTemplateValid",
+  /**
+   * With several namespaces served: False while an older Template of the same name exists in
+   * another one (that one serves the name: docs/decisions/0010-namespaces.md). Absent until a
+   * duplicate is first seen.
+   */
+  NameServed: "NameServed",
 } as const;

@@ -214,3 +214,42 @@ test("a transform shapes every listed and watched object before it is cached or 
   }
   assert.equal(informer.get("listed", ns)?.data?.group, "y");
 });
+
+test("several collections (one per namespace) fill one cache: lists, gets, indexes and events span them, and no other namespace leaks in", async (t) => {
+  const cluster = await testCluster();
+  const [a, b, other] = [
+    await testNamespace(t, "informer"),
+    await testNamespace(t, "informer"),
+    await testNamespace(t, "informer"),
+  ];
+  const rest = await adminRest(t);
+  await rest.create(configMapsPath(a), configMap("same", "x"));
+  await rest.create(configMapsPath(b), configMap("same", "x"));
+  await rest.create(configMapsPath(other), configMap("same", "x"));
+  const informer = new Informer<V1ConfigMap>(cluster.kc, rest, {
+    path: [configMapsPath(a), configMapsPath(b)],
+    labelSelector: `${LABEL}=yes`,
+    log,
+    freeze: true,
+  });
+  informer.addIndex(BY_GROUP, (cm) => (cm.data?.group ? [cm.data.group] : []));
+  const added: string[] = [];
+  informer.on("add", (cm) => added.push(namespacedKey(cm.metadata?.namespace, cm.metadata?.name)));
+  t.after(() => informer.stop());
+  await informer.start();
+  assert.equal(informer.hasSynced, true, "synced once every collection has been listed");
+
+  const where = (objects: readonly V1ConfigMap[]) => objects.map((o) => o.metadata?.namespace).sort();
+  assert.deepEqual(where(informer.list()), [a, b].sort());
+  assert.deepEqual(where(informer.list(b)), [b]);
+  assert.equal(informer.get("same", b)?.metadata?.namespace, b);
+  assert.equal(informer.get("same", other), undefined);
+  assert.deepEqual(where(informer.byIndex(BY_GROUP, "x")), [a, b].sort());
+
+  // The watch of each collection: a change in b arrives, one in the other namespace does not.
+  await rest.create(configMapsPath(b), configMap("later", "y"));
+  await rest.create(configMapsPath(other), configMap("later", "y"));
+  await eventually("b's new ConfigMap", () => informer.get("later", b) !== undefined);
+  assert.equal(informer.get("later", other), undefined);
+  assert.deepEqual(added.sort(), [`${a}/same`, `${b}/later`, `${b}/same`].sort());
+});

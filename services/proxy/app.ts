@@ -4,8 +4,16 @@
  * from a file), the resolver chosen by the configuration, activity publishing and the HTTP servers.
  * main.ts runs it; tests run it in-process.
  */
-import { type Template, templatesPath, type Userland, userlandsPath } from "../../api/v1alpha1/index.ts";
+import {
+  GROUP,
+  type Template,
+  TEMPLATES,
+  type Userland,
+  USERLANDS,
+  VERSION,
+} from "../../api/v1alpha1/index.ts";
 import { Informer } from "../../lib/informer.ts";
+import { oldest, ServedNamespaces } from "../../lib/namespaces.ts";
 import type { k8s } from "../../lib/kube.ts";
 import { KubeRest } from "../../lib/kubeRest.ts";
 import type { Logger } from "../../lib/logger.ts";
@@ -25,12 +33,15 @@ import { requestSessions } from "../../lib/requestSessions.ts";
 import { userManagerClient } from "../../lib/userManagerClient.ts";
 
 const USER_INDEX = "user";
+const NAME_INDEX = "name";
 
 export interface ProxyAppOptions {
   kc: k8s.KubeConfig;
   log: Logger;
-  /** The namespace served (config.namespace, or the caller's own). */
+  /** The proxy's own namespace (config.namespace, or the caller's own). */
   namespace: string;
+  /** The namespaces served; default: config.watchNamespaces, resolved against `namespace`. */
+  namespaces?: ServedNamespaces;
   metrics?: ProxyMetrics;
   /** Replaces the resolver the configuration describes (tests). */
   resolver?: UpstreamResolver;
@@ -61,16 +72,25 @@ export async function buildProxyApp(config: ProxyConfig, options: ProxyAppOption
   const resolver = options.resolver ?? resolverFor(config, log);
   const rest = new KubeRest(kc, "userland-proxy");
 
+  const served = options.namespaces ?? new ServedNamespaces(config.watchNamespaces, namespace);
   const userlands = new Informer<Userland>(kc, rest, {
-    path: userlandsPath(namespace),
+    path: served.collections(GROUP, VERSION, USERLANDS),
     log,
   });
   const templates = new Informer<Template>(kc, rest, {
-    path: templatesPath(namespace),
+    path: served.collections(GROUP, VERSION, TEMPLATES),
     log,
   });
   // The home page lists a student's Userlands of every Template.
   userlands.addIndex(USER_INDEX, (u) => [u.spec.user]);
+  // A host names a Template, not a namespace: of one name in several namespaces the oldest is
+  // served, and only Userlands in its namespace (docs/decisions/0010-namespaces.md).
+  templates.addIndex(NAME_INDEX, (t) => [t.metadata.name ?? ""]);
+  userlands.addIndex(NAME_INDEX, (u) => [u.metadata.name ?? ""]);
+  const servedTemplate = (name: string): Template | undefined => oldest(templates.byIndex(NAME_INDEX, name));
+  const inServedNamespace = (u: Userland): boolean =>
+    served.single !== undefined ||
+    u.metadata.namespace === servedTemplate(u.spec.templateName)?.metadata.namespace;
   const index = new UserlandIndex();
   const indexChanged = () => metrics.userlands.set(index.size);
   userlands.on("add", (u) => (index.upsert(u), indexChanged()));
@@ -79,13 +99,27 @@ export async function buildProxyApp(config: ProxyConfig, options: ProxyAppOption
 
   const cluster: ClusterView = {
     namespace,
-    findUserland: (user, template) => index.find(user, template),
-    getTemplate: (name) => templates.get(name, namespace),
+    findUserland: (user, template) =>
+      served.single !== undefined
+        ? index.find(user, template)
+        : index.find(user, template, servedTemplate(template)?.metadata.namespace ?? ""),
+    getTemplate: (name) =>
+      served.single !== undefined ? templates.get(name, served.single) : servedTemplate(name),
     synced: () => userlands.hasSynced && templates.hasSynced,
-    getUserland: (name) => userlands.get(name, namespace),
-    templateNames: () => templates.list(namespace).map((t) => t.metadata.name ?? ""),
-    userlandsOf: (user) => userlands.byIndex(USER_INDEX, user),
-    templates: () => templates.list(namespace),
+    getUserland: (name) =>
+      served.single !== undefined
+        ? userlands.get(name, served.single)
+        : oldest(userlands.byIndex(NAME_INDEX, name).filter(inServedNamespace)),
+    templateNames: () => [...new Set(templates.list().map((t) => t.metadata.name ?? ""))],
+    userlandsOf: (user) => userlands.byIndex(USER_INDEX, user).filter(inServedNamespace),
+    templates: () =>
+      served.single !== undefined
+        ? templates.list(served.single)
+        : templates
+            .list()
+            .filter(
+              (t) => servedTemplate(t.metadata.name ?? "")?.metadata.namespace === t.metadata.namespace,
+            ),
   };
   const activity = new ActivityRecorder({
     rest,
@@ -106,7 +140,7 @@ export async function buildProxyApp(config: ProxyConfig, options: ProxyAppOption
   });
 
   const synced = Promise.all([userlands.start(), templates.start()]).then(() => {
-    log.info({ namespace, userlands: index.size }, "caches synced");
+    log.info({ namespaces: served.toString(), userlands: index.size }, "caches synced");
   });
   activity.start();
 

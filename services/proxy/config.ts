@@ -2,6 +2,7 @@
  * The proxy's settings (environment variables), checked together at start-up so a broken
  * deployment gets one message that names every variable to set or fix.
  */
+import { watchNamespacesSetting, type WatchNamespaces } from "../../lib/namespaces.ts";
 import { formatDuration } from "../../api/duration.ts";
 import { TEMPLATE_NAME_PATTERN } from "../../api/v1alpha1/template.ts";
 import { ConfigError, loadConfig, parse, serviceListeners, type Settings } from "../../lib/config.ts";
@@ -92,6 +93,7 @@ export const settings = {
     default: "",
     show: () => "the proxy's own namespace",
   },
+  watchNamespaces: watchNamespacesSetting("Templates and Userlands are served"),
   sessionJwksUrl: {
     env: "PROXY_SESSION_JWKS_URL",
     description:
@@ -266,6 +268,7 @@ export interface ProxyConfig {
   adminPort: number;
   /** Empty: the proxy's own namespace (resolved at start-up). */
   namespace: string;
+  watchNamespaces: WatchNamespaces | undefined;
   sessionKeys: SessionKeySource;
   loginUrl: URL;
   hostTemplates: Map<string, string>;
@@ -317,6 +320,7 @@ export function loadProxyConfig(env: NodeJS.ProcessEnv = process.env): ProxyConf
     adminHost: c.adminHost,
     adminPort: c.adminPort,
     namespace: c.namespace,
+    watchNamespaces: c.watchNamespaces,
     sessionKeys: c.sessionJwksUrl ? { url: c.sessionJwksUrl } : { file: c.sessionKeysFile ?? "" },
     loginUrl: c.loginUrl,
     hostTemplates: c.hostTemplates,

@@ -132,12 +132,14 @@ export class UserlandIndex {
     if (entries?.size === 0) this.bySlot.delete(s);
   }
 
-  /** The user's Userland for a Template, or undefined. */
-  find(user: string, templateName: string): Userland | undefined {
+  /** The user's Userland for a Template (in `namespace`, the served Template's, when given), or undefined. */
+  find(user: string, templateName: string, namespace?: string): Userland | undefined {
     const entries = this.bySlot.get(slot(user, templateName));
     if (!entries) return undefined;
     let best: Userland | undefined;
-    for (const u of entries.values()) if (!best || older(u, best)) best = u;
+    for (const u of entries.values())
+      if ((namespace === undefined || u.metadata.namespace === namespace) && (!best || older(u, best)))
+        best = u;
     return best;
   }
 

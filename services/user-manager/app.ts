@@ -17,6 +17,7 @@ import { installErrorHandlers } from "./errors.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
 import { OPENAPI_PATH, openApiRoute, registerOpenApi } from "./openapi.ts";
 import { rosterRoutes } from "./rosterImport.ts";
+import { ALL_NAMESPACES, ServedNamespaces } from "../../lib/namespaces.ts";
 import { UserlandStore } from "./store.ts";
 import { userlandRoutes } from "./userlands.ts";
 
@@ -26,7 +27,7 @@ export interface AppOptions {
   config: UserManagerConfig;
   /** The service's own client: it writes Userlands and asks TokenReviews and access reviews. */
   rest: KubeRest;
-  /** The namespace whose Userlands are managed (config.namespace, resolved). */
+  /** The service's own namespace (config.namespace, resolved). */
   namespace: string;
   log?: Logger;
   metrics?: Metrics;
@@ -37,7 +38,8 @@ export async function buildApp(options: AppOptions) {
   const { config, rest, namespace } = options;
   const log = options.log ?? createLogger("user-manager");
   const metrics = options.metrics ?? createMetrics();
-  const store = new UserlandStore(rest, namespace, log);
+  const served = new ServedNamespaces(config.watchNamespaces, namespace);
+  const store = new UserlandStore(rest, served, log);
   // The teachers' console and session sign-in for the API, when the session keys are configured.
   const consoleSettings = consoleConfig(config);
   let sessions: SessionAuth | undefined;
@@ -83,7 +85,9 @@ export async function buildApp(options: AppOptions) {
   await registerOpenApi(app, API_VERSION);
 
   installAuth(app, {
-    namespace,
+    namespaces: served.all ? [ALL_NAMESPACES] : served.names,
+    locate: served.single === undefined ? (name) => store.namespaceOf(name) : undefined,
+    templateNamespace: async (name) => (await store.getTemplate(name))?.metadata.namespace,
     authenticator: new TokenAuthenticator({
       rest,
       ttlMs: config.tokenCacheTtl,
@@ -91,7 +95,12 @@ export async function buildApp(options: AppOptions) {
       audiences: config.tokenAudiences,
       metrics,
     }),
-    reviewer: new AccessReviewer({ rest, namespace, ttlMs: config.authzCacheTtl, metrics }),
+    reviewer: new AccessReviewer({
+      rest,
+      namespace: served.single ?? namespace,
+      ttlMs: config.authzCacheTtl,
+      metrics,
+    }),
     sessions,
   });
 
@@ -106,7 +115,7 @@ export async function buildApp(options: AppOptions) {
     notReady: async () => {
       if (Date.now() < readyUntil) return undefined;
       try {
-        await rest.list(store.userlandPath(), { query: { limit: 1 }, timeoutMs: 5_000 });
+        await rest.list(store.probePath(), { query: { limit: 1 }, timeoutMs: 5_000 });
         readyUntil = Date.now() + 5_000;
         return undefined;
       } catch (error) {

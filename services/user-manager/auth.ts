@@ -17,6 +17,7 @@ import pLimit from "p-limit";
 import { GROUP, USERLANDS } from "../../api/v1alpha1/index.ts";
 import { formFromOwnSite } from "../../lib/formOrigin.ts";
 import type { KubeRest } from "../../lib/kubeRest.ts";
+import { ALL_NAMESPACES } from "../../lib/namespaces.ts";
 import { SESSION_COOKIE, type Session } from "../../lib/session.ts";
 import type { RequestSessions } from "../../lib/requestSessions.ts";
 import { HttpError } from "./errors.ts";
@@ -37,10 +38,18 @@ declare module "fastify" {
   interface FastifyRequest {
     /** The authenticated caller; null only on public routes. */
     caller: Caller | null;
-    /** Throws 403 unless the caller may `verb` Userlands (named `name`, if given). */
-    authorize(verb: Verb, name?: string): Promise<void>;
+    /**
+     * Throws 403 unless the caller may `verb` Userlands (named `name`, if given) in `namespace`;
+     * without one, in the named Userland's namespace, or for no name in every namespace served.
+     */
+    authorize(verb: Verb, name?: string, namespace?: string): Promise<void>;
     /** Whether the caller may `verb` Userlands (named `name`, if given); false without a caller. */
-    may(verb: Verb, name?: string): Promise<boolean>;
+    may(verb: Verb, name?: string, namespace?: string): Promise<boolean>;
+    /**
+     * Several namespaces served, on a route of scope "each": the namespaces where the caller has
+     * the route's rights (at least one); null otherwise.
+     */
+    namespaces: readonly string[] | null;
   }
   interface FastifyContextConfig {
     /** Served without authentication (probes, metrics, the OpenAPI document). */
@@ -49,6 +58,13 @@ declare module "fastify" {
     permissions?: Verb[];
     /** The route parameter holding the Userland name, so Roles with resourceNames apply. */
     nameParam?: string;
+    /**
+     * With several namespaces served, where a route that names no Userland is checked: "template"
+     * in the namespace of the body's templateName (once the body is read), "each" in every served
+     * namespace, the route then working in those where the caller has the rights
+     * (request.namespaces); default: every served namespace must grant them.
+     */
+    scope?: "template" | "each";
   }
 }
 
@@ -177,6 +193,7 @@ function jwtExpiry(token: string): number | undefined {
 
 export interface AccessReviewerOptions {
   rest: KubeRest;
+  /** Where a review without a namespace of its own asks. */
   namespace: string;
   ttlMs: number;
   metrics: Metrics;
@@ -197,9 +214,20 @@ export class AccessReviewer {
     this.opts = opts;
   }
 
-  async review(caller: Caller, verb: Verb, name?: string): Promise<Decision> {
-    const { rest, namespace, ttlMs, metrics } = this.opts;
+  /**
+   * `namespace` "*" asks about every namespace at once (a cluster-wide SubjectAccessReview: with
+   * every namespace served, only that answers for a call that names no Userland).
+   */
+  async review(
+    caller: Caller,
+    verb: Verb,
+    name?: string,
+    namespace = this.opts.namespace,
+  ): Promise<Decision> {
+    const { rest, ttlMs, metrics } = this.opts;
+    const all = namespace === ALL_NAMESPACES;
     const key = JSON.stringify([
+      namespace,
       caller.username,
       caller.uid ?? "",
       [...caller.groups].sort(),
@@ -212,18 +240,20 @@ export class AccessReviewer {
       { allowed?: boolean; denied?: boolean; reason?: string; evaluationError?: string } | undefined;
     try {
       const review = await rest.create<{ status?: typeof status }>(
-        `/apis/authorization.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/localsubjectaccessreviews`,
+        all
+          ? "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+          : `/apis/authorization.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/localsubjectaccessreviews`,
         {
           apiVersion: "authorization.k8s.io/v1",
-          kind: "LocalSubjectAccessReview",
-          metadata: { namespace },
+          kind: all ? "SubjectAccessReview" : "LocalSubjectAccessReview",
+          ...(all ? {} : { metadata: { namespace } }),
           spec: {
             user: caller.username,
             groups: caller.groups,
             ...(caller.uid ? { uid: caller.uid } : {}),
             ...(caller.extra ? { extra: caller.extra } : {}),
             resourceAttributes: {
-              namespace,
+              ...(all ? {} : { namespace }),
               verb,
               group: GROUP,
               resource: USERLANDS,
@@ -285,7 +315,15 @@ const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 export interface AuthOptions {
   authenticator: TokenAuthenticator;
   reviewer: AccessReviewer;
-  namespace: string;
+  /**
+   * Where a call that names no Userland is checked: the one namespace served, each of a list (the
+   * caller needs the right in all of them), or "*" (cluster-wide).
+   */
+  namespaces: readonly string[];
+  /** Several namespaces served: the namespace of a named Userland (undefined: none of that name). */
+  locate?: ((name: string) => Promise<string | undefined>) | undefined;
+  /** Several namespaces served: the namespace of the Template a new Userland would use. */
+  templateNamespace?: ((templateName: string) => Promise<string | undefined>) | undefined;
   /** Session sign-in, when the console is on. */
   sessions?: SessionAuth | undefined;
 }
@@ -296,34 +334,79 @@ export interface AuthOptions {
  * service parse large uploads.
  */
 export function installAuth(app: FastifyInstance, opts: AuthOptions): void {
-  const { authenticator, reviewer, namespace, sessions } = opts;
+  const { authenticator, reviewer, sessions, locate } = opts;
 
-  async function authorize(this: FastifyRequest, verb: Verb, name?: string): Promise<void> {
-    const caller = this.caller;
-    if (!caller) throw new HttpError(401, "Unauthorized", "authentication required");
-    const decision = await reviewer.review(caller, verb, name);
-    if (decision.allowed) return;
-    const what = name ? `userlands.${GROUP} "${name}"` : `userlands.${GROUP}`;
-    throw new HttpError(
-      403,
-      "Forbidden",
-      `${caller.username} may not ${verb} ${what} in namespace "${namespace}": ` +
-        `a Role bound to the caller must grant verb "${verb}" on resource "${USERLANDS}" in API group "${GROUP}"`,
-      {
-        extra: {
-          permission: { verb, group: GROUP, resource: USERLANDS, namespace, ...(name ? { name } : {}) },
-        },
-      },
-    );
+  /**
+   * Where a check applies. A named Userland that does not exist is checked where a call naming
+   * none would be, so a caller without the right anywhere learns nothing of what exists.
+   */
+  async function where(name: string | undefined, namespace: string | undefined): Promise<readonly string[]> {
+    if (namespace !== undefined) return [namespace];
+    if (name !== undefined && locate) {
+      const found = await locate(name);
+      if (found !== undefined) return [found];
+    }
+    return opts.namespaces;
   }
 
-  async function may(this: FastifyRequest, verb: Verb, name?: string): Promise<boolean> {
-    return this.caller ? (await reviewer.review(this.caller, verb, name)).allowed : false;
+  async function authorize(
+    this: FastifyRequest,
+    verb: Verb,
+    name?: string,
+    namespace?: string,
+  ): Promise<void> {
+    const caller = this.caller;
+    if (!caller) throw new HttpError(401, "Unauthorized", "authentication required");
+    for (const ns of await where(name, namespace)) {
+      const decision = await reviewer.review(caller, verb, name, ns);
+      if (decision.allowed) continue;
+      const what = name ? `userlands.${GROUP} "${name}"` : `userlands.${GROUP}`;
+      const all = ns === ALL_NAMESPACES;
+      throw new HttpError(
+        403,
+        "Forbidden",
+        `${caller.username} may not ${verb} ${what} ${all ? "in every namespace" : `in namespace "${ns}"`}: ` +
+          `a ${all ? "ClusterRole" : "Role"} bound to the caller must grant verb "${verb}" on resource "${USERLANDS}" in API group "${GROUP}"`,
+        {
+          extra: {
+            permission: {
+              verb,
+              group: GROUP,
+              resource: USERLANDS,
+              namespace: ns,
+              ...(name ? { name } : {}),
+            },
+          },
+        },
+      );
+    }
+  }
+
+  async function may(this: FastifyRequest, verb: Verb, name?: string, namespace?: string): Promise<boolean> {
+    const caller = this.caller;
+    if (!caller) return false;
+    for (const ns of await where(name, namespace))
+      if (!(await reviewer.review(caller, verb, name, ns)).allowed) return false;
+    return true;
   }
 
   app.decorateRequest("caller", null);
   app.decorateRequest("authorize", authorize);
   app.decorateRequest("may", may);
+  app.decorateRequest("namespaces", null);
+
+  /** Several namespaces: those (at least one) where the caller has every one of `verbs`. */
+  async function grantingNamespaces(request: FastifyRequest, verbs: readonly Verb[]): Promise<string[]> {
+    const granted: string[] = [];
+    for (const ns of opts.namespaces) {
+      let all = true;
+      for (const verb of verbs) all &&= await request.may(verb, undefined, ns);
+      if (all) granted.push(ns);
+    }
+    // None: the first refusal, as a call checked everywhere would answer.
+    if (granted.length === 0) for (const verb of verbs) await request.authorize(verb);
+    return granted;
+  }
 
   /** The caller of a request without a bearer token: its session, when sessions are on and it sends one. */
   async function sessionCallerOf(request: FastifyRequest): Promise<Caller> {
@@ -372,6 +455,26 @@ export function installAuth(app: FastifyInstance, opts: AuthOptions): void {
     const name = config.nameParam
       ? (request.params as Record<string, string | undefined>)[config.nameParam]
       : undefined;
+    if (locate && name === undefined && config.scope === "template") return; // preHandler, below
+    if (
+      locate &&
+      name === undefined &&
+      config.scope === "each" &&
+      !opts.namespaces.includes(ALL_NAMESPACES)
+    ) {
+      request.namespaces = await grantingNamespaces(request, config.permissions ?? []);
+      return;
+    }
     for (const verb of config.permissions ?? []) await request.authorize(verb, name);
+  });
+
+  // Scope "template": the namespace is the Template's, known once the body is read. A Template
+  // that does not exist is checked everywhere (the handler then answers 404 to those allowed).
+  app.addHook("preHandler", async (request) => {
+    const config = request.routeOptions.config;
+    if (!locate || config.public || config.scope !== "template") return;
+    const templateName = (request.body as { templateName?: unknown } | undefined)?.templateName;
+    const ns = typeof templateName === "string" ? await opts.templateNamespace?.(templateName) : undefined;
+    for (const verb of config.permissions ?? []) await request.authorize(verb, undefined, ns);
   });
 }

@@ -2,6 +2,7 @@
  * The user-manager's settings (environment variables), validated together at start-up so a broken
  * deployment gets one message naming every variable to fix.
  */
+import { watchNamespacesSetting } from "../../lib/namespaces.ts";
 import { formatDuration } from "../../api/duration.ts";
 import {
   ConfigError,
@@ -61,6 +62,9 @@ export const settings = {
     default: "",
     show: () => "its own namespace",
   },
+  watchNamespaces: watchNamespacesSetting(
+    "Userlands this service manages (and Templates it creates them for)",
+  ),
   tokenCacheTtl: {
     env: "USER_MANAGER_TOKEN_CACHE_TTL",
     description: "How long a TokenReview result is reused, e.g. 30s (0: ask the API server on every request)",

@@ -8,6 +8,7 @@ import { createAdminServer } from "../../lib/adminServer.ts";
 import { ConfigError } from "../../lib/config.ts";
 import { currentNamespace, loadKubeConfig } from "../../lib/kube.ts";
 import { KubeRest } from "../../lib/kubeRest.ts";
+import { ServedNamespaces } from "../../lib/namespaces.ts";
 import type { Logger } from "../../lib/logger.ts";
 import { runComponent } from "../../lib/service.ts";
 import { buildApp } from "./app.ts";
@@ -41,10 +42,16 @@ async function start(config: UserManagerConfig, log: Logger) {
   log.info({ address, adminUrl, namespace }, "user-manager listening");
 
   // Not fatal: the Role may be applied just after the Deployment; /readyz and the API report it too.
-  missingPermissions(rest, namespace).then(
-    (missing) => {
-      for (const p of missing)
-        log.warn(`the ServiceAccount lacks a permission it needs: ${describePermission(p, namespace)}`);
+  // Each served namespace needs the Role ("" asks about every namespace at once, for "*").
+  const served = new ServedNamespaces(config.watchNamespaces, namespace);
+  Promise.all(
+    (served.all ? [""] : served.names).map(async (ns) =>
+      (await missingPermissions(rest, ns)).map((p) => describePermission(p, ns)),
+    ),
+  ).then(
+    (perNamespace) => {
+      const missing = [...new Set(perNamespace.flat())];
+      for (const p of missing) log.warn(`the ServiceAccount lacks a permission it needs: ${p}`);
       if (missing.length === 0) log.info("the ServiceAccount has every permission it needs");
     },
     (error: unknown) =>

@@ -73,5 +73,6 @@ export async function missingPermissions(rest: KubeRest, namespace: string): Pro
 }
 
 export function describePermission(p: Permission, namespace: string): string {
-  return `${p.verb} ${p.resource}.${p.group}${p.namespaced ? ` in namespace "${namespace}"` : " (cluster-wide)"}: to ${p.why}`;
+  const where = !p.namespaced || namespace === "" ? " (cluster-wide)" : ` in namespace "${namespace}"`;
+  return `${p.verb} ${p.resource}.${p.group}${where}: to ${p.why}`;
 }

@@ -202,7 +202,14 @@ export const rosterRoutes: FastifyPluginCallbackTypebox<RosterRouteOptions> = (a
       let entries: RosterEntry[] = validated.entries;
 
       // Templates: the request's own must exist (404, nothing done); a line's unknown template makes that line invalid.
-      if (defaultTemplate && !(await store.getTemplate(defaultTemplate))) {
+      // Each one's namespace, looked up once: where its new Userlands go (several namespaces served).
+      const templateNamespaces = new Map<string, string | undefined>();
+      const templateExists = async (name: string): Promise<boolean> => {
+        if (!templateNamespaces.has(name))
+          templateNamespaces.set(name, (await store.getTemplate(name))?.metadata.namespace);
+        return templateNamespaces.get(name) !== undefined;
+      };
+      if (defaultTemplate && !(await templateExists(defaultTemplate))) {
         throw notFound(
           `Template "${defaultTemplate}" does not exist in namespace "${store.namespace}"`,
           typeof body === "string" ? "template" : "templateName",
@@ -211,7 +218,7 @@ export const rosterRoutes: FastifyPluginCallbackTypebox<RosterRouteOptions> = (a
       }
       const missing = new Set<string>();
       for (const name of new Set(entries.map((e) => e.templateName))) {
-        if (name !== defaultTemplate && !(await store.getTemplate(name))) missing.add(name);
+        if (name !== defaultTemplate && !(await templateExists(name))) missing.add(name);
       }
       if (missing.size > 0) {
         for (const e of entries) {
@@ -274,7 +281,13 @@ export const rosterRoutes: FastifyPluginCallbackTypebox<RosterRouteOptions> = (a
       await limit.map(plan.create, async (entry) => {
         const name = userlandNameFor(entry.user, entry.templateName);
         try {
-          const created = await store.create(entry.user, entry.templateName, entry.enabled, by);
+          const created = await store.create(
+            entry.user,
+            entry.templateName,
+            entry.enabled,
+            by,
+            templateNamespaces.get(entry.templateName),
+          );
           metrics.created.inc({ source: "roster" });
           result.created.push({
             line: entry.line,

@@ -1,6 +1,8 @@
 /**
- * The Kubernetes side: Userlands (read and write) and Templates (read only) in one namespace, as
- * plain JSON through KubeRest.
+ * The Kubernetes side: Userlands (read and write) and Templates (read only) in the namespaces
+ * served (one by default; docs/decisions/0010-namespaces.md), as plain JSON through KubeRest. With
+ * several, a Template name means the oldest Template of that name, a user's new Userland goes to
+ * its Template's namespace, and lists span every namespace served.
  *
  * Reads go to the API server on every request instead of an informer cache: a caller who has just
  * created a Userland must see it in the next list, and the request rate of an admin API is tiny.
@@ -15,6 +17,10 @@
 import { userlandNameFor } from "../../api/naming.ts";
 import {
   API_VERSION,
+  GROUP,
+  TEMPLATES,
+  USERLANDS,
+  VERSION,
   type Template,
   templatesPath,
   type Userland,
@@ -25,6 +31,7 @@ import {
 import { isNotFound, statusCode } from "../../lib/kube.ts";
 import type { KubeRest, ListResult } from "../../lib/kubeRest.ts";
 import type { Logger } from "../../lib/logger.ts";
+import { oldest, ServedNamespaces } from "../../lib/namespaces.ts";
 
 const PAGE = 500;
 
@@ -32,6 +39,8 @@ const PAGE = 500;
 export interface UserlandFilter {
   user?: string | undefined;
   templateName?: string | undefined;
+  /** Only these of the namespaces served (those the caller may list in); default: all of them. */
+  namespaces?: readonly string[] | undefined;
 }
 
 /** The API server's answer when a CRD has no such selectable field. */
@@ -41,23 +50,34 @@ const FIELD_SELECTOR_RETRY_MS = 5 * 60_000;
 
 export class UserlandStore {
   readonly rest: KubeRest;
+  /** Where Userlands are, for messages: the one namespace, or the list ("*": every namespace). */
   readonly namespace: string;
+  readonly served: ServedNamespaces;
   private readonly log: Logger | undefined;
   /** Until when lookups filter here: the API server refused a field selector (0: ask it). */
   private filterHereUntil = 0;
 
-  constructor(rest: KubeRest, namespace: string, log?: Logger) {
+  /** `served`: the namespaces, or the one namespace's name. */
+  constructor(rest: KubeRest, served: ServedNamespaces | string, log?: Logger) {
     this.rest = rest;
-    this.namespace = namespace;
+    served = typeof served === "string" ? new ServedNamespaces(undefined, served) : served;
+    this.served = served;
+    this.namespace = served.single ?? served.toString();
     this.log = log;
   }
 
-  userlandPath(name?: string): string {
-    return userlandsPath(this.namespace, name);
+  /** A collection the service may list wherever it serves: its readiness probe. */
+  probePath(): string {
+    return this.served.collections(GROUP, VERSION, USERLANDS)[0] ?? this.userlandPath();
   }
 
-  templatePath(name?: string): string {
-    return templatesPath(this.namespace, name);
+  /** A Userland's path in `namespace` (default: the one namespace served, else the own one). */
+  private userlandPath(name?: string, namespace = this.served.single ?? this.served.own): string {
+    return userlandsPath(namespace, name);
+  }
+
+  private templatePath(name?: string, namespace = this.served.single ?? this.served.own): string {
+    return templatesPath(namespace, name);
   }
 
   /**
@@ -68,7 +88,7 @@ export class UserlandStore {
     const selector = userlandFieldSelector(filter);
     if (selector !== undefined && Date.now() >= this.filterHereUntil) {
       try {
-        return await this.pages(selector);
+        return await this.pages(selector, filter.namespaces);
       } catch (error) {
         if (statusCode(error) !== 400 || !UNSUPPORTED_FIELD.test((error as Error).message)) throw error;
         if (this.filterHereUntil === 0) {
@@ -80,7 +100,7 @@ export class UserlandStore {
         this.filterHereUntil = Date.now() + FIELD_SELECTOR_RETRY_MS;
       }
     }
-    const all = await this.pages(undefined);
+    const all = await this.pages(undefined, filter.namespaces);
     if (selector === undefined) return all;
     return all.filter(
       (u) =>
@@ -89,11 +109,23 @@ export class UserlandStore {
     );
   }
 
-  private async pages(fieldSelector: string | undefined): Promise<Userland[]> {
+  private async pages(
+    fieldSelector: string | undefined,
+    namespaces: readonly string[] | undefined,
+  ): Promise<Userland[]> {
     const items: Userland[] = [];
+    const paths = namespaces
+      ? namespaces.map((ns) => userlandsPath(ns))
+      : this.served.collections(GROUP, VERSION, USERLANDS);
+    for (const path of paths) items.push(...(await this.pagesOf<Userland>(path, fieldSelector)));
+    return items;
+  }
+
+  private async pagesOf<T>(path: string, fieldSelector: string | undefined): Promise<T[]> {
+    const items: T[] = [];
     let cont: string | undefined;
     do {
-      const page = await this.rest.request<ListResult<Userland>>("GET", this.userlandPath(), {
+      const page = await this.rest.request<ListResult<T>>("GET", path, {
         query: { limit: PAGE, continue: cont, fieldSelector },
       });
       items.push(...page.items);
@@ -102,22 +134,43 @@ export class UserlandStore {
     return items;
   }
 
-  get(name: string): Promise<Userland | undefined> {
-    return this.getIfExists<Userland>(this.userlandPath(name));
+  /** The Userland named `name`; of several served namespaces' the oldest. */
+  async get(name: string): Promise<Userland | undefined> {
+    const { single } = this.served;
+    if (single !== undefined) return this.getIfExists<Userland>(this.userlandPath(name, single));
+    return oldest(await this.named<Userland>(USERLANDS, name));
+  }
+
+  /** Objects named `name` in every namespace served: a GET each, or one field-selected list for all. */
+  private async named<T>(plural: string, name: string): Promise<T[]> {
+    if (this.served.all)
+      return this.pagesOf<T>(
+        this.served.collections(GROUP, VERSION, plural)[0] ?? "",
+        `metadata.name=${name}`,
+      );
+    const found = await Promise.all(
+      this.served.names.map((ns) =>
+        this.getIfExists<T>(plural === USERLANDS ? userlandsPath(ns, name) : templatesPath(ns, name)),
+      ),
+    );
+    return found.filter((x) => x !== undefined);
   }
 
   /** The Userlands whose spec.user is exactly `user`: one per Template (hand-made duplicates are possible). */
-  findByUser(user: string): Promise<Userland[]> {
-    return this.list({ user });
+  findByUser(user: string, namespaces?: readonly string[]): Promise<Userland[]> {
+    return this.list({ user, namespaces });
   }
 
   /** The user's Userlands of one Template: normally none or one; hand-made duplicates are possible. */
-  findPair(user: string, templateName: string): Promise<Userland[]> {
-    return this.list({ user, templateName });
+  findPair(user: string, templateName: string, namespaces?: readonly string[]): Promise<Userland[]> {
+    return this.list({ user, templateName, namespaces });
   }
 
-  getTemplate(name: string): Promise<Template | undefined> {
-    return this.getIfExists<Template>(this.templatePath(name));
+  /** The Template named `name`; of several served namespaces' the oldest (the one the proxy serves). */
+  async getTemplate(name: string): Promise<Template | undefined> {
+    const { single } = this.served;
+    if (single !== undefined) return this.getIfExists<Template>(this.templatePath(name, single));
+    return oldest(await this.named<Template>(TEMPLATES, name));
   }
 
   private async getIfExists<T>(path: string): Promise<T | undefined> {
@@ -130,16 +183,23 @@ export class UserlandStore {
   }
 
   /**
-   * Creates the Userland named userlandNameFor(user, templateName); rejects with the API server's
-   * 409 if the name is taken (the pair's Userland was created concurrently, or a hand-made one has it).
+   * Creates the Userland named userlandNameFor(user, templateName) in `namespace` (default: its
+   * Template's); rejects with the API server's 409 if the name is taken (the pair's Userland was
+   * created concurrently, or a hand-made one has it).
    */
-  create(
+  async create(
     user: string,
     templateName: string,
     enabled: boolean | undefined,
     createdBy: string,
+    namespace?: string,
   ): Promise<Userland> {
-    return this.rest.request<Userland>("POST", this.userlandPath(), {
+    const ns =
+      namespace ??
+      this.served.single ??
+      (await this.getTemplate(templateName))?.metadata.namespace ??
+      this.served.own;
+    return this.rest.request<Userland>("POST", this.userlandPath(undefined, ns), {
       body: {
         apiVersion: API_VERSION,
         kind: "Userland",
@@ -152,10 +212,18 @@ export class UserlandStore {
     });
   }
 
+  /** The namespace of the Userland `name` (several served: where the oldest of that name is). */
+  async namespaceOf(name: string): Promise<string | undefined> {
+    const { single } = this.served;
+    return single ?? (await this.get(name))?.metadata.namespace;
+  }
+
   /** A JSON merge patch; undefined when the Userland does not exist. */
   async patch(name: string, patch: unknown): Promise<Userland | undefined> {
+    const ns = await this.namespaceOf(name);
+    if (ns === undefined) return undefined;
     try {
-      return await this.rest.request<Userland>("PATCH", this.userlandPath(name), {
+      return await this.rest.request<Userland>("PATCH", this.userlandPath(name, ns), {
         body: patch,
         contentType: "application/merge-patch+json",
       });
@@ -170,8 +238,10 @@ export class UserlandStore {
    * re-created under the same name since it was looked at.
    */
   async delete(name: string, uid?: string): Promise<boolean> {
+    const ns = await this.namespaceOf(name);
+    if (ns === undefined) return false;
     try {
-      await this.rest.request("DELETE", this.userlandPath(name), {
+      await this.rest.request("DELETE", this.userlandPath(name, ns), {
         body: {
           apiVersion: "v1",
           kind: "DeleteOptions",

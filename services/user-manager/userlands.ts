@@ -93,14 +93,14 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
    * Userland, Template and state another user has; reading them needs `get` on each.
    */
   const visible = async (request: FastifyRequest, found: Userland[]): Promise<Userland[]> => {
-    for (const u of found) if (!(await request.may("get", u.metadata.name))) return [];
+    for (const u of found) if (!(await request.may("get", u.metadata.name, u.metadata.namespace))) return [];
     return found;
   };
 
   app.post(
     "/api/v1/userlands",
     {
-      config: { permissions: ["create"] },
+      config: { permissions: ["create"], scope: "template" },
       schema: {
         tags: ["userlands"],
         summary: "Create a user's Userland of a Template",
@@ -115,7 +115,8 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
     },
     async (request, reply) => {
       const { user, templateName, enabled, ifUserHasNone } = request.body;
-      if (!(await store.getTemplate(templateName))) {
+      const template = await store.getTemplate(templateName);
+      if (!template) {
         throw notFound(
           `Template "${templateName}" does not exist in namespace "${ns}"`,
           "templateName",
@@ -135,7 +136,13 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
       const name = userlandNameFor(user, templateName);
       let created: Userland;
       try {
-        created = await store.create(user, templateName, enabled, request.caller?.username ?? "");
+        created = await store.create(
+          user,
+          templateName,
+          enabled,
+          request.caller?.username ?? "",
+          template.metadata.namespace,
+        );
       } catch (error) {
         if (!isConflict(error)) throw error;
         const other = await store.get(name);
@@ -152,7 +159,7 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
   app.get(
     "/api/v1/userlands",
     {
-      config: { permissions: ["list"] },
+      config: { permissions: ["list"], scope: "each" },
       schema: {
         tags: ["userlands"],
         summary: "List Userlands",
@@ -165,9 +172,9 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
     async (request) => {
       const { template, user, phase } = request.query;
       // user and template are field selectors (read by the API server); the phase is status, filtered here.
-      const items = (await store.list({ user, templateName: template })).filter(
-        (u) => phase === undefined || u.status?.phase === phase,
-      );
+      const items = (
+        await store.list({ user, templateName: template, namespaces: request.namespaces ?? undefined })
+      ).filter((u) => phase === undefined || u.status?.phase === phase);
       return { items: items.map(toView) };
     },
   );
@@ -193,7 +200,7 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
   app.get(
     "/api/v1/users/:user/userlands",
     {
-      config: { permissions: ["list"] },
+      config: { permissions: ["list"], scope: "each" },
       schema: {
         tags: ["userlands"],
         summary: "List a user's Userlands (one per Template)",
@@ -204,7 +211,7 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
       },
     },
     async (request) => {
-      const found = await store.findByUser(request.params.user);
+      const found = await store.findByUser(request.params.user, request.namespaces ?? undefined);
       const order = (u: Userland) => `${u.spec.templateName}\u0000${u.metadata.name ?? ""}`;
       found.sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0));
       return { items: found.map(toView) };
@@ -214,7 +221,7 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
   app.get(
     "/api/v1/users/:user/userland",
     {
-      config: { permissions: ["list"] },
+      config: { permissions: ["list"], scope: "each" },
       schema: {
         tags: ["userlands"],
         summary: "Find a user's Userland by identity (and Template)",
@@ -231,7 +238,9 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
       const { user } = request.params;
       const { template } = request.query;
       const found =
-        template === undefined ? await store.findByUser(user) : await store.findPair(user, template);
+        template === undefined
+          ? await store.findByUser(user, request.namespaces ?? undefined)
+          : await store.findPair(user, template, request.namespaces ?? undefined);
       const [first] = found;
       if (!first) {
         throw notFound(

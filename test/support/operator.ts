@@ -155,3 +155,44 @@ export async function startOperator(
   if (opts.waitForLeader !== false) await waitForLeadership(handle);
   return handle;
 }
+
+/**
+ * The operator serving `served` (USERLAND_WATCH_NAMESPACES), its ServiceAccount in `own` bound in
+ * each of them too, or for "*" cluster-wide; stopped when the test ends.
+ */
+export async function startOperatorServing(
+  t: TestContext,
+  own: string,
+  served: string[] | "*",
+): Promise<OperatorProcess> {
+  await installCrds();
+  const { path, username } = await operatorKubeconfig(own);
+  const { kc } = await testCluster();
+  const rbac = kc.makeApiClient(k8s.RbacAuthorizationV1Api);
+  const subjects = [{ kind: "ServiceAccount", name: "userland-operator", namespace: own }];
+  const roleRef = { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "cluster-admin" };
+  if (served === "*") {
+    const name = `${own}-operator-all`;
+    await rbac.createClusterRoleBinding({ body: { metadata: { name }, roleRef, subjects } });
+    t.after(() => rbac.deleteClusterRoleBinding({ name }).catch(() => undefined));
+  } else {
+    for (const namespace of served.filter((ns) => ns !== own))
+      await rbac
+        .createNamespacedRoleBinding({
+          namespace,
+          body: { metadata: { name: "userland-operator" }, roleRef, subjects },
+        })
+        .catch((error: unknown) => {
+          if (!isAlreadyExists(error)) throw error;
+        });
+  }
+  const operator = await spawnOperator(path, username, own, {
+    env: { USERLAND_WATCH_NAMESPACES: served === "*" ? "*" : served.join(",") },
+  });
+  t.after(async () => {
+    await operator.stop("SIGKILL");
+    if (process.env.SHOW_OPERATOR_LOGS) console.log(operator.logs());
+  });
+  await waitForLeadership(operator);
+  return operator;
+}

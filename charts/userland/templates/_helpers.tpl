@@ -230,3 +230,107 @@ entry of the same name, so each name appears once (server-side apply rejects dup
 {{- range (fromYamlArray .base) }}{{ if not (has .name $names) }}{{ $out = append $out . }}{{ end }}{{ end -}}
 {{- toYaml (concat $out $extra) -}}
 {{- end -}}
+
+{{/*
+The namespaces whose Templates and Userlands the release serves, as JSON: watchNamespaces, or the
+release namespace when it is empty; ["*"] is every namespace (docs/decisions/0010-namespaces.md).
+*/}}
+{{- define "userland.servedNamespaces" -}}
+{{- $list := .Values.watchNamespaces | default (list .Release.Namespace) -}}
+{{- if and (has "*" $list) (gt (len $list) 1) -}}
+{{- fail "watchNamespaces: \"*\" (every namespace) cannot be combined with namespace names" -}}
+{{- end -}}
+{{- toJson (uniq $list) -}}
+{{- end -}}
+
+{{/* USERLAND_WATCH_NAMESPACES for the operator, proxy and user-manager; unset by default (their own namespace). */}}
+{{- define "userland.watchNamespacesEnv" -}}
+{{- if .Values.watchNamespaces }}
+- name: USERLAND_WATCH_NAMESPACES
+  value: {{ join "," (include "userland.servedNamespaces" . | fromJsonArray) | quote }}
+{{- end }}
+{{- end -}}
+
+{{/*
+A component's rights where Userlands are served: a Role and a RoleBinding in each served namespace,
+or, for "*", one ClusterRole and ClusterRoleBinding. `ownRules` (the operator's Lease) go into a
+Role in the release namespace alone, served or not. (dict "ctx" $component "rules" <yaml>
+"ownRules" <yaml or ""> "suffix" <after the component's name, or "">)
+*/}}
+{{- define "userland.servedRbac" -}}
+{{- $root := .ctx.root -}}
+{{- $own := $root.Release.Namespace -}}
+{{- $served := include "userland.servedNamespaces" $root | fromJsonArray -}}
+{{- $all := has "*" $served -}}
+{{- $sa := include "userland.componentName" .ctx -}}
+{{- $name := printf "%s%s" $sa (.suffix | default "") -}}
+{{- $clusterName := printf "%s-%s%s-all-namespaces" (include "userland.clusterPrefix" $root) .ctx.component (.suffix | default "") -}}
+{{- $roles := list -}}
+{{- if not $all -}}
+{{- range $served -}}
+{{- $rules := $.rules -}}
+{{- if and $.ownRules (eq . $own) }}{{ $rules = printf "%s%s" $.rules $.ownRules }}{{ end -}}
+{{- $roles = append $roles (dict "namespace" . "rules" $rules) -}}
+{{- end -}}
+{{- end -}}
+{{- if and .ownRules (or $all (not (has $own $served))) -}}
+{{- $roles = append $roles (dict "namespace" $own "rules" .ownRules) -}}
+{{- end -}}
+{{- range $i, $role := $roles }}
+{{- if $i }}
+---
+{{ end -}}
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: {{ $name }}
+  namespace: {{ $role.namespace }}
+  labels:
+    {{- include "userland.labels" $.ctx | nindent 4 }}
+rules:{{ $role.rules }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: {{ $name }}
+  namespace: {{ $role.namespace }}
+  labels:
+    {{- include "userland.labels" $.ctx | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: {{ $name }}
+subjects:
+  - kind: ServiceAccount
+    name: {{ $sa }}
+    namespace: {{ $own }}
+{{- end }}
+{{- if $all }}
+{{- if $roles }}
+---
+{{ end -}}
+# Every namespace (watchNamespaces: ["*"]): the same rights cluster-wide.
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: {{ $clusterName }}
+  labels:
+    {{- include "userland.labels" .ctx | nindent 4 }}
+rules:{{ .rules }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: {{ $clusterName }}
+  labels:
+    {{- include "userland.labels" .ctx | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: {{ $clusterName }}
+subjects:
+  - kind: ServiceAccount
+    name: {{ $sa }}
+    namespace: {{ $own }}
+{{- end }}
+{{- end -}}

@@ -1,0 +1,279 @@
+/**
+ * USERLAND_WATCH_NAMESPACES in the user-manager: a Userland is created in its Template's namespace
+ * (of one Template name in several namespaces, the oldest's), lists span the namespaces served,
+ * and each check asks RBAC in the namespace concerned: a named Userland's own, every served one for
+ * a call that names none.
+ */
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { test, type TestContext } from "node:test";
+import { type Userland } from "../../../api/v1alpha1/index.ts";
+import { k8s } from "../../../lib/kube.ts";
+import { KubeRest } from "../../../lib/kubeRest.ts";
+import { createLogger } from "../../../lib/logger.ts";
+import { parseWatchNamespaces } from "../../../lib/namespaces.ts";
+import {
+  eventually,
+  serviceAccountToken,
+  testCluster,
+  testNamespace,
+} from "../../../test/support/cluster.ts";
+import { installCrds } from "../../../test/support/operator.ts";
+import {
+  createTemplate,
+  simpleTemplateSpec,
+  tryGet,
+  userlandsPath,
+} from "../../../test/support/resources.ts";
+import { buildApp } from "../app.ts";
+import { defaultConfig } from "../config.ts";
+
+const rbacApi = async () => (await testCluster()).kc.makeApiClient(k8s.RbacAuthorizationV1Api);
+
+/** Binds the ServiceAccount `own/sa` to the ClusterRole `role` in each of `namespaces`. */
+async function bind(own: string, sa: string, role: string, namespaces: string[]): Promise<void> {
+  const rbac = await rbacApi();
+  for (const namespace of namespaces)
+    await rbac.createNamespacedRoleBinding({
+      namespace,
+      body: {
+        metadata: { name: `${sa}-${role}`.slice(0, 60) },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role },
+        subjects: [{ kind: "ServiceAccount", name: sa, namespace: own }],
+      },
+    });
+}
+
+async function clusterBind(t: TestContext, own: string, sa: string, role: string): Promise<void> {
+  const rbac = await rbacApi();
+  const name = `${own}-${sa}-${role}`;
+  await rbac.createClusterRoleBinding({
+    body: {
+      metadata: { name },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role },
+      subjects: [{ kind: "ServiceAccount", name: sa, namespace: own }],
+    },
+  });
+  t.after(() => rbac.deleteClusterRoleBinding({ name }).catch(() => undefined));
+}
+
+/** The service under USERLAND_WATCH_NAMESPACES=`watch`, with Userland rights there; `call` as a caller. */
+async function serve(t: TestContext, own: string, watch: string[] | "*") {
+  const cluster = await testCluster();
+  if (watch === "*") await clusterBind(t, own, "user-manager", "cluster-admin");
+  else await bind(own, "user-manager", "cluster-admin", watch);
+  await clusterBind(t, own, "user-manager", "system:auth-delegator");
+  const token = await serviceAccountToken(own, "user-manager");
+  const rest = new KubeRest(cluster.kubeConfigForToken(token, own), "userland-user-manager-test");
+  t.after(() => rest.close());
+  const probe = userlandsPath(watch === "*" ? own : (watch[0] ?? own));
+  await eventually("the service's grants", async () => {
+    try {
+      await rest.list(probe);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+  const app = await buildApp({
+    config: defaultConfig({ watchNamespaces: parseWatchNamespaces(watch === "*" ? "*" : watch.join(",")) }),
+    rest,
+    namespace: own,
+    log: createLogger("user-manager", process.env.SHOW_USER_MANAGER_LOGS ? "debug" : "silent"),
+  });
+  await app.listen({ host: "127.0.0.1", port: 0 });
+  t.after(() => app.close());
+  const address = app.server.address();
+  assert.ok(address && typeof address === "object");
+  const base = `http://127.0.0.1:${address.port}`;
+  const call = async (method: string, path: string, caller: string, body?: unknown) => {
+    const r = await fetch(`${base}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${caller}`,
+        ...(body === undefined ? {} : { "content-type": "application/json" }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: r.status, json: (await r.json().catch(() => ({}))) as Record<string, unknown> };
+  };
+  return { base, call };
+}
+
+/** The service's own namespace and two courses' (the CRDs installed). */
+async function namespaces(t: TestContext) {
+  await installCrds();
+  return {
+    own: await testNamespace(t, "um"),
+    a: await testNamespace(t, "course"),
+    b: await testNamespace(t, "course"),
+  };
+}
+
+test("several namespaces: create in the Template's namespace, list across, check RBAC where the Userland is", async (t) => {
+  const { own, a, b } = await namespaces(t);
+  // "code" in both (a's is older: the one served), "jupyter" only in b.
+  await createTemplate(a, "code", simpleTemplateSpec());
+  await new Promise((r) => setTimeout(r, 1100)); // creationTimestamp has whole seconds
+  await createTemplate(b, "code", simpleTemplateSpec());
+  await createTemplate(b, "jupyter", simpleTemplateSpec());
+
+  const { base, call } = await serve(t, own, [a, b]);
+
+  // A teacher of both courses, and one of course a only.
+  const rbac = await rbacApi();
+  for (const ns of [a, b])
+    await rbac.createNamespacedRole({
+      namespace: ns,
+      body: {
+        metadata: { name: "userland-teacher" },
+        rules: [
+          {
+            apiGroups: ["userland.dev"],
+            resources: ["userlands"],
+            verbs: ["get", "list", "create", "patch", "delete"],
+          },
+        ],
+      },
+    });
+  const teacherRole = async (sa: string, namespaces: string[]) => {
+    for (const namespace of namespaces)
+      await rbac.createNamespacedRoleBinding({
+        namespace,
+        body: {
+          metadata: { name: sa },
+          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "userland-teacher" },
+          subjects: [{ kind: "ServiceAccount", name: sa, namespace: own }],
+        },
+      });
+    return serviceAccountToken(own, sa);
+  };
+  const both = await teacherRole("both", [a, b]);
+  const onlyA = await teacherRole("only-a", [a]);
+
+  const jupyter = await eventually("the teacher's grants", async () => {
+    const r = await call("POST", "/api/v1/userlands", both, { user: "ada", templateName: "jupyter" });
+    return r.status === 201 ? r : undefined;
+  });
+  const jupyterName = String(jupyter.json.name);
+  assert.ok(await tryGet<Userland>(userlandsPath(b, jupyterName)), "in jupyter's namespace");
+  const code = await call("POST", "/api/v1/userlands", both, { user: "ada", templateName: "code" });
+  assert.equal(code.status, 201);
+  const codeName = String(code.json.name);
+  assert.ok(await tryGet<Userland>(userlandsPath(a, codeName)), "in the older code Template's namespace");
+  assert.equal(await tryGet<Userland>(userlandsPath(b, codeName)), undefined);
+
+  const listed = await call("GET", "/api/v1/users/ada/userlands", both);
+  assert.equal(listed.status, 200);
+  assert.deepEqual(
+    (listed.json.items as { templateName: string }[]).map((u) => u.templateName),
+    ["code", "jupyter"],
+  );
+
+  // The teacher of course a alone: the Userland in a yes, the one in b no (checked in b); lists
+  // show course a's only; creating works for a's Templates and is refused for b's.
+  assert.equal((await call("GET", `/api/v1/userlands/${codeName}`, onlyA)).status, 200);
+  const refused = await call("POST", `/api/v1/userlands/${jupyterName}/stop`, onlyA);
+  assert.equal(refused.status, 403);
+  assert.match(JSON.stringify(refused.json), new RegExp(`namespace \\\\"${b}\\\\"`));
+  const names = async (path: string, caller: string) => {
+    const r = await call("GET", path, caller);
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+    return (r.json.items as { name: string }[]).map((u) => u.name).sort();
+  };
+  assert.deepEqual(await names("/api/v1/userlands", onlyA), [codeName]);
+  assert.deepEqual(await names("/api/v1/users/ada/userlands", onlyA), [codeName]);
+  assert.deepEqual(await names("/api/v1/userlands", both), [codeName, jupyterName].sort());
+  const inB = await call("POST", "/api/v1/userlands", onlyA, { user: "grace", templateName: "jupyter" });
+  assert.equal(inB.status, 403);
+  assert.match(JSON.stringify(inB.json), new RegExp(b));
+  assert.equal(
+    (await call("POST", "/api/v1/userlands", onlyA, { user: "grace", templateName: "code" })).status,
+    201,
+  );
+  // Someone with no rights anywhere learns nothing: a list is refused, not empty.
+  const nobody = await serviceAccountToken(own, "nobody");
+  assert.equal((await call("GET", "/api/v1/userlands", nobody)).status, 403);
+  assert.equal((await call("GET", `/api/v1/userlands/${jupyterName}`, nobody)).status, 403);
+  assert.equal((await call("GET", "/api/v1/userlands/no-such-userland", nobody)).status, 403);
+
+  // A roster puts each line's Userland in its Template's namespace; importing needs both courses.
+  const roster = { templateName: "code", users: ["erin", { user: "frank", templateName: "jupyter" }] };
+  assert.equal((await call("POST", "/api/v1/rosters/import", onlyA, roster)).status, 403);
+  const imported = await call("POST", "/api/v1/rosters/import", both, roster);
+  assert.equal(imported.status, 200, JSON.stringify(imported.json));
+  const createdIn = async (user: string, template: string) => {
+    const r = await call("GET", `/api/v1/users/${user}/userland?template=${template}`, both);
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+    const name = String(r.json.name);
+    return (await tryGet<Userland>(userlandsPath(a, name)))
+      ? a
+      : (await tryGet<Userland>(userlandsPath(b, name)))
+        ? b
+        : undefined;
+  };
+  assert.equal(await createdIn("erin", "code"), a);
+  assert.equal(await createdIn("frank", "jupyter"), b);
+
+  // Ready although the service has no rights in its own namespace: it probes where it serves.
+  assert.equal((await fetch(`${base}/readyz`)).status, 200);
+
+  // The teacher of both stops the one in b: it is patched where it is.
+  assert.equal((await call("POST", `/api/v1/userlands/${jupyterName}/stop`, both)).status, 200);
+  assert.equal((await tryGet<Userland>(userlandsPath(b, jupyterName)))?.spec.enabled, false);
+  assert.equal((await call("DELETE", `/api/v1/userlands/${codeName}`, both)).status, 204);
+  await eventually(
+    "the Userland in a to go",
+    async () => (await tryGet(userlandsPath(a, codeName))) === undefined,
+  );
+});
+
+test('"*": a named Userland is checked in its namespace; calls naming none need the right cluster-wide', async (t) => {
+  const { own, a, b: later } = await namespaces(t);
+  // Every namespace of a shared test cluster is served: Template names no other test uses.
+  const suffix = randomBytes(4).toString("hex");
+  const [codeT, jupyterT, user] = [`c${suffix}`, `j${suffix}`, `ada-${suffix}`];
+  await createTemplate(a, codeT, simpleTemplateSpec());
+  const { call } = await serve(t, own, "*");
+  await createTemplate(later, jupyterT, simpleTemplateSpec());
+
+  const rbac = await rbacApi();
+  const teacherRules = [
+    {
+      apiGroups: ["userland.dev"],
+      resources: ["userlands"],
+      verbs: ["get", "list", "create", "patch", "delete"],
+    },
+  ];
+  await rbac.createClusterRole({ body: { metadata: { name: `${own}-teacher` }, rules: teacherRules } });
+  t.after(() => rbac.deleteClusterRole({ name: `${own}-teacher` }).catch(() => undefined));
+  await clusterBind(t, own, "everywhere", `${own}-teacher`);
+  const everywhere = await serviceAccountToken(own, "everywhere");
+  await rbac.createNamespacedRoleBinding({
+    namespace: a,
+    body: {
+      metadata: { name: "only-a" },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: `${own}-teacher` },
+      subjects: [{ kind: "ServiceAccount", name: "only-a", namespace: own }],
+    },
+  });
+  const onlyA = await serviceAccountToken(own, "only-a");
+
+  // A Template in a namespace created after the service started is found; the Userland goes there.
+  const created = await eventually("the cluster-wide teacher's grants", async () => {
+    const r = await call("POST", "/api/v1/userlands", everywhere, { user, templateName: jupyterT });
+    return r.status === 201 ? r : undefined;
+  });
+  assert.ok(await tryGet<Userland>(userlandsPath(later, String(created.json.name))));
+  const code = await call("POST", "/api/v1/userlands", everywhere, { user, templateName: codeT });
+  assert.equal(code.status, 201);
+  const listed = await call("GET", `/api/v1/users/${user}/userlands`, everywhere);
+  assert.equal((listed.json.items as unknown[]).length, 2);
+
+  // Bound in one namespace only: its Userlands by name, but no cluster-wide list.
+  assert.equal((await call("GET", `/api/v1/userlands/${String(code.json.name)}`, onlyA)).status, 200);
+  assert.equal((await call("GET", `/api/v1/userlands/${String(created.json.name)}`, onlyA)).status, 403);
+  const list = await call("GET", "/api/v1/userlands", onlyA);
+  assert.equal(list.status, 403);
+  assert.match(JSON.stringify(list.json), /in every namespace/);
+});
