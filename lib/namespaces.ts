@@ -71,6 +71,13 @@ export class ServedNamespaces {
     return this.names.map((ns) => paths.namespaced(group, version, plural, ns));
   }
 
+  /** For messages: `namespace "a"`, `namespaces "a", "b"` or `any namespace`. */
+  describe(): string {
+    if (this.all) return "any namespace";
+    const quoted = this.names.map((n) => `"${n}"`).join(", ");
+    return this.names.length === 1 ? `namespace ${quoted}` : `namespaces ${quoted}`;
+  }
+
   /** For logs. */
   toString(): string {
     return this.all ? ALL_NAMESPACES : this.names.join(",");

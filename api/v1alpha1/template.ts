@@ -180,6 +180,18 @@ export const TemplateSpecSchema = Type.Object({
   ),
 });
 
+/** The condition types a Template's status carries. */
+export const TemplateConditions = {
+  /** The pod template passed the API server's own validation (a server-side dry run). */
+  PodTemplateValid: "PodTemplateValid",
+  /**
+   * With several namespaces served: False while an older Template of the same name exists in
+   * another one (that one serves the name: docs/decisions/0010-namespaces.md). Absent until a
+   * duplicate is first seen.
+   */
+  NameServed: "NameServed",
+} as const;
+
 export const TemplateStatusSchema = Type.Object({
   observedGeneration: Type.Optional(Type.Integer({ format: "int64" })),
   conditions: Type.Optional(Conditions),
@@ -192,15 +204,3 @@ export type TemplateSpec = Static<typeof TemplateSpecSchema>;
 export type TemplateStatus = Static<typeof TemplateStatusSchema>;
 
 export type Template = CustomObject<"Template", TemplateSpec, TemplateStatus>;
-
-/** Template condition types. */
-export const TemplateConditions = {
-  /** The pod template passed the API server's own validation (a server-side dry run). */
-  PodTemplateValid: "PodTemplateValid",
-  /**
-   * With several namespaces served: False while an older Template of the same name exists in
-   * another one (that one serves the name: docs/decisions/0010-namespaces.md). Absent until a
-   * duplicate is first seen.
-   */
-  NameServed: "NameServed",
-} as const;

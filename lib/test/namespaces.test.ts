@@ -24,6 +24,10 @@ test("a list, every namespace, or unset (the own namespace)", () => {
   const all = new ServedNamespaces({ all: true }, "platform");
   assert.deepEqual(all.collections("", "v1", "services"), ["/api/v1/services"]);
   assert.equal(all.serves("anything"), true);
+  // Messages name where a missing object was looked for.
+  assert.equal(own.describe(), 'namespace "platform"');
+  assert.equal(two.describe(), 'namespaces "a", "b"');
+  assert.equal(all.describe(), "any namespace");
 });
 
 test("names that are not namespaces, and * among names, fail at start-up saying what to set", () => {

@@ -211,7 +211,7 @@ export const rosterRoutes: FastifyPluginCallbackTypebox<RosterRouteOptions> = (a
       };
       if (defaultTemplate && !(await templateExists(defaultTemplate))) {
         throw notFound(
-          `Template "${defaultTemplate}" does not exist in namespace "${store.namespace}"`,
+          `Template "${defaultTemplate}" does not exist in ${store.where}`,
           typeof body === "string" ? "template" : "templateName",
           typeof body === "string" ? "query" : "body",
         );
@@ -226,7 +226,7 @@ export const rosterRoutes: FastifyPluginCallbackTypebox<RosterRouteOptions> = (a
             invalid.push({
               line: e.line,
               user: e.user,
-              reason: `Template "${e.templateName}" does not exist in namespace "${store.namespace}"`,
+              reason: `Template "${e.templateName}" does not exist in ${store.where}`,
             });
         }
         entries = entries.filter((e) => !missing.has(e.templateName));

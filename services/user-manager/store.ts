@@ -53,6 +53,8 @@ export class UserlandStore {
   /** Where Userlands are, for messages: the one namespace, or the list ("*": every namespace). */
   readonly namespace: string;
   readonly served: ServedNamespaces;
+  /** Where Userlands are, in a message: `namespace "a"`, `namespaces "a", "b"` or `any namespace`. */
+  readonly where: string;
   private readonly log: Logger | undefined;
   /** Until when lookups filter here: the API server refused a field selector (0: ask it). */
   private filterHereUntil = 0;
@@ -63,6 +65,7 @@ export class UserlandStore {
     served = typeof served === "string" ? new ServedNamespaces(undefined, served) : served;
     this.served = served;
     this.namespace = served.single ?? served.toString();
+    this.where = served.describe();
     this.log = log;
   }
 

@@ -61,7 +61,7 @@ const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody 
 export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> = (app, opts, done) => {
   const { store, metrics } = opts;
   const now = opts.now ?? (() => new Date());
-  const ns = store.namespace;
+  const where = store.where;
 
   /** The 409 of a create: the pair has a Userland (`found`: those the caller may see, possibly none). */
   const pairExists = (user: string, templateName: string, found: Userland[]): HttpError => {
@@ -117,11 +117,7 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
       const { user, templateName, enabled, ifUserHasNone } = request.body;
       const template = await store.getTemplate(templateName);
       if (!template) {
-        throw notFound(
-          `Template "${templateName}" does not exist in namespace "${ns}"`,
-          "templateName",
-          "body",
-        );
+        throw notFound(`Template "${templateName}" does not exist in ${where}`, "templateName", "body");
       }
       // One field-selected read: the user's Userlands (any Template) for ifUserHasNone, else the pair's.
       const found = ifUserHasNone ? await store.findByUser(user) : await store.findPair(user, templateName);
@@ -186,13 +182,15 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
       schema: {
         tags: ["userlands"],
         summary: "Get a Userland by name",
+        description:
+          "The Userland of that name in the namespaces this service serves. Needs the get permission.",
         params: NameParams,
         response: { 200: UserlandView, ...errors },
       },
     },
     async (request) => {
       const u = await store.get(request.params.name);
-      if (!u) throw notFound(`Userland "${request.params.name}" does not exist in namespace "${ns}"`);
+      if (!u) throw notFound(`Userland "${request.params.name}" does not exist in ${where}`);
       return toView(u);
     },
   );
@@ -245,8 +243,8 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
       if (!first) {
         throw notFound(
           template === undefined
-            ? `user "${user}" has no Userland in namespace "${ns}"`
-            : `user "${user}" has no Userland of template "${template}" in namespace "${ns}"`,
+            ? `user "${user}" has no Userland in ${where}`
+            : `user "${user}" has no Userland of template "${template}" in ${where}`,
         );
       }
       if (found.length > 1) {
@@ -285,7 +283,7 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
       async (request) => {
         const { name } = request.params;
         const u = await store.patch(name, patch());
-        if (!u) throw notFound(`Userland "${name}" does not exist in namespace "${ns}"`);
+        if (!u) throw notFound(`Userland "${name}" does not exist in ${where}`);
         request.log.info(
           { by: request.caller?.username, name },
           `${action === "start" ? "started" : "stopped"} Userland`,
@@ -329,8 +327,7 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
     },
     async (request, reply) => {
       const { name } = request.params;
-      if (!(await store.delete(name)))
-        throw notFound(`Userland "${name}" does not exist in namespace "${ns}"`);
+      if (!(await store.delete(name))) throw notFound(`Userland "${name}" does not exist in ${where}`);
       metrics.deleted.inc({ source: "api" });
       request.log.info({ by: request.caller?.username, name }, "deleted Userland");
       return reply.code(204).send(null);
