@@ -208,12 +208,11 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
         response: { 200: UserlandList, ...errors },
       },
     },
-    async (request) => {
-      const found = await store.findByUser(request.params.user, request.namespaces ?? undefined);
-      const order = (u: Userland) => `${u.spec.templateName}\u0000${u.metadata.name ?? ""}`;
-      found.sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0));
-      return { items: found.map(toView) };
-    },
+    async (request) => ({
+      items: byTemplate(await store.findByUser(request.params.user, request.namespaces ?? undefined)).map(
+        toView,
+      ),
+    }),
   );
 
   app.get(
@@ -335,3 +334,9 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
   );
   done();
 };
+
+/** A user's Userlands in a stable order: by Template, then by name (a hand-made second one). */
+function byTemplate(userlands: Userland[]): Userland[] {
+  const order = (u: Userland) => `${u.spec.templateName}\u0000${u.metadata.name ?? ""}`;
+  return userlands.sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0));
+}
