@@ -1,9 +1,11 @@
 /**
- * A watch-backed cache of one kind of object (client-node's ListWatch), made to survive what
- * client-node's informer does not handle by itself: an error stops its watch for good (API server
- * restarted, connection refused, 5xx), and a failed first list rejects start(). Here every failure
- * re-lists and re-watches with exponential back-off (1 s doubling to 30 s, with jitter). 410 Gone
- * makes ListWatch re-list; its 30 s inactivity timeout re-watches a silently stalled connection.
+ * A watch-backed cache of one kind of object, in client-go's shape: list, then watch from the
+ * list's resourceVersion, through KubeRest's pooled connections. Every failure (API server
+ * restarted, connection refused, 5xx) lists and watches again with exponential back-off (1 s
+ * doubling to 30 s, with jitter), 410 Gone at once; objects missing from the new list are reported
+ * deleted. A watch the API server ends, or that receives nothing for 30 s (a silently stalled
+ * connection), is started again from the last resourceVersion seen. (client-node's ListWatch did this before, wrapped for resilience; dropping it
+ * keeps client-node's generated API out of the operator: docs/decisions/0002-operator.md.)
  *
  * Like client-go's cache.Indexer it keeps indexes (addIndex/byIndex), so that "the Userlands of a
  * Template" is a lookup in the cache rather than a map every caller keeps beside it; and like
@@ -15,8 +17,8 @@
  *
  * Objects handed out are the cache's own: callers must not mutate them (clone first).
  */
-import { k8s } from "./kube.ts";
-import type { KubeRest } from "./kubeRest.ts";
+import type { KubernetesObject } from "@kubernetes/client-node";
+import { KubeError, type KubeRest, type WatchEvent } from "./kubeRest.ts";
 import type { Logger } from "./logger.ts";
 
 interface InformerOptions<T> {
@@ -38,34 +40,9 @@ interface InformerOptions<T> {
  * (a PUT built from a cached copy): a request without managedFields leaves the stored ones as they
  * are.
  */
-export function withoutManagedFields<T extends k8s.KubernetesObject>(obj: T): T {
+export function withoutManagedFields<T extends KubernetesObject>(obj: T): T {
   if (obj.metadata) delete obj.metadata.managedFields;
   return obj;
-}
-
-/** client-node's Watch with a transform applied to each object it delivers. */
-class TransformingWatch<T> extends k8s.Watch {
-  private readonly transform: (obj: T) => T;
-  constructor(kc: k8s.KubeConfig, transform: (obj: T) => T) {
-    super(kc);
-    this.transform = transform;
-  }
-
-  override watch(
-    path: string,
-    queryParams: Record<string, string | number | boolean | undefined>,
-    callback: (phase: string, apiObj: unknown, watchObj?: unknown) => void,
-    done: (err: unknown) => void,
-  ): Promise<AbortController> {
-    return super.watch(
-      path,
-      queryParams,
-      // ERROR events carry a Status, BOOKMARK events a stub: only objects are transformed.
-      (phase, obj, watchObj) =>
-        callback(phase, phase === "ERROR" || phase === "BOOKMARK" ? obj : this.transform(obj as T), watchObj),
-      done,
-    );
-  }
 }
 
 /** The values an object is filed under in one index (client-go's IndexFunc); none leaves it out. */
@@ -79,7 +56,7 @@ type UpdateHandler<T> = (obj: T, old: T | undefined) => void;
 export const namespacedKey = (namespace: string | undefined, name: string | undefined): string =>
   namespace ? `${namespace}/${name ?? ""}` : (name ?? "");
 
-const keyOf = (obj: k8s.KubernetesObject) => namespacedKey(obj.metadata?.namespace, obj.metadata?.name);
+const keyOf = (obj: KubernetesObject) => namespacedKey(obj.metadata?.namespace, obj.metadata?.name);
 
 /** One index: object keys by value, and each object's values to take it out again when it changes. */
 class Index<T> {
@@ -115,10 +92,17 @@ class Index<T> {
   }
 }
 
-export class Informer<T extends k8s.KubernetesObject> {
-  private readonly listWatch: k8s.ListWatch<T>;
+/** A watch that receives nothing for this long is ended and started again. */
+const WATCH_IDLE_MS = 30_000;
+/** Listing thousands of objects from a busy API server takes a while. */
+const LIST_TIMEOUT_MS = 120_000;
+const RETRY_BASE_MS = 1000;
+const RETRY_MAX_MS = 30_000;
+
+export class Informer<T extends KubernetesObject> {
+  private readonly rest: KubeRest;
   private readonly opts: InformerOptions<T>;
-  /** The cached objects by key, kept beside ListWatch's cache to hand update handlers the old object. */
+  /** The cached objects by key. */
   private readonly objects = new Map<string, T>();
   private readonly indexes = new Map<string, Index<T>>();
   private readonly handlers = {
@@ -126,45 +110,22 @@ export class Informer<T extends k8s.KubernetesObject> {
     update: [] as UpdateHandler<T>[],
     delete: [] as Handler<T>[],
   };
+  /** Where the next watch starts; empty: list first. */
+  private resourceVersion = "";
   private stopped = true;
+  private abort: AbortController | undefined;
+  private running: Promise<void> | undefined;
   private retryDelayMs = 0;
-  private retryTimer: NodeJS.Timeout | undefined;
   private syncedResolve: (() => void) | undefined;
   private readonly syncedPromise: Promise<void>;
   private synced = false;
   /** Counts re-lists and re-watches after failures. */
   restarts = 0;
 
-  constructor(kc: k8s.KubeConfig, rest: KubeRest, opts: InformerOptions<T>) {
+  constructor(rest: KubeRest, opts: InformerOptions<T>) {
+    this.rest = rest;
     this.opts = opts;
-    const transform = opts.transform;
-    const list = async (): Promise<k8s.KubernetesListObject<T>> => {
-      const result = await rest.list<T>(opts.path, { query: { labelSelector: opts.labelSelector } });
-      if (transform) result.items = result.items.map(transform);
-      // ListWatch fills its cache right after this promise settles, within the same macrotask.
-      setImmediate(() => this.markSynced());
-      return result;
-    };
-    const watch = transform ? new TransformingWatch(kc, transform) : new k8s.Watch(kc);
-    this.listWatch = new k8s.ListWatch<T>(opts.path, watch, list, false, opts.labelSelector);
     this.syncedPromise = new Promise((resolve) => (this.syncedResolve = resolve));
-    // The indexes are current before any handler runs, so a handler may look up the object it got.
-    this.listWatch.on("add", (obj) => {
-      this.store(obj);
-      for (const handler of this.handlers.add) handler(obj);
-    });
-    this.listWatch.on("update", (obj) => {
-      const old = this.objects.get(keyOf(obj));
-      this.store(obj);
-      for (const handler of this.handlers.update) handler(obj, old);
-    });
-    this.listWatch.on("delete", (obj) => {
-      const key = keyOf(obj);
-      this.objects.delete(key);
-      for (const index of this.indexes.values()) index.set(key, undefined);
-      for (const handler of this.handlers.delete) handler(obj);
-    });
-    this.listWatch.on("error", (error: unknown) => this.retry(error));
   }
 
   on(event: "add" | "delete", handler: Handler<T>): void;
@@ -194,11 +155,12 @@ export class Informer<T extends k8s.KubernetesObject> {
   }
 
   get(name: string, namespace?: string): T | undefined {
-    return this.listWatch.get(name, namespace);
+    return this.objects.get(namespacedKey(namespace, name));
   }
 
   list(namespace?: string): readonly T[] {
-    return this.listWatch.list(namespace);
+    const all = [...this.objects.values()];
+    return namespace ? all.filter((obj) => obj.metadata?.namespace === namespace) : all;
   }
 
   get hasSynced(): boolean {
@@ -207,54 +169,125 @@ export class Informer<T extends k8s.KubernetesObject> {
 
   /** Starts listing and watching; resolves once the first list is in the cache. */
   start(): Promise<void> {
-    this.stopped = false;
-    void this.run();
+    if (this.stopped) {
+      this.stopped = false;
+      this.running = this.run();
+    }
     return this.syncedPromise;
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.retryTimer);
-    await this.listWatch.stop();
-  }
-
-  private store(obj: T): void {
-    if (this.opts.freeze) deepFreeze(obj);
-    const key = keyOf(obj);
-    this.objects.set(key, obj);
-    for (const index of this.indexes.values()) index.set(key, obj);
+    this.abort?.abort();
+    await this.running;
   }
 
   private async run(): Promise<void> {
-    try {
-      // ListWatch reports list and watch failures through its "error" event, handled by retry().
-      await this.listWatch.start();
-    } catch (error) {
-      this.retry(error);
+    while (!this.stopped) {
+      this.abort = new AbortController();
+      try {
+        if (!this.resourceVersion) await this.relist(this.abort.signal);
+        await this.rest.watch<T>(this.opts.path, (event) => this.onWatchEvent(event), {
+          query: {
+            labelSelector: this.opts.labelSelector,
+            resourceVersion: this.resourceVersion,
+            // Bookmarks keep resourceVersion current on quiet collections: a re-watch after a
+            // failure then rarely finds it expired (410) and needs no new list.
+            allowWatchBookmarks: true,
+          },
+          signal: this.abort.signal,
+          idleMs: WATCH_IDLE_MS,
+        });
+      } catch (error) {
+        if (this.stopped) return;
+        // After 410 Gone, and after any failure (client-go's reflector does the same), the next
+        // round lists anew: what changed while the watch was down is then certain to be seen.
+        const gone = error instanceof KubeError && error.code === 410;
+        this.resourceVersion = "";
+        if (!gone) await this.retryAfterFailure(error, this.abort.signal);
+      }
     }
   }
 
-  private markSynced(): void {
+  /** Lists anew: what changed is reported as added or updated, what is gone as deleted. */
+  private async relist(signal: AbortSignal): Promise<void> {
+    const result = await this.rest.list<T>(this.opts.path, {
+      query: { labelSelector: this.opts.labelSelector },
+      signal: AbortSignal.any([signal, AbortSignal.timeout(LIST_TIMEOUT_MS)]),
+    });
+    const transform = this.opts.transform;
+    const seen = new Set<string>();
+    for (const item of result.items) {
+      const obj = transform ? transform(item) : item;
+      seen.add(keyOf(obj));
+      this.upsert(obj);
+    }
+    for (const [key, obj] of this.objects) if (!seen.has(key)) this.remove(obj);
+    this.resourceVersion = result.metadata.resourceVersion ?? "";
     this.retryDelayMs = 0;
-    if (this.synced) return;
-    this.synced = true;
-    this.syncedResolve?.();
+    if (!this.synced) {
+      this.synced = true;
+      this.syncedResolve?.();
+    }
   }
 
-  private retry(error: unknown): void {
-    if (this.stopped || this.retryTimer) return;
-    this.retryDelayMs = Math.min(this.retryDelayMs ? this.retryDelayMs * 2 : 1000, 30_000);
+  private onWatchEvent(event: WatchEvent<T>): void {
+    if (event.type === "ERROR") {
+      const status = event.object as { code?: number; reason?: string; message?: string };
+      throw new KubeError(
+        status.code ?? 500,
+        status.reason ?? "WatchError",
+        `WATCH ${this.opts.path}: ${status.message ?? "error"}`,
+        status,
+      );
+    }
+    // Events arrive: the connection works, so the next failure starts its back-off from the bottom.
+    this.retryDelayMs = 0;
+    if (event.type === "BOOKMARK") {
+      this.resourceVersion = event.object.metadata?.resourceVersion ?? this.resourceVersion;
+      return;
+    }
+    const obj = this.opts.transform ? this.opts.transform(event.object) : event.object;
+    if (event.type === "DELETED") this.remove(obj);
+    else this.upsert(obj);
+    this.resourceVersion = obj.metadata?.resourceVersion ?? this.resourceVersion;
+  }
+
+  /** Caches the object; handlers hear of it unless the cache holds this very version already. */
+  private upsert(obj: T): void {
+    const key = keyOf(obj);
+    const old = this.objects.get(key);
+    if (old && old.metadata?.resourceVersion === obj.metadata?.resourceVersion) return;
+    // The indexes are current before any handler runs, so a handler may look up the object it got.
+    if (this.opts.freeze) deepFreeze(obj);
+    this.objects.set(key, obj);
+    for (const index of this.indexes.values()) index.set(key, obj);
+    if (old) for (const handler of this.handlers.update) handler(obj, old);
+    else for (const handler of this.handlers.add) handler(obj);
+  }
+
+  private remove(obj: T): void {
+    const key = keyOf(obj);
+    if (!this.objects.delete(key)) return;
+    for (const index of this.indexes.values()) index.set(key, undefined);
+    for (const handler of this.handlers.delete) handler(obj);
+  }
+
+  private async retryAfterFailure(error: unknown, signal: AbortSignal): Promise<void> {
+    this.retryDelayMs = Math.min(this.retryDelayMs ? this.retryDelayMs * 2 : RETRY_BASE_MS, RETRY_MAX_MS);
     const delay = this.retryDelayMs * (0.8 + Math.random() * 0.4);
     this.opts.log.warn(
       { path: this.opts.path, err: (error as Error)?.message ?? String(error), retryInMs: Math.round(delay) },
       "watch failed; re-listing",
     );
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = undefined;
-      this.restarts++;
-      void this.run();
-    }, delay);
-    this.retryTimer.unref();
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, delay);
+      signal.addEventListener("abort", () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+    this.restarts++;
   }
 }
 

@@ -42,7 +42,6 @@ const byOwningUserland = (child: k8s.KubernetesObject): string[] => {
 };
 
 interface CacheOptions {
-  kc: k8s.KubeConfig;
   rest: KubeRest;
   namespace: string;
   log: Logger;
@@ -66,7 +65,7 @@ export function createCaches(opts: CacheOptions): Caches {
     transform: (obj: T) => T,
     labelSelector?: string,
   ) =>
-    new Informer<T>(opts.kc, opts.rest, {
+    new Informer<T>(opts.rest, {
       path: resource.path(opts.namespace),
       labelSelector,
       log: opts.log.child({ informer: resource.plural }),

@@ -19,7 +19,6 @@ import { syncUserland } from "./syncUserland.ts";
 import { ExponentialFailureRateLimiter, WorkQueue } from "./workqueue.ts";
 
 export interface ControllerOptions {
-  kc: k8s.KubeConfig;
   rest: KubeRest;
   namespace: string;
   workers: number;
@@ -72,8 +71,8 @@ export class Controller {
   constructor(opts: ControllerOptions) {
     this.opts = opts;
     this.log = opts.log;
-    const { kc, rest, namespace } = opts;
-    this.caches = createCaches({ kc, rest, namespace, log: opts.log, freeze: opts.freezeCache });
+    const { rest, namespace } = opts;
+    this.caches = createCaches({ rest, namespace, log: opts.log, freeze: opts.freezeCache });
     this.queue = new WorkQueue(undefined, opts.metrics.queueMetrics());
     this.context = {
       namespace,

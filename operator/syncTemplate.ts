@@ -11,7 +11,7 @@ import {
   type Userland,
 } from "../api/v1alpha1/index.ts";
 import { namespacedKey } from "../lib/informer.ts";
-import { isAlreadyExists, isInvalid } from "../lib/kube.ts";
+import { isAlreadyExists, isInvalid } from "../lib/kubeRest.ts";
 import { Index } from "./caches.ts";
 import { stableJson } from "./compare.ts";
 import { findCondition, setCondition } from "./conditions.ts";

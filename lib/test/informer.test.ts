@@ -37,8 +37,8 @@ function configMap(name: string, group: string, labelled = true): V1ConfigMap {
 }
 
 /** A ConfigMap informer in `ns`, indexed by data.group, stopped when the test ends. */
-function configMapInformer(t: TestContext, kc: k8s.KubeConfig, rest: KubeRest, ns: string) {
-  const informer = new Informer<V1ConfigMap>(kc, rest, {
+function configMapInformer(t: TestContext, rest: KubeRest, ns: string) {
+  const informer = new Informer<V1ConfigMap>(rest, {
     path: configMapsPath(ns),
     labelSelector: `${LABEL}=yes`,
     log,
@@ -61,7 +61,7 @@ test("the cache lists, follows the watch and keeps its index current; update han
   await rest.create(configMapsPath(ns), configMap("b", "y"));
   await rest.create(configMapsPath(ns), configMap("unlabelled", "x", false));
 
-  const informer = configMapInformer(t, cluster.kc, rest, ns);
+  const informer = configMapInformer(t, rest, ns);
   const seen: string[] = [];
   informer.on("add", (cm) => seen.push(`add ${cm.metadata?.name}`));
   informer.on("update", (cm, old) =>
@@ -152,7 +152,7 @@ test("a failed first list and a broken watch are retried until the cache has cau
   );
   const rest = new KubeRest(kc, "userland-tests");
   t.after(() => rest.close());
-  const informer = configMapInformer(t, kc, rest, ns);
+  const informer = configMapInformer(t, rest, ns);
   const deleted: string[] = [];
   informer.on("delete", (cm) => deleted.push(cm.metadata?.name ?? ""));
 
@@ -189,7 +189,7 @@ test("a transform shapes every listed and watched object before it is cached or 
   const ns = await testNamespace(t, "informer");
   const rest = await adminRest(t);
   await rest.create(configMapsPath(ns), configMap("listed", "x"));
-  const informer = new Informer<V1ConfigMap>(cluster.kc, rest, {
+  const informer = new Informer<V1ConfigMap>(rest, {
     path: configMapsPath(ns),
     labelSelector: `${LABEL}=yes`,
     log,

@@ -61,11 +61,11 @@ export async function buildProxyApp(config: ProxyConfig, options: ProxyAppOption
   const resolver = options.resolver ?? resolverFor(config, log);
   const rest = new KubeRest(kc, "userland-proxy");
 
-  const userlands = new Informer<Userland>(kc, rest, {
+  const userlands = new Informer<Userland>(rest, {
     path: userlandsPath(namespace),
     log,
   });
-  const templates = new Informer<Template>(kc, rest, {
+  const templates = new Informer<Template>(rest, {
     path: templatesPath(namespace),
     log,
   });
