@@ -78,9 +78,9 @@ async function count(path: string, predicate: (o: never) => boolean): Promise<nu
 
 /** How many objects exist, without transferring them: one item plus the API server's remainder. */
 async function total(path: string): Promise<number> {
-  const page = await rest.get<{ items: unknown[]; metadata: { remainingItemCount?: number } }>(
-    `${path}?limit=1`,
-  );
+  const page = await rest.get<{ items: unknown[]; metadata: { remainingItemCount?: number } }>(path, {
+    query: { limit: 1 },
+  });
   return page.items.length + (page.metadata.remainingItemCount ?? 0);
 }
 
@@ -251,6 +251,19 @@ async function withOperator(n: number): Promise<Omit<Row, "n" | "baselineExist" 
           paths.namespaced("userland.dev", "v1alpha1", "userlands", ns),
           (u: Userland) => u.status?.phase === "Ready",
         )) === n,
+      started,
+    );
+    // Events are written in the background after the objects: count them all (a field selector
+    // leaves out remainingItemCount, so they are listed).
+    await waitUntil(
+      "Events",
+      async () =>
+        (
+          await rest.list(paths.namespaced("", "v1", "events", ns), {
+            query: { fieldSelector: "involvedObject.kind=Userland,reason=Created" },
+            timeoutMs: 120_000,
+          })
+        ).items.length >= n,
       started,
     );
     await new Promise((r) => setTimeout(r, 2000)); // audit batches
