@@ -60,7 +60,7 @@ export class LeanKubeConnection implements KubeConnection {
     return { server: this.settings.server };
   }
 
-  async applyToHTTPSOptions(opts: ConnectionOptions): Promise<void> {
+  applyToHTTPSOptions(opts: ConnectionOptions): Promise<void> {
     const { ca, cert, key, insecure, impersonate } = this.settings;
     if (ca) opts.ca = ca;
     if (cert) opts.cert = cert;
@@ -69,6 +69,7 @@ export class LeanKubeConnection implements KubeConnection {
     const token = this.token();
     if (token) opts.headers = { ...opts.headers, Authorization: `Bearer ${token}` };
     if (impersonate) opts.headers = { ...opts.headers, "Impersonate-User": impersonate };
+    return Promise.resolve();
   }
 
   private token(): string | undefined {

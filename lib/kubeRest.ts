@@ -250,11 +250,11 @@ export class KubeRest {
           status,
         );
       }
-      const reader = response.body.getReader();
+      const reader = (response.body as ReadableStream<Uint8Array>).getReader();
       const decoder = new TextDecoder();
       let pending = "";
       for (;;) {
-        let chunk: Awaited<ReturnType<typeof reader.read>>;
+        let chunk: { done: boolean; value?: Uint8Array };
         try {
           chunk = await reader.read();
         } catch (error) {

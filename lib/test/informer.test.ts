@@ -54,7 +54,6 @@ const inGroup = (informer: Informer<V1ConfigMap>, ns: string, group: string) =>
   names(informer.byIndex(BY_GROUP, namespacedKey(ns, group)));
 
 test("the cache lists, follows the watch and keeps its index current; update handlers get the replaced object", async (t) => {
-  const cluster = await testCluster();
   const ns = await testNamespace(t, "informer");
   const rest = await adminRest(t);
   await rest.create(configMapsPath(ns), configMap("a", "x"));
@@ -185,7 +184,6 @@ test("a failed first list and a broken watch are retried until the cache has cau
 });
 
 test("a transform shapes every listed and watched object before it is cached or handed out", async (t) => {
-  const cluster = await testCluster();
   const ns = await testNamespace(t, "informer");
   const rest = await adminRest(t);
   await rest.create(configMapsPath(ns), configMap("listed", "x"));
