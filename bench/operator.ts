@@ -55,6 +55,12 @@ async function pool<T>(items: T[], limit: number, fn: (item: T) => Promise<unkno
   );
 }
 
+/**
+ * A create that waits as long as the API server needs: with thousands of objects at once on a busy
+ * machine a Service create was seen taking over 30 s (KubeRest's default timeout), which ended the run.
+ */
+const create = (path: string, body: unknown) => rest.request("POST", path, { body, timeoutMs: 180_000 });
+
 async function waitUntil(what: string, check: () => Promise<boolean>, started: number): Promise<number> {
   for (;;) {
     const t0 = Date.now();
@@ -72,9 +78,9 @@ async function count(path: string, predicate: (o: never) => boolean): Promise<nu
 
 /** How many objects exist, without transferring them: one item plus the API server's remainder. */
 async function total(path: string): Promise<number> {
-  const page = await rest.get<{ items: unknown[]; metadata: { remainingItemCount?: number } }>(
-    `${path}?limit=1`,
-  );
+  const page = await rest.get<{ items: unknown[]; metadata: { remainingItemCount?: number } }>(path, {
+    query: { limit: 1 },
+  });
   return page.items.length + (page.metadata.remainingItemCount ?? 0);
 }
 
@@ -152,8 +158,8 @@ async function baseline(n: number): Promise<{ exist: number; ready: number }> {
     };
     const children = desiredChildren(userland, template);
     for (const o of [children.deployment, children.service]) delete o.metadata?.ownerReferences;
-    await rest.create(paths.namespaced("apps", "v1", "deployments", ns), children.deployment);
-    await rest.create(paths.namespaced("", "v1", "services", ns), children.service);
+    await create(paths.namespaced("apps", "v1", "deployments", ns), children.deployment);
+    await create(paths.namespaced("", "v1", "services", ns), children.service);
   });
   const exist = (Date.now() - started) / 1000;
   const ready = await waitUntil(
@@ -223,7 +229,7 @@ async function withOperator(n: number): Promise<Omit<Row, "n" | "baselineExist" 
     });
     const since = Date.now();
     await pool([...Array(n).keys()], 50, (i) =>
-      rest.create(paths.namespaced("userland.dev", "v1alpha1", "userlands", ns), {
+      create(paths.namespaced("userland.dev", "v1alpha1", "userlands", ns), {
         apiVersion: "userland.dev/v1alpha1",
         kind: "Userland",
         metadata: { name: `user-${i}` },
@@ -245,6 +251,19 @@ async function withOperator(n: number): Promise<Omit<Row, "n" | "baselineExist" 
           paths.namespaced("userland.dev", "v1alpha1", "userlands", ns),
           (u: Userland) => u.status?.phase === "Ready",
         )) === n,
+      started,
+    );
+    // Events are written in the background after the objects: count them all (a field selector
+    // leaves out remainingItemCount, so they are listed).
+    await waitUntil(
+      "Events",
+      async () =>
+        (
+          await rest.list(paths.namespaced("", "v1", "events", ns), {
+            query: { fieldSelector: "involvedObject.kind=Userland,reason=Created" },
+            timeoutMs: 120_000,
+          })
+        ).items.length >= n,
       started,
     );
     await new Promise((r) => setTimeout(r, 2000)); // audit batches

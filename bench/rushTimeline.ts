@@ -27,8 +27,8 @@ export class Timeline {
 
   constructor(kc: k8s.KubeConfig, rest: KubeRest, namespace: string, overridesFile: string) {
     const log = createLogger("rush-timeline", "warn");
-    this.userlands = new Informer<Userland>(kc, rest, { path: userlandsPath(namespace), log });
-    this.pods = new Informer<V1Pod>(kc, rest, {
+    this.userlands = new Informer<Userland>(rest, { path: userlandsPath(namespace), log });
+    this.pods = new Informer<V1Pod>(rest, {
       path: paths.namespaced("", "v1", "pods", namespace),
       labelSelector: LABELS.managedBy,
       log,

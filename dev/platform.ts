@@ -367,7 +367,7 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
     for (const port of templatePorts.values()) relays.push(await relayTo(port, ports.proxy));
 
     // Demo environments: one loopback server per Userland Service, published to the proxy's overrides.
-    informer = new Informer<Userland>(adminKc, rest, {
+    informer = new Informer<Userland>(rest, {
       path: userlandsPath(NAMESPACE),
       log: createLogger("demo-environments", "warn"),
     });

@@ -1,9 +1,13 @@
 /**
- * A watch-backed cache of one kind of object (client-node's ListWatch), made to survive what
- * client-node's informer does not handle by itself: an error stops its watch for good (API server
- * restarted, connection refused, 5xx), and a failed first list rejects start(). Here every failure
- * re-lists and re-watches with exponential back-off (1 s doubling to 30 s, with jitter). 410 Gone
- * makes ListWatch re-list; its 30 s inactivity timeout re-watches a silently stalled connection.
+ * A watch-backed cache of one kind of object, in client-go's shape: list, then watch from the
+ * list's resourceVersion, through KubeRest's pooled connections. Every failure (API server
+ * restarted, connection refused, 5xx) lists and watches again with exponential back-off (1 s
+ * doubling to 30 s, with jitter), 410 Gone at once; objects missing from the new list are reported
+ * deleted. A watch the API server ends, or that receives nothing for 30 s (a silently stalled
+ * connection), is started again from the last resourceVersion seen. (client-node's ListWatch did
+ * this before, wrapped for resilience; dropping it keeps client-node's generated API out of the
+ * operator: docs/decisions/0002-operator.md.) Several collections (one per namespace served) fill
+ * one cache, each listed, watched and retried on its own.
  *
  * Like client-go's cache.Indexer it keeps indexes (addIndex/byIndex), so that "the Userlands of a
  * Template" is a lookup in the cache rather than a map every caller keeps beside it; and like
@@ -15,8 +19,8 @@
  *
  * Objects handed out are the cache's own: callers must not mutate them (clone first).
  */
-import { k8s } from "./kube.ts";
-import type { KubeRest } from "./kubeRest.ts";
+import type { KubernetesObject } from "@kubernetes/client-node";
+import { KubeError, type KubeRest, type WatchEvent } from "./kubeRest.ts";
 import type { Logger } from "./logger.ts";
 
 interface InformerOptions<T> {
@@ -41,34 +45,9 @@ interface InformerOptions<T> {
  * (a PUT built from a cached copy): a request without managedFields leaves the stored ones as they
  * are.
  */
-export function withoutManagedFields<T extends k8s.KubernetesObject>(obj: T): T {
+export function withoutManagedFields<T extends KubernetesObject>(obj: T): T {
   if (obj.metadata) delete obj.metadata.managedFields;
   return obj;
-}
-
-/** client-node's Watch with a transform applied to each object it delivers. */
-class TransformingWatch<T> extends k8s.Watch {
-  private readonly transform: (obj: T) => T;
-  constructor(kc: k8s.KubeConfig, transform: (obj: T) => T) {
-    super(kc);
-    this.transform = transform;
-  }
-
-  override watch(
-    path: string,
-    queryParams: Record<string, string | number | boolean | undefined>,
-    callback: (phase: string, apiObj: unknown, watchObj?: unknown) => void,
-    done: (err: unknown) => void,
-  ): Promise<AbortController> {
-    return super.watch(
-      path,
-      queryParams,
-      // ERROR events carry a Status, BOOKMARK events a stub: only objects are transformed.
-      (phase, obj, watchObj) =>
-        callback(phase, phase === "ERROR" || phase === "BOOKMARK" ? obj : this.transform(obj as T), watchObj),
-      done,
-    );
-  }
 }
 
 /** The values an object is filed under in one index (client-go's IndexFunc); none leaves it out. */
@@ -82,7 +61,7 @@ type UpdateHandler<T> = (obj: T, old: T | undefined) => void;
 export const namespacedKey = (namespace: string | undefined, name: string | undefined): string =>
   namespace ? `${namespace}/${name ?? ""}` : (name ?? "");
 
-const keyOf = (obj: k8s.KubernetesObject) => namespacedKey(obj.metadata?.namespace, obj.metadata?.name);
+const keyOf = (obj: KubernetesObject) => namespacedKey(obj.metadata?.namespace, obj.metadata?.name);
 
 /** One index: object keys by value, and each object's values to take it out again when it changes. */
 class Index<T> {
@@ -118,24 +97,37 @@ class Index<T> {
   }
 }
 
-/** One collection's list and watch, retried on its own: a namespace whose watch fails leaves the others running. */
-class Stream<T extends k8s.KubernetesObject> {
-  readonly path: string;
-  readonly listWatch: k8s.ListWatch<T>;
-  synced = false;
-  retryDelayMs = 0;
-  retryTimer: NodeJS.Timeout | undefined;
+/** A watch that receives nothing for this long is ended and started again. */
+const WATCH_IDLE_MS = 30_000;
+/** Listing thousands of objects from a busy API server takes a while. */
+const LIST_TIMEOUT_MS = 120_000;
+const RETRY_BASE_MS = 1000;
+const RETRY_MAX_MS = 30_000;
 
-  constructor(path: string, listWatch: k8s.ListWatch<T>) {
+/**
+ * One collection's list and watch, retried on its own: a namespace whose watch fails leaves the
+ * others running, and its re-list reports deleted only what it had listed itself.
+ */
+class Stream {
+  readonly path: string;
+  /** Where the next watch starts; empty: list first. */
+  resourceVersion = "";
+  abort: AbortController | undefined;
+  running: Promise<void> | undefined;
+  retryDelayMs = 0;
+  synced = false;
+  /** The cached objects this collection brought. */
+  readonly keys = new Set<string>();
+
+  constructor(path: string) {
     this.path = path;
-    this.listWatch = listWatch;
   }
 }
 
-export class Informer<T extends k8s.KubernetesObject> {
-  private readonly streams: Stream<T>[];
+export class Informer<T extends KubernetesObject> {
+  private readonly rest: KubeRest;
   private readonly opts: InformerOptions<T>;
-  /** The cached objects by key, kept beside ListWatch's cache to hand update handlers the old object. */
+  /** The cached objects by key. */
   private readonly objects = new Map<string, T>();
   private readonly indexes = new Map<string, Index<T>>();
   private readonly handlers = {
@@ -143,6 +135,7 @@ export class Informer<T extends k8s.KubernetesObject> {
     update: [] as UpdateHandler<T>[],
     delete: [] as Handler<T>[],
   };
+  private readonly streams: Stream[];
   private stopped = true;
   private syncedResolve: (() => void) | undefined;
   private readonly syncedPromise: Promise<void>;
@@ -150,44 +143,11 @@ export class Informer<T extends k8s.KubernetesObject> {
   /** Counts re-lists and re-watches after failures. */
   restarts = 0;
 
-  constructor(kc: k8s.KubeConfig, rest: KubeRest, opts: InformerOptions<T>) {
+  constructor(rest: KubeRest, opts: InformerOptions<T>) {
+    this.rest = rest;
     this.opts = opts;
     this.syncedPromise = new Promise((resolve) => (this.syncedResolve = resolve));
-    const watch = opts.transform ? new TransformingWatch(kc, opts.transform) : new k8s.Watch(kc);
-    this.streams = (typeof opts.path === "string" ? [opts.path] : opts.path).map((path) =>
-      this.stream(rest, watch, path),
-    );
-  }
-
-  private stream(rest: KubeRest, watch: k8s.Watch, path: string): Stream<T> {
-    const { transform, labelSelector } = this.opts;
-    const list = async (): Promise<k8s.KubernetesListObject<T>> => {
-      const result = await rest.list<T>(path, { query: { labelSelector } });
-      if (transform) result.items = result.items.map(transform);
-      // ListWatch fills its cache right after this promise settles, within the same macrotask.
-      setImmediate(() => this.markSynced(stream));
-      return result;
-    };
-    const listWatch = new k8s.ListWatch<T>(path, watch, list, false, labelSelector);
-    const stream = new Stream(path, listWatch);
-    // The indexes are current before any handler runs, so a handler may look up the object it got.
-    listWatch.on("add", (obj) => {
-      this.store(obj);
-      for (const handler of this.handlers.add) handler(obj);
-    });
-    listWatch.on("update", (obj) => {
-      const old = this.objects.get(keyOf(obj));
-      this.store(obj);
-      for (const handler of this.handlers.update) handler(obj, old);
-    });
-    listWatch.on("delete", (obj) => {
-      const key = keyOf(obj);
-      this.objects.delete(key);
-      for (const index of this.indexes.values()) index.set(key, undefined);
-      for (const handler of this.handlers.delete) handler(obj);
-    });
-    listWatch.on("error", (error: unknown) => this.retry(stream, error));
-    return stream;
+    this.streams = (typeof opts.path === "string" ? [opts.path] : opts.path).map((p) => new Stream(p));
   }
 
   on(event: "add" | "delete", handler: Handler<T>): void;
@@ -217,16 +177,12 @@ export class Informer<T extends k8s.KubernetesObject> {
   }
 
   get(name: string, namespace?: string): T | undefined {
-    const [only, ...more] = this.streams;
-    if (only && more.length === 0) return only.listWatch.get(name, namespace);
-    // Several collections: the handlers' copy of all of them, one lookup instead of one per stream.
     return this.objects.get(namespacedKey(namespace, name));
   }
 
   list(namespace?: string): readonly T[] {
-    const [only, ...more] = this.streams;
-    if (only && more.length === 0) return only.listWatch.list(namespace);
-    return this.streams.flatMap((s) => s.listWatch.list(namespace));
+    const all = [...this.objects.values()];
+    return namespace ? all.filter((obj) => obj.metadata?.namespace === namespace) : all;
   }
 
   get hasSynced(): boolean {
@@ -235,56 +191,135 @@ export class Informer<T extends k8s.KubernetesObject> {
 
   /** Starts listing and watching; resolves once the first list is in the cache. */
   start(): Promise<void> {
-    this.stopped = false;
-    for (const stream of this.streams) void this.run(stream);
+    if (this.stopped) {
+      this.stopped = false;
+      for (const stream of this.streams) stream.running = this.run(stream);
+    }
     return this.syncedPromise;
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    for (const stream of this.streams) clearTimeout(stream.retryTimer);
-    await Promise.all(this.streams.map((s) => s.listWatch.stop()));
+    for (const stream of this.streams) stream.abort?.abort();
+    await Promise.all(this.streams.map((s) => s.running));
   }
 
-  private store(obj: T): void {
-    if (this.opts.freeze) deepFreeze(obj);
-    const key = keyOf(obj);
-    this.objects.set(key, obj);
-    for (const index of this.indexes.values()) index.set(key, obj);
-  }
-
-  private async run(stream: Stream<T>): Promise<void> {
-    try {
-      // ListWatch reports list and watch failures through its "error" event, handled by retry().
-      await stream.listWatch.start();
-    } catch (error) {
-      this.retry(stream, error);
+  private async run(stream: Stream): Promise<void> {
+    while (!this.stopped) {
+      const abort = (stream.abort = new AbortController());
+      try {
+        if (!stream.resourceVersion) await this.relist(stream, abort.signal);
+        await this.rest.watch<T>(stream.path, (event) => this.onWatchEvent(stream, event), {
+          query: {
+            labelSelector: this.opts.labelSelector,
+            resourceVersion: stream.resourceVersion,
+            // Bookmarks keep resourceVersion current on quiet collections: a re-watch after a
+            // failure then rarely finds it expired (410) and needs no new list.
+            allowWatchBookmarks: true,
+          },
+          signal: abort.signal,
+          idleMs: WATCH_IDLE_MS,
+        });
+      } catch (error) {
+        if (this.stopped) return;
+        // After 410 Gone, and after any failure (client-go's reflector does the same), the next
+        // round lists anew: what changed while the watch was down is then certain to be seen.
+        const gone = error instanceof KubeError && error.code === 410;
+        stream.resourceVersion = "";
+        if (!gone) await this.retryAfterFailure(stream, error, abort.signal);
+      }
     }
   }
 
-  /** Synced once every collection has had its first list. */
-  private markSynced(stream: Stream<T>): void {
+  /** Lists anew: what changed is reported as added or updated, what is gone as deleted. */
+  private async relist(stream: Stream, signal: AbortSignal): Promise<void> {
+    const result = await this.rest.list<T>(stream.path, {
+      query: { labelSelector: this.opts.labelSelector },
+      signal: AbortSignal.any([signal, AbortSignal.timeout(LIST_TIMEOUT_MS)]),
+    });
+    const transform = this.opts.transform;
+    const seen = new Set<string>();
+    for (const item of result.items) {
+      const obj = transform ? transform(item) : item;
+      seen.add(keyOf(obj));
+      this.upsert(stream, obj);
+    }
+    for (const key of stream.keys) {
+      const obj = this.objects.get(key);
+      if (obj && !seen.has(key)) this.remove(stream, obj);
+    }
+    stream.resourceVersion = result.metadata.resourceVersion ?? "";
     stream.retryDelayMs = 0;
     stream.synced = true;
-    if (this.synced || !this.streams.every((s) => s.synced)) return;
-    this.synced = true;
-    this.syncedResolve?.();
+    // Synced once every collection has had its first list.
+    if (!this.synced && this.streams.every((s) => s.synced)) {
+      this.synced = true;
+      this.syncedResolve?.();
+    }
   }
 
-  private retry(stream: Stream<T>, error: unknown): void {
-    if (this.stopped || stream.retryTimer) return;
-    stream.retryDelayMs = Math.min(stream.retryDelayMs ? stream.retryDelayMs * 2 : 1000, 30_000);
+  private onWatchEvent(stream: Stream, event: WatchEvent<T>): void {
+    if (event.type === "ERROR") {
+      const status = event.object as { code?: number; reason?: string; message?: string };
+      throw new KubeError(
+        status.code ?? 500,
+        status.reason ?? "WatchError",
+        `WATCH ${stream.path}: ${status.message ?? "error"}`,
+        status,
+      );
+    }
+    // Events arrive: the connection works, so the next failure starts its back-off from the bottom.
+    stream.retryDelayMs = 0;
+    if (event.type === "BOOKMARK") {
+      stream.resourceVersion = event.object.metadata?.resourceVersion ?? stream.resourceVersion;
+      return;
+    }
+    const obj = this.opts.transform ? this.opts.transform(event.object) : event.object;
+    if (event.type === "DELETED") this.remove(stream, obj);
+    else this.upsert(stream, obj);
+    stream.resourceVersion = obj.metadata?.resourceVersion ?? stream.resourceVersion;
+  }
+
+  /** Caches the object; handlers hear of it unless the cache holds this very version already. */
+  private upsert(stream: Stream, obj: T): void {
+    const key = keyOf(obj);
+    stream.keys.add(key);
+    const old = this.objects.get(key);
+    if (old && old.metadata?.resourceVersion === obj.metadata?.resourceVersion) return;
+    // The indexes are current before any handler runs, so a handler may look up the object it got.
+    if (this.opts.freeze) deepFreeze(obj);
+    this.objects.set(key, obj);
+    for (const index of this.indexes.values()) index.set(key, obj);
+    if (old) for (const handler of this.handlers.update) handler(obj, old);
+    else for (const handler of this.handlers.add) handler(obj);
+  }
+
+  private remove(stream: Stream, obj: T): void {
+    const key = keyOf(obj);
+    stream.keys.delete(key);
+    if (!this.objects.delete(key)) return;
+    for (const index of this.indexes.values()) index.set(key, undefined);
+    for (const handler of this.handlers.delete) handler(obj);
+  }
+
+  private async retryAfterFailure(stream: Stream, error: unknown, signal: AbortSignal): Promise<void> {
+    stream.retryDelayMs = Math.min(
+      stream.retryDelayMs ? stream.retryDelayMs * 2 : RETRY_BASE_MS,
+      RETRY_MAX_MS,
+    );
     const delay = stream.retryDelayMs * (0.8 + Math.random() * 0.4);
     this.opts.log.warn(
       { path: stream.path, err: (error as Error)?.message ?? String(error), retryInMs: Math.round(delay) },
       "watch failed; re-listing",
     );
-    stream.retryTimer = setTimeout(() => {
-      stream.retryTimer = undefined;
-      this.restarts++;
-      void this.run(stream);
-    }, delay);
-    stream.retryTimer.unref();
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, delay);
+      signal.addEventListener("abort", () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+    this.restarts++;
   }
 }
 

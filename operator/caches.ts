@@ -46,7 +46,6 @@ const byOwningUserland = (child: k8s.KubernetesObject): string[] => {
 };
 
 interface CacheOptions {
-  kc: k8s.KubeConfig;
   rest: KubeRest;
   namespaces: ServedNamespaces;
   log: Logger;
@@ -70,7 +69,7 @@ export function createCaches(opts: CacheOptions): Caches {
     transform: (obj: T) => T,
     labelSelector?: string,
   ) =>
-    new Informer<T>(opts.kc, opts.rest, {
+    new Informer<T>(opts.rest, {
       path: opts.namespaces.collections(resource.group, resource.version, resource.plural),
       labelSelector,
       log: opts.log.child({ informer: resource.plural }),

@@ -20,7 +20,7 @@ export const operatorSettings = {
     env: "OPERATOR_WORKERS",
     description: "Concurrent reconciles",
     parse: parse.integer(1, 64),
-    default: 16,
+    default: 48,
   },
   resyncPeriod: {
     env: "OPERATOR_RESYNC_PERIOD",

@@ -20,7 +20,6 @@ import { syncUserland } from "./syncUserland.ts";
 import { ExponentialFailureRateLimiter, WorkQueue } from "./workqueue.ts";
 
 export interface ControllerOptions {
-  kc: k8s.KubeConfig;
   rest: KubeRest;
   namespaces: ServedNamespaces;
   workers: number;
@@ -73,8 +72,8 @@ export class Controller {
   constructor(opts: ControllerOptions) {
     this.opts = opts;
     this.log = opts.log;
-    const { kc, rest, namespaces } = opts;
-    this.caches = createCaches({ kc, rest, namespaces, log: opts.log, freeze: opts.freezeCache });
+    const { rest, namespaces } = opts;
+    this.caches = createCaches({ rest, namespaces, log: opts.log, freeze: opts.freezeCache });
     this.queue = new WorkQueue(undefined, opts.metrics.queueMetrics());
     this.context = {
       rest,

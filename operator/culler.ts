@@ -11,7 +11,7 @@ import {
   type Template,
   type Userland,
 } from "../api/v1alpha1/index.ts";
-import { isConflict, isNotFound } from "../lib/kube.ts";
+import { isConflict, isNotFound } from "../lib/kubeRest.ts";
 import { findCondition } from "./conditions.ts";
 import type { OperatorContext } from "./context.ts";
 import { userlandRef } from "./events.ts";

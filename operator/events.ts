@@ -27,10 +27,20 @@ export const templateRef = (template: Template): EventTarget => ({
   metadata: template.metadata,
 });
 
+/**
+ * Events are written in the background, a few at a time, like client-go's event broadcaster (one
+ * writer, at most 1,000 waiting): when a class starts, a thousand Events sent at once would take
+ * connections and API server time from the creates that students wait for.
+ */
+const EVENT_WRITERS = 2;
+const MAX_QUEUED_EVENTS = 1000;
+
 export class EventRecorder {
   private readonly rest: KubeRest;
   private readonly component: string;
   private readonly log: Logger;
+  private readonly queued: { namespace: string; event: unknown; reason: string }[] = [];
+  private writing = 0;
   constructor(rest: KubeRest, component: string, log: Logger) {
     this.rest = rest;
     this.component = component;
@@ -71,8 +81,21 @@ export class EventRecorder {
       count: 1,
     };
     this.log.info({ kind: target.kind, name: target.metadata.name, namespace, reason, type }, message);
-    this.rest.create(resources.Event.path(namespace), event).catch((error: unknown) => {
-      this.log.warn({ err: (error as Error).message, reason }, "could not record event");
-    });
+    if (this.queued.length >= MAX_QUEUED_EVENTS) {
+      this.log.warn({ reason }, "too many events waiting; this one is dropped");
+      return;
+    }
+    this.queued.push({ namespace, event, reason });
+    if (this.writing < EVENT_WRITERS) void this.write();
+  }
+
+  private async write(): Promise<void> {
+    this.writing++;
+    for (let next = this.queued.shift(); next; next = this.queued.shift()) {
+      await this.rest.create(resources.Event.path(next.namespace), next.event).catch((error: unknown) => {
+        this.log.warn({ err: (error as Error).message, reason: next?.reason }, "could not record event");
+      });
+    }
+    this.writing--;
   }
 }

@@ -8,8 +8,7 @@
  * - on shutdown the leader releases the Lease so another replica takes over at once.
  * Writes are guarded by resourceVersion, so two candidates never both win.
  */
-import { isAlreadyExists, isConflict, isNotFound } from "../lib/kube.ts";
-import type { KubeRest } from "../lib/kubeRest.ts";
+import { isAlreadyExists, isConflict, isNotFound, type KubeRest } from "../lib/kubeRest.ts";
 import type { Logger } from "../lib/logger.ts";
 import { apiVersionOf, resources } from "./resources.ts";
 

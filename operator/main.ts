@@ -7,7 +7,7 @@
 import "./heap.ts";
 import { hostname } from "node:os";
 import { createAdminServer } from "../lib/adminServer.ts";
-import { currentNamespace, loadKubeConfig } from "../lib/kube.ts";
+import { currentNamespace, loadKubeConnection } from "../lib/kubeConnection.ts";
 import { KubeRest } from "../lib/kubeRest.ts";
 import type { Logger } from "../lib/logger.ts";
 import { ServedNamespaces } from "../lib/namespaces.ts";
@@ -20,8 +20,8 @@ import { createMetrics } from "./metrics.ts";
 
 async function start(config: OperatorConfig, log: Logger) {
   const metrics = createMetrics({ defaultMetrics: true });
-  const kc = loadKubeConfig();
-  const rest = new KubeRest(kc, "userland-operator");
+  // Not client-node's KubeConfig: loading it costs the operator a third of its memory (lib/kubeConnection.ts).
+  const rest = new KubeRest(await loadKubeConnection(), "userland-operator");
   rest.onRequest = (verb, code) => metrics.apiRequests.inc({ verb, code: String(code) });
   // The Lease stays in the own namespace whatever is served: one leader for the installation.
   const namespace = config.namespace || (await currentNamespace());
@@ -32,7 +32,6 @@ async function start(config: OperatorConfig, log: Logger) {
   // and starts from a fresh list if it leads again.
   const newController = () =>
     new Controller({
-      kc,
       rest,
       namespaces,
       workers: config.workers,

@@ -12,7 +12,7 @@ import {
 } from "../api/v1alpha1/index.ts";
 import { namespacedKey } from "../lib/informer.ts";
 import { oldest } from "../lib/namespaces.ts";
-import { isAlreadyExists, isInvalid } from "../lib/kube.ts";
+import { isAlreadyExists, isInvalid } from "../lib/kubeRest.ts";
 import { Index } from "./caches.ts";
 import { stableJson } from "./compare.ts";
 import { findCondition, setCondition, type ConditionValue } from "./conditions.ts";

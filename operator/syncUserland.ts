@@ -13,7 +13,7 @@ import {
 } from "../api/v1alpha1/index.ts";
 import { ANNOTATIONS, LABELS } from "../api/naming.ts";
 import { namespacedKey } from "../lib/informer.ts";
-import { isAlreadyExists, isInvalid, isNotFound } from "../lib/kube.ts";
+import { isAlreadyExists, isInvalid, isNotFound } from "../lib/kubeRest.ts";
 import { Index } from "./caches.ts";
 import { isSubset, stableJson } from "./compare.ts";
 import { findCondition } from "./conditions.ts";

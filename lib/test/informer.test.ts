@@ -37,8 +37,8 @@ function configMap(name: string, group: string, labelled = true): V1ConfigMap {
 }
 
 /** A ConfigMap informer in `ns`, indexed by data.group, stopped when the test ends. */
-function configMapInformer(t: TestContext, kc: k8s.KubeConfig, rest: KubeRest, ns: string) {
-  const informer = new Informer<V1ConfigMap>(kc, rest, {
+function configMapInformer(t: TestContext, rest: KubeRest, ns: string) {
+  const informer = new Informer<V1ConfigMap>(rest, {
     path: configMapsPath(ns),
     labelSelector: `${LABEL}=yes`,
     log,
@@ -54,14 +54,13 @@ const inGroup = (informer: Informer<V1ConfigMap>, ns: string, group: string) =>
   names(informer.byIndex(BY_GROUP, namespacedKey(ns, group)));
 
 test("the cache lists, follows the watch and keeps its index current; update handlers get the replaced object", async (t) => {
-  const cluster = await testCluster();
   const ns = await testNamespace(t, "informer");
   const rest = await adminRest(t);
   await rest.create(configMapsPath(ns), configMap("a", "x"));
   await rest.create(configMapsPath(ns), configMap("b", "y"));
   await rest.create(configMapsPath(ns), configMap("unlabelled", "x", false));
 
-  const informer = configMapInformer(t, cluster.kc, rest, ns);
+  const informer = configMapInformer(t, rest, ns);
   const seen: string[] = [];
   informer.on("add", (cm) => seen.push(`add ${cm.metadata?.name}`));
   informer.on("update", (cm, old) =>
@@ -152,7 +151,7 @@ test("a failed first list and a broken watch are retried until the cache has cau
   );
   const rest = new KubeRest(kc, "userland-tests");
   t.after(() => rest.close());
-  const informer = configMapInformer(t, kc, rest, ns);
+  const informer = configMapInformer(t, rest, ns);
   const deleted: string[] = [];
   informer.on("delete", (cm) => deleted.push(cm.metadata?.name ?? ""));
 
@@ -185,11 +184,10 @@ test("a failed first list and a broken watch are retried until the cache has cau
 });
 
 test("a transform shapes every listed and watched object before it is cached or handed out", async (t) => {
-  const cluster = await testCluster();
   const ns = await testNamespace(t, "informer");
   const rest = await adminRest(t);
   await rest.create(configMapsPath(ns), configMap("listed", "x"));
-  const informer = new Informer<V1ConfigMap>(cluster.kc, rest, {
+  const informer = new Informer<V1ConfigMap>(rest, {
     path: configMapsPath(ns),
     labelSelector: `${LABEL}=yes`,
     log,
@@ -226,7 +224,7 @@ test("several collections (one per namespace) fill one cache: lists, gets, index
   await rest.create(configMapsPath(a), configMap("same", "x"));
   await rest.create(configMapsPath(b), configMap("same", "x"));
   await rest.create(configMapsPath(other), configMap("same", "x"));
-  const informer = new Informer<V1ConfigMap>(cluster.kc, rest, {
+  const informer = new Informer<V1ConfigMap>(rest, {
     path: [configMapsPath(a), configMapsPath(b)],
     labelSelector: `${LABEL}=yes`,
     log,

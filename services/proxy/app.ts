@@ -73,11 +73,11 @@ export async function buildProxyApp(config: ProxyConfig, options: ProxyAppOption
   const rest = new KubeRest(kc, "userland-proxy");
 
   const served = options.namespaces ?? new ServedNamespaces(config.watchNamespaces, namespace);
-  const userlands = new Informer<Userland>(kc, rest, {
+  const userlands = new Informer<Userland>(rest, {
     path: served.collections(GROUP, VERSION, USERLANDS),
     log,
   });
-  const templates = new Informer<Template>(kc, rest, {
+  const templates = new Informer<Template>(rest, {
     path: served.collections(GROUP, VERSION, TEMPLATES),
     log,
   });

@@ -43,7 +43,7 @@ test("the table has one row per value, with its default and schema type", () => 
 
 test("a changed default or comment changes the table", () => {
   const changed = valuesYaml
-    .replace("  replicas: 2\n  workers: 16", "  replicas: 3\n  workers: 16")
+    .replace("  replicas: 2\n  workers: 48", "  replicas: 3\n  workers: 48")
     .replace("runs hot standbys", "run as hot standbys");
   const row = valueRows(changed, schemaJson).find((r) => r.key === "operator.replicas");
   assert.equal(row?.default, "3");
