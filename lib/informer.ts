@@ -201,7 +201,7 @@ export class Informer<T extends KubernetesObject> {
   async stop(): Promise<void> {
     this.stopped = true;
     for (const stream of this.streams) stream.abort?.abort();
-    await Promise.all(this.streams.map((s) => s.running));
+    for (const stream of this.streams) await stream.running;
   }
 
   private async run(stream: Stream): Promise<void> {

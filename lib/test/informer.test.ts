@@ -214,7 +214,6 @@ test("a transform shapes every listed and watched object before it is cached or 
 });
 
 test("several collections (one per namespace) fill one cache: lists, gets, indexes and events span them, and no other namespace leaks in", async (t) => {
-  const cluster = await testCluster();
   const [a, b, other] = [
     await testNamespace(t, "informer"),
     await testNamespace(t, "informer"),
