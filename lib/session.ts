@@ -19,6 +19,7 @@ import {
   calculateJwkThumbprint,
   createLocalJWKSet,
   createRemoteJWKSet,
+  customFetch,
   errors,
   exportJWK,
   generateKeyPair,
@@ -29,6 +30,7 @@ import {
   type JWK,
   type JWTVerifyGetKey,
 } from "jose";
+import { Agent, fetch as undiciFetch } from "undici";
 import { USER_MAX, USER_PATTERN } from "../api/v1alpha1/userland.ts";
 import type { Logger } from "./logger.ts";
 
@@ -303,6 +305,9 @@ export interface RemoteSessionVerifier extends SessionVerifier {
   refresh(): Promise<void>;
 }
 
+/** undici without keep-alive (pipelining 0): each JWKS fetch on its own connection. */
+const jwksConnections = new Agent({ pipelining: 0 });
+
 /**
  * A verifier with the public JWKS at `url` (the auth service's /.well-known/jwks.json), fetched on
  * first use and again when a session names a kid not in it (at most once per cooldown), so a key
@@ -319,6 +324,18 @@ export function createRemoteSessionVerifier(
     // Never stale by age: refetched only for an unknown kid, so an unreachable auth service
     // does not end the sessions the proxy can already check.
     cacheMaxAge: Infinity,
+    // A new connection for every fetch. A kept-alive one stays with the auth pod it first reached:
+    // during a rotation, a pod that is stopping (and still serving its endpoint drain) would
+    // answer the old keys, the new session would be refused until the cooldown ended, and the
+    // browser would bounce between sign-in and proxy. Fetches are rare; a connection is cheap.
+    [customFetch]: async (resource, { headers, method, redirect, signal }) =>
+      (await undiciFetch(resource, {
+        headers: Object.fromEntries(headers),
+        method,
+        redirect,
+        signal,
+        dispatcher: jwksConnections,
+      })) as unknown as Response,
   });
   const getKey: JWTVerifyGetKey = async (header, token) => {
     try {
