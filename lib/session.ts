@@ -328,14 +328,14 @@ export function createRemoteSessionVerifier(
     // during a rotation, a pod that is stopping (and still serving its endpoint drain) would
     // answer the old keys, the new session would be refused until the cooldown ended, and the
     // browser would bounce between sign-in and proxy. Fetches are rare; a connection is cheap.
-    [customFetch]: async (resource, { headers, method, redirect, signal }) =>
-      (await undiciFetch(resource, {
+    [customFetch]: (resource, { headers, method, redirect, signal }) =>
+      undiciFetch(resource, {
         headers: Object.fromEntries(headers),
         method,
         redirect,
         signal,
         dispatcher: jwksConnections,
-      })) as unknown as Response,
+      }),
   });
   const getKey: JWTVerifyGetKey = async (header, token) => {
     try {

@@ -22,16 +22,16 @@ test("a rotated key is fetched on a new connection, not from the pod an old conn
   // Stands in for a Service in front of two auth pods: connections opened before the rotation stay
   // with the old pod (old keys), later ones reach the new pod (both keys).
   const oldPodSockets = new WeakSet<Socket>();
-  let rotatedAt: number | undefined;
+  let afterRotation = false;
   let connections = 0;
   const server: Server = createServer((req, res) => {
-    const oldPod = rotatedAt === undefined || oldPodSockets.has(req.socket);
+    const oldPod = !afterRotation || oldPodSockets.has(req.socket);
     res.setHeader("content-type", "application/json");
     res.end(JSON.stringify(publicJwks(oldPod ? oldKeys : rotated)));
   });
   server.on("connection", (socket: Socket) => {
     connections++;
-    if (rotatedAt === undefined) oldPodSockets.add(socket);
+    if (!afterRotation) oldPodSockets.add(socket);
   });
   server.keepAliveTimeout = 60_000;
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -48,7 +48,7 @@ test("a rotated key is fetched on a new connection, not from the pod an old conn
   const before = await createSessionSigner(oldKeys).sign("alice", 60);
   assert.equal((await verifier.verify(before))?.user, "alice", "a session signed before the rotation");
 
-  rotatedAt = Date.now();
+  afterRotation = true;
   const after = await createSessionSigner(rotated).sign("bob", 60);
   assert.equal(
     (await verifier.verify(after))?.user,
