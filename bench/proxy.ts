@@ -25,7 +25,7 @@
  * of one Ready Userland (no API server needed; the informer is not on the request path anyway).
  */
 import { fork, type ChildProcess } from "node:child_process";
-import { readFileSync, readdirSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import {
   createServer,
   request as httpRequest,
@@ -132,6 +132,7 @@ async function runBare(kind: "hp1" | "hp3", upstreamPort: number): Promise<numbe
   type Bare = {
     web(req: unknown, res: unknown, opts: unknown, cb: (e: Error) => void): void;
     ws(req: unknown, socket: unknown, head: unknown, opts: unknown, cb: (e: Error) => void): void;
+    on(event: "error", listener: (e: Error) => void): void;
   };
   let proxy: Bare;
   if (kind === "hp3") {
@@ -144,6 +145,9 @@ async function runBare(kind: "hp1" | "hp3", upstreamPort: number): Promise<numbe
     };
     proxy = httpProxy1.createProxyServer({ agent });
   }
+  // Without a listener both libraries throw a socket reset after an upgrade (the bench's
+  // terminate()) and the process exits.
+  proxy.on("error", () => {});
   const server = createServer((req, res) => proxy.web(req, res, { target }, () => res.destroy()));
   server.on("upgrade", (req, socket, head) =>
     proxy.ws(req, socket, head, { target, agent: false }, () => socket.destroy()),
@@ -253,6 +257,10 @@ function startChild(
   const child = fork(here, ["--role", role, ...args], {
     stdio: ["ignore", "ignore", "inherit", "ipc"],
     env: { ...process.env, ...env },
+  });
+  // An exit before the bench's own SIGTERM is reported, so a missing row has a reason.
+  child.once("exit", (code, signal) => {
+    if (signal !== "SIGTERM") console.error(`  ${name} exited (code ${code}, signal ${signal})`);
   });
   return new Promise((resolve, reject) => {
     child.once("message", (m: { port: number }) => resolve({ name, process: child, port: m.port }));
@@ -410,7 +418,7 @@ async function wsCell(
 function cpuMs(pids: number[]): number {
   let ticks = 0;
   for (const pid of pids) {
-    if (!pid) return NaN;
+    if (!pid || !existsSync(`/proc/${pid}/stat`)) return NaN;
     // The fields after the command name, which is in parentheses and may contain spaces.
     const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
     ticks += Number(fields[11]) + Number(fields[12]);
@@ -423,7 +431,8 @@ function processStats(pids: number[]): { rssMiB: number; fds: number } {
   let rssMiB = 0;
   let fds = 0;
   for (const pid of pids) {
-    if (!pid) return { rssMiB: NaN, fds: NaN };
+    // A process that has exited shows as "-" instead of ending the bench before its tables.
+    if (!pid || !existsSync(`/proc/${pid}/status`)) return { rssMiB: NaN, fds: NaN };
     const status = readFileSync(`/proc/${pid}/status`, "utf8");
     rssMiB += Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN) / 1024;
     fds += readdirSync(`/proc/${pid}/fd`).length;
@@ -550,7 +559,7 @@ async function main(): Promise<void> {
       const after = processStats(pidsOf(target));
       const b = before.get(target.name);
       console.log(
-        `| ${target.name} | ${fmt(w?.rttP50 ?? NaN, 3)} | ${fmt(w?.rttP99 ?? NaN, 3)} | ${fmt(w?.msgsPerSec ?? NaN)} | ${ratio(w?.msgsPerSec ?? NaN, ws.get("direct")?.msgsPerSec ?? NaN)} | ${ratio(w?.msgsPerSec ?? NaN, ws.get(chpName)?.msgsPerSec ?? NaN)} | ${fmt(w?.cpuPer1000 ?? NaN, 1)} | ${fmt(b?.rssMiB ?? NaN, 1)} → ${fmt(after.rssMiB, 1)} | ${b?.fds ?? "-"} → ${after.fds} |`,
+        `| ${target.name} | ${fmt(w?.rttP50 ?? NaN, 3)} | ${fmt(w?.rttP99 ?? NaN, 3)} | ${fmt(w?.msgsPerSec ?? NaN)} | ${ratio(w?.msgsPerSec ?? NaN, ws.get("direct")?.msgsPerSec ?? NaN)} | ${ratio(w?.msgsPerSec ?? NaN, ws.get(chpName)?.msgsPerSec ?? NaN)} | ${fmt(w?.cpuPer1000 ?? NaN, 1)} | ${fmt(b?.rssMiB ?? NaN, 1)} → ${fmt(after.rssMiB, 1)} | ${b?.fds ?? "-"} → ${fmt(after.fds)} |`,
       );
     }
     console.log(
