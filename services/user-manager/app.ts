@@ -88,6 +88,7 @@ export async function buildApp(options: AppOptions) {
     namespaces: served.all ? [ALL_NAMESPACES] : served.names,
     locate: served.single === undefined ? (name) => store.namespaceOf(name) : undefined,
     templateNamespace: async (name) => (await store.getTemplate(name))?.metadata.namespace,
+    candidateNamespaces: () => store.templateNamespaces(),
     authenticator: new TokenAuthenticator({
       rest,
       ttlMs: config.tokenCacheTtl,

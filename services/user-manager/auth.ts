@@ -47,7 +47,7 @@ declare module "fastify" {
     may(verb: Verb, name?: string, namespace?: string): Promise<boolean>;
     /**
      * Several namespaces served, on a route of scope "each": the namespaces where the caller has
-     * the route's rights (at least one); null otherwise.
+     * the route's rights (at least one); null for every namespace served, or one namespace served.
      */
     namespaces: readonly string[] | null;
   }
@@ -324,6 +324,11 @@ export interface AuthOptions {
   locate?: ((name: string) => Promise<string | undefined>) | undefined;
   /** Several namespaces served: the namespace of the Template a new Userland would use. */
   templateNamespace?: ((templateName: string) => Promise<string | undefined>) | undefined;
+  /**
+   * Every namespace served: where a caller without the right cluster-wide may have it in a Role
+   * (the namespaces holding Templates), for routes of scope "each".
+   */
+  candidateNamespaces?: (() => Promise<readonly string[]>) | undefined;
   /** Session sign-in, when the console is on. */
   sessions?: SessionAuth | undefined;
 }
@@ -395,14 +400,25 @@ export function installAuth(app: FastifyInstance, opts: AuthOptions): void {
   app.decorateRequest("may", may);
   app.decorateRequest("namespaces", null);
 
-  /** Several namespaces: those (at least one) where the caller has every one of `verbs`. */
-  async function grantingNamespaces(request: FastifyRequest, verbs: readonly Verb[]): Promise<string[]> {
-    const granted: string[] = [];
-    for (const ns of opts.namespaces) {
-      let all = true;
-      for (const verb of verbs) all &&= await request.may(verb, undefined, ns);
-      if (all) granted.push(ns);
-    }
+  async function mayAll(request: FastifyRequest, verbs: readonly Verb[], ns: string): Promise<boolean> {
+    for (const verb of verbs) if (!(await request.may(verb, undefined, ns))) return false;
+    return true;
+  }
+
+  /**
+   * Several namespaces: those (at least one) where the caller has every one of `verbs`; null for
+   * every namespace (all served, and the caller has them cluster-wide). A caller bound in some
+   * namespaces only is asked about each namespace holding a Template, side by side.
+   */
+  async function grantingNamespaces(
+    request: FastifyRequest,
+    verbs: readonly Verb[],
+  ): Promise<readonly string[] | null> {
+    const everywhere = opts.namespaces.includes(ALL_NAMESPACES);
+    if (everywhere && (await mayAll(request, verbs, ALL_NAMESPACES))) return null;
+    const candidates = everywhere ? ((await opts.candidateNamespaces?.()) ?? []) : opts.namespaces;
+    const answers = await Promise.all(candidates.map((ns) => mayAll(request, verbs, ns)));
+    const granted = candidates.filter((_, i) => answers[i]);
     // None: the first refusal, as a call checked everywhere would answer.
     if (granted.length === 0) for (const verb of verbs) await request.authorize(verb);
     return granted;
@@ -456,12 +472,7 @@ export function installAuth(app: FastifyInstance, opts: AuthOptions): void {
       ? (request.params as Record<string, string | undefined>)[config.nameParam]
       : undefined;
     if (locate && name === undefined && config.scope === "template") return; // preHandler, below
-    if (
-      locate &&
-      name === undefined &&
-      config.scope === "each" &&
-      !opts.namespaces.includes(ALL_NAMESPACES)
-    ) {
+    if (locate && name === undefined && config.scope === "each") {
       request.namespaces = await grantingNamespaces(request, config.permissions ?? []);
       return;
     }

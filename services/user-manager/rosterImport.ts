@@ -152,7 +152,9 @@ export const rosterRoutes: FastifyPluginCallbackTypebox<RosterRouteOptions> = (a
     "/api/v1/rosters/import",
     {
       bodyLimit: maxBytes,
-      config: { permissions: ["create", "list"] },
+      // "each": with several namespaces, a teacher bound in some of them imports the lines whose
+      // Templates are there; the other lines are invalid, naming the namespace.
+      config: { permissions: ["create", "list"], scope: "each" },
       schema: {
         tags: ["rosters"],
         summary: "Import a class roster (idempotent)",
@@ -233,6 +235,29 @@ export const rosterRoutes: FastifyPluginCallbackTypebox<RosterRouteOptions> = (a
         invalid.sort((a, b) => a.line - b.line);
       }
 
+      // Several namespaces: the request's Template must be where the caller may create and list
+      // (403, nothing done); a line's Template elsewhere makes that line invalid.
+      const granted = request.namespaces;
+      if (granted && defaultTemplate) {
+        const ns = templateNamespaces.get(defaultTemplate);
+        if (ns !== undefined && !granted.includes(ns))
+          for (const verb of ["create", "list"] as const) await request.authorize(verb, undefined, ns);
+      }
+      if (granted) {
+        const refused = (e: RosterEntry) => {
+          const ns = templateNamespaces.get(e.templateName);
+          return ns !== undefined && !granted.includes(ns);
+        };
+        for (const e of entries.filter(refused))
+          invalid.push({
+            line: e.line,
+            user: e.user,
+            reason: `${request.caller?.username ?? "the caller"} may not create and list Userlands in namespace "${templateNamespaces.get(e.templateName) ?? ""}", where Template "${e.templateName}" is`,
+          });
+        entries = entries.filter((e) => !refused(e));
+        invalid.sort((a, b) => a.line - b.line);
+      }
+
       const scope = prune ? pruneScope(rows, entries, defaultTemplate) : undefined;
       if (scope?.templates.size === 0) {
         throw badRequest(
@@ -244,12 +269,17 @@ export const rosterRoutes: FastifyPluginCallbackTypebox<RosterRouteOptions> = (a
 
       const preview = query.preview === true;
       const deleting = prune && !dryRun && invalid.length === 0 && !preview;
-      if (deleting) await request.authorize("delete");
+      if (deleting)
+        for (const ns of new Set([...(scope?.templates ?? [])].map((t) => templateNamespaces.get(t))))
+          await request.authorize("delete", undefined, ns);
 
-      // The Userlands of every Template involved, one field-selected list each.
+      // The Userlands of every Template involved, one field-selected list each, where it is.
       const templates = new Set([...entries.map((e) => e.templateName), ...(scope?.templates ?? [])]);
       const userlands: Userland[] = [];
-      for (const templateName of templates) userlands.push(...(await store.list({ templateName })));
+      for (const templateName of templates) {
+        const ns = templateNamespaces.get(templateName);
+        userlands.push(...(await store.list({ templateName, namespaces: ns ? [ns] : undefined })));
+      }
       const plan = planImport(entries, userlands, scope);
       const result: ImportResult = {
         created: [],
@@ -324,7 +354,7 @@ export const rosterRoutes: FastifyPluginCallbackTypebox<RosterRouteOptions> = (a
         await limit.map(plan.toDelete, async (u) => {
           const name = u.metadata.name ?? "";
           try {
-            if (await store.delete(name, u.metadata.uid)) {
+            if (await store.delete(name, u.metadata.uid, u.metadata.namespace)) {
               metrics.deleted.inc({ source: "roster" });
               result.deleted.push(ref(u));
             }

@@ -176,6 +176,16 @@ export class UserlandStore {
     return oldest(await this.named<Template>(TEMPLATES, name));
   }
 
+  /** The namespaces served that hold a Template (every namespace served: listed; a list: as given). */
+  async templateNamespaces(): Promise<string[]> {
+    if (!this.served.all) return [...this.served.names];
+    const templates = await this.pagesOf<Template>(
+      this.served.collections(GROUP, VERSION, TEMPLATES)[0] ?? "",
+      undefined,
+    );
+    return [...new Set(templates.map((t) => t.metadata.namespace ?? ""))].filter(Boolean).sort();
+  }
+
   private async getIfExists<T>(path: string): Promise<T | undefined> {
     try {
       return await this.rest.request<T>("GET", path);
@@ -237,11 +247,12 @@ export class UserlandStore {
   }
 
   /**
-   * Deletes one Userland; false when it did not exist. `uid` guards against deleting a Userland
-   * re-created under the same name since it was looked at.
+   * Deletes one Userland (in `namespace`, default: where the Userland of that name is); false when
+   * it did not exist. `uid` guards against deleting a Userland re-created under the same name since
+   * it was looked at.
    */
-  async delete(name: string, uid?: string): Promise<boolean> {
-    const ns = await this.namespaceOf(name);
+  async delete(name: string, uid?: string, namespace?: string): Promise<boolean> {
+    const ns = namespace ?? (await this.namespaceOf(name));
     if (ns === undefined) return false;
     try {
       await this.rest.request("DELETE", this.userlandPath(name, ns), {

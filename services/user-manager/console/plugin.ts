@@ -302,8 +302,9 @@ export const consoleRoutes: FastifyPluginCallback<ConsoleOptions> = (app, opts, 
 
   app.get(`${CONSOLE_PATH}/roster`, { schema: hidden }, async (request, reply) => {
     const name = template((request.query as Record<string, string | undefined>).template, "query");
-    // The upload creates Userlands: a teacher who may not is told now, not after choosing a file.
-    await request.authorize("create");
+    // The upload creates Userlands: a teacher who may not is told now, not after choosing a file
+    // (where the Template is, with several namespaces served).
+    await request.authorize("create", undefined, (await store.getTemplate(name))?.metadata.namespace);
     return send(reply, 200, rosterFormPage(viewerOf(request), name, opts.rosterMaxBytes));
   });
 

@@ -197,11 +197,38 @@ test("several namespaces: create in the Template's namespace, list across, check
   assert.equal((await call("GET", `/api/v1/userlands/${jupyterName}`, nobody)).status, 403);
   assert.equal((await call("GET", "/api/v1/userlands/no-such-userland", nobody)).status, 403);
 
-  // A roster puts each line's Userland in its Template's namespace; importing needs both courses.
+  // A roster puts each line's Userland in its Template's namespace. The teacher of course a alone
+  // imports a's lines; the line for b's Template is invalid, naming b; a roster for b's Template
+  // is refused whole.
   const roster = { templateName: "code", users: ["erin", { user: "frank", templateName: "jupyter" }] };
-  assert.equal((await call("POST", "/api/v1/rosters/import", onlyA, roster)).status, 403);
+  const partly = await call("POST", "/api/v1/rosters/import", onlyA, roster);
+  assert.equal(partly.status, 200, JSON.stringify(partly.json));
+  assert.deepEqual(
+    (partly.json.created as { user: string }[]).map((c) => c.user),
+    ["erin"],
+  );
+  const invalid = partly.json.invalid as { line: number; user: string; reason: string }[];
+  assert.deepEqual(
+    invalid.map((i) => i.user),
+    ["frank"],
+  );
+  assert.match(invalid[0]?.reason ?? "", new RegExp(`namespace "${b}", where Template "jupyter" is`));
+  const wholeB = await call("POST", "/api/v1/rosters/import", onlyA, {
+    templateName: "jupyter",
+    users: ["gina"],
+  });
+  assert.equal(wholeB.status, 403);
+  assert.match(JSON.stringify(wholeB.json), new RegExp(b));
   const imported = await call("POST", "/api/v1/rosters/import", both, roster);
   assert.equal(imported.status, 200, JSON.stringify(imported.json));
+  assert.deepEqual(
+    (imported.json.created as { user: string }[]).map((c) => c.user),
+    ["frank"],
+  );
+  assert.deepEqual(
+    (imported.json.existing as { user: string }[]).map((c) => c.user),
+    ["erin"],
+  );
   const createdIn = async (user: string, template: string) => {
     const r = await call("GET", `/api/v1/users/${user}/userland?template=${template}`, both);
     assert.equal(r.status, 200, JSON.stringify(r.json));
@@ -228,7 +255,7 @@ test("several namespaces: create in the Template's namespace, list across, check
   );
 });
 
-test('"*": a named Userland is checked in its namespace; calls naming none need the right cluster-wide', async (t) => {
+test('"*": a named Userland is checked in its namespace; a teacher bound in one namespace lists and imports there', async (t) => {
   const { own, a, b: later } = await namespaces(t);
   // Every namespace of a shared test cluster is served: Template names no other test uses.
   const suffix = randomBytes(4).toString("hex");
@@ -270,10 +297,41 @@ test('"*": a named Userland is checked in its namespace; calls naming none need 
   const listed = await call("GET", `/api/v1/users/${user}/userlands`, everywhere);
   assert.equal((listed.json.items as unknown[]).length, 2);
 
-  // Bound in one namespace only: its Userlands by name, but no cluster-wide list.
+  // Bound in one namespace only: its Userlands by name; lists show that namespace's only.
   assert.equal((await call("GET", `/api/v1/userlands/${String(code.json.name)}`, onlyA)).status, 200);
   assert.equal((await call("GET", `/api/v1/userlands/${String(created.json.name)}`, onlyA)).status, 403);
-  const list = await call("GET", "/api/v1/userlands", onlyA);
+  const names = async (path: string, caller: string) => {
+    const r = await call("GET", path, caller);
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+    return (r.json.items as { name: string }[]).map((u) => u.name).sort();
+  };
+  assert.deepEqual(await names("/api/v1/userlands", onlyA), [String(code.json.name)]);
+  assert.deepEqual(await names(`/api/v1/users/${user}/userlands`, onlyA), [String(code.json.name)]);
+  assert.equal((await names("/api/v1/userlands", everywhere)).length >= 2, true);
+
+  // Its roster import creates the lines of a's Template; the other namespace's line is invalid.
+  const roster = {
+    users: [
+      { user: `erin-${suffix}`, templateName: codeT },
+      { user: `frank-${suffix}`, templateName: jupyterT },
+    ],
+  };
+  const imported = await call("POST", "/api/v1/rosters/import", onlyA, roster);
+  assert.equal(imported.status, 200, JSON.stringify(imported.json));
+  assert.deepEqual(
+    (imported.json.created as { user: string }[]).map((c) => c.user),
+    [`erin-${suffix}`],
+  );
+  const invalid = imported.json.invalid as { user: string; reason: string }[];
+  assert.deepEqual(
+    invalid.map((i) => i.user),
+    [`frank-${suffix}`],
+  );
+  assert.match(invalid[0]?.reason ?? "", new RegExp(`namespace "${later}"`));
+
+  // Without a right anywhere: a list is refused, naming the cluster-wide right.
+  const nobody = await serviceAccountToken(own, "nobody");
+  const list = await call("GET", "/api/v1/userlands", nobody);
   assert.equal(list.status, 403);
   assert.match(JSON.stringify(list.json), /in every namespace/);
 });
