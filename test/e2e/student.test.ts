@@ -98,7 +98,10 @@ test("a new student logs in, is provisioned, waits on the starting page, works i
 
   // Logout at the auth service, then the platform sends the student back to the login page.
   await page.goto(`${platform.authUrl}/logout`);
-  await Promise.all([page.waitForLoadState("load"), page.click("button[type=submit]")]);
+  // The sign-out ends, through the home page (signed out now), at the provider's form. Waiting for
+  // it first: a navigation started while that chain still runs is interrupted by its next hop.
+  await page.click("button[type=submit]");
+  await page.waitForSelector("input[name=name]", { timeout: 30_000 });
   await gotoSignIn(page, platform.url);
   await page.waitForSelector("input[name=name]");
   assert.ok(page.url().startsWith(platform.identityProviderUrl), "locked out after logout");
