@@ -23,15 +23,23 @@ import { exposeFromNode, inNode, realNode } from "../support/realNode.ts";
 /** What the node namespace holds for `addresses` (sockets, conntrack, nft rules): why a request hung. */
 async function relayDiagnosis(addresses: string[]): Promise<string> {
   const out: string[] = [];
+  // Every TCP state (a connect stuck in SYN-SENT too) and socat's Unix sockets: last time the
+  // hung request reached no TCP connection to the Service at all.
   for (const [what, cmd, args] of [
-    ["sockets", "ss", ["-tnpi"]],
+    ["sockets", "ss", ["-tanpi"]],
+    ["socat's unix sockets", "ss", ["-xanp"]],
     ["conntrack", "conntrack", ["-L"]],
     ["nft", "nft", ["list", "ruleset"]],
   ] as const) {
     const r = await inNode(cmd, [...args]);
     const lines = `${r.stdout}${r.stderr}`.split("\n");
-    const wanted = what === "sockets" ? lines : lines.filter((l) => addresses.some((a) => l.includes(a)));
-    out.push(`## ${what} (exit ${r.code})`, ...wanted.slice(0, 80));
+    const wanted =
+      what === "sockets"
+        ? lines
+        : lines.filter((l) =>
+            (what === "conntrack" || what === "nft" ? addresses : ["socat"]).some((a) => l.includes(a)),
+          );
+    out.push(`## ${what} (exit ${r.code})`, ...wanted.slice(0, 160));
   }
   return out.join("\n");
 }
