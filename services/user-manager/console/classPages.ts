@@ -9,9 +9,10 @@ export interface ClassSummary {
   total: number;
 }
 
+/** `where`: the namespaces served, as a phrase (`namespace "ide"`, `any namespace`). */
 export function indexPage(
   viewer: Viewer,
-  namespace: string,
+  where: string,
   summaries: ClassSummary[],
   classLabel: string,
 ): string {
@@ -30,9 +31,7 @@ export function indexPage(
   return consolePage(
     "Your classes",
     viewer,
-    html`<p class="muted">
-        Environments in namespace <code>${namespace}</code> that you may manage, by Template.
-      </p>
+    html`<p class="muted">Environments in ${where} that you may manage, by Template.</p>
       ${
         summaries.length > 0
           ? html`<table>

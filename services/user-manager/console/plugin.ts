@@ -14,6 +14,7 @@ import type { FastifyPluginCallback, FastifyReply, FastifyRequest } from "fastif
 import pLimit from "p-limit";
 import { UserlandAnnotations, type Userland } from "../../../api/v1alpha1/index.ts";
 import { html } from "../../../lib/html.ts";
+import { ALL_NAMESPACES } from "../../../lib/namespaces.ts";
 import { KubeError } from "../../../lib/kubeRest.ts";
 import type { ConsoleConfig } from "../config.ts";
 import { HttpError, badRequest, fromKubeError } from "../errors.ts";
@@ -100,6 +101,13 @@ export const consoleRoutes: FastifyPluginCallback<ConsoleOptions> = (app, opts, 
     const viewer = request.caller ? viewerOf(request) : undefined;
     if (status === 403) {
       const who = viewer?.kubernetesUser ?? "";
+      // Where the refused right was asked (several namespaces served: a course's), for the hint.
+      const refusedIn = error instanceof HttpError ? error.extra.permission : undefined;
+      const asked = (refusedIn as { namespace?: unknown } | undefined)?.namespace;
+      const hintNamespace =
+        typeof asked === "string" && asked !== ALL_NAMESPACES
+          ? asked
+          : (store.served.single ?? "<course-namespace>");
       return send(
         reply,
         403,
@@ -116,7 +124,7 @@ export const consoleRoutes: FastifyPluginCallback<ConsoleOptions> = (app, opts, 
               }.
               An admin appoints a teacher with a RoleBinding, for example:
             </p>
-            <pre><code>kubectl -n ${store.namespace} create rolebinding teacher-${viewer?.user.replace(/[^a-z0-9]+/gi, "-").toLowerCase() ?? "x"} --clusterrole=userland-teacher --user=${who}</code></pre>`,
+            <pre><code>kubectl -n ${hintNamespace} create rolebinding teacher-${viewer?.user.replace(/[^a-z0-9]+/gi, "-").toLowerCase() ?? "x"} --clusterrole=userland-teacher --user=${who}</code></pre>`,
         ),
       );
     }
@@ -130,8 +138,10 @@ export const consoleRoutes: FastifyPluginCallback<ConsoleOptions> = (app, opts, 
   });
 
   /**
-   * The Userlands the caller may see among those `wanted` keeps: all of them with `list`;
-   * otherwise (a Role with resourceNames) those it may `get`, each asked of RBAC.
+   * The Userlands the caller may see among those `wanted` keeps: all of them with `list`; with
+   * several namespaces served, all of those in the namespaces where it may list (a course's
+   * teacher); the rest (a Role with resourceNames) those it may `get`, each asked of RBAC where
+   * the Userland is. `complete`: every one of them was listable.
    */
   async function visible(
     request: FastifyRequest,
@@ -140,11 +150,20 @@ export const consoleRoutes: FastifyPluginCallback<ConsoleOptions> = (app, opts, 
   ): Promise<{ items: Userland[]; complete: boolean }> {
     const all = (await store.list(filter)).filter(wanted);
     if (await request.may("list")) return { items: all, complete: true };
-    const allowed = await Promise.all(all.map((u) => limit(() => request.may("get", u.metadata.name))));
-    const items = all.filter((_, i) => allowed[i]);
+    const namespaceOf = (u: Userland) => u.metadata.namespace ?? "";
+    const listable = new Set<string>();
+    if (store.served.single === undefined)
+      for (const ns of new Set(all.map(namespaceOf)))
+        if (await request.may("list", undefined, ns)) listable.add(ns);
+    const one = all.filter((u) => !listable.has(namespaceOf(u)));
+    const allowed = await Promise.all(
+      one.map((u) => limit(() => request.may("get", u.metadata.name, namespaceOf(u)))),
+    );
+    const gettable = new Set(one.filter((_, i) => allowed[i]));
+    const items = all.filter((u) => listable.has(namespaceOf(u)) || gettable.has(u));
     // Nothing to show and no right to list: the standard 403, naming the missing verb.
     if (items.length === 0) await request.authorize("list");
-    return { items, complete: false };
+    return { items, complete: one.length === 0 };
   }
 
   /** One request to the REST API as the teacher; its answer, parsed. */
@@ -197,7 +216,7 @@ export const consoleRoutes: FastifyPluginCallback<ConsoleOptions> = (app, opts, 
       byTemplate.set(t, summary);
     }
     const summaries = [...byTemplate.values()].sort((a, b) => a.template.localeCompare(b.template));
-    return send(reply, 200, indexPage(viewerOf(request), store.namespace, summaries, config.classLabel));
+    return send(reply, 200, indexPage(viewerOf(request), store.where, summaries, config.classLabel));
   });
 
   app.get(`${CONSOLE_PATH}/class`, { schema: hidden }, async (request, reply) => {
@@ -212,11 +231,7 @@ export const consoleRoutes: FastifyPluginCallback<ConsoleOptions> = (app, opts, 
         (klass === undefined || u.metadata.labels?.[config.classLabel] === klass),
     );
     if (items.length === 0 && !(await store.getTemplate(name)))
-      throw new HttpError(
-        404,
-        "NotFound",
-        `Template "${name}" does not exist in namespace "${store.namespace}"`,
-      );
+      throw new HttpError(404, "NotFound", `Template "${name}" does not exist in ${store.where}`);
     const rows: Row[] = items
       .map((u) => rowOf(u))
       .sort((a, b) => a.user.localeCompare(b.user) || a.name.localeCompare(b.name));

@@ -6,12 +6,22 @@
  */
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { test, type TestContext } from "node:test";
 import { type Userland } from "../../../api/v1alpha1/index.ts";
 import { k8s } from "../../../lib/kube.ts";
 import { KubeRest } from "../../../lib/kubeRest.ts";
 import { createLogger } from "../../../lib/logger.ts";
 import { parseWatchNamespaces } from "../../../lib/namespaces.ts";
+import {
+  SESSION_COOKIE,
+  createSessionSigner,
+  generateSigningKey,
+  parseSigningKeys,
+  publicJwks,
+} from "../../../lib/session.ts";
 import {
   eventually,
   serviceAccountToken,
@@ -21,12 +31,14 @@ import {
 import { installCrds } from "../../../test/support/operator.ts";
 import {
   createTemplate,
+  createUserland,
   simpleTemplateSpec,
   tryGet,
   userlandsPath,
 } from "../../../test/support/resources.ts";
 import { buildApp } from "../app.ts";
-import { defaultConfig } from "../config.ts";
+import { defaultConfig, type UserManagerConfig } from "../config.ts";
+import { CONSOLE_ORIGIN, LOGIN_URL, TEACHER_RULES, USER_PREFIX } from "./consoleSupport.ts";
 
 const rbacApi = async () => (await testCluster()).kc.makeApiClient(k8s.RbacAuthorizationV1Api);
 
@@ -58,7 +70,12 @@ async function clusterBind(t: TestContext, own: string, sa: string, role: string
 }
 
 /** The service under USERLAND_WATCH_NAMESPACES=`watch`, with Userland rights there; `call` as a caller. */
-async function serve(t: TestContext, own: string, watch: string[] | "*") {
+async function serve(
+  t: TestContext,
+  own: string,
+  watch: string[] | "*",
+  config: Partial<UserManagerConfig> = {},
+) {
   const cluster = await testCluster();
   if (watch === "*") await clusterBind(t, own, "user-manager", "cluster-admin");
   else await bind(own, "user-manager", "cluster-admin", watch);
@@ -76,7 +93,10 @@ async function serve(t: TestContext, own: string, watch: string[] | "*") {
     }
   });
   const app = await buildApp({
-    config: defaultConfig({ watchNamespaces: parseWatchNamespaces(watch === "*" ? "*" : watch.join(",")) }),
+    config: defaultConfig({
+      watchNamespaces: parseWatchNamespaces(watch === "*" ? "*" : watch.join(",")),
+      ...config,
+    }),
     rest,
     namespace: own,
     log: createLogger("user-manager", process.env.SHOW_USER_MANAGER_LOGS ? "debug" : "silent"),
@@ -334,4 +354,63 @@ test('"*": a named Userland is checked in its namespace; a teacher bound in one 
   const list = await call("GET", "/api/v1/userlands", nobody);
   assert.equal(list.status, 403);
   assert.match(JSON.stringify(list.json), /in every namespace/);
+});
+
+test("several namespaces in the console: a course's teacher sees that course's class whole, and a refusal's hint names the course's namespace", async (t) => {
+  const { own, a, b } = await namespaces(t);
+  await createTemplate(a, "code", simpleTemplateSpec());
+  await createTemplate(b, "jupyter", simpleTemplateSpec());
+  await createUserland(a, "ada-code", "ada", "code");
+  await createUserland(b, "bob-jupyter", "bob", "jupyter");
+
+  const dir = await mkdtemp(join(tmpdir(), "userland-console-"));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const keys = await parseSigningKeys({ keys: [await generateSigningKey()] });
+  const keysFile = join(dir, "public.json");
+  await writeFile(keysFile, JSON.stringify(publicJwks(keys)));
+  const { base } = await serve(t, own, [a, b], {
+    sessionKeysFile: keysFile,
+    loginUrl: new URL(LOGIN_URL),
+    consoleUrl: new URL(`${CONSOLE_ORIGIN}/console/`),
+  });
+
+  // carol teaches course a: a Role there, bound to her session's Kubernetes user.
+  const rbac = await rbacApi();
+  await rbac.createNamespacedRole({
+    namespace: a,
+    body: { metadata: { name: "teacher" }, rules: TEACHER_RULES },
+  });
+  await rbac.createNamespacedRoleBinding({
+    namespace: a,
+    body: {
+      metadata: { name: "carol" },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "teacher" },
+      subjects: [{ kind: "User", name: `${USER_PREFIX}carol`, apiGroup: "rbac.authorization.k8s.io" }],
+    },
+  });
+  const cookie = `${SESSION_COOKIE}=${await createSessionSigner(keys).sign("carol", 600)}`;
+  const page = async (path: string) => {
+    const r = await fetch(base + path, { redirect: "manual", headers: { cookie, accept: "text/html" } });
+    return { status: r.status, text: await r.text() };
+  };
+
+  const index = await eventually("carol's Role to take effect", async () => {
+    const r = await page("/console/");
+    return r.status === 200 ? r : undefined;
+  });
+  assert.match(index.text, /code/);
+  assert.doesNotMatch(index.text, /jupyter/);
+  assert.match(index.text, new RegExp(`${a}.*${b}`, "s"), "the index names the namespaces served");
+
+  // Her class, listable in its namespace: shown whole, not "one by one".
+  const klass = await page("/console/class?template=code");
+  assert.equal(klass.status, 200, klass.text);
+  assert.match(klass.text, /ada/);
+  assert.doesNotMatch(klass.text, /one by one/);
+
+  // Course b's class: refused, and the hint binds her where the right was missing.
+  const other = await page("/console/class?template=jupyter");
+  assert.equal(other.status, 403);
+  assert.doesNotMatch(other.text, /bob/);
+  assert.match(other.text, new RegExp(`kubectl -n ${b} create rolebinding`));
 });
