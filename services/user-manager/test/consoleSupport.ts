@@ -18,6 +18,7 @@ import {
   publicJwks,
 } from "../../../lib/session.ts";
 import { eventually, testCluster } from "../../../test/support/cluster.ts";
+import type { UserManagerConfig } from "../config.ts";
 import { startUserManager, type Harness, type HarnessOptions } from "./support.ts";
 
 export const CONSOLE_ORIGIN = "https://console.example.test";
@@ -53,13 +54,32 @@ export interface ConsoleHarness extends Harness {
 
 let roleCount = 0;
 
-export async function startConsole(t: TestContext, opts: HarnessOptions = {}): Promise<ConsoleHarness> {
+/**
+ * The console's settings with a new session key (its public half in a file, as the chart mounts
+ * it), and a session cookie header for `user` with `groups`, as the auth service signs it.
+ */
+export async function consoleSessions(t: TestContext): Promise<{
+  config: Pick<UserManagerConfig, "sessionKeysFile" | "loginUrl" | "consoleUrl">;
+  cookie: (user: string, groups?: string[]) => Promise<string>;
+}> {
   const dir = await mkdtemp(join(tmpdir(), "userland-console-"));
   t.after(() => rm(dir, { recursive: true, force: true }));
   const keys = await parseSigningKeys({ keys: [await generateSigningKey()] });
   const keysFile = join(dir, "public.json");
   await writeFile(keysFile, JSON.stringify(publicJwks(keys)));
   const signer = createSessionSigner(keys);
+  return {
+    config: {
+      sessionKeysFile: keysFile,
+      loginUrl: new URL(LOGIN_URL),
+      consoleUrl: new URL(`${CONSOLE_ORIGIN}/console/`),
+    },
+    cookie: async (user, groups = []) => `${SESSION_COOKIE}=${await signer.sign(user, 600, groups)}`,
+  };
+}
+
+export async function startConsole(t: TestContext, opts: HarnessOptions = {}): Promise<ConsoleHarness> {
+  const sessions = await consoleSessions(t);
 
   const logs: Record<string, unknown>[] = [];
   const log = pino(
@@ -69,12 +89,7 @@ export async function startConsole(t: TestContext, opts: HarnessOptions = {}): P
   const h = await startUserManager(t, {
     log,
     ...opts,
-    config: {
-      sessionKeysFile: keysFile,
-      loginUrl: new URL(LOGIN_URL),
-      consoleUrl: new URL(`${CONSOLE_ORIGIN}/console/`),
-      ...opts.config,
-    },
+    config: { ...sessions.config, ...opts.config },
   });
   const cluster = await testCluster();
   const rbac = cluster.kc.makeApiClient(k8s.RbacAuthorizationV1Api);
@@ -125,7 +140,7 @@ export async function startConsole(t: TestContext, opts: HarnessOptions = {}): P
   return {
     ...h,
     logs,
-    cookie: async (user, groups = []) => `${SESSION_COOKIE}=${await signer.sign(user, 600, groups)}`,
+    cookie: sessions.cookie,
     appoint,
     post: (path, cookie, fields, origin = CONSOLE_ORIGIN) => {
       const body = new URLSearchParams();

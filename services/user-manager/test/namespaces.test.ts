@@ -6,22 +6,12 @@
  */
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { test, type TestContext } from "node:test";
 import { type Userland } from "../../../api/v1alpha1/index.ts";
 import { k8s } from "../../../lib/kube.ts";
 import { KubeRest } from "../../../lib/kubeRest.ts";
 import { createLogger } from "../../../lib/logger.ts";
 import { parseWatchNamespaces } from "../../../lib/namespaces.ts";
-import {
-  SESSION_COOKIE,
-  createSessionSigner,
-  generateSigningKey,
-  parseSigningKeys,
-  publicJwks,
-} from "../../../lib/session.ts";
 import {
   eventually,
   serviceAccountToken,
@@ -38,7 +28,7 @@ import {
 } from "../../../test/support/resources.ts";
 import { buildApp } from "../app.ts";
 import { defaultConfig, type UserManagerConfig } from "../config.ts";
-import { CONSOLE_ORIGIN, LOGIN_URL, TEACHER_RULES, USER_PREFIX } from "./consoleSupport.ts";
+import { consoleSessions, TEACHER_RULES, USER_PREFIX } from "./consoleSupport.ts";
 
 const rbacApi = async () => (await testCluster()).kc.makeApiClient(k8s.RbacAuthorizationV1Api);
 
@@ -363,16 +353,8 @@ test("several namespaces in the console: a course's teacher sees that course's c
   await createUserland(a, "ada-code", "ada", "code");
   await createUserland(b, "bob-jupyter", "bob", "jupyter");
 
-  const dir = await mkdtemp(join(tmpdir(), "userland-console-"));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  const keys = await parseSigningKeys({ keys: [await generateSigningKey()] });
-  const keysFile = join(dir, "public.json");
-  await writeFile(keysFile, JSON.stringify(publicJwks(keys)));
-  const { base } = await serve(t, own, [a, b], {
-    sessionKeysFile: keysFile,
-    loginUrl: new URL(LOGIN_URL),
-    consoleUrl: new URL(`${CONSOLE_ORIGIN}/console/`),
-  });
+  const sessions = await consoleSessions(t);
+  const { base } = await serve(t, own, [a, b], sessions.config);
 
   // carol teaches course a: a Role there, bound to her session's Kubernetes user.
   const rbac = await rbacApi();
@@ -388,7 +370,7 @@ test("several namespaces in the console: a course's teacher sees that course's c
       subjects: [{ kind: "User", name: `${USER_PREFIX}carol`, apiGroup: "rbac.authorization.k8s.io" }],
     },
   });
-  const cookie = `${SESSION_COOKIE}=${await createSessionSigner(keys).sign("carol", 600)}`;
+  const cookie = await sessions.cookie("carol");
   const page = async (path: string) => {
     const r = await fetch(base + path, { redirect: "manual", headers: { cookie, accept: "text/html" } });
     return { status: r.status, text: await r.text() };
