@@ -10,6 +10,8 @@
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import WebSocket from "ws";
@@ -41,6 +43,14 @@ async function relayDiagnosis(addresses: string[]): Promise<string> {
           );
     out.push(`## ${what} (exit ${r.code})`, ...wanted.slice(0, 160));
   }
+  // What this process's relays' socat daemons said (errors only, as socat logs by default).
+  for (const dir of readdirSync(tmpdir()).filter((d) => d.startsWith("userland-relay-")))
+    for (const log of readdirSync(join(tmpdir(), dir)).filter(
+      (f) => f.startsWith(`relay-${process.pid}-`) && f.endsWith(".log"),
+    )) {
+      const text = readFileSync(join(tmpdir(), dir, log), "utf8").trim();
+      if (text) out.push(`## ${dir}/${log}`, ...text.split("\n").slice(-20));
+    }
   return out.join("\n");
 }
 
