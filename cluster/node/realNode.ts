@@ -47,6 +47,11 @@ const execFileAsync = promisify(execFile);
 /** Images every real node has; tests import their own (images.ts `importImage`). */
 const NODE_IMAGES = ["pause", "tools", "coredns"];
 
+/** Where the kubelet of the node in `dir` writes containers' logs (<ns>_<pod>_<uid>/<container>/N.log). */
+export function podLogsDir(dir: string): string {
+  return join(dir, "pod-logs");
+}
+
 export interface RealNodeInfo {
   name: string;
   ip: string;
@@ -90,7 +95,7 @@ export class RealNode {
       cniConfDir: join(this.dir, "cni"),
       cniDataDir: join(this.dir, "cni-ipam"),
       kubeletRoot: join(this.dir, "kubelet"),
-      podLogs: join(this.dir, "pod-logs"),
+      podLogs: podLogsDir(this.dir),
       volumes: join(this.dir, "volumes"),
     };
   }

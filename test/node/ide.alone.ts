@@ -20,7 +20,7 @@ import { k8s } from "../../lib/kube.ts";
 import { testCluster, testNamespace } from "../support/cluster.ts";
 import { startOperator } from "../support/operator.ts";
 import { createTemplate, createUserland, waitForPhase } from "../support/resources.ts";
-import { exposeFromNode, inNode, realNode } from "../support/realNode.ts";
+import { exposeFromNode, inNode, podLog, realNode } from "../support/realNode.ts";
 
 /** What the node namespace holds for `addresses` (sockets, conntrack, nft rules): why a request hung. */
 async function relayDiagnosis(addresses: string[]): Promise<string> {
@@ -140,6 +140,12 @@ test("a student's Jupyter from deploy/jupyter.yaml runs on the real node and run
       const podIP = pod?.status?.podIP ?? "";
       t.diagnostic(`${url} failed (${String(error)}); pod ${podIP}, Service ${clusterIP}`);
       t.diagnostic(await relayDiagnosis([clusterIP, podIP].filter(Boolean)));
+      // The last hang (CI, POST /api/kernels) had its connection open to the Service all along:
+      // what Jupyter itself said of the request (a kernel start waits for the kernel to answer).
+      const jupyterLog = pod
+        ? await podLog(pod, "jupyter").catch((e: unknown) => `(no log: ${String(e)})`)
+        : "(no pod)";
+      t.diagnostic(`## Jupyter's log\n${jupyterLog}`);
       const direct = await exposeFromNode(t, `${podIP}:8888`);
       const straight = await globalThis
         .fetch(`http://127.0.0.1:${direct}/api`, { signal: AbortSignal.timeout(30_000) })
@@ -159,11 +165,13 @@ test("a student's Jupyter from deploy/jupyter.yaml runs on the real node and run
   const tree = await fetch(`${base}/tree`);
   const xsrf = /_xsrf=([^;]+)/.exec(tree.headers.get("set-cookie") ?? "")?.[1] ?? "";
   const headers = { cookie: `_xsrf=${xsrf}`, "x-xsrftoken": xsrf };
+  const kernelAsked = Date.now();
   const kernel = await fetch(`${base}/api/kernels`, {
     method: "POST",
     headers,
     body: JSON.stringify({ name: "python3" }),
   });
+  t.diagnostic(`POST /api/kernels (a kernel start) answered in ${Date.now() - kernelAsked} ms`);
   assert.equal(kernel.status, 201, await kernel.clone().text());
   const { id } = (await kernel.json()) as { id: string };
   const result = await runCell(`ws://127.0.0.1:${port}/api/kernels/${id}/channels`, headers, "6 * 7");

@@ -4,11 +4,12 @@
  * namespace (`inNode`), or inside a pod's container through containerd (`execInContainer`, what
  * `kubectl exec` does; the API server cannot dial the kubelet from loopback).
  */
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { TestContext } from "node:test";
 import type { V1Pod } from "@kubernetes/client-node";
 import { k8s } from "../../lib/kube.ts";
-import type { RealNodeInfo } from "../../cluster/node/realNode.ts";
+import { podLogsDir, type RealNodeInfo } from "../../cluster/node/realNode.ts";
 import { Relays } from "../../cluster/node/relay.ts";
 import { run, type RunResult } from "../chart/support.ts";
 import { eventually, testCluster } from "./cluster.ts";
@@ -22,6 +23,25 @@ export async function realNode(): Promise<RealNodeInfo & { binDir: string }> {
     throw new Error("the real node is not running: test/run.ts starts it unless USERLAND_REAL_NODE=off");
   }
   return { ...info.realNode, binDir: info.binDir };
+}
+
+/**
+ * The last `lines` lines a container of a pod on the real node wrote, as `kubectl logs` shows
+ * them (the API server cannot dial the kubelet from loopback; the logs are files on this machine).
+ */
+export async function podLog(pod: V1Pod, container: string, lines = 40): Promise<string> {
+  const dir = podLogsDir((await realNode()).dir);
+  const prefix = `${pod.metadata?.namespace}_${pod.metadata?.name}_`;
+  const podDir = readdirSync(dir).find((d) => d.startsWith(prefix));
+  if (!podDir) return `(no logs of ${prefix}* in ${dir})`;
+  const files = readdirSync(join(dir, podDir, container)).sort();
+  const last = files.at(-1);
+  if (!last) return "(no log file)";
+  return readFileSync(join(dir, podDir, container, last), "utf8")
+    .trimEnd()
+    .split("\n")
+    .slice(-lines)
+    .join("\n");
 }
 
 /** Runs `command` in the real node's network namespace (not in a pod); resolves with its outcome. */
