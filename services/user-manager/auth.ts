@@ -226,15 +226,7 @@ export class AccessReviewer {
   ): Promise<Decision> {
     const { rest, ttlMs, metrics } = this.opts;
     const all = namespace === ALL_NAMESPACES;
-    const key = JSON.stringify([
-      namespace,
-      caller.username,
-      caller.uid ?? "",
-      [...caller.groups].sort(),
-      caller.extra ?? {},
-      verb,
-      name ?? "",
-    ]);
+    const key = JSON.stringify([namespace, callerKey(caller), verb, name ?? ""]);
     if (this.allowed.get(key)) return { allowed: true };
     let status:
       { allowed?: boolean; denied?: boolean; reason?: string; evaluationError?: string } | undefined;
@@ -273,6 +265,18 @@ export class AccessReviewer {
     return { allowed, ...(status?.reason ? { reason: status.reason } : {}) };
   }
 }
+
+/** Who a caller is, for caches of what it may do: everything RBAC decides by. */
+function callerKey(caller: Caller): string {
+  return JSON.stringify([caller.username, caller.uid ?? "", [...caller.groups].sort(), caller.extra ?? {}]);
+}
+
+/**
+ * How long a caller's namespaces (the scan below) are reused, denials included: a signed-in
+ * student, with rights nowhere, would otherwise make every list cost a review per course
+ * namespace. A namespace newly granted or revoked shows in lists within this time.
+ */
+const NAMESPACE_SCAN_TTL_MS = 5_000;
 
 /** The bearer token of a request, undefined without one; 401 for a malformed Authorization header. */
 export function bearerToken(header: string | undefined): string | undefined {
@@ -399,6 +403,7 @@ export function installAuth(app: FastifyInstance, opts: AuthOptions): void {
   app.decorateRequest("authorize", authorize);
   app.decorateRequest("may", may);
   app.decorateRequest("namespaces", null);
+  const scans = reviewCache<Promise<readonly string[]>>();
 
   async function mayAll(request: FastifyRequest, verbs: readonly Verb[], ns: string): Promise<boolean> {
     for (const verb of verbs) if (!(await request.may(verb, undefined, ns))) return false;
@@ -416,9 +421,21 @@ export function installAuth(app: FastifyInstance, opts: AuthOptions): void {
   ): Promise<readonly string[] | null> {
     const everywhere = opts.namespaces.includes(ALL_NAMESPACES);
     if (everywhere && (await mayAll(request, verbs, ALL_NAMESPACES))) return null;
-    const candidates = everywhere ? ((await opts.candidateNamespaces?.()) ?? []) : opts.namespaces;
-    const answers = await Promise.all(candidates.map((ns) => mayAll(request, verbs, ns)));
-    const granted = candidates.filter((_, i) => answers[i]);
+    const caller = request.caller;
+    if (!caller) throw new HttpError(401, "Unauthorized", "authentication required");
+    const key = JSON.stringify([callerKey(caller), verbs]);
+    let scan = scans.get(key);
+    if (!scan) {
+      scan = (async () => {
+        const candidates = everywhere ? ((await opts.candidateNamespaces?.()) ?? []) : opts.namespaces;
+        const answers = await Promise.all(candidates.map((ns) => mayAll(request, verbs, ns)));
+        return candidates.filter((_, i) => answers[i]);
+      })();
+      // Concurrent requests of one caller share the scan; a failed one is not remembered.
+      scans.set(key, scan, { ttl: NAMESPACE_SCAN_TTL_MS });
+      scan.catch(() => scans.delete(key));
+    }
+    const granted = await scan;
     // None: the first refusal, as a call checked everywhere would answer.
     if (granted.length === 0) for (const verb of verbs) await request.authorize(verb);
     return granted;

@@ -27,8 +27,10 @@ import {
   userlandsPath,
 } from "../../../test/support/resources.ts";
 import { buildApp } from "../app.ts";
+import { createMetrics } from "../metrics.ts";
 import { defaultConfig, type UserManagerConfig } from "../config.ts";
 import { consoleSessions, TEACHER_RULES, USER_PREFIX } from "./consoleSupport.ts";
+import { metricValue } from "./support.ts";
 
 const rbacApi = async () => (await testCluster()).kc.makeApiClient(k8s.RbacAuthorizationV1Api);
 
@@ -82,7 +84,9 @@ async function serve(
       return false;
     }
   });
+  const metrics = createMetrics();
   const app = await buildApp({
+    metrics,
     config: defaultConfig({
       watchNamespaces: parseWatchNamespaces(watch === "*" ? "*" : watch.join(",")),
       ...config,
@@ -107,7 +111,7 @@ async function serve(
     });
     return { status: r.status, json: (await r.json().catch(() => ({}))) as Record<string, unknown> };
   };
-  return { base, call };
+  return { base, call, metrics };
 }
 
 /** The service's own namespace and two courses' (the CRDs installed). */
@@ -271,7 +275,7 @@ test('"*": a named Userland is checked in its namespace; a teacher bound in one 
   const suffix = randomBytes(4).toString("hex");
   const [codeT, jupyterT, user] = [`c${suffix}`, `j${suffix}`, `ada-${suffix}`];
   await createTemplate(a, codeT, simpleTemplateSpec());
-  const { call } = await serve(t, own, "*");
+  const { call, metrics } = await serve(t, own, "*");
   await createTemplate(later, jupyterT, simpleTemplateSpec());
 
   const rbac = await rbacApi();
@@ -339,11 +343,20 @@ test('"*": a named Userland is checked in its namespace; a teacher bound in one 
   );
   assert.match(invalid[0]?.reason ?? "", new RegExp(`namespace "${later}"`));
 
-  // Without a right anywhere: a list is refused, naming the cluster-wide right.
+  // Without a right anywhere: a list is refused, naming the cluster-wide right. Asked again at
+  // once, the scan of every namespace holding a Template is not repeated: two reviews a request.
   const nobody = await serviceAccountToken(own, "nobody");
   const list = await call("GET", "/api/v1/userlands", nobody);
   assert.equal(list.status, 403);
   assert.match(JSON.stringify(list.json), /in every namespace/);
+  const reviews = async () =>
+    metricValue(await metrics.registry.metrics(), "userland_user_manager_access_reviews_total", {
+      verb: "list",
+      result: "denied",
+    });
+  const before = await reviews();
+  for (let i = 0; i < 3; i++) assert.equal((await call("GET", "/api/v1/userlands", nobody)).status, 403);
+  assert.equal((await reviews()) - before, 6, "the cluster-wide review and the refusal's, each time");
 });
 
 test("several namespaces in the console: a course's teacher sees that course's class whole, and a refusal's hint names the course's namespace", async (t) => {
