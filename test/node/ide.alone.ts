@@ -25,8 +25,9 @@ import { exposeFromNode, inNode, podLog, realNode } from "../support/realNode.ts
 /** What the node namespace holds for `addresses` (sockets, conntrack, nft rules): why a request hung. */
 async function relayDiagnosis(addresses: string[]): Promise<string> {
   const out: string[] = [];
-  // Every TCP state (a connect stuck in SYN-SENT too) and socat's Unix sockets: last time the
-  // hung request reached no TCP connection to the Service at all.
+  // Every TCP state (a connect stuck in SYN-SENT too) of the relays' sockets and those to the
+  // Service and pod (the API server's relays left out: they filled the output before), and
+  // socat's Unix sockets.
   for (const [what, cmd, args] of [
     ["sockets", "ss", ["-tanpi"]],
     ["socat's unix sockets", "ss", ["-xanp"]],
@@ -35,12 +36,18 @@ async function relayDiagnosis(addresses: string[]): Promise<string> {
   ] as const) {
     const r = await inNode(cmd, [...args]);
     const lines = `${r.stdout}${r.stderr}`.split("\n");
-    const wanted =
-      what === "sockets"
-        ? lines
-        : lines.filter((l) =>
-            (what === "conntrack" || what === "nft" ? addresses : ["socat"]).some((a) => l.includes(a)),
-          );
+    const keys = what === "conntrack" || what === "nft" ? addresses : ["socat", ...addresses];
+    // A socket's details (-i) follow it on lines of their own, indented: kept with their socket.
+    let keep = false;
+    const wanted = lines.filter((l) => {
+      if (what === "sockets" && /^\s/.test(l)) return keep;
+      keep =
+        keys.some((a) => l.includes(a)) &&
+        !l.includes(":6443") &&
+        // socat's own datagram pairs say nothing of a connection.
+        !l.startsWith("u_dgr");
+      return keep;
+    });
     out.push(`## ${what} (exit ${r.code})`, ...wanted.slice(0, 160));
   }
   // What this process's relays' socat daemons said (errors only, as socat logs by default).
@@ -140,8 +147,8 @@ test("a student's Jupyter from deploy/jupyter.yaml runs on the real node and run
       const podIP = pod?.status?.podIP ?? "";
       t.diagnostic(`${url} failed (${String(error)}); pod ${podIP}, Service ${clusterIP}`);
       t.diagnostic(await relayDiagnosis([clusterIP, podIP].filter(Boolean)));
-      // The last hang (CI, POST /api/kernels) had its connection open to the Service all along:
-      // what Jupyter itself said of the request (a kernel start waits for the kernel to answer).
+      // Twice in CI the hung request was POST /api/kernels, its connection to the Service open
+      // all along: what Jupyter itself said (twice nothing: no "Kernel started" within 30 s).
       const jupyterLog = pod
         ? await podLog(pod, "jupyter").catch((e: unknown) => `(no log: ${String(e)})`)
         : "(no pod)";
@@ -154,7 +161,10 @@ test("a student's Jupyter from deploy/jupyter.yaml runs on the real node and run
           (e: unknown) => String(e),
         );
       t.diagnostic(`straight to the pod: ${straight}; once more through the Service`);
-      return globalThis.fetch(url, { ...init, signal: AbortSignal.timeout(60_000) });
+      const again = await globalThis.fetch(url, { ...init, signal: AbortSignal.timeout(60_000) });
+      // Whether Jupyter ever saw the first request ("Kernel started" twice), now that one answered.
+      if (pod) t.diagnostic(`## Jupyter's log after the retry\n${await podLog(pod, "jupyter", 10)}`);
+      return again;
     }
   };
   const api = await fetch(`${base}/api`);
@@ -164,6 +174,8 @@ test("a student's Jupyter from deploy/jupyter.yaml runs on the real node and run
   // The notebook's XSRF cookie, as a browser gets it from the first page.
   const tree = await fetch(`${base}/tree`);
   const xsrf = /_xsrf=([^;]+)/.exec(tree.headers.get("set-cookie") ?? "")?.[1] ?? "";
+  // Read to the end, so its connection is free again (an unread body holds it).
+  await tree.arrayBuffer();
   const headers = { cookie: `_xsrf=${xsrf}`, "x-xsrftoken": xsrf };
   const kernelAsked = Date.now();
   const kernel = await fetch(`${base}/api/kernels`, {
