@@ -392,19 +392,32 @@ test("rotating the session key as the guide says logs nobody out, and the proxy 
   assert.ok(aliceContext, "alice is signed in (the Jupyter test ran)");
   const url = `http://jupyter.${DOMAIN}/`;
   const oldKid = await sessionKid(aliceContext);
-  const proxyPods = async () =>
+  const pods = async (component: string) =>
     (
       await (
         await testCluster()
       ).kc
         .makeApiClient(k8s.CoreV1Api)
-        .listNamespacedPod({ namespace: NAMESPACE, labelSelector: "app.kubernetes.io/component=proxy" })
-    ).items.map((p) => `${p.metadata?.name}/${p.status?.containerStatuses?.[0]?.restartCount}`);
+        .listNamespacedPod({
+          namespace: NAMESPACE,
+          labelSelector: `app.kubernetes.io/component=${component}`,
+        })
+    ).items;
+  const proxyPods = async () =>
+    (await pods("proxy")).map((p) => `${p.metadata?.name}/${p.status?.containerStatuses?.[0]?.restartCount}`);
   const proxiesBefore = await proxyPods();
 
-  // Step 1: a new key first, the auth service restarted.
+  // Step 1: a new key first, the auth service restarted. Its old pod serves on, with the old key
+  // only, through its endpoint drain after `rollout status` returns (the guide says so): a
+  // sign-in in that time may still be signed with the old key, which stays valid. Waited out here.
   const rotated = await replayGuide("### Rotating the session keys", 0);
   process.stdout.write(`# rotation, step 1: ${rotated} ms\n`);
+  await eventually(
+    "the old auth pod to finish its endpoint drain and go",
+    async () => (await pods("auth")).every((p) => !p.metadata?.deletionTimestamp),
+    60_000,
+    500,
+  );
   const still = await aliceContext.newPage();
   await still.goto(url, { waitUntil: "domcontentloaded" });
   await expectOnPage(
