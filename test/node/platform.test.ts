@@ -394,14 +394,10 @@ test("rotating the session key as the guide says logs nobody out, and the proxy 
   const oldKid = await sessionKid(aliceContext);
   const pods = async (component: string) =>
     (
-      await (
-        await testCluster()
-      ).kc
-        .makeApiClient(k8s.CoreV1Api)
-        .listNamespacedPod({
-          namespace: NAMESPACE,
-          labelSelector: `app.kubernetes.io/component=${component}`,
-        })
+      await (await testCluster()).kc.makeApiClient(k8s.CoreV1Api).listNamespacedPod({
+        namespace: NAMESPACE,
+        labelSelector: `app.kubernetes.io/component=${component}`,
+      })
     ).items;
   const proxyPods = async () =>
     (await pods("proxy")).map((p) => `${p.metadata?.name}/${p.status?.containerStatuses?.[0]?.restartCount}`);
