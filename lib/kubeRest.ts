@@ -301,6 +301,10 @@ function safeJson(text: string): unknown {
 }
 
 /** API paths of the resources the platform works with. */
+/** The root of an API group version: the core group ("") is under /api, every other under /apis. */
+const groupVersionRoot = (group: string, version: string): string =>
+  group === "" ? `/api/${version}` : `/apis/${group}/${version}`;
+
 export const paths = {
   namespaced: (
     group: string,
@@ -309,11 +313,9 @@ export const paths = {
     namespace: string,
     name?: string,
     sub?: string,
-  ): string => {
-    const base = group === "" ? `/api/${version}` : `/apis/${group}/${version}`;
-    return `${base}/namespaces/${encodeURIComponent(namespace)}/${plural}${name ? `/${encodeURIComponent(name)}` : ""}${sub ? `/${sub}` : ""}`;
-  },
+  ): string =>
+    `${groupVersionRoot(group, version)}/namespaces/${encodeURIComponent(namespace)}/${plural}${name ? `/${encodeURIComponent(name)}` : ""}${sub ? `/${sub}` : ""}`,
   /** The collection of a namespaced resource across every namespace (list and watch only). */
   allNamespaces: (group: string, version: string, plural: string): string =>
-    `${group === "" ? `/api/${version}` : `/apis/${group}/${version}`}/${plural}`,
+    `${groupVersionRoot(group, version)}/${plural}`,
 };

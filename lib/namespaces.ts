@@ -89,20 +89,24 @@ interface Dated {
 }
 
 /**
- * Of several objects of one name in different namespaces (a Template named twice), the one that
- * counts: the oldest, then by namespace. Every replica of every component picks the same one, and
- * a newer copy in another namespace never takes over what students already use.
+ * Of several objects that claim one place, the one that counts: the oldest, then by namespace,
+ * then by name. A Template named twice in different namespaces, or a user's two Userlands of one
+ * Template: every replica of every component picks the same one, and a newer copy never takes
+ * over what students already use.
  */
 export function oldest<T extends Dated>(objects: Iterable<T>): T | undefined {
   let best: T | undefined;
-  for (const o of objects) if (!best || before(o, best)) best = o;
+  for (const o of objects) if (!best || isOlder(o, best)) best = o;
   return best;
 }
 
-function before(a: Dated, b: Dated): boolean {
+/** Whether `a` comes before `b` in oldest()'s order (for loops that pick without a copy). */
+export function isOlder(a: Dated, b: Dated): boolean {
   // Plain JSON from the API server: a string, whatever V1ObjectMeta's Date type says.
   const ta = Date.parse(String(a.metadata?.creationTimestamp)) || 0;
   const tb = Date.parse(String(b.metadata?.creationTimestamp)) || 0;
   if (ta !== tb) return ta < tb;
-  return (a.metadata?.namespace ?? "") < (b.metadata?.namespace ?? "");
+  const [na, nb] = [a.metadata?.namespace ?? "", b.metadata?.namespace ?? ""];
+  if (na !== nb) return na < nb;
+  return (a.metadata?.name ?? "") < (b.metadata?.name ?? "");
 }

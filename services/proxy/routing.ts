@@ -11,6 +11,7 @@
 import { isIP } from "node:net";
 import type { Template, Userland } from "../../api/v1alpha1/index.ts";
 import { TEMPLATE_NAME_PATTERN } from "../../api/v1alpha1/template.ts";
+import { isOlder } from "../../lib/namespaces.ts";
 import { normaliseHost, stripPort } from "./host.ts";
 
 const templatePattern = new RegExp(TEMPLATE_NAME_PATTERN);
@@ -89,15 +90,6 @@ export function labelUnder(
 const key = (u: Userland) => `${u.metadata.namespace ?? ""}/${u.metadata.name ?? ""}`;
 const slot = (user: string, template: string) => `${template}\u0000${user}`;
 
-/** Oldest first, then by name: every replica picks the same one among duplicates. */
-function older(a: Userland, b: Userland): boolean {
-  // Plain JSON from the informer: a string, whatever V1ObjectMeta's Date type says.
-  const ta = Date.parse(String(a.metadata.creationTimestamp)) || 0;
-  const tb = Date.parse(String(b.metadata.creationTimestamp)) || 0;
-  if (ta !== tb) return ta < tb;
-  return (a.metadata.name ?? "") < (b.metadata.name ?? "");
-}
-
 /**
  * Userlands by (spec.user, spec.templateName). Fed by informer add/update/delete events; a
  * Userland whose templateName changes moves to its new slot. Two Userlands for the same user and
@@ -136,9 +128,10 @@ export class UserlandIndex {
   find(user: string, templateName: string, namespace?: string): Userland | undefined {
     const entries = this.bySlot.get(slot(user, templateName));
     if (!entries) return undefined;
+    // Of duplicates the oldest, so every replica picks the same one (no copy: every request asks).
     let best: Userland | undefined;
     for (const u of entries.values())
-      if ((namespace === undefined || u.metadata.namespace === namespace) && (!best || older(u, best)))
+      if ((namespace === undefined || u.metadata.namespace === namespace) && (!best || isOlder(u, best)))
         best = u;
     return best;
   }

@@ -205,11 +205,11 @@ export const rosterRoutes: FastifyPluginCallbackTypebox<RosterRouteOptions> = (a
 
       // Templates: the request's own must exist (404, nothing done); a line's unknown template makes that line invalid.
       // Each one's namespace, looked up once: where its new Userlands go (several namespaces served).
-      const templateNamespaces = new Map<string, string | undefined>();
+      const namespaceOfTemplate = new Map<string, string | undefined>();
       const templateExists = async (name: string): Promise<boolean> => {
-        if (!templateNamespaces.has(name))
-          templateNamespaces.set(name, (await store.getTemplate(name))?.metadata.namespace);
-        return templateNamespaces.get(name) !== undefined;
+        if (!namespaceOfTemplate.has(name))
+          namespaceOfTemplate.set(name, (await store.getTemplate(name))?.metadata.namespace);
+        return namespaceOfTemplate.get(name) !== undefined;
       };
       if (defaultTemplate && !(await templateExists(defaultTemplate))) {
         throw notFound(
@@ -218,45 +218,42 @@ export const rosterRoutes: FastifyPluginCallbackTypebox<RosterRouteOptions> = (a
           typeof body === "string" ? "query" : "body",
         );
       }
+      /** Moves the lines `reasonOf` finds fault with (a reason) from the entries to the invalid lines. */
+      const reject = (reasonOf: (e: RosterEntry) => string | undefined) => {
+        const kept: RosterEntry[] = [];
+        for (const e of entries) {
+          const reason = reasonOf(e);
+          if (reason === undefined) kept.push(e);
+          else invalid.push({ line: e.line, user: e.user, reason });
+        }
+        entries = kept;
+        invalid.sort((a, b) => a.line - b.line);
+      };
       const missing = new Set<string>();
       for (const name of new Set(entries.map((e) => e.templateName))) {
         if (name !== defaultTemplate && !(await templateExists(name))) missing.add(name);
       }
-      if (missing.size > 0) {
-        for (const e of entries) {
-          if (missing.has(e.templateName))
-            invalid.push({
-              line: e.line,
-              user: e.user,
-              reason: `Template "${e.templateName}" does not exist in ${store.where}`,
-            });
-        }
-        entries = entries.filter((e) => !missing.has(e.templateName));
-        invalid.sort((a, b) => a.line - b.line);
-      }
+      reject((e) =>
+        missing.has(e.templateName)
+          ? `Template "${e.templateName}" does not exist in ${store.where}`
+          : undefined,
+      );
 
       // Several namespaces: the request's Template must be where the caller may create and list
       // (403, nothing done); a line's Template elsewhere makes that line invalid.
       const granted = request.namespaces;
       if (granted && defaultTemplate) {
-        const ns = templateNamespaces.get(defaultTemplate);
+        const ns = namespaceOfTemplate.get(defaultTemplate);
         if (ns !== undefined && !granted.includes(ns))
           for (const verb of ["create", "list"] as const) await request.authorize(verb, undefined, ns);
       }
-      if (granted) {
-        const refused = (e: RosterEntry) => {
-          const ns = templateNamespaces.get(e.templateName);
-          return ns !== undefined && !granted.includes(ns);
-        };
-        for (const e of entries.filter(refused))
-          invalid.push({
-            line: e.line,
-            user: e.user,
-            reason: `${request.caller?.username ?? "the caller"} may not create and list Userlands in namespace "${templateNamespaces.get(e.templateName) ?? ""}", where Template "${e.templateName}" is`,
-          });
-        entries = entries.filter((e) => !refused(e));
-        invalid.sort((a, b) => a.line - b.line);
-      }
+      if (granted)
+        reject((e) => {
+          const ns = namespaceOfTemplate.get(e.templateName);
+          return ns !== undefined && !granted.includes(ns)
+            ? `${request.caller?.username ?? "the caller"} may not create and list Userlands in namespace "${ns}", where Template "${e.templateName}" is`
+            : undefined;
+        });
 
       const scope = prune ? pruneScope(rows, entries, defaultTemplate) : undefined;
       if (scope?.templates.size === 0) {
@@ -270,14 +267,14 @@ export const rosterRoutes: FastifyPluginCallbackTypebox<RosterRouteOptions> = (a
       const preview = query.preview === true;
       const deleting = prune && !dryRun && invalid.length === 0 && !preview;
       if (deleting)
-        for (const ns of new Set([...(scope?.templates ?? [])].map((t) => templateNamespaces.get(t))))
+        for (const ns of new Set([...(scope?.templates ?? [])].map((t) => namespaceOfTemplate.get(t))))
           await request.authorize("delete", undefined, ns);
 
       // The Userlands of every Template involved, one field-selected list each, where it is.
       const templates = new Set([...entries.map((e) => e.templateName), ...(scope?.templates ?? [])]);
       const userlands: Userland[] = [];
       for (const templateName of templates) {
-        const ns = templateNamespaces.get(templateName);
+        const ns = namespaceOfTemplate.get(templateName);
         userlands.push(...(await store.list({ templateName, namespaces: ns ? [ns] : undefined })));
       }
       const plan = planImport(entries, userlands, scope);
@@ -316,7 +313,7 @@ export const rosterRoutes: FastifyPluginCallbackTypebox<RosterRouteOptions> = (a
             entry.templateName,
             entry.enabled,
             by,
-            templateNamespaces.get(entry.templateName),
+            namespaceOfTemplate.get(entry.templateName),
           );
           metrics.created.inc({ source: "roster" });
           result.created.push({

@@ -29,7 +29,7 @@ import {
   userlandsPath,
 } from "../../api/v1alpha1/index.ts";
 import { isNotFound, statusCode } from "../../lib/kube.ts";
-import type { KubeRest, ListResult } from "../../lib/kubeRest.ts";
+import { paths, type KubeRest, type ListResult } from "../../lib/kubeRest.ts";
 import type { Logger } from "../../lib/logger.ts";
 import { oldest, ServedNamespaces } from "../../lib/namespaces.ts";
 
@@ -50,8 +50,6 @@ const FIELD_SELECTOR_RETRY_MS = 5 * 60_000;
 
 export class UserlandStore {
   readonly rest: KubeRest;
-  /** Where Userlands are, for messages: the one namespace, or the list ("*": every namespace). */
-  readonly namespace: string;
   readonly served: ServedNamespaces;
   /** Where Userlands are, in a message: `namespace "a"`, `namespaces "a", "b"` or `any namespace`. */
   readonly where: string;
@@ -64,7 +62,6 @@ export class UserlandStore {
     this.rest = rest;
     served = typeof served === "string" ? new ServedNamespaces(undefined, served) : served;
     this.served = served;
-    this.namespace = served.single ?? served.toString();
     this.where = served.describe();
     this.log = log;
   }
@@ -152,9 +149,7 @@ export class UserlandStore {
         `metadata.name=${name}`,
       );
     const found = await Promise.all(
-      this.served.names.map((ns) =>
-        this.getIfExists<T>(plural === USERLANDS ? userlandsPath(ns, name) : templatesPath(ns, name)),
-      ),
+      this.served.names.map((ns) => this.getIfExists<T>(paths.namespaced(GROUP, VERSION, plural, ns, name))),
     );
     return found.filter((x) => x !== undefined);
   }

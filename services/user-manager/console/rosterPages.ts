@@ -68,7 +68,7 @@ const TEMPLATE: Column<{ templateName: string }> = { header: "Template", cell: (
 const ENVIRONMENT: Column<{ name: string }> = { header: "Environment", cell: (r) => r.name, mono: true };
 const WHY: Column<{ reason: string }> = { header: "Why", cell: (r) => r.reason };
 
-/** A cell, and a line break after it: a row's text (copied, or read by a screen reader) keeps its words apart. */
+/** A cell, and a space after it: a row's text (copied, or read by a screen reader) keeps its words apart. */
 function td<T>(column: Column<T>, item: T): Html {
   const text = column.cell(item);
   return column.mono ? html`<td class="mono">${text}</td> ` : html`<td>${text}</td> `;
