@@ -1,0 +1,81 @@
+/**
+ * Reads a listed file exactly once: its bytes flow to one consumer (a file being written, a zip entry)
+ * and into a SHA-256 on the way, so the hash is the hash of the bytes the consumer got. A file that a
+ * student changes meanwhile is detected (size, modification and change times before and after, more
+ * bytes than listed) and reported as changed; at most the listed size is ever passed on, so a growing
+ * file cannot push a copy past its limit.
+ */
+import { createHash } from "node:crypto";
+import { Readable } from "node:stream";
+import type { ListedFile, Tree } from "./walk.ts";
+
+export interface ReadResult {
+  /** Bytes passed on. */
+  bytes: number;
+  /** SHA-256 (hex) of exactly those bytes. */
+  sha256: string;
+  /** Why what was passed on may not be the file as listed; undefined when it is. */
+  changed?: string;
+}
+
+const CHUNK = 256 * 1024;
+
+/**
+ * `stream` yields the file's bytes (opened on the first read); `result` settles once the stream has
+ * ended, or rejects with the stream's error.
+ */
+export function readListed(tree: Tree, file: ListedFile): { stream: Readable; result: Promise<ReadResult> } {
+  let settle!: (result: ReadResult) => void;
+  let fail!: (error: unknown) => void;
+  const result = new Promise<ReadResult>((resolve, reject) => {
+    settle = resolve;
+    fail = reject;
+  });
+  // A failure is the stream's error, which its consumer sees; `result` must not be an unhandled one too.
+  result.catch(() => {});
+  async function* chunks(): AsyncGenerator<Buffer> {
+    const hash = createHash("sha256");
+    let bytes = 0;
+    const opened = await tree.openFile(file);
+    if ("changed" in opened) {
+      settle({ bytes, sha256: hash.digest("hex"), changed: opened.changed });
+      return;
+    }
+    const { handle, stats: before } = opened;
+    let changed: string | undefined;
+    try {
+      while (bytes < file.size) {
+        const buffer = Buffer.allocUnsafe(Math.min(CHUNK, file.size - bytes));
+        const { bytesRead } = await handle.read(buffer, 0, buffer.length, bytes);
+        if (bytesRead === 0) break;
+        const chunk = bytesRead === buffer.length ? buffer : buffer.subarray(0, bytesRead);
+        hash.update(chunk);
+        bytes += bytesRead;
+        yield chunk;
+      }
+      const { bytesRead: beyond } = await handle.read(Buffer.alloc(1), 0, 1, bytes);
+      const after = await handle.stat({ bigint: true });
+      if (bytes < file.size)
+        changed = `became shorter while it was being read (${bytes} of ${file.size} bytes)`;
+      else if (beyond > 0 || after.size !== before.size) changed = "grew while it was being read";
+      else if (after.mtimeNs !== before.mtimeNs || after.ctimeNs !== before.ctimeNs) {
+        changed = "changed while it was being read";
+      }
+    } catch (error) {
+      fail(error);
+      throw error;
+    } finally {
+      await handle.close();
+    }
+    settle({
+      bytes,
+      sha256: hash.digest("hex"),
+      ...(changed ? { changed: `${changed} (save your work and try again)` } : {}),
+    });
+  }
+  const stream = Readable.from(chunks(), { objectMode: false, highWaterMark: CHUNK });
+  stream.once("error", fail);
+  // Destroyed by its consumer before the end: the result says so instead of never settling.
+  stream.once("close", () => fail(new Error(`reading ${file.path} stopped before its end`)));
+  return { stream, result };
+}
