@@ -80,7 +80,7 @@ export class Tree {
     let entries = 0;
     const visit = async (dir: FileHandle, folder: string, depth: number): Promise<void> => {
       const names = await readdir(`/proc/self/fd/${dir.fd}`, { encoding: "buffer" });
-      names.sort(Buffer.compare);
+      names.sort((a, b) => Buffer.compare(a, b));
       for (const raw of names) {
         if (++entries > limits.maxFiles) throw limitErrors.files(limits);
         const name = raw.toString("utf8");
