@@ -68,7 +68,7 @@ test("the copy is read-only, its empty folders kept, nothing left beside it", as
   }
 });
 
-test("over a limit, the hand-in fails with the limit's message and leaves no copy, half or whole", async (t) => {
+test("over a limit, the hand-in fails with the limit's message before writing anything", async (t) => {
   const dir = await scratch(t);
   const home = await studentFolder(dir);
   await mkdir(join(dir, "collection"));
