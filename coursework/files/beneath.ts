@@ -24,6 +24,9 @@ const FOLDER_FLAGS = O_RDONLY | O_DIRECTORY | O_NOFOLLOW;
  */
 export const READ_FLAGS = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY;
 
+/** What a student reads when the copier may not read one of their files or folders. */
+export const NO_PERMISSION = "could not be read (no permission: let others read it, e.g. chmod -R a+rX)";
+
 /** A path inside a component refused for being a link or not a folder. */
 export class UnsafePathError extends Error {
   constructor(message: string) {
@@ -67,6 +70,7 @@ export async function openFolderIn(
     if (code === "ELOOP" || code === "ENOTDIR" || code === "ENOENT") {
       throw new UnsafePathError(`${JSON.stringify(shown)} ${await whyNotFolder(dir, name)}`);
     }
+    if (code === "EACCES") throw new UnsafePathError(`${JSON.stringify(shown)} ${NO_PERMISSION}`);
     throw error;
   }
 }

@@ -13,6 +13,7 @@ import { chmod, lstat, mkdir, open, readdir, rename, rm, unlink } from "node:fs/
 import { basename, dirname, join, resolve } from "node:path";
 import type { Limits } from "./limits.ts";
 import { byPath, manifestHash, type FileRecord } from "./manifest.ts";
+import { forEachFile } from "./parallel.ts";
 import { readListed } from "./read.ts";
 import { Tree, type Skipped } from "./walk.ts";
 
@@ -55,12 +56,12 @@ export async function copyTree(from: string, to: string, limits: Limits): Promis
     await mkdir(partial, { mode: 0o700 });
     // Parents come before their children in the listing.
     for (const folder of listing.folders) await mkdir(join(partial, folder), { mode: 0o700 });
-    const files: FileRecord[] = [];
     const skipped = [...listing.skipped];
-    for (const file of listing.files) {
+    const copied = await forEachFile(listing.files, async (file) => {
       const target = join(partial, file.path);
-      // O_EXCL: a fresh file of our own in a folder of our own, never an existing one or a link.
-      const out = await open(target, "wx", 0o600);
+      // O_EXCL: a fresh file of our own in a folder of our own, never an existing one or a link. Mode
+      // 0444 from the start: the descriptor writes all the same.
+      const out = await open(target, "wx", 0o444);
       const { stream, result } = readListed(tree, file);
       try {
         for await (const chunk of stream) await out.write(chunk as Buffer);
@@ -68,15 +69,17 @@ export async function copyTree(from: string, to: string, limits: Limits): Promis
       } finally {
         await out.close();
       }
-      const read = await result;
+      return { file, read: await result, target };
+    });
+    const files: FileRecord[] = [];
+    for (const { file, read, target } of copied) {
       if (read.changed) {
         // A torn file is worse than none: left out, and the receipt says why.
         await unlink(target);
         skipped.push({ path: file.path, reason: `not copied: it ${read.changed}` });
-        continue;
+      } else {
+        files.push({ path: file.path, bytes: read.bytes, sha256: read.sha256 });
       }
-      await chmod(target, 0o444);
-      files.push({ path: file.path, bytes: read.bytes, sha256: read.sha256 });
     }
     // Deepest folders first, so each is synced with its final entries before it becomes read-only.
     for (const folder of [...listing.folders].reverse()) {

@@ -17,10 +17,11 @@ import { randomBytes } from "node:crypto";
 import { constants, type BigIntStats } from "node:fs";
 import { lstat, open, rename, unlink, type FileHandle } from "node:fs/promises";
 import { finished } from "node:stream/promises";
-import { inside, READ_FLAGS, splitPath, UnsafePathError } from "./beneath.ts";
+import { inside, NO_PERMISSION, READ_FLAGS, splitPath, UnsafePathError } from "./beneath.ts";
 import type { Limits } from "./limits.ts";
 import { manifestHash, type FileRecord } from "./manifest.ts";
 import { pathProblem } from "./names.ts";
+import { forEachFile } from "./parallel.ts";
 import { readListed } from "./read.ts";
 import { Tree, type ListedFile, type Skipped } from "./walk.ts";
 
@@ -87,11 +88,11 @@ function parseManifest(text: string): Manifest | string {
 }
 
 async function readManifest(student: Tree): Promise<Manifest | string | undefined> {
-  const root = await student.folder("");
-  try {
+  return student.inFolder("", false, async (root) => {
     const handle = await open(inside(root, MANIFEST_NAME), READ_FLAGS).catch((e: NodeJS.ErrnoException) => {
       if (e.code === "ENOENT") return undefined;
       if (e.code === "ELOOP") return "replaced by a symbolic link";
+      if (e.code === "EACCES") return NO_PERMISSION;
       throw e;
     });
     if (handle === undefined || typeof handle === "string") return handle;
@@ -103,9 +104,7 @@ async function readManifest(student: Tree): Promise<Manifest | string | undefine
     } finally {
       await handle.close();
     }
-  } finally {
-    await root.close();
-  }
+  });
 }
 
 /** The student's regular file `name` in `folder` as a walk would list it. */
@@ -141,16 +140,19 @@ export async function distribute(from: string, to: string, limits: Limits): Prom
     const listing = await source.walk(limits);
     const skipped = [...listing.skipped];
     const published: { file: ListedFile; record: FileRecord }[] = [];
-    for (const file of listing.files) {
-      if (file.path === MANIFEST_NAME) {
+    const hashes = await forEachFile(listing.files, (file) =>
+      file.path === MANIFEST_NAME ? Promise.resolve(MANIFEST_NAME) : hashOf(source, file),
+    );
+    listing.files.forEach((file, i) => {
+      const sha256 = hashes[i];
+      if (sha256 === MANIFEST_NAME) {
         skipped.push({ path: file.path, reason: "not published: the platform's own manifest has this name" });
-        continue;
-      }
-      const sha256 = await hashOf(source, file);
-      if (sha256 === undefined)
+      } else if (sha256 === undefined) {
         skipped.push({ path: file.path, reason: "not published: it changed while being read" });
-      else published.push({ file, record: { path: file.path, bytes: file.size, sha256 } });
-    }
+      } else {
+        published.push({ file, record: { path: file.path, bytes: file.size, sha256 } });
+      }
+    });
     const revision = manifestHash(published.map((p) => p.record));
     const student = await Tree.open(to, true);
     try {
@@ -168,8 +170,11 @@ export async function distribute(from: string, to: string, limits: Limits): Prom
       };
       // Entries for files no longer published stay: a later publish may bring them back.
       const next: Manifest = { version: 1, revision, files: { ...old } };
-      for (const { file, record } of published) {
-        const outcome = await deliver(source, student, file, record, old[record.path]);
+      const outcomes = await forEachFile(published, ({ file, record }) =>
+        deliver(source, student, file, record, old[record.path]),
+      );
+      for (const [i, { record }] of published.entries()) {
+        const outcome = outcomes[i]!;
         if (outcome === "written" || outcome === "updated" || outcome === "unchanged") {
           next.files[record.path] = { sha256: record.sha256, bytes: record.bytes };
           if (outcome === "unchanged") result.unchanged++;
@@ -198,38 +203,48 @@ async function deliver(
   last: { sha256: string; bytes: number } | undefined,
 ): Promise<Outcome> {
   const [folder, name] = splitPath(record.path);
-  let parent: FileHandle;
   try {
-    parent = await student.folder(folder, true);
+    return await student.inFolder(folder, true, (parent) =>
+      deliverIn(source, student, parent, name, file, record, last),
+    );
   } catch (error) {
     if (error instanceof UnsafePathError) return { kept: `not delivered: the folder ${error.message}` };
     throw error;
   }
-  try {
-    const stats = await lstat(inside(parent, name), { bigint: true }).catch((e: NodeJS.ErrnoException) => {
-      if (e.code === "ENOENT") return undefined;
-      throw e;
-    });
-    if (!stats) return await writeVersion(source, parent, name, file, record, undefined);
-    if (stats.isSymbolicLink())
-      return { kept: "kept: the student replaced it by a symbolic link (not followed)" };
-    if (!stats.isFile()) return { kept: "kept: the student's entry of this name is not a regular file" };
-    const size = Number(stats.size);
-    // Only a file of a size it could have is read: a student's large file costs nothing.
-    const current =
-      size === record.bytes || size === last?.bytes
-        ? await hashOf(student, listedFrom(record.path, stats))
-        : undefined;
-    if (current === record.sha256) return "unchanged";
-    if (last && current === last.sha256) return await writeVersion(source, parent, name, file, record, stats);
-    return {
-      kept: last
-        ? "kept: the student changed it since it was last delivered"
-        : "kept: the student had a file of this name before it was first delivered",
-    };
-  } finally {
-    await parent.close();
-  }
+}
+
+async function deliverIn(
+  source: Tree,
+  student: Tree,
+  parent: FileHandle,
+  name: string,
+  file: ListedFile,
+  record: FileRecord,
+  last: { sha256: string; bytes: number } | undefined,
+): Promise<Outcome> {
+  const stats = await lstat(inside(parent, name), { bigint: true }).catch((e: NodeJS.ErrnoException) => {
+    if (e.code === "ENOENT") return undefined;
+    if (e.code === "EACCES") return "denied" as const;
+    throw e;
+  });
+  if (stats === "denied") return { kept: `kept: the student's folder ${NO_PERMISSION}` };
+  if (!stats) return await writeVersion(source, parent, name, file, record, undefined);
+  if (stats.isSymbolicLink())
+    return { kept: "kept: the student replaced it by a symbolic link (not followed)" };
+  if (!stats.isFile()) return { kept: "kept: the student's entry of this name is not a regular file" };
+  const size = Number(stats.size);
+  // Only a file of a size it could have is read: a student's large file costs nothing.
+  const current =
+    size === record.bytes || size === last?.bytes
+      ? await hashOf(student, listedFrom(record.path, stats))
+      : undefined;
+  if (current === record.sha256) return "unchanged";
+  if (last && current === last.sha256) return await writeVersion(source, parent, name, file, record, stats);
+  return {
+    kept: last
+      ? "kept: the student changed it since it was last delivered"
+      : "kept: the student had a file of this name before it was first delivered",
+  };
 }
 
 /** Writes the new version beside `name` and renames it over; `replacing`: the student's file as hashed. */
@@ -271,8 +286,7 @@ async function writeVersion(
 }
 
 async function writeManifest(student: Tree, manifest: Manifest): Promise<void> {
-  const root = await student.folder("");
-  try {
+  await student.inFolder("", false, async (root) => {
     const temporary = `.userland-${randomBytes(8).toString("hex")}.tmp`;
     const out = await open(inside(root, temporary), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o644);
     try {
@@ -283,7 +297,5 @@ async function writeManifest(student: Tree, manifest: Manifest): Promise<void> {
     }
     // rename replaces whatever the name is, a planted link included, and never writes through it.
     await rename(inside(root, temporary), inside(root, MANIFEST_NAME));
-  } finally {
-    await root.close();
-  }
+  });
 }

@@ -44,20 +44,28 @@ export function readListed(tree: Tree, file: ListedFile): { stream: Readable; re
     const { handle, stats: before } = opened;
     let changed: string | undefined;
     try {
-      while (bytes < file.size) {
-        const buffer = Buffer.allocUnsafe(Math.min(CHUNK, file.size - bytes));
-        const { bytesRead } = await handle.read(buffer, 0, buffer.length, bytes);
-        if (bytesRead === 0) break;
-        const chunk = bytesRead === buffer.length ? buffer : buffer.subarray(0, bytesRead);
-        hash.update(chunk);
-        bytes += bytesRead;
-        yield chunk;
+      // One byte more than listed is asked for: a file that grew says so without another read.
+      let grew = false;
+      for (;;) {
+        const remaining = file.size - bytes;
+        const want = Math.min(CHUNK, remaining + 1);
+        const buffer = Buffer.allocUnsafe(want);
+        const { bytesRead } = await handle.read(buffer, 0, want, bytes);
+        grew = bytesRead > remaining;
+        const take = Math.min(bytesRead, remaining);
+        if (take > 0) {
+          const chunk = buffer.subarray(0, take);
+          hash.update(chunk);
+          bytes += take;
+          yield chunk;
+        }
+        // A regular file's read returns less than asked only at its end.
+        if (grew || bytesRead < want) break;
       }
-      const { bytesRead: beyond } = await handle.read(Buffer.alloc(1), 0, 1, bytes);
       const after = await handle.stat({ bigint: true });
       if (bytes < file.size)
         changed = `became shorter while it was being read (${bytes} of ${file.size} bytes)`;
-      else if (beyond > 0 || after.size !== before.size) changed = "grew while it was being read";
+      else if (grew || after.size !== before.size) changed = "grew while it was being read";
       else if (after.mtimeNs !== before.mtimeNs || after.ctimeNs !== before.ctimeNs) {
         changed = "changed while it was being read";
       }

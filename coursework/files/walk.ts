@@ -6,7 +6,17 @@
  */
 import type { BigIntStats } from "node:fs";
 import { lstat, open, readdir, type FileHandle } from "node:fs/promises";
-import { inside, openFolder, openFolderBeneath, openFolderIn, READ_FLAGS, splitPath } from "./beneath.ts";
+import {
+  inside,
+  NO_PERMISSION,
+  openFolder,
+  openFolderBeneath,
+  openFolderIn,
+  READ_FLAGS,
+  splitPath,
+  UnsafePathError,
+} from "./beneath.ts";
+import { FolderCache } from "./folders.ts";
 import { limitErrors, type Limits } from "./limits.ts";
 import { segmentProblem } from "./names.ts";
 
@@ -53,9 +63,11 @@ const CHANGED = "changed while it was being read (save your work and try again)"
 /** A folder opened once: every walk and read happens beneath it. */
 export class Tree {
   private readonly root: FileHandle;
+  private readonly folders: FolderCache;
 
   private constructor(root: FileHandle) {
     this.root = root;
+    this.folders = new FolderCache((folder, create) => openFolderBeneath(root, folder, create));
   }
 
   /**
@@ -66,12 +78,16 @@ export class Tree {
     return new Tree(await openFolder(path, create));
   }
 
-  /** Opens the folder at `relative` beneath this one (beneath.ts); the caller closes it. */
-  async folder(relative: string, create = false): Promise<FileHandle> {
-    return openFolderBeneath(this.root, relative, create);
+  /**
+   * Runs `use` with the folder at `relative` (beneath.ts) open, reused across calls; `create` makes
+   * missing folders. `dir` must not be used once `use` has settled.
+   */
+  async inFolder<T>(relative: string, create: boolean, use: (dir: FileHandle) => Promise<T>): Promise<T> {
+    return this.folders.with(relative, create, use);
   }
 
   async close(): Promise<void> {
+    await this.folders.close();
     await this.root.close();
   }
 
@@ -93,16 +109,22 @@ export class Tree {
           continue;
         }
         const stats = await lstat(inside(dir, name), { bigint: true }).catch((e: NodeJS.ErrnoException) => {
-          if (e.code === "ENOENT") return undefined;
+          if (e.code === "ENOENT" || e.code === "EACCES") return e.code;
           throw e;
         });
-        if (!stats) {
-          listing.skipped.push({ path, reason: "removed while it was being read" });
+        if (typeof stats === "string") {
+          const reason =
+            stats === "EACCES" ? `not copied: it ${NO_PERMISSION}` : "removed while it was being read";
+          listing.skipped.push({ path, reason });
         } else if (stats.isDirectory()) {
           if (depth + 1 > limits.maxDepth) throw limitErrors.depth(limits, path);
-          const child = await openFolderIn(dir, name, path).catch(() => undefined);
-          if (!child) {
-            listing.skipped.push({ path, reason: CHANGED });
+          const child = await openFolderIn(dir, name, path).catch((e: unknown) => {
+            if (e instanceof UnsafePathError)
+              return e.message.includes(NO_PERMISSION) ? NO_PERMISSION : CHANGED;
+            throw e;
+          });
+          if (typeof child === "string") {
+            listing.skipped.push({ path, reason: child === CHANGED ? CHANGED : `not copied: it ${child}` });
             continue;
           }
           try {
@@ -145,25 +167,32 @@ export class Tree {
     file: ListedFile,
   ): Promise<{ handle: FileHandle; stats: BigIntStats } | { changed: string }> {
     const [folder, name] = splitPath(file.path);
-    const dir = await openFolderBeneath(this.root, folder).catch(() => undefined);
-    if (!dir) return { changed: CHANGED };
-    try {
-      const handle = await open(inside(dir, name), READ_FLAGS).catch((e: NodeJS.ErrnoException) => {
-        if (e.code === "ELOOP") return "link" as const;
-        if (e.code === "ENOENT") return undefined;
-        throw e;
-      });
-      if (handle === "link") return { changed: `replaced by ${LINK}` };
-      if (!handle) return { changed: "removed while it was being read" };
-      const stats = await handle.stat({ bigint: true });
-      const same = stats.isFile() && stats.ino === file.ino && stats.dev === file.dev;
-      if (!same || Number(stats.size) !== file.size) {
-        await handle.close();
-        return { changed: same || stats.isFile() ? CHANGED : `replaced by ${kindOf(stats)}` };
-      }
-      return { handle, stats };
-    } finally {
-      await dir.close();
-    }
+    return this.inFolder(folder, false, (dir) => openListed(dir, name, file)).catch((error: unknown) => {
+      if (error instanceof UnsafePathError) return { changed: CHANGED };
+      throw error;
+    });
   }
+}
+
+async function openListed(
+  dir: FileHandle,
+  name: string,
+  file: ListedFile,
+): Promise<{ handle: FileHandle; stats: BigIntStats } | { changed: string }> {
+  const handle = await open(inside(dir, name), READ_FLAGS).catch((e: NodeJS.ErrnoException) => {
+    if (e.code === "ELOOP") return "link" as const;
+    if (e.code === "EACCES") return "denied" as const;
+    if (e.code === "ENOENT") return undefined;
+    throw e;
+  });
+  if (handle === "link") return { changed: `replaced by ${LINK}` };
+  if (handle === "denied") return { changed: NO_PERMISSION };
+  if (!handle) return { changed: "removed while it was being read" };
+  const stats = await handle.stat({ bigint: true });
+  const same = stats.isFile() && stats.ino === file.ino && stats.dev === file.dev;
+  if (!same || Number(stats.size) !== file.size) {
+    await handle.close();
+    return { changed: same || stats.isFile() ? CHANGED : `replaced by ${kindOf(stats)}` };
+  }
+  return { handle, stats };
 }

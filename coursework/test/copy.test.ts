@@ -1,7 +1,8 @@
 /** The copying pods' program, run as they run it: arguments, exit codes, stdout and the termination message. */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdir, readFile, symlink, writeFile } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { chmod, mkdir, readdir, readFile, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
@@ -10,7 +11,13 @@ import { scratch, sha256sumOfFolder } from "../files/test/scratch.ts";
 const program = fileURLToPath(new URL("../copy.ts", import.meta.url));
 
 function run(...args: string[]) {
-  const result = spawnSync(process.execPath, [program, ...args], { encoding: "buffer" });
+  return runAs([], args);
+}
+
+/** `prefix`: e.g. setpriv's arguments, to run as another user. */
+function runAs(prefix: string[], args: string[]) {
+  const [command, ...rest] = [...prefix, process.execPath, program, ...args];
+  const result = spawnSync(command!, rest, { encoding: "buffer" });
   return { code: result.status, stdout: result.stdout, stderr: result.stderr.toString() };
 }
 
@@ -111,4 +118,39 @@ test("archive writes the zip to stdout and its summary to stderr", async (t) => 
     summary.files.map((f) => f.path),
     ["a.txt"],
   );
+});
+
+test("files and folders the copier may not read are skipped with the reason, as a non-root pod runs", async (t) => {
+  if (process.getuid?.() !== 0 || !existsSync("/usr/bin/setpriv")) {
+    t.skip("needs root and setpriv to run the copier as another user");
+    return;
+  }
+  const dir = await scratch(t);
+  await chmod(dir, 0o777);
+  const home = join(dir, "home");
+  await mkdir(join(home, "closed"), { recursive: true });
+  await mkdir(join(home, "unsearchable"));
+  await writeFile(join(home, "closed", "inside.txt"), "x");
+  await writeFile(join(home, "unsearchable", "inside.txt"), "x");
+  await writeFile(join(home, "private.txt"), "x");
+  await writeFile(join(home, "public.txt"), "public");
+  await chmod(join(home, "closed"), 0o000);
+  await chmod(join(home, "unsearchable"), 0o744);
+  await chmod(join(home, "private.txt"), 0o600);
+  const nobody = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"];
+  const { code, stdout, stderr } = runAs(nobody, ["handin", home, join(dir, "copy")]);
+  assert.equal(code, 0, stderr);
+  const receipt = JSON.parse(stdout.toString()) as {
+    files: { path: string }[];
+    skipped: { path: string; reason: string }[];
+  };
+  assert.deepEqual(
+    receipt.files.map((f) => f.path),
+    ["public.txt"],
+  );
+  const reasons = Object.fromEntries(receipt.skipped.map((s) => [s.path, s.reason]));
+  for (const path of ["closed", "unsearchable/inside.txt", "private.txt"]) {
+    assert.match(reasons[path] ?? "not skipped", /could not be read \(no permission/, path);
+  }
+  assert.deepEqual(await readdir(join(dir, "copy")), ["public.txt", "unsearchable"]);
 });
