@@ -15,7 +15,10 @@ import type { Limits } from "./limits.ts";
 import { byPath, manifestHash, type FileRecord } from "./manifest.ts";
 import { checkEntryPath } from "./names.ts";
 import { readListed, type ReadResult } from "./read.ts";
-import { Tree, type Skipped } from "./walk.ts";
+import { Tree, type Opened, type Skipped } from "./walk.ts";
+
+/** Files opened ahead of the one being written. */
+const OPEN_AHEAD = 8;
 
 export interface ArchiveSummary {
   /** Every file in the zip with the size and SHA-256 of its entry's bytes, sorted by path. */
@@ -83,14 +86,31 @@ export async function archiveTree(
     const now = new Date();
     for (const folder of listing.folders) writer.addFolder(folder, now);
     const reads: Promise<{ path: string; read: ReadResult }>[] = [];
-    for (const file of listing.files) {
+    // yazl takes one entry at a time: the next files are opened (and checked) while one is written,
+    // else each small file waits for its own open and fstat in turn.
+    const ahead = new Map<number, Promise<Opened>>();
+    const openAhead = (from: number) => {
+      for (let i = from; i < Math.min(from + OPEN_AHEAD, listing.files.length); i++) {
+        if (!ahead.has(i)) ahead.set(i, tree.openFile(listing.files[i]!));
+      }
+    };
+    listing.files.forEach((file, i) => {
       writer.addFile(file.path, file, () => {
-        const { stream, result } = readListed(tree, file);
+        openAhead(i);
+        const opened = ahead.get(i)!;
+        ahead.delete(i);
+        const { stream, result } = readListed(tree, file, opened);
         reads.push(result.then((read) => ({ path: file.path, read })));
         return stream;
       });
+    });
+    try {
+      await writer.finish(output);
+    } finally {
+      for (const opened of ahead.values()) {
+        await opened.then((o) => ("handle" in o ? o.handle.close() : undefined)).catch(() => {});
+      }
     }
-    await writer.finish(output);
     const files: FileRecord[] = [];
     const changed: Skipped[] = [];
     for (const { path, read } of await Promise.all(reads)) {

@@ -7,7 +7,7 @@
  */
 import { createHash } from "node:crypto";
 import { Readable } from "node:stream";
-import type { ListedFile, Tree } from "./walk.ts";
+import type { ListedFile, Opened, Tree } from "./walk.ts";
 
 export interface ReadResult {
   /** Bytes passed on. */
@@ -24,7 +24,13 @@ const CHUNK = 256 * 1024;
  * `stream` yields the file's bytes (opened on the first read); `result` settles once the stream has
  * ended, or rejects with the stream's error.
  */
-export function readListed(tree: Tree, file: ListedFile): { stream: Readable; result: Promise<ReadResult> } {
+export function readListed(
+  tree: Tree,
+  file: ListedFile,
+  /** The file opened ahead (archive.ts), else it is opened on the first read. */
+  openedAhead?: Promise<Opened>,
+): { stream: Readable; result: Promise<ReadResult> } {
+  let started = false;
   let settle!: (result: ReadResult) => void;
   let fail!: (error: unknown) => void;
   const result = new Promise<ReadResult>((resolve, reject) => {
@@ -36,7 +42,8 @@ export function readListed(tree: Tree, file: ListedFile): { stream: Readable; re
   async function* chunks(): AsyncGenerator<Buffer> {
     const hash = createHash("sha256");
     let bytes = 0;
-    const opened = await tree.openFile(file);
+    started = true;
+    const opened = await (openedAhead ?? tree.openFile(file));
     if ("changed" in opened) {
       settle({ bytes, sha256: hash.digest("hex"), changed: opened.changed });
       return;
@@ -84,6 +91,10 @@ export function readListed(tree: Tree, file: ListedFile): { stream: Readable; re
   const stream = Readable.from(chunks(), { objectMode: false, highWaterMark: CHUNK });
   stream.once("error", fail);
   // Destroyed by its consumer before the end: the result says so instead of never settling.
-  stream.once("close", () => fail(new Error(`reading ${file.path} stopped before its end`)));
+  stream.once("close", () => {
+    fail(new Error(`reading ${file.path} stopped before its end`));
+    if (!started)
+      void openedAhead?.then((o) => ("handle" in o ? o.handle.close() : undefined)).catch(() => {});
+  });
   return { stream, result };
 }

@@ -46,6 +46,9 @@ export interface Listing {
   bytes: number;
 }
 
+/** A listed file opened for reading with its stats then, or why it was not. */
+export type Opened = { handle: FileHandle; stats: BigIntStats } | { changed: string };
+
 const LINK = "a symbolic link (links are never followed; copy the file itself here)";
 
 /** What a non-regular entry is, in a student's words. */
@@ -163,9 +166,7 @@ export class Tree {
    * Opens a listed file for reading, or says why not: it must still be a regular file with the listed
    * identity and size, reached without a link. The caller closes the handle.
    */
-  async openFile(
-    file: ListedFile,
-  ): Promise<{ handle: FileHandle; stats: BigIntStats } | { changed: string }> {
+  async openFile(file: ListedFile): Promise<Opened> {
     const [folder, name] = splitPath(file.path);
     return this.inFolder(folder, false, (dir) => openListed(dir, name, file)).catch((error: unknown) => {
       if (error instanceof UnsafePathError) return { changed: CHANGED };
@@ -174,11 +175,7 @@ export class Tree {
   }
 }
 
-async function openListed(
-  dir: FileHandle,
-  name: string,
-  file: ListedFile,
-): Promise<{ handle: FileHandle; stats: BigIntStats } | { changed: string }> {
+async function openListed(dir: FileHandle, name: string, file: ListedFile): Promise<Opened> {
   const handle = await open(inside(dir, name), READ_FLAGS).catch((e: NodeJS.ErrnoException) => {
     if (e.code === "ELOOP") return "link" as const;
     if (e.code === "EACCES") return "denied" as const;
