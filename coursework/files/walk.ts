@@ -5,7 +5,7 @@
  * and a listed file is opened later only if it is still the very file that was listed.
  */
 import type { BigIntStats } from "node:fs";
-import { lstat, open, readdir, type FileHandle } from "node:fs/promises";
+import { lstat, open, opendir, type FileHandle } from "node:fs/promises";
 import {
   inside,
   NO_PERMISSION,
@@ -98,10 +98,16 @@ export class Tree {
     const listing: Listing = { files: [], folders: [], skipped: [], bytes: 0 };
     let entries = 0;
     const visit = async (dir: FileHandle, folder: string, depth: number): Promise<void> => {
-      const names = await readdir(`/proc/self/fd/${dir.fd}`, { encoding: "buffer" });
+      // Counted while read: a folder of a million entries stops at the limit, not after all of them.
+      const names: Buffer[] = [];
+      // Node gives Buffer names for "buffer" (its types allow only text encodings here).
+      const options = { encoding: "buffer" } as unknown as { encoding: BufferEncoding };
+      for await (const entry of await opendir(`/proc/self/fd/${dir.fd}`, options)) {
+        if (++entries > limits.maxFiles) throw limitErrors.files(limits);
+        names.push(entry.name as unknown as Buffer);
+      }
       names.sort((a, b) => Buffer.compare(a, b));
       for (const raw of names) {
-        if (++entries > limits.maxFiles) throw limitErrors.files(limits);
         const name = raw.toString("utf8");
         const path = folder ? `${folder}/${name}` : name;
         if (Buffer.byteLength(path) > limits.maxPathLength) throw limitErrors.pathLength(limits, path);
