@@ -42,8 +42,8 @@ Options:
   -h, --help               This text
 
 Exit codes: 0 done (skipped and kept entries are listed in the result); 1 failed (an I/O error);
-2 invalid arguments; 3 the folder passes a limit (the message names it); 4 refused: a path is a
-symbolic link or not a folder, or <to> exists already (handin).
+2 invalid arguments; 3 the folder passes a limit (the message names it); 4 refused: a folder's path
+is missing, goes through a symbolic link or names no folder, or <to> exists already (handin).
 `;
 
 const EXIT = { failed: 1, usage: 2, limit: 3, refused: 4 } as const;

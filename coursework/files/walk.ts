@@ -188,14 +188,14 @@ async function openListed(dir: FileHandle, name: string, file: ListedFile): Prom
     if (e.code === "ENOENT") return undefined;
     throw e;
   });
-  if (handle === "link") return { changed: `replaced by ${LINK}` };
+  if (handle === "link") return { changed: `was replaced by ${LINK}` };
   if (handle === "denied") return { changed: NO_PERMISSION };
-  if (!handle) return { changed: "removed while it was being read" };
+  if (!handle) return { changed: "was removed while it was being read" };
   const stats = await handle.stat({ bigint: true });
   const same = stats.isFile() && stats.ino === file.ino && stats.dev === file.dev;
   if (!same || Number(stats.size) !== file.size) {
     await handle.close();
-    return { changed: same || stats.isFile() ? CHANGED : `replaced by ${kindOf(stats)}` };
+    return { changed: same || stats.isFile() ? CHANGED : `was replaced by ${kindOf(stats)}` };
   }
   return { handle, stats };
 }
