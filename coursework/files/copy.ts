@@ -64,7 +64,8 @@ export async function copyTree(from: string, to: string, limits: Limits): Promis
       const out = await open(target, "wx", 0o444);
       const { stream, result } = readListed(tree, file);
       try {
-        for await (const chunk of stream) await out.write(chunk as Buffer);
+        // writeFile: every byte of the chunk at the current position (a single write may be short).
+        for await (const chunk of stream) await out.writeFile(chunk as Buffer);
         await out.sync();
       } finally {
         await out.close();

@@ -263,7 +263,8 @@ async function writeVersion(
   try {
     const { stream, result } = readListed(source, file);
     try {
-      for await (const chunk of stream) await out.write(chunk as Buffer);
+      // writeFile: every byte of the chunk at the current position (a single write may be short).
+      for await (const chunk of stream) await out.writeFile(chunk as Buffer);
       await out.sync();
     } finally {
       await out.close();
