@@ -147,3 +147,17 @@ test("a manifest the student edited with paths out of the folder is read without
   assert.deepEqual(Object.keys(manifest.files), ["ok.txt"]);
   assert.deepEqual(await readdir(dir).then((n) => n.filter((x) => x.includes("escape"))), []);
 });
+
+test("many files into folders that do not exist yet, eight at a time: each written once, then unchanged", async (t) => {
+  const dir = await scratch(t);
+  const files: Record<string, string> = {};
+  for (let i = 0; i < 60; i++) files[`part${i % 3}/week${i % 6}/ex${i}.py`] = `print(${i})\n`;
+  const v1 = await publish(dir, files);
+  const target = join(dir, "home", "assignments", "hw1");
+  const first = await distribute(v1, target, DEFAULT_LIMITS);
+  assert.equal(first.written.length, 60);
+  for (const [path, content] of Object.entries(files))
+    assert.equal(await readFile(join(target, path), "utf8"), content);
+  const again = await distribute(v1, target, DEFAULT_LIMITS);
+  assert.deepEqual([again.written, again.updated, again.kept, again.unchanged], [[], [], [], 60]);
+});
