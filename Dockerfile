@@ -19,6 +19,7 @@ WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY package.json ./package.json
 COPY api ./api
+COPY coursework ./coursework
 COPY lib ./lib
 COPY operator ./operator
 COPY services ./services

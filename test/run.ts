@@ -20,6 +20,7 @@ const defaultPatterns = [
   "services/**/*.test.ts",
   "lib/**/*.test.ts",
   "api/**/*.test.ts",
+  "coursework/**/*.test.ts",
 ];
 /**
  * Run after every other file, one at a time, named *.alone.ts so that the patterns above leave them

@@ -519,7 +519,17 @@ test("the Dockerfile builds one non-root image that holds every component the ch
   const copied = runtime
     .filter((l) => l.startsWith("COPY "))
     .map((l) => l.split(/\s+/).at(-1)?.replace(/^\.\//, ""));
-  for (const needed of ["node_modules", "package.json", "api", "lib", "operator", "services", "scripts"]) {
+  // coursework/: the program the operator's copying pods run (coursework/copy.ts).
+  for (const needed of [
+    "node_modules",
+    "package.json",
+    "api",
+    "coursework",
+    "lib",
+    "operator",
+    "services",
+    "scripts",
+  ]) {
     assert.ok(copied.includes(needed), `the runtime image has ${needed}`);
   }
   // Every component's entry point, and every repository file it imports, is copied (and not a

@@ -1,0 +1,170 @@
+/**
+ * The program the platform's short-lived copying pods run (`node coursework/copy.ts …`): a hand-in
+ * snapshot, an assignment's distribution, or a folder as a zip. The work is done by coursework/files/;
+ * this file reads the arguments and reports the result: JSON on stdout (stderr for `archive`, whose
+ * stdout is the zip) and, shortened to Kubernetes' 4096 bytes, in the termination message.
+ */
+import { existsSync, writeFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import { archiveTree } from "./files/archive.ts";
+import { UnsafePathError } from "./files/beneath.ts";
+import { copyTree, DestinationExistsError } from "./files/copy.ts";
+import { distribute } from "./files/distribute.ts";
+import { DEFAULT_LIMITS, formatBytes, LimitError, parseBytes, type Limits } from "./files/limits.ts";
+import { fitJson } from "./files/report.ts";
+
+const HELP = `Usage: node coursework/copy.ts <command> <folders…> [options]
+
+Copies a student's coursework safely: never through a symbolic link (anywhere in a path), never
+opening a FIFO, socket or device (they are listed as skipped, with the reason), and stopping at the
+limits below with a message for the student.
+
+Commands:
+  handin <from> <to>       Copy the folder <from> into the new folder <to> (it must not exist), made
+                           read-only; prints the receipt: each file's size and SHA-256, the total,
+                           the SHA-256 of the sorted manifest (as sha256sum prints it) and what was
+                           skipped.
+  distribute <from> <to>   Publish the assignment folder <from> into a student's folder <to> by
+                           nbgitpuller's rule: missing files are written, files the student has not
+                           changed since the last delivery are updated, the student's changes are
+                           kept and listed; nothing is deleted. <to>/.userland-assignment.json
+                           records what was delivered.
+  archive <from>           Write the folder <from> as a zip to stdout; prints the summary to stderr.
+
+Options:
+  --max-files N            Files and folders in <from>, at most (default ${DEFAULT_LIMITS.maxFiles})
+  --max-bytes SIZE         Bytes of all files together, e.g. 100MiB (default ${formatBytes(DEFAULT_LIMITS.maxBytes)})
+  --max-depth N            Folders inside folders (default ${DEFAULT_LIMITS.maxDepth})
+  --max-path-length N      Bytes of a path inside <from> (default ${DEFAULT_LIMITS.maxPathLength})
+  --store                  archive: store the files without compressing them
+  --termination-log PATH   Where the shortened result goes, when the file exists
+                           (default /dev/termination-log)
+  -h, --help               This text
+
+Exit codes: 0 done (skipped and kept entries are listed in the result); 1 failed (an I/O error);
+2 invalid arguments; 3 the folder passes a limit (the message names it); 4 refused: a folder's path
+is missing, goes through a symbolic link or names no folder, or <to> exists already (handin).
+`;
+
+const EXIT = { failed: 1, usage: 2, limit: 3, refused: 4 } as const;
+
+class UsageError extends Error {}
+
+function positiveInteger(flag: string, raw: string | undefined, fallback: number): number {
+  if (raw === undefined) return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) <= 0 || !Number.isSafeInteger(Number(raw))) {
+    throw new UsageError(`--${flag} must be a positive whole number, got ${JSON.stringify(raw)}`);
+  }
+  return Number(raw);
+}
+
+function parse(argv: string[]) {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        "max-files": { type: "string" },
+        "max-bytes": { type: "string" },
+        "max-depth": { type: "string" },
+        "max-path-length": { type: "string" },
+        store: { type: "boolean" },
+        "termination-log": { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+    });
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const { values, positionals } = parsed;
+  if (values.help) return { help: true as const };
+  const [command, ...folders] = positionals;
+  const arity = { handin: 2, distribute: 2, archive: 1 } as const;
+  if (command === undefined) throw new UsageError("name a command: handin, distribute or archive");
+  if (!Object.hasOwn(arity, command)) throw new UsageError(`unknown command ${JSON.stringify(command)}`);
+  const wanted = arity[command as keyof typeof arity];
+  if (folders.length !== wanted || folders.some((f) => f === "")) {
+    throw new UsageError(`${command} takes ${wanted === 1 ? "one folder" : "two folders: <from> <to>"}`);
+  }
+  if (values.store && command !== "archive") throw new UsageError("--store applies to archive only");
+  let maxBytes = DEFAULT_LIMITS.maxBytes;
+  if (values["max-bytes"] !== undefined) {
+    try {
+      maxBytes = parseBytes(values["max-bytes"]);
+    } catch (error) {
+      throw new UsageError(`--max-bytes: ${(error as Error).message}`);
+    }
+  }
+  const limits: Limits = {
+    maxFiles: positiveInteger("max-files", values["max-files"], DEFAULT_LIMITS.maxFiles),
+    maxBytes,
+    maxDepth: positiveInteger("max-depth", values["max-depth"], DEFAULT_LIMITS.maxDepth),
+    maxPathLength: positiveInteger(
+      "max-path-length",
+      values["max-path-length"],
+      DEFAULT_LIMITS.maxPathLength,
+    ),
+  };
+  return {
+    help: false as const,
+    command: command as keyof typeof arity,
+    from: folders[0]!,
+    to: folders[1] ?? "",
+    limits,
+    store: values.store ?? false,
+    terminationLog: values["termination-log"] ?? "/dev/termination-log",
+  };
+}
+
+function terminate(path: string, result: object): void {
+  if (existsSync(path)) writeFileSync(path, fitJson(result));
+}
+
+async function main(): Promise<number> {
+  let args;
+  try {
+    args = parse(process.argv.slice(2));
+  } catch (error) {
+    process.stderr.write(`copy: ${(error as Error).message}\nRun with --help for the usage.\n`);
+    return EXIT.usage;
+  }
+  if (args.help) {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  // archive's stdout is the zip: its report goes to stderr.
+  const report = args.command === "archive" ? process.stderr : process.stdout;
+  try {
+    const result =
+      args.command === "handin"
+        ? await copyTree(args.from, args.to, args.limits)
+        : args.command === "distribute"
+          ? await distribute(args.from, args.to, args.limits)
+          : await archiveTree(args.from, args.limits, process.stdout, { compress: !args.store });
+    report.write(`${JSON.stringify(result)}\n`);
+    terminate(args.terminationLog, result);
+    return 0;
+  } catch (error) {
+    const [kind, code] =
+      error instanceof LimitError
+        ? (["limit", EXIT.limit] as const)
+        : error instanceof UnsafePathError || error instanceof DestinationExistsError
+          ? (["refused", EXIT.refused] as const)
+          : (["failed", EXIT.failed] as const);
+    const failure = {
+      error: {
+        kind,
+        message: (error as Error).message,
+        ...(error instanceof LimitError ? { limit: error.limit, value: error.value } : {}),
+      },
+    };
+    report.write(`${JSON.stringify(failure)}\n`);
+    if (report !== process.stderr)
+      process.stderr.write(`copy ${args.command}: ${(error as Error).message}\n`);
+    terminate(args.terminationLog, failure);
+    return code;
+  }
+}
+
+process.exitCode = await main();

@@ -1,0 +1,156 @@
+/** The copying pods' program, run as they run it: arguments, exit codes, stdout and the termination message. */
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { chmod, mkdir, readdir, readFile, symlink, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { scratch, sha256sumOfFolder } from "../files/test/scratch.ts";
+
+const program = fileURLToPath(new URL("../copy.ts", import.meta.url));
+
+function run(...args: string[]) {
+  return runAs([], args);
+}
+
+/** `prefix`: e.g. setpriv's arguments, to run as another user. */
+function runAs(prefix: string[], args: string[]) {
+  const [command, ...rest] = [...prefix, process.execPath, program, ...args];
+  const result = spawnSync(command!, rest, { encoding: "buffer" });
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr.toString() };
+}
+
+test("--help says what it does, its commands, limits and exit codes", () => {
+  const { code, stdout } = run("--help");
+  assert.equal(code, 0);
+  const text = stdout.toString();
+  for (const word of [
+    "handin <from> <to>",
+    "distribute <from> <to>",
+    "archive <from>",
+    "--max-bytes",
+    "Exit codes",
+    "symbolic link",
+  ]) {
+    assert.ok(text.includes(word), word);
+  }
+});
+
+test("invalid arguments exit 2 with a message that says what is wrong", () => {
+  const cases: [string[], RegExp][] = [
+    [[], /name a command/],
+    [["copy", "a", "b"], /unknown command "copy"/],
+    [["handin", "a"], /handin takes two folders/],
+    [["archive", "a", "b"], /archive takes one folder/],
+    [["handin", "a", "b", "--max-files", "many"], /--max-files must be a positive whole number/],
+    [["handin", "a", "b", "--max-bytes", "lots"], /--max-bytes: expected a size/],
+    [["handin", "a", "b", "--store"], /--store applies to archive only/],
+    [["handin", "a", "b", "--colour"], /Unknown option '--colour'/],
+  ];
+  for (const [args, message] of cases) {
+    const { code, stderr } = run(...args);
+    assert.equal(code, 2, args.join(" "));
+    assert.match(stderr, message, args.join(" "));
+  }
+});
+
+test("handin prints the receipt and writes it, shortened to 4096 bytes, to the termination log", async (t) => {
+  const dir = await scratch(t);
+  const home = join(dir, "home");
+  await mkdir(home);
+  for (let i = 0; i < 200; i++)
+    await writeFile(join(home, `exercise-${String(i).padStart(3, "0")}.py`), `print(${i})\n`);
+  await symlink("/etc/passwd", join(home, "passwd"));
+  const log = join(dir, "termination-log");
+  await writeFile(log, "");
+  const { code, stdout } = run("handin", home, join(dir, "copy"), "--termination-log", log);
+  assert.equal(code, 0);
+  const receipt = JSON.parse(stdout.toString()) as { files: unknown[]; sha256: string; skipped: unknown[] };
+  assert.equal(receipt.files.length, 200);
+  assert.equal(receipt.sha256, sha256sumOfFolder(join(dir, "copy")));
+  const message = await readFile(log);
+  assert.ok(message.length <= 4096, `${message.length} bytes`);
+  const short = JSON.parse(message.toString()) as typeof receipt & { omitted: { files: number } };
+  assert.equal(short.sha256, receipt.sha256);
+  assert.equal(short.files.length + short.omitted.files, 200);
+  assert.equal(short.skipped.length, 1);
+});
+
+test("a limit exits 3 and a linked folder 4, each with a JSON error in the termination log", async (t) => {
+  const dir = await scratch(t);
+  const home = join(dir, "home");
+  await mkdir(home);
+  await writeFile(join(home, "big.bin"), Buffer.alloc(3 * 1024 * 1024));
+  const log = join(dir, "termination-log");
+  await writeFile(log, "");
+  const over = run("handin", home, join(dir, "copy"), "--max-bytes", "2MiB", "--termination-log", log);
+  assert.equal(over.code, 3);
+  assert.match(over.stderr, /Too much data: the files add up to more than 2 MiB/);
+  const error = JSON.parse(await readFile(log, "utf8")) as {
+    error: { kind: string; limit: string; value: number };
+  };
+  assert.deepEqual(
+    [error.error.kind, error.error.limit, error.error.value],
+    ["limit", "maxBytes", 2 * 1024 * 1024],
+  );
+  await symlink(home, join(dir, "linked"));
+  const linked = run("distribute", home, join(dir, "linked", "hw1"), "--termination-log", log);
+  assert.equal(linked.code, 4);
+  assert.match(linked.stderr, /is a symbolic link/);
+  assert.equal((JSON.parse(await readFile(log, "utf8")) as typeof error).error.kind, "refused");
+  const taken = run("handin", home, join(dir, "linked"));
+  assert.equal(taken.code, 4);
+  assert.match(taken.stderr, /exists already/);
+});
+
+test("archive writes the zip to stdout and its summary to stderr", async (t) => {
+  const dir = await scratch(t);
+  const home = join(dir, "home");
+  await mkdir(home);
+  await writeFile(join(home, "a.txt"), "hello");
+  const { code, stdout, stderr } = run("archive", home, "--store");
+  assert.equal(code, 0);
+  assert.equal(stdout.subarray(0, 4).toString("latin1"), "PK\x03\x04");
+  assert.ok(stdout.includes(Buffer.from("hello")), "stored, not deflated");
+  const summary = JSON.parse(stderr) as { files: { path: string }[] };
+  assert.deepEqual(
+    summary.files.map((f) => f.path),
+    ["a.txt"],
+  );
+});
+
+test("files and folders the copier may not read are skipped with the reason, as a non-root pod runs", async (t) => {
+  if (process.getuid?.() !== 0 || !existsSync("/usr/bin/setpriv")) {
+    t.skip("needs root and setpriv to run the copier as another user");
+    return;
+  }
+  const dir = await scratch(t);
+  await chmod(dir, 0o777);
+  const home = join(dir, "home");
+  await mkdir(join(home, "closed"), { recursive: true });
+  await mkdir(join(home, "unsearchable"));
+  await writeFile(join(home, "closed", "inside.txt"), "x");
+  await writeFile(join(home, "unsearchable", "inside.txt"), "x");
+  await writeFile(join(home, "private.txt"), "x");
+  await writeFile(join(home, "public.txt"), "public");
+  await chmod(join(home, "closed"), 0o000);
+  await chmod(join(home, "unsearchable"), 0o744);
+  await chmod(join(home, "private.txt"), 0o600);
+  const nobody = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"];
+  const { code, stdout, stderr } = runAs(nobody, ["handin", home, join(dir, "copy")]);
+  assert.equal(code, 0, stderr);
+  const receipt = JSON.parse(stdout.toString()) as {
+    files: { path: string }[];
+    skipped: { path: string; reason: string }[];
+  };
+  assert.deepEqual(
+    receipt.files.map((f) => f.path),
+    ["public.txt"],
+  );
+  const reasons = Object.fromEntries(receipt.skipped.map((s) => [s.path, s.reason]));
+  for (const path of ["closed", "unsearchable/inside.txt", "private.txt"]) {
+    assert.match(reasons[path] ?? "not skipped", /could not be read \(no permission/, path);
+  }
+  assert.deepEqual(await readdir(join(dir, "copy")), ["public.txt", "unsearchable"]);
+});
