@@ -23,8 +23,9 @@ let passed: Map<string, number> | undefined;
  * The sockets passed by the parent, by name; read once, then the variables are removed (as
  * sd_listen_fds(1) does) so a child of this process does not take the descriptors for its own.
  */
-export function passedSockets(env: NodeJS.ProcessEnv = process.env): Map<string, number> {
+export function passedSockets(): Map<string, number> {
   if (passed) return passed;
+  const env = process.env;
   passed = new Map();
   const count = Number(env.LISTEN_FDS ?? 0);
   const forUs = env.LISTEN_PID === undefined || Number(env.LISTEN_PID) === process.pid;
