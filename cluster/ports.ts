@@ -107,19 +107,32 @@ export const portLockDir = (): string => LOCK_DIR;
 /** Creates the port's lock file, or takes over one whose owner is dead; undefined if it is held. */
 function lock(port: number): string | undefined {
   const file = join(LOCK_DIR, `${port}.lock`);
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      const fd = openSync(file, "wx", 0o644);
-      writeSync(fd, `${process.pid}\n`);
-      closeSync(fd);
-      return file;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-      if (ownerAlive(file)) return undefined;
-      unlinkQuietly(file);
-    }
+  if (create(file)) return file;
+  if (ownerAlive(file)) return undefined;
+  // One taker at a time: two runs that both saw the owner dead must not both remove the lock and
+  // each create its own. A taker that dies in between leaves the port skipped, not shared.
+  const taking = `${file}.taking`;
+  if (!create(taking)) return undefined;
+  try {
+    if (ownerAlive(file)) return undefined;
+    unlinkQuietly(file);
+    return create(file) ? file : undefined;
+  } finally {
+    unlinkQuietly(taking);
   }
-  return undefined;
+}
+
+/** Creates `file` holding this process's id, unless it exists. */
+function create(file: string): boolean {
+  try {
+    const fd = openSync(file, "wx", 0o644);
+    writeSync(fd, `${process.pid}\n`);
+    closeSync(fd);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
+    throw error;
+  }
 }
 
 function ownerAlive(file: string): boolean {
