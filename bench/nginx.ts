@@ -13,7 +13,7 @@ import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { JSONWebKeySet } from "jose";
-import { freePort } from "../cluster/controlPlane.ts";
+import { heldPort, listeningSocket, portOf, socketsFor } from "../cluster/ports.ts";
 
 export interface NginxAnchor {
   port: number;
@@ -104,15 +104,19 @@ export async function startNginxAnchor(
   const dir = mkdtempSync(join(tmpdir(), "userland-bench-nginx-"));
   const keysFile = join(dir, "keys.json");
   writeFileSync(keysFile, JSON.stringify(keys), { mode: 0o600 });
-  const authPort = await freePort();
-  const port = await freePort();
+  // The auth service gets its socket passed down; nginx, which cannot take one, a held port
+  // (cluster/ports.ts).
+  const authSocket = await listeningSocket();
+  const authPort = portOf(authSocket);
+  const passed = socketsFor({ AUTH_PORT: authSocket });
+  const held = await heldPort();
+  const port = held.port;
   const auth = spawn(process.execPath, [join(import.meta.dirname, "..", "services", "auth", "main.ts")], {
-    stdio: ["ignore", "ignore", "inherit"],
+    stdio: ["ignore", "ignore", "inherit", ...passed.fds],
     env: {
       ...process.env,
+      ...passed.env,
       LOG_LEVEL: "warn",
-      AUTH_HOST: "127.0.0.1",
-      AUTH_PORT: String(authPort),
       AUTH_PUBLIC_URL: `http://127.0.0.1:${authPort}/`,
       AUTH_COOKIE_SECURE: "false",
       AUTH_SESSION_KEYS_FILE: keysFile,
@@ -121,9 +125,11 @@ export async function startNginxAnchor(
       AUTH_GITHUB_CLIENT_SECRET: "bench",
     },
   });
+  passed.close();
   const processes: ChildProcess[] = [auth];
   const stop = () => {
     for (const p of processes) p.kill();
+    held.release();
     rmSync(dir, { recursive: true, force: true });
   };
   try {

@@ -41,7 +41,7 @@ import { fileURLToPath } from "node:url";
 import { createRequire } from "node:module";
 import { Pool } from "undici";
 import { WebSocket, WebSocketServer } from "ws";
-import { freePort } from "../cluster/controlPlane.ts";
+import { heldPort } from "../cluster/ports.ts";
 import { startNginxAnchor, type NginxAnchor } from "./nginx.ts";
 import { percentile } from "./stats.ts";
 
@@ -269,8 +269,9 @@ function startChild(
 }
 
 async function startChp(upstreamPort: number): Promise<Child> {
-  const port = await freePort();
-  const apiPort = await freePort();
+  // configurable-http-proxy takes no passed socket: ports held for this run (cluster/ports.ts).
+  const port = (await heldPort()).port;
+  const apiPort = (await heldPort()).port;
   const bin = join(repoRoot, "node_modules", "configurable-http-proxy", "bin", "configurable-http-proxy");
   const child = fork(
     bin,

@@ -11,11 +11,11 @@ import { execFileSync } from "node:child_process";
 import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:https";
-import { createServer } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
 import { KUBERNETES_SERVICE_IP, KWOK_POD_CIDR, NODE_IP, SERVICE_CIDR } from "./addresses.ts";
+import { heldPort, type HeldPort } from "./ports.ts";
 import { ProcessGroup, waitFor } from "./processes.ts";
 
 export { diesWithParent } from "./processes.ts";
@@ -32,19 +32,6 @@ export function ensureBinaries(): string {
   if (process.env.USERLAND_CONTROL_PLANE_BIN) return process.env.USERLAND_CONTROL_PLANE_BIN;
   const out = execFileSync("bash", [join(here, "build.sh")], { stdio: ["ignore", "pipe", "inherit"] });
   return out.toString().trim().split("\n").pop() ?? "";
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port")),
-      );
-    });
-  });
 }
 
 export interface ControlPlaneOptions {
@@ -76,6 +63,7 @@ export class ControlPlane {
   private bin = "";
   private readonly processes: ProcessGroup;
   private ports = { etcd: 0, etcdPeer: 0, apiserver: 0 };
+  private heldPorts: HeldPort[] = [];
   private adminToken = "";
   private nodeTokens = { kubelet: "", kubeProxy: "", addons: "" };
 
@@ -127,7 +115,10 @@ export class ControlPlane {
     this.bin = ensureBinaries();
     rmSync(this.dir, { recursive: true, force: true });
     mkdirSync(join(this.dir, "logs"), { recursive: true });
-    this.ports = { etcd: await freePort(), etcdPeer: await freePort(), apiserver: await freePort() };
+    // Go programs cannot take a passed socket (cluster/ports.ts): their ports are held for our life.
+    this.heldPorts = [await heldPort(), await heldPort(), await heldPort()];
+    const [etcd, etcdPeer, apiserver] = this.heldPorts.map((held) => held.port) as [number, number, number];
+    this.ports = { etcd, etcdPeer, apiserver };
     this.adminToken = randomBytes(24).toString("hex");
     this.writePki();
     this.writeConfigFiles();
@@ -169,6 +160,7 @@ export class ControlPlane {
       "kube-apiserver",
       "etcd",
     ]);
+    for (const held of this.heldPorts.splice(0)) held.release();
     if (!opts.keepFiles) rmSync(this.dir, { recursive: true, force: true });
   }
 

@@ -4,7 +4,7 @@
  * `npm start` works on a machine with no real identity provider.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { listenOn } from "../lib/listen.ts";
 import { exportJWK, generateKeyPair } from "jose";
 import Provider from "oidc-provider";
 import { html, pageDocument } from "../lib/html.ts";
@@ -127,8 +127,8 @@ export async function startDevIdentityProvider(opts: {
   let handle: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) =>
     void res.writeHead(503).end();
   const server = createServer((req, res) => handle(req, res));
-  await new Promise<void>((resolve) => server.listen(opts.port, "127.0.0.1", resolve));
-  const issuer = `http://${opts.issuerHost ?? "127.0.0.1"}:${(server.address() as AddressInfo).port}`;
+  const port = new URL(await listenOn(server, opts.port, "127.0.0.1")).port;
+  const issuer = `http://${opts.issuerHost ?? "127.0.0.1"}:${port}`;
   const { privateKey } = await generateKeyPair("RS256", { extractable: true });
   const clientId = "userland-local";
   const clientSecret = "local-development-only-secret";

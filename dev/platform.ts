@@ -16,7 +16,7 @@ import {
   renameSync,
   writeFileSync,
 } from "node:fs";
-import { connect, createServer, type Socket } from "node:net";
+import { connect, createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
 import type { Userland } from "../api/v1alpha1/index.ts";
@@ -27,7 +27,6 @@ import { generateSigningKey, parseSigningKeys, publicJwks } from "../lib/session
 import {
   ControlPlane,
   diesWithParent,
-  freePort,
   kubeconfigYaml,
   repoRoot,
   type ControlPlaneInfo,
@@ -40,6 +39,7 @@ import {
   type Component,
 } from "../cluster/chartRbac.ts";
 import { installCustomResourceDefinitions } from "../cluster/customResourceDefinitions.ts";
+import { listeningSocket, portOf, socketsFor } from "../cluster/ports.ts";
 import { startDemoEnvironment, type DemoEnvironment } from "./demo-environment.ts";
 import { startDevIdentityProvider, type DevIdentityProvider } from "./identity-provider.ts";
 import { templatesPath, userlandsPath } from "../api/v1alpha1/index.ts";
@@ -57,7 +57,7 @@ export interface PlatformPorts {
 export interface PlatformOptions {
   /** Working directory (certificates, keys, logs). */
   dir: string;
-  /** Fixed ports for `npm start`; free ports when omitted (tests). */
+  /** Fixed ports for `npm start`; any free port when omitted (tests). */
   ports?: Partial<PlatformPorts>;
   log?: (line: string) => void;
   /**
@@ -165,6 +165,8 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
   let idp: DevIdentityProvider | undefined;
   let informer: Informer<Userland> | undefined;
   const relays: { close(): Promise<void> }[] = [];
+  /** Sockets bound for a component that has not started (closed once passed on). */
+  const unpassed: Server[] = [];
 
   const controlPlane = new ControlPlane({
     dir: join(dir, "cluster"),
@@ -180,6 +182,7 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
     );
     for (const demo of demos.values()) await demo.close();
     for (const relay of relays) await relay.close();
+    for (const server of unpassed) if (server.listening) server.close();
     await idp?.close();
     await rest.close();
     await controlPlane.stop({ keepFiles: true });
@@ -255,16 +258,25 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       return file;
     };
 
-    // Picked only now, right before the components listen: a port chosen before the control
-    // plane started could be taken by then on a busy machine.
-    const ports: PlatformPorts = {
-      proxy: opts.ports?.proxy ?? (await freePort()),
-      auth: opts.ports?.auth ?? (await freePort()),
-      userManager: opts.ports?.userManager ?? (await freePort()),
-      identityProvider: opts.ports?.identityProvider ?? (await freePort()),
+    // The components' sockets are bound here and passed down (cluster/ports.ts): every URL is
+    // known before any component starts, and no port can be taken in between.
+    const sockets = {
+      proxy: await listeningSocket(opts.ports?.proxy ?? 0),
+      auth: await listeningSocket(opts.ports?.auth ?? 0),
+      userManager: await listeningSocket(opts.ports?.userManager ?? 0),
+    };
+    unpassed.push(...Object.values(sockets));
+    const ports = {
+      proxy: portOf(sockets.proxy),
+      auth: portOf(sockets.auth),
+      userManager: portOf(sockets.userManager),
     };
     const templatePorts = new Map<string, number>();
-    for (const template of opts.templatePorts ?? []) templatePorts.set(template, await freePort());
+    for (const template of opts.templatePorts ?? []) {
+      const relay = await relayTo(0, ports.proxy);
+      relays.push(relay);
+      templatePorts.set(template, relay.port);
+    }
     const templateHosts = [...templatePorts].map(([template, port]) => [`127.0.0.1:${port}`, template]);
     // Session keys: the auth service signs, the proxy only verifies.
     const privateKeys = { keys: [await generateSigningKey()] };
@@ -277,21 +289,29 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
     const authUrl = `http://127.0.0.1:${ports.auth}`;
     const userManagerUrl = `http://127.0.0.1:${ports.userManager}`;
     idp = await startDevIdentityProvider({
-      port: ports.identityProvider,
+      port: opts.ports?.identityProvider ?? 0,
       redirectUris: [`${authUrl}/callback/oidc`],
     });
 
-    const run = (name: string, script: string, env: Record<string, string>) => {
+    /** Starts a component; `listen`: the sockets it serves on, by the setting each replaces. */
+    const run = (
+      name: string,
+      script: string,
+      env: Record<string, string>,
+      listen: Record<string, Server> = {},
+    ) => {
       const out = join(logsDir, `${name}.log`);
       // Straight to the file, not through a pipe: a component must still be able to log its
       // shutdown after this process has died (it then gets SIGTERM from the kernel).
       const logFd = openSync(out, "w");
+      const passed = socketsFor(listen);
       const child = spawn(...diesWithParent(process.execPath, [join(repoRoot, script)], "SIGTERM"), {
         cwd: repoRoot,
-        env: { ...process.env, USERLAND_NAMESPACE: NAMESPACE, ...env },
-        stdio: ["ignore", logFd, logFd],
+        env: { ...process.env, USERLAND_NAMESPACE: NAMESPACE, ...env, ...passed.env },
+        stdio: ["ignore", logFd, logFd, ...passed.fds],
       });
       closeSync(logFd);
+      passed.close();
       child.once("exit", (code, signal) => log(`${name} exited (${signal ?? code}); log: ${out}`));
       children.push({ name, child });
     };
@@ -302,69 +322,76 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       OPERATOR_HTTP_PORT: "0", // nothing here calls it; the log says where it listens
       OPERATOR_LEADER_ELECTION: "true",
     });
-    run("user-manager", "services/user-manager/main.ts", {
-      KUBECONFIG: await kubeconfigFor("user-manager"),
-      USER_MANAGER_HOST: "127.0.0.1",
-      USER_MANAGER_PORT: String(ports.userManager),
-      USER_MANAGER_ADMIN_HOST: "127.0.0.1",
-      USER_MANAGER_ADMIN_PORT: "0", // /metrics; the log says where (adminUrl)
-      USER_MANAGER_SESSION_PUBLIC_KEYS_FILE: publicFile,
-      USER_MANAGER_LOGIN_URL: `${authUrl}/login`,
-      USER_MANAGER_CONSOLE_URL: `${userManagerUrl}/console/`,
-    });
-    run("auth", "services/auth/main.ts", {
-      AUTH_HOST: "127.0.0.1",
-      AUTH_PORT: String(ports.auth),
-      AUTH_ADMIN_HOST: "127.0.0.1",
-      AUTH_ADMIN_PORT: "0", // /metrics; the log says where (adminUrl)
-      AUTH_PUBLIC_URL: `${authUrl}/`,
-      AUTH_SESSION_KEYS_FILE: privateFile,
-      AUTH_COOKIE_SECURE: "false",
-      AUTH_ALLOWED_REDIRECT_HOSTS: [
-        `127.0.0.1:${ports.proxy}`,
-        `127.0.0.1:${ports.userManager}`,
-        ...templateHosts.map(([host]) => host),
-      ].join(","),
-      AUTH_DEFAULT_REDIRECT: `${url}/_userland/home`,
-      AUTH_CLEAR_SITE_URL: `${url}/_userland/signed-out`,
-      AUTH_OIDC_ISSUER: idp.issuer,
-      AUTH_OIDC_ALLOW_HTTP: "true",
-      AUTH_OIDC_CLIENT_ID: idp.clientId,
-      AUTH_OIDC_CLIENT_SECRET: idp.clientSecret,
-      AUTH_OIDC_DISPLAY_NAME: "local test login (any name)",
-      AUTH_USERNAME_CLAIM: "preferred_username",
-      ...(opts.provision === false
-        ? {}
-        : {
-            AUTH_PROVISION_URL: userManagerUrl,
-            AUTH_PROVISION_TEMPLATE: DEMO_TEMPLATE,
-            // The auth service's own ServiceAccount, as the chart mounts it for provisioning.
-            AUTH_PROVISION_TOKEN_FILE: await tokenFile("auth"),
-          }),
-    });
+    run(
+      "user-manager",
+      "services/user-manager/main.ts",
+      {
+        KUBECONFIG: await kubeconfigFor("user-manager"),
+        USER_MANAGER_ADMIN_HOST: "127.0.0.1",
+        USER_MANAGER_ADMIN_PORT: "0", // /metrics; the log says where (adminUrl)
+        USER_MANAGER_SESSION_PUBLIC_KEYS_FILE: publicFile,
+        USER_MANAGER_LOGIN_URL: `${authUrl}/login`,
+        USER_MANAGER_CONSOLE_URL: `${userManagerUrl}/console/`,
+      },
+      { USER_MANAGER_PORT: sockets.userManager },
+    );
+    run(
+      "auth",
+      "services/auth/main.ts",
+      {
+        AUTH_ADMIN_HOST: "127.0.0.1",
+        AUTH_ADMIN_PORT: "0", // /metrics; the log says where (adminUrl)
+        AUTH_PUBLIC_URL: `${authUrl}/`,
+        AUTH_SESSION_KEYS_FILE: privateFile,
+        AUTH_COOKIE_SECURE: "false",
+        AUTH_ALLOWED_REDIRECT_HOSTS: [
+          `127.0.0.1:${ports.proxy}`,
+          `127.0.0.1:${ports.userManager}`,
+          ...templateHosts.map(([host]) => host),
+        ].join(","),
+        AUTH_DEFAULT_REDIRECT: `${url}/_userland/home`,
+        AUTH_CLEAR_SITE_URL: `${url}/_userland/signed-out`,
+        AUTH_OIDC_ISSUER: idp.issuer,
+        AUTH_OIDC_ALLOW_HTTP: "true",
+        AUTH_OIDC_CLIENT_ID: idp.clientId,
+        AUTH_OIDC_CLIENT_SECRET: idp.clientSecret,
+        AUTH_OIDC_DISPLAY_NAME: "local test login (any name)",
+        AUTH_USERNAME_CLAIM: "preferred_username",
+        ...(opts.provision === false
+          ? {}
+          : {
+              AUTH_PROVISION_URL: userManagerUrl,
+              AUTH_PROVISION_TEMPLATE: DEMO_TEMPLATE,
+              // The auth service's own ServiceAccount, as the chart mounts it for provisioning.
+              AUTH_PROVISION_TOKEN_FILE: await tokenFile("auth"),
+            }),
+      },
+      { AUTH_PORT: sockets.auth },
+    );
     const overridesFile = join(dir, "upstreams.json");
     writeFileSync(overridesFile, "{}");
-    run("proxy", "services/proxy/main.ts", {
-      KUBECONFIG: await kubeconfigFor("proxy"),
-      PROXY_HOST: "127.0.0.1",
-      PROXY_PORT: String(ports.proxy),
-      PROXY_ADMIN_HOST: "127.0.0.1",
-      PROXY_ADMIN_PORT: "0",
-      PROXY_SESSION_PUBLIC_KEYS_FILE: publicFile,
-      PROXY_LOGIN_URL: `${authUrl}/login`,
-      PROXY_DEFAULT_TEMPLATE: DEMO_TEMPLATE,
-      ...(templateHosts.length > 0
-        ? { PROXY_HOST_TEMPLATES: templateHosts.map(([host, t]) => `${host}=${t}`).join(",") }
-        : {}),
-      PROXY_UPSTREAM_OVERRIDES_FILE: overridesFile,
-      PROXY_USER_MANAGER_URL: userManagerUrl,
-      // The Start button asks the user-manager with the proxy's own token, as in the chart: the
-      // user-manager lets it because the proxy may patch Userlands.
-      PROXY_USER_MANAGER_TOKEN_FILE: await tokenFile("proxy"),
-      PROXY_ACTIVITY_FLUSH: "10s",
-    });
-
-    for (const port of templatePorts.values()) relays.push(await relayTo(port, ports.proxy));
+    run(
+      "proxy",
+      "services/proxy/main.ts",
+      {
+        KUBECONFIG: await kubeconfigFor("proxy"),
+        PROXY_ADMIN_HOST: "127.0.0.1",
+        PROXY_ADMIN_PORT: "0",
+        PROXY_SESSION_PUBLIC_KEYS_FILE: publicFile,
+        PROXY_LOGIN_URL: `${authUrl}/login`,
+        PROXY_DEFAULT_TEMPLATE: DEMO_TEMPLATE,
+        ...(templateHosts.length > 0
+          ? { PROXY_HOST_TEMPLATES: templateHosts.map(([host, t]) => `${host}=${t}`).join(",") }
+          : {}),
+        PROXY_UPSTREAM_OVERRIDES_FILE: overridesFile,
+        PROXY_USER_MANAGER_URL: userManagerUrl,
+        // The Start button asks the user-manager with the proxy's own token, as in the chart: the
+        // user-manager lets it because the proxy may patch Userlands.
+        PROXY_USER_MANAGER_TOKEN_FILE: await tokenFile("proxy"),
+        PROXY_ACTIVITY_FLUSH: "10s",
+      },
+      { PROXY_PORT: sockets.proxy },
+    );
 
     // Demo environments: one loopback server per Userland Service, published to the proxy's overrides.
     informer = new Informer<Userland>(rest, {
@@ -445,8 +472,8 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
   }
 }
 
-/** Listens on 127.0.0.1:`port` and passes every connection to 127.0.0.1:`target` unchanged. */
-async function relayTo(port: number, target: number): Promise<{ close(): Promise<void> }> {
+/** Listens on 127.0.0.1:`port` (0: any) and passes every connection to 127.0.0.1:`target` unchanged. */
+async function relayTo(port: number, target: number): Promise<{ port: number; close(): Promise<void> }> {
   const sockets = new Set<Socket>();
   const server = createServer((client) => {
     const upstream = connect(target, "127.0.0.1");
@@ -463,6 +490,7 @@ async function relayTo(port: number, target: number): Promise<{ close(): Promise
     server.listen(port, "127.0.0.1", resolve);
   });
   return {
+    port: portOf(server),
     close: () => {
       for (const socket of sockets) socket.destroy();
       return new Promise((resolve) => server.close(() => resolve()));

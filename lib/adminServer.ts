@@ -22,8 +22,11 @@ export interface AdminServerOptions {
 
 export interface AdminServer {
   server: Server;
-  /** Resolves with the server's URL, e.g. http://127.0.0.1:9090 (port 0: any free port). */
-  listen: (port: number, host: string) => Promise<string>;
+  /**
+   * Resolves with the server's URL, e.g. http://127.0.0.1:9090 (port 0: any free port); on the
+   * socket passed as `name` (lib/listen.ts), e.g. AUTH_ADMIN_PORT, if there is one.
+   */
+  listen: (port: number, host: string, name?: string) => Promise<string>;
   /** Stops listening and closes open connections. */
   close: () => Promise<void>;
 }
@@ -51,7 +54,7 @@ export function createAdminServer({ registry, readiness }: AdminServerOptions): 
   });
   return {
     server,
-    listen: (port, host) => listenOn(server, port, host),
+    listen: (port, host, name) => listenOn(server, port, host, name),
     close: async () => {
       const closed = new Promise<void>((resolve) =>
         server.listening ? server.close(() => resolve()) : resolve(),

@@ -33,11 +33,15 @@ export interface Component<C> {
 
 /** Variables every component reads outside its settings table. */
 const LOG_LEVEL_HELP = helpLine("LOG_LEVEL", 'Log level: debug, info, warn, error (default: "info")');
+const LISTEN_FDS_HELP = helpLine(
+  "LISTEN_FDS, LISTEN_FDNAMES",
+  "Sockets passed by the parent (systemd socket activation); one named like a *_PORT setting is served on instead of that host and port",
+);
 const KUBECONFIG_HELP = helpLine("KUBECONFIG", "kubeconfig file (default: the in-cluster ServiceAccount)");
 
 /** The `--help` text: the summary and every variable the component reads. */
 function helpText(component: Omit<Component<unknown>, "load" | "start">): string {
-  const lines = [describeSettings(component.settings), LOG_LEVEL_HELP];
+  const lines = [describeSettings(component.settings), LOG_LEVEL_HELP, LISTEN_FDS_HELP];
   if (component.kubernetes) lines.push(KUBECONFIG_HELP);
   return `${component.summary}\n\nSettings (environment variables):\n${lines.join("\n")}\n`;
 }

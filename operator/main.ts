@@ -87,7 +87,7 @@ async function start(config: OperatorConfig, log: Logger) {
       return { ready: !leader || synced, details: { leader, synced, identity } };
     },
   });
-  const http = await admin.listen(config.httpPort, config.httpAddress);
+  const http = await admin.listen(config.httpPort, config.httpAddress, "OPERATOR_HTTP_PORT");
   log.info({ namespace, namespaces: namespaces.toString(), identity, http }, "operator started");
 
   if (elector) elector.start();

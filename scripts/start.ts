@@ -8,11 +8,60 @@
  */
 import { join } from "node:path";
 import { repoRoot } from "../cluster/controlPlane.ts";
+import { listeningSocket } from "../cluster/ports.ts";
 import { CONSOLE_TEACHER, startPlatform } from "../dev/platform.ts";
 import { startRealPlatform } from "../dev/realPlatform.ts";
 
 const base = Number(process.env.USERLAND_PORT ?? 4180);
 const log = (line: string) => console.error(line);
+
+/** What listens at each port from the base (USERLAND_PORT) on. */
+const PORT_USES = [
+  "the proxy",
+  "the auth service",
+  "the user-manager",
+  "the login provider",
+  "Jupyter",
+  "phpMyAdmin",
+];
+
+/** One line, no stack trace, then exit: a setting or a port is the user's to change. */
+function fail(message: string): never {
+  console.error(`npm start: ${message}`);
+  process.exit(1);
+}
+
+function portTaken(port: number): never {
+  const use = PORT_USES[port - base];
+  fail(
+    `127.0.0.1:${port}${use ? ` (${use})` : ""} is already in use: stop what listens there, or set ` +
+      `USERLAND_PORT to another base port (now ${base}; it uses ${base}-${base + PORT_USES.length - 1}).`,
+  );
+}
+
+function isPortTaken(error: unknown): error is { port: number } {
+  const e = error as { code?: string; port?: unknown };
+  return e?.code === "EADDRINUSE" && typeof e.port === "number";
+}
+
+if (!Number.isInteger(base) || base < 1024 || base > 65_535 - PORT_USES.length)
+  fail(
+    `USERLAND_PORT must be a port number from 1024 to ${65_535 - PORT_USES.length}, not "${process.env.USERLAND_PORT}".`,
+  );
+// Before minutes of start-up: every port must be free now (they are bound for good later).
+for (let port = base; port < base + PORT_USES.length; port++) {
+  const socket = await listeningSocket(port).catch((error: unknown) => {
+    if (isPortTaken(error)) portTaken(port);
+    throw error;
+  });
+  await new Promise((resolve) => socket.close(resolve));
+}
+// Taken meanwhile: the same line, from wherever the platform binds it.
+process.on("uncaughtException", (error) => {
+  if (isPortTaken(error)) portTaken(error.port);
+  console.error(error);
+  process.exit(1);
+});
 
 /** Real IDEs, or why not (one line). */
 async function tryRealPlatform() {
@@ -21,6 +70,7 @@ async function tryRealPlatform() {
   try {
     return await startRealPlatform({ dir: join(repoRoot, ".userland", "platform-real"), base, log });
   } catch (error) {
+    if (isPortTaken(error)) portTaken(error.port);
     return `the real node could not start here: ${String((error as Error).message).split("\n")[0]}`;
   }
 }
@@ -33,6 +83,9 @@ if (typeof real === "string") {
   const platform = await startPlatform({
     dir: join(repoRoot, ".userland", "platform"),
     ports: { proxy: base, auth: base + 1, userManager: base + 2, identityProvider: base + 3 },
+  }).catch((error: unknown) => {
+    if (isPortTaken(error)) portTaken(error.port);
+    throw error;
   });
   stopPlatform = () => platform.stop();
   const kubectl = join(platform.controlPlane.binDir, "kubectl");

@@ -7,12 +7,13 @@
  * USERLAND_REAL_NODE=off leaves the real node out (its tests then fail, saying so); any other value
  * or none starts it, and a machine that cannot run it fails the run with the reason.
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { join } from "node:path";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join, relative } from "node:path";
 import { ControlPlane, diesWithParent, repoRoot } from "../cluster/controlPlane.ts";
 import { RealNode } from "../cluster/node/realNode.ts";
 import { CLUSTER_INFO_ENV } from "./support/cluster.ts";
-import { writeFileSync } from "node:fs";
+import { RETRY_LOG_ENV } from "./support/retries.ts";
 
 const defaultPatterns = [
   "test/**/*.test.ts",
@@ -68,16 +69,38 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
   });
 }
 
-const info = await controlPlane.start().catch(async (error: unknown) => {
+/** What the run spent its time on, in order: the phases this file controls. */
+const phases: [string, number][] = [];
+async function phase<T>(name: string, work: () => Promise<T>): Promise<T> {
+  const started = Date.now();
+  try {
+    return await work();
+  } finally {
+    phases.push([name, Date.now() - started]);
+  }
+}
+const gitStatus = () =>
+  spawnSync("git", ["status", "--porcelain"], { cwd: repoRoot, encoding: "utf8" }).stdout ?? "";
+const treeBefore = gitStatus();
+
+const info = await phase("control plane start", () => controlPlane.start()).catch(async (error: unknown) => {
   console.error(`could not start the test control plane: ${(error as Error).message}`);
   return shutdown(1);
 });
-const nodeInfo = await realNode?.start().catch(async (error: unknown) => {
-  console.error(`could not start the real node: ${(error as Error).message}`);
-  return shutdown(1);
-});
+const nodeInfo = await (realNode ? phase("real node start", () => realNode.start()) : undefined)?.catch(
+  async (error: unknown) => {
+    console.error(`could not start the real node: ${(error as Error).message}`);
+    return shutdown(1);
+  },
+);
 const infoFile = join(controlPlane.dir, "cluster.json");
 writeFileSync(infoFile, JSON.stringify({ ...info, realNode: nodeInfo }, null, 2));
+/** Every retry in the test support appends its line here (test/support/retries.ts). */
+const retryLog = join(controlPlane.dir, "retries.log");
+writeFileSync(retryLog, "");
+/** One line per test file: duration, result, path (test/support/durationReporter.ts). */
+const durationsFile = join(controlPlane.dir, "durations.tsv");
+writeFileSync(durationsFile, "");
 
 /** Runs node's test runner on `files`; resolves with its exit code. */
 function runTests(files: string[], concurrency: string): Promise<number> {
@@ -88,6 +111,9 @@ function runTests(files: string[], concurrency: string): Promise<number> {
       [
         "--test",
         "--test-reporter=spec",
+        "--test-reporter-destination=stdout",
+        "--test-reporter=./test/support/durationReporter.ts",
+        `--test-reporter-destination=${durationsFile}.part`,
         `--test-concurrency=${concurrency}`,
         "--test-timeout=600000",
         ...flags,
@@ -95,17 +121,60 @@ function runTests(files: string[], concurrency: string): Promise<number> {
       ],
       "SIGTERM",
     ),
-    { stdio: "inherit", cwd: repoRoot, env: { ...process.env, [CLUSTER_INFO_ENV]: infoFile } },
+    {
+      stdio: "inherit",
+      cwd: repoRoot,
+      env: { ...process.env, [CLUSTER_INFO_ENV]: infoFile, [RETRY_LOG_ENV]: retryLog },
+    },
   );
   child = runner;
-  return new Promise((resolve) => runner.on("exit", (code, signal) => resolve(code ?? (signal ? 1 : 0))));
+  return new Promise((resolve) =>
+    runner.on("exit", (code, signal) => {
+      // Each batch's reporter writes its own file: keep them all.
+      if (existsSync(`${durationsFile}.part`))
+        writeFileSync(durationsFile, readFileSync(`${durationsFile}.part`), { flag: "a" });
+      resolve(code ?? (signal ? 1 : 0));
+    }),
+  );
+}
+
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`.padStart(8);
+
+/** The run's last lines: the slowest files and phases, every retry and their count, a changed tree. */
+function summary(): void {
+  const files = readFileSync(durationsFile, "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => line.split("\t"))
+    .map(([ms, result, file]) => ({ ms: Number(ms), result, file: relative(repoRoot, file ?? "") }))
+    .sort((a, b) => b.ms - a.ms);
+  const lines = ["", "# slowest test files:"];
+  for (const f of files.slice(0, 12))
+    lines.push(`#   ${seconds(f.ms)}  ${f.file}${f.result === "fail" ? "  (failed)" : ""}`);
+  lines.push("# phases:");
+  for (const [name, ms] of phases) lines.push(`#   ${seconds(ms)}  ${name}`);
+  const retries = readFileSync(retryLog, "utf8").split("\n").filter(Boolean);
+  lines.push(...retries, `# retries: ${retries.length}`);
+  const treeAfter = gitStatus();
+  if (treeAfter !== treeBefore)
+    lines.push(
+      `# the run changed the working tree (git status before and after differ):`,
+      ...treeAfter
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => `#   ${l}`),
+    );
+  console.log(lines.join("\n"));
 }
 
 const concurrency = process.env.TEST_CONCURRENCY ?? "2";
+let code: number;
 if (patterns.length > 0) {
-  await shutdown(await runTests(patterns, concurrency));
+  code = await phase("test files", () => runTests(patterns, concurrency));
 } else {
-  const first = await runTests(defaultPatterns, concurrency);
-  const alone = await runTests(alonePatterns, "1");
-  await shutdown(first !== 0 ? first : alone);
+  const first = await phase("test files", () => runTests(defaultPatterns, concurrency));
+  const alone = await phase("*.alone.ts files, one at a time", () => runTests(alonePatterns, "1"));
+  code = first !== 0 ? first : alone;
 }
+summary();
+await shutdown(code);

@@ -28,6 +28,7 @@ for (const [main, settings, kubernetes] of components) {
       assert.equal(r.status, 0, r.stderr);
       for (const s of Object.values(settings)) assert.match(r.stdout, new RegExp(`^  ${s.env} `, "m"), s.env);
       assert.match(r.stdout, /^ {2}LOG_LEVEL /m);
+      assert.match(r.stdout, /^ {2}LISTEN_FDS, LISTEN_FDNAMES /m);
       assert.equal(/^ {2}KUBECONFIG /m.test(r.stdout), kubernetes, "KUBECONFIG");
     }
   });

@@ -5,7 +5,6 @@
  */
 import assert from "node:assert/strict";
 import { test, type TestContext } from "node:test";
-import { setTimeout as sleep } from "node:timers/promises";
 import { KubeRest } from "../../lib/kubeRest.ts";
 import { createLogger } from "../../lib/logger.ts";
 import { eventually, testCluster, testNamespace } from "../../test/support/cluster.ts";
@@ -24,9 +23,11 @@ interface Lease {
 /** A KubeRest whose requests fail while `broken` is set, as during an API server outage. */
 class BreakableRest extends KubeRest {
   broken = false;
+  /** When each GET (a candidate's look at the Lease) was answered. */
+  readonly answered: number[] = [];
   override get<T>(...args: Parameters<KubeRest["get"]>): Promise<T> {
     if (this.broken) return Promise.reject(new Error("connection refused (test)"));
-    return super.get<T>(...args);
+    return super.get<T>(...args).finally(() => this.answered.push(Date.now()));
   }
   override replace<T>(...args: Parameters<KubeRest["replace"]>): Promise<T> {
     if (this.broken) return Promise.reject(new Error("connection refused (test)"));
@@ -73,9 +74,17 @@ test("one candidate acquires and renews the Lease; the other waits; stop() hands
   assert.equal(acquired.spec.holderIdentity, "a");
 
   const b = await candidate(t, ns, "b");
+  const bStarted = Date.now();
   b.elector.start();
-  // Longer than the Lease lasts: a's renewals keep it.
-  await sleep(timing.leaseDurationMs * 1.5);
+  // Longer than the Lease lasts: a's renewals keep it. The marker: b has looked at the Lease twice
+  // from a lease duration and a half on (the second look starts once the first one's turn is over),
+  // so it has decided at least once when the Lease would have expired without a's renewals.
+  await eventually(
+    "b to look at the Lease twice from a lease duration and a half on",
+    () => b.rest.answered.filter((at) => at - bStarted >= timing.leaseDurationMs * 1.5).length >= 2,
+    timing.leaseDurationMs * 5,
+    20,
+  );
   assert.equal(b.elector.isLeader, false);
   assert.equal(a.elector.isLeader, true);
   const renewed = await readLease(ns);

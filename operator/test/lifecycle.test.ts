@@ -8,6 +8,7 @@ import { startOperator } from "../../test/support/operator.ts";
 import {
   adminRest,
   auditEvents,
+  auditLogCaughtUp,
   createTemplate,
   createUserland,
   getUserland,
@@ -54,7 +55,7 @@ test("a resync over unchanged objects sends zero write requests to the API serve
   await new Promise((r) => setTimeout(r, 4000));
   const after = await reconcileCount(operator.metrics);
   assert.ok(after - before >= 5 * 4, `resyncs happened (${after - before} reconciles in 4 s)`);
-  await new Promise((r) => setTimeout(r, 1500)); // the audit log is written in batches of up to 1 s
+  await auditLogCaughtUp();
   const writes = (await auditEvents(operator.username, since)).filter(
     (e) => WRITE_VERBS.has(e.verb) && e.objectRef?.resource !== "leases",
   );
@@ -82,7 +83,22 @@ test("two replicas: one leads, the other takes over when the leader dies or shut
     "the second replica to run as a standby",
     async () => (await second.readyz())?.leader === false,
   );
-  await new Promise((r) => setTimeout(r, 1500));
+  // The standby keeps asking for the Lease (a GET every retry period, where the leader's GET is
+  // followed by its renewal): once it has asked three times more, it has been refused three times.
+  const standbySince = new Date();
+  await eventually(
+    "three more Lease requests from the standby",
+    async () => {
+      await auditLogCaughtUp();
+      const lease = (await auditEvents(first.username, standbySince)).filter(
+        (e) => e.objectRef?.resource === "leases",
+      );
+      const gets = lease.filter((e) => e.verb === "get").length;
+      const renewals = lease.filter((e) => e.verb === "update").length;
+      return gets - renewals >= 3;
+    },
+    15_000,
+  );
   assert.equal((await first.readyz())?.leader, true);
   assert.equal((await second.readyz())?.leader, false, "only one leader");
   const lease = await (
@@ -141,7 +157,7 @@ test("an idle Userland is stopped with an Event and a status reason; an active o
   await createUserland(ns, "busy", "busy", "code");
   await createUserland(ns, "nolimit", "nolimit", "forever");
   await waitForPhase(ns, "idle", "Ready");
-  await waitForPhase(ns, "busy", "Ready");
+  const busyReady = await waitForPhase(ns, "busy", "Ready");
 
   // The proxy reports activity for "busy" every 500 ms.
   const keepBusy = setInterval(() => {
@@ -160,7 +176,21 @@ test("an idle Userland is stopped with an Event and a status reason; an active o
     (await listEvents(ns, "idle")).some((e) => e.reason === "IdleTimeout"),
   );
 
-  await new Promise((r) => setTimeout(r, 1500));
+  // The marker: an environment that became Ready a whole second (the timestamps' resolution) after
+  // "busy" did. Once the culler stops it, "busy" would have been stopped in an earlier pass if its
+  // activity had not counted.
+  const busyReadyAt = Date.parse(
+    busyReady.status?.conditions?.find((c) => c.type === "Ready")?.lastTransitionTime ?? "",
+  );
+  assert.ok(busyReadyAt > 0, "busy's Ready condition has a transition time");
+  await eventually("a second past busy's Ready time", () => Date.now() >= busyReadyAt + 1000);
+  await createUserland(ns, "marker", "marker", "code");
+  const marker = await waitForPhase(ns, "marker", "Ready");
+  const markerReadyAt = Date.parse(
+    marker.status?.conditions?.find((c) => c.type === "Ready")?.lastTransitionTime ?? "",
+  );
+  assert.ok(markerReadyAt >= busyReadyAt + 1000, "the marker became Ready a second after busy at least");
+  await waitForPhase(ns, "marker", "Stopped", 15_000);
   assert.equal((await getUserland(ns, "busy")).spec.enabled, true, "active environments keep running");
   assert.equal((await getUserland(ns, "nolimit")).spec.enabled, true, "no idle timeout, no culling");
 });

@@ -5,6 +5,7 @@
  * second signal exits at once.
  */
 import { createAdminServer } from "../../lib/adminServer.ts";
+import { listenOptions } from "../../lib/listen.ts";
 import { runComponent } from "../../lib/service.ts";
 import { buildApp } from "./app.ts";
 import { configWarnings, loadAuthConfig, settings } from "./config.ts";
@@ -22,8 +23,8 @@ await runComponent({
     const app = await buildApp(config, { log, metrics });
     // Prometheus scrapes this port; the public one (AUTH_PORT) has no /metrics.
     const admin = createAdminServer({ registry: metrics.registry });
-    const address = await app.listen({ host: config.host, port: config.port });
-    const adminUrl = await admin.listen(config.adminPort, config.adminHost);
+    const address = await app.listen(listenOptions("AUTH_PORT", config.port, config.host));
+    const adminUrl = await admin.listen(config.adminPort, config.adminHost, "AUTH_ADMIN_PORT");
     log.info(
       {
         address,

@@ -29,6 +29,7 @@ await runComponent({
       port: config.port,
       adminHost: config.adminHost,
       adminPort: config.adminPort,
+      socketNames: { main: "PROXY_PORT", admin: "PROXY_ADMIN_PORT" },
     });
     log.info({ url, adminUrl, namespace, resolver: app.resolver.kind }, "proxy listening");
     app.synced.catch((error: unknown) => log.error({ err: error }, "caches did not sync"));

@@ -69,6 +69,8 @@ export interface RunningProxy {
     port: number;
     adminHost: string;
     adminPort: number;
+    /** The settings whose passed sockets (lib/listen.ts) replace host:port, e.g. PROXY_PORT. */
+    socketNames?: { main: string; admin: string };
   }): Promise<{ url: string; adminUrl: string }>;
   /** Stops accepting, closes WebSockets, lets in-flight requests finish for up to `graceMs`. */
   close(graceMs?: number): Promise<void>;
@@ -251,8 +253,9 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
     server,
     admin: admin.server,
     async listen(options) {
-      const url = await listenOn(server, options.port, options.host);
-      const adminUrl = await admin.listen(options.adminPort, options.adminHost);
+      const names = options.socketNames;
+      const url = await listenOn(server, options.port, options.host, names?.main);
+      const adminUrl = await admin.listen(options.adminPort, options.adminHost, names?.admin);
       return { url, adminUrl };
     },
     async close(graceMs = 10_000) {

@@ -10,6 +10,7 @@ import { currentNamespace, loadKubeConfig } from "../../lib/kube.ts";
 import { KubeRest } from "../../lib/kubeRest.ts";
 import { ServedNamespaces } from "../../lib/namespaces.ts";
 import type { Logger } from "../../lib/logger.ts";
+import { listenOptions } from "../../lib/listen.ts";
 import { runComponent } from "../../lib/service.ts";
 import { buildApp } from "./app.ts";
 import { loadUserManagerConfig, settings, type UserManagerConfig } from "./config.ts";
@@ -37,8 +38,8 @@ async function start(config: UserManagerConfig, log: Logger) {
   // Prometheus scrapes this port; the API's port, routed from the internet, has no /metrics.
   const admin = createAdminServer({ registry: metrics.registry });
 
-  const address = await app.listen({ host: config.host, port: config.port });
-  const adminUrl = await admin.listen(config.adminPort, config.adminHost);
+  const address = await app.listen(listenOptions("USER_MANAGER_PORT", config.port, config.host));
+  const adminUrl = await admin.listen(config.adminPort, config.adminHost, "USER_MANAGER_ADMIN_PORT");
   log.info({ address, adminUrl, namespace }, "user-manager listening");
 
   // Not fatal: the Role may be applied just after the Deployment; /readyz and the API report it too.

@@ -10,7 +10,7 @@
  * opens each at its own host; the teacher stops one and the student's home shows it stopped. A
  * student with nothing sees the empty home, and the console and the API refuse them. A teacher
  * whose Role names only one class's environment acts on it and is refused on the other class.
- * Saves docs/screenshots/home-two-classes.png.
+ * Saves home-two-classes.png (test/support/screenshots.ts says where).
  */
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -24,6 +24,7 @@ import { DEMO_TEMPLATE, startPlatform, type Platform } from "../../dev/platform.
 import { paths } from "../../lib/kubeRest.ts";
 import { launchBrowser } from "../support/browser.ts";
 import { eventually } from "../support/cluster.ts";
+import { screenshotsDir } from "../support/screenshots.ts";
 import { environmentOf, homeCard, signIn } from "../support/platformPages.ts";
 import { simpleTemplateSpec } from "../support/resources.ts";
 
@@ -34,13 +35,11 @@ const TEACHER = "tanaka";
 /** In both classes, in the demo class only, in none. */
 const [BOTH, ONE, NONE] = ["kim", "lee", "noor"] as const;
 
-const screenshots = join(repoRoot, "docs", "screenshots");
 const artifacts = join(repoRoot, "artifacts", "e2e");
 let platform: Platform;
 let browser: Browser;
 
 before(async () => {
-  mkdirSync(screenshots, { recursive: true });
   mkdirSync(artifacts, { recursive: true });
   platform = await startPlatform({
     dir: join(repoRoot, ".userland", `classes-e2e-${randomBytes(3).toString("hex")}`),
@@ -186,7 +185,7 @@ test("each student sees exactly their environments on their home and opens each 
     const names = (await userlandsOf(BOTH)).map((u) => `env-${u.metadata.name ?? ""}`).sort();
     const cards = await environmentCards(page).all();
     assert.deepEqual((await Promise.all(cards.map((c) => c.getAttribute("id")))).sort(), names);
-    await page.screenshot({ path: join(screenshots, "home-two-classes.png"), fullPage: true });
+    await page.screenshot({ path: join(screenshotsDir(), "home-two-classes.png"), fullPage: true });
 
     // Each Open link goes to its Template's own host, where the environment answers as this student.
     const open = (title: string) => page.getByRole("link", { name: `Open ${title}` });

@@ -2,11 +2,10 @@
  * A teacher in a real browser (Debian chromium driven by playwright-core) on the local platform:
  * signs in at the real OpenID provider through the auth service, opens a class with the keyboard,
  * uploads a roster file, reviews the changes (nothing is created before confirming), confirms,
- * sees the class and stops a student's environment. Screenshots go to docs/screenshots/console-*.png.
+ * sees the class and stops a student's environment. Screenshots: console-*.png (test/support/screenshots.ts says where).
  */
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import type { Browser, Page } from "playwright-core";
@@ -16,13 +15,12 @@ import { repoRoot } from "../../cluster/controlPlane.ts";
 import { CONSOLE_TEACHER, DEMO_TEMPLATE, startPlatform, type Platform } from "../../dev/platform.ts";
 import { gotoSignIn, launchBrowser } from "../support/browser.ts";
 import { eventually } from "../support/cluster.ts";
+import { screenshotsDir } from "../support/screenshots.ts";
 
-const screenshots = join(repoRoot, "docs", "screenshots");
 let platform: Platform;
 let browser: Browser;
 
 before(async () => {
-  mkdirSync(screenshots, { recursive: true });
   platform = await startPlatform({
     dir: join(repoRoot, ".userland", `console-e2e-${randomBytes(3).toString("hex")}`),
   });
@@ -40,7 +38,7 @@ const userlands = async () =>
   );
 
 const shot = (page: Page, name: string) =>
-  page.screenshot({ path: join(screenshots, `console-${name}.png`), fullPage: true });
+  page.screenshot({ path: join(screenshotsDir(), `console-${name}.png`), fullPage: true });
 
 test("a teacher signs in, uploads a roster, reviews the changes, confirms, and manages the class", async () => {
   const context = await browser.newContext({ viewport: { width: 1100, height: 800 } });

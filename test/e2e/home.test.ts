@@ -4,7 +4,7 @@
  * user-manager and the chart's RBAC for every component): a new student signs in at the home,
  * sees their environment become ready by itself, opens it with the keyboard, stops and starts it
  * from the home, and creates one of a self-service Template. Saves the screenshot
- * docs/screenshots/home.png.
+ * home.png (test/support/screenshots.ts says where).
  */
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -17,15 +17,14 @@ import { repoRoot } from "../../cluster/controlPlane.ts";
 import { DEMO_TEMPLATE, startPlatform, type Platform } from "../../dev/platform.ts";
 import { launchBrowser } from "../support/browser.ts";
 import { eventually } from "../support/cluster.ts";
+import { screenshotsDir } from "../support/screenshots.ts";
 import { homeCard as card } from "../support/platformPages.ts";
 
-const screenshots = join(repoRoot, "docs", "screenshots");
 const artifacts = join(repoRoot, "artifacts", "e2e");
 let platform: Platform;
 let browser: Browser;
 
 before(async () => {
-  mkdirSync(screenshots, { recursive: true });
   mkdirSync(artifacts, { recursive: true });
   platform = await startPlatform({
     dir: join(repoRoot, ".userland", `e2e-home-${randomBytes(3).toString("hex")}`),
@@ -64,7 +63,7 @@ test("a student signs in at the home, sees their environment get ready, opens it
     assert.match((await page.textContent("#home")) ?? "", /Signed in as\s+hana/);
     assert.match((await page.textContent("#available")) ?? "", /Available to you/);
     assert.match((await page.textContent("body")) ?? "", /JupyterLab/);
-    await page.screenshot({ path: join(screenshots, "home.png"), fullPage: true });
+    await page.screenshot({ path: join(screenshotsDir(), "home.png"), fullPage: true });
 
     // Keyboard only: Tab to the Open link, Enter opens the environment.
     let focused = "";

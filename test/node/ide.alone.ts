@@ -8,6 +8,7 @@
  * after the pod was Ready, beside other files and once alone; on a quiet machine it never was. Not
  * explained yet: each request is bounded, and a hang prints what the node held (see `fetch` below).
  */
+import { noteRetry } from "../support/retries.ts";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
@@ -161,6 +162,7 @@ test("a student's Jupyter from deploy/jupyter.yaml runs on the real node and run
           (e: unknown) => String(e),
         );
       t.diagnostic(`straight to the pod: ${straight}; once more through the Service`);
+      noteRetry("Jupyter through its Service (test/node/ide.alone.ts)", `${url}: ${String(error)}`);
       const again = await globalThis.fetch(url, { ...init, signal: AbortSignal.timeout(60_000) });
       // Whether Jupyter ever saw the first request ("Kernel started" twice), now that one answered.
       if (pod) t.diagnostic(`## Jupyter's log after the retry\n${await podLog(pod, "jupyter", 10)}`);

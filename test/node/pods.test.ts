@@ -8,6 +8,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { NODE_POD_CIDR } from "../../cluster/addresses.ts";
 import { k8s } from "../../lib/kube.ts";
 import { eventually, testCluster, testNamespace } from "../support/cluster.ts";
+import { listEvents } from "../support/events.ts";
 import { exposeFromNode, inNode, onRealNode, realNode, waitForPodReady } from "../support/realNode.ts";
 
 /** A busybox web server answering "hello from <pod>" on 8080. */
@@ -76,7 +77,15 @@ test("a pod runs a real process on the real node and becomes Ready through its o
     },
     60_000,
   );
-  await new Promise((r) => setTimeout(r, 3000));
+  // The marker: the kubelet has run the probe and recorded its failure.
+  await eventually(
+    "the kubelet to record a failed readiness probe",
+    async () =>
+      (await listEvents(ns, "never-ready")).some(
+        (e) => e.reason === "Unhealthy" && /Readiness probe failed/.test(e.message ?? ""),
+      ),
+    60_000,
+  );
   const after = await core.readNamespacedPod({ namespace: ns, name: "never-ready" });
   assert.equal(
     after.status?.containerStatuses?.[0]?.ready,

@@ -5,12 +5,11 @@
  * Jupyter at its own port. Its own control plane and node, beside the test run's.
  */
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import type { Browser } from "playwright-core";
 import { repoRoot } from "../../cluster/controlPlane.ts";
+import { heldPort, type HeldPort } from "../../cluster/ports.ts";
 import { startRealPlatform, type RealPlatform } from "../../dev/realPlatform.ts";
 import { gotoSignIn, launchBrowser } from "../support/browser.ts";
 
@@ -18,38 +17,17 @@ let platform: RealPlatform;
 let browser: Browser;
 
 /**
- * A base port with the five after it free on 127.0.0.1 (what USERLAND_PORT sets for npm start),
- * below the kernel's range for outgoing connections: the platform listens on them minutes later,
- * and in a CI run one was taken by then as the local end of a connection (EADDRINUSE).
+ * The six ports what USERLAND_PORT sets for npm start (base to base+5), held for this run
+ * (cluster/ports.ts): below the kernel's range for outgoing connections, which took one of them
+ * once in CI (EADDRINUSE), and locked against other runs on the machine.
  */
-async function freeBase(): Promise<number> {
-  const [firstEphemeral = 32_768] = readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8")
-    .trim()
-    .split(/\s+/)
-    .map(Number);
-  const low = 10_000;
-  for (;;) {
-    const base = low + Math.floor(Math.random() * Math.max(1, firstEphemeral - low - 6));
-    const free = await Promise.all(
-      Array.from(
-        { length: 6 },
-        (_, i) =>
-          new Promise<boolean>((resolve) => {
-            const server = createServer();
-            server.once("error", () => resolve(false));
-            server.listen(base + i, "127.0.0.1", () => server.close(() => resolve(true)));
-          }),
-      ),
-    );
-    if (free.every(Boolean)) return base;
-  }
-}
+let ports: HeldPort;
 
 before(
   async () => {
     platform = await startRealPlatform({
       dir: join(repoRoot, ".userland", `start-test-${process.pid}`),
-      base: await freeBase(),
+      base: (ports = await heldPort(6)).port,
       log: (line) => process.stdout.write(`# ${line}\n`),
     });
     browser = await launchBrowser();
@@ -60,6 +38,7 @@ before(
 after(async () => {
   await browser?.close();
   await platform?.stop();
+  ports?.release();
 });
 
 async function signInAndWait(url: string, name: string, selector: string): Promise<string> {

@@ -17,6 +17,7 @@ import { eventually, serviceAccountToken, testCluster, testNamespace } from "../
 import { installCrds, spawnOperator, waitForLeadership } from "../support/operator.ts";
 import {
   adminRest,
+  auditLogCaughtUp,
   createTemplate,
   createUserland,
   deploymentsPath,
@@ -832,7 +833,7 @@ test("the operator does its whole job under the chart's Role, without a single 4
   await admin.delete(userlandsPath(c.ns, withData.metadata.name ?? ""));
 
   // The audit log holds every request the operator made: none was refused.
-  await new Promise((r) => setTimeout(r, 1500)); // the audit log is written in batches (≤ 1 s)
+  await auditLogCaughtUp(cluster.info.auditLog);
   const refused = readFileSync(cluster.info.auditLog, "utf8")
     .split("\n")
     .filter((line) => line.includes(username))

@@ -46,7 +46,8 @@ import {
   type CleanupScope,
   type Upstream,
 } from "../../services/proxy/test/support.ts";
-import { freePort, repoRoot } from "../../cluster/controlPlane.ts";
+import { repoRoot } from "../../cluster/controlPlane.ts";
+import { listeningSocket, portOf, socketsFor } from "../../cluster/ports.ts";
 import type { TestCluster } from "../support/cluster.ts";
 import {
   installCrds,
@@ -480,8 +481,11 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     await writeOverrides(users);
     const kubeconfig = join(dir, "proxy.kubeconfig");
     await writeFile(kubeconfig, (await proxyKubeConfig(namespace, cluster)).exportConfig(), { mode: 0o600 });
-    const port = await freePort();
-    const adminPort = await freePort();
+    // Bound here and passed down (cluster/ports.ts), so no port can be taken before the proxy listens.
+    const sockets = { PROXY_PORT: await listeningSocket(), PROXY_ADMIN_PORT: await listeningSocket() };
+    const port = portOf(sockets.PROXY_PORT);
+    const adminPort = portOf(sockets.PROXY_ADMIN_PORT);
+    const passed = socketsFor(sockets);
     const child = spawn(process.execPath, [join(repoRoot, "services", "proxy", "main.ts")], {
       cwd: repoRoot,
       env: {
@@ -489,10 +493,6 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         KUBECONFIG: kubeconfig,
         USERLAND_NAMESPACE: namespace,
         LOG_LEVEL: "warn",
-        PROXY_HOST: "127.0.0.1",
-        PROXY_PORT: String(port),
-        PROXY_ADMIN_HOST: "127.0.0.1",
-        PROXY_ADMIN_PORT: String(adminPort),
         PROXY_SESSION_PUBLIC_KEYS_FILE: keys.publicFile,
         PROXY_LOGIN_URL: "https://auth.example.test/login",
         PROXY_HOST_TEMPLATES: `${SOAK_HOST}=${SOAK_TEMPLATE}`,
@@ -500,9 +500,11 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         PROXY_UPSTREAM_TIMEOUT: `${UPSTREAM_TIMEOUT_MS}ms`,
         PROXY_ACTIVITY_FLUSH: "5s",
         PROXY_ACCESS_LOG: "false",
+        ...passed.env,
       },
-      stdio: ["ignore", "pipe", "pipe"],
+      stdio: ["ignore", "pipe", "pipe", ...passed.fds],
     });
+    passed.close();
     proxyChild = child;
     const keep = (chunk: Buffer) => {
       proxyOutput.push(chunk.toString());

@@ -2,6 +2,7 @@
  * The real browser of the browser tests: Debian's chromium driven by playwright-core, with nothing
  * running in the background that could dial out (no updates, no component downloads).
  */
+import { noteRetry } from "./retries.ts";
 import { chromium, type Browser, type Page } from "playwright-core";
 
 /** Launches headless chromium; `args` adds flags, e.g. --host-resolver-rules. */
@@ -36,7 +37,7 @@ export async function gotoSignIn(page: Page, url: string): Promise<void> {
   } catch (error) {
     if (!/ERR_EMPTY_RESPONSE|ERR_CONNECTION_RESET|ERR_CONNECTION_CLOSED|Timeout/.test(String(error)))
       throw error;
-    process.stdout.write(`# ${url}: ${String(error).split("\n")[0]}; once more\n`);
+    noteRetry("gotoSignIn (test/support/browser.ts)", `${url}: ${String(error)}`);
     await page.goto(url, { waitUntil: "commit" });
   }
 }

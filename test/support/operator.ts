@@ -9,7 +9,8 @@ import { join } from "node:path";
 import type { TestContext } from "node:test";
 import { installCustomResourceDefinitions } from "../../cluster/customResourceDefinitions.ts";
 import { isAlreadyExists, k8s } from "../../lib/kube.ts";
-import { freePort, kubeconfigYaml, repoRoot } from "../../cluster/controlPlane.ts";
+import { kubeconfigYaml, repoRoot } from "../../cluster/controlPlane.ts";
+import { listeningSocket, portOf, socketsFor } from "../../cluster/ports.ts";
 import { eventually, serviceAccountToken, testCluster, type TestCluster } from "./cluster.ts";
 import { adminRest } from "./resources.ts";
 import { KubeRest } from "../../lib/kubeRest.ts";
@@ -84,7 +85,10 @@ export async function spawnOperator(
   namespace: string,
   opts: { env?: Record<string, string>; identity?: string } = {},
 ): Promise<OperatorProcess> {
-  const port = await freePort();
+  // Bound here and passed down (cluster/ports.ts), so the port is the operator's from the start.
+  const socket = await listeningSocket();
+  const port = portOf(socket);
+  const passed = socketsFor({ OPERATOR_HTTP_PORT: socket });
   let output = "";
   const child = spawn(process.execPath, [join(repoRoot, "operator", "main.ts")], {
     cwd: repoRoot,
@@ -92,15 +96,15 @@ export async function spawnOperator(
       ...process.env,
       KUBECONFIG: kubeconfig,
       USERLAND_NAMESPACE: namespace,
-      OPERATOR_HTTP_ADDRESS: "127.0.0.1",
-      OPERATOR_HTTP_PORT: String(port),
       OPERATOR_FREEZE_CACHE: "true",
       POD_NAME: opts.identity ?? `operator-${port}`,
       LOG_LEVEL: "debug",
       ...opts.env,
+      ...passed.env,
     },
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: ["ignore", "pipe", "pipe", ...passed.fds],
   });
+  passed.close();
   child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
   child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));

@@ -1,4 +1,7 @@
 /** Templates, Userlands and their children as plain JSON, through the admin client. */
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
 import type { V1Deployment, V1PersistentVolumeClaim, V1Service } from "@kubernetes/client-node";
 import type { Template, TemplateSpec, Userland } from "../../api/v1alpha1/index.ts";
 import { KubeRest, paths } from "../../lib/kubeRest.ts";
@@ -132,15 +135,42 @@ export interface AuditEvent {
   stageTimestamp: string;
 }
 
-/** The API server's audit log entries for `username` (audit log is written in batches of ≤ 1 s). */
+/**
+ * The API server's audit log entries for `username` since `since`. The log is written in batches (up
+ * to 1 s late): before asserting that something is NOT there, call `auditLogCaughtUp`.
+ */
 export async function auditEvents(username: string, since: Date): Promise<AuditEvent[]> {
-  const { readFileSync } = await import("node:fs");
   const { info } = await testCluster();
-  return readFileSync(info.auditLog, "utf8")
-    .split("\n")
+  return auditLines(info.auditLog)
     .filter((line) => line.includes(username))
     .map((line) => JSON.parse(line) as AuditEvent)
     .filter((e) => e.user.username === username && Date.parse(e.stageTimestamp) >= since.getTime());
+}
+
+/** The audit log's complete lines (a batch may be half written as we read). */
+function auditLines(file: string): string[] {
+  const text = readFileSync(file, "utf8");
+  return text.slice(0, text.lastIndexOf("\n") + 1).split("\n");
+}
+
+/**
+ * Returns once the audit log holds every request the API server answered before this call: it
+ * asks for an object of a name nobody else uses and waits for that request in the log. The batch
+ * backend queues events in the order the requests completed and hands each batch (≤ 1 s or 400
+ * events) to the file in turn, so everything earlier is written by then. `auditLog`: the log's
+ * path (default: the test cluster's).
+ */
+export async function auditLogCaughtUp(auditLog?: string): Promise<void> {
+  const file = auditLog ?? (await testCluster()).info.auditLog;
+  const marker = `audit-marker-${randomUUID()}`;
+  const path = paths.namespaced("", "v1", "configmaps", "default", marker);
+  assert.equal(await tryGet(path), undefined, "the marker names no object");
+  await eventually(
+    `the audit log to record the marker request ${marker}`,
+    () => auditLines(file).some((line) => line.includes(marker)),
+    30_000,
+    50,
+  );
 }
 
 export const WRITE_VERBS = new Set(["create", "update", "patch", "delete", "deletecollection"]);

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { generateKeyPairSync } from "node:crypto";
 import { test } from "node:test";
-import { freePort } from "../../../cluster/controlPlane.ts";
+import { heldPort } from "../../../cluster/ports.ts";
 import { SESSION_COOKIE, createSessionSigner, parsePemSigningKeys } from "../../../lib/session.ts";
 import { eventually, testNamespace } from "../../../test/support/cluster.ts";
 import { startOperator } from "../../../test/support/operator.ts";
@@ -47,7 +47,10 @@ test("sessions are checked with the keys the auth service serves; a rotated key 
     AUTH_GITHUB_URL: github.url,
     AUTH_GITHUB_API_URL: github.url,
   });
-  const authPort = await freePort();
+  // Nothing listens on it until the auth service starts, and no other process can take it.
+  const held = await heldPort();
+  t.after(() => held.release());
+  const authPort = held.port;
 
   // The auth service is not up yet: the proxy starts and is Ready all the same.
   const proxy = await startProxy(t, ns, new URL(`http://127.0.0.1:${authPort}/.well-known/jwks.json`), {

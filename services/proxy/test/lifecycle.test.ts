@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { test, type TestContext } from "node:test";
 import { childNames } from "../../../api/naming.ts";
 import { UserlandAnnotations } from "../../../api/v1alpha1/index.ts";
-import { freePort } from "../../../cluster/controlPlane.ts";
+import { heldPort } from "../../../cluster/ports.ts";
 import { eventually, testNamespace } from "../../../test/support/cluster.ts";
 import { installCrds, startOperator } from "../../../test/support/operator.ts";
 import {
@@ -256,7 +256,10 @@ test("missing and failed environments, unreachable (502) and slow (504) upstream
   assert.equal(reset.status, 502);
   assert.match(reset.body, /not answering/);
 
-  proxy.resolver.set(ns, service, `http://127.0.0.1:${await freePort()}`);
+  // Held, so nothing listens there: the connection is refused.
+  const closed = await heldPort();
+  t.after(() => closed.release());
+  proxy.resolver.set(ns, service, `http://127.0.0.1:${closed.port}`);
   const refused = await get("/");
   assert.equal(refused.status, 502);
   assert.match(refused.body, /refused the connection/);

@@ -7,7 +7,7 @@ import { test } from "node:test";
 import type { Userland } from "../../../api/v1alpha1/index.ts";
 import { ConfigError } from "../../../lib/config.ts";
 import { pageHeaders, startingPage } from "../pages.ts";
-import { createLogger } from "../../../lib/logger.ts";
+import { pino } from "pino";
 import { eventually } from "../../../test/support/cluster.ts";
 import { loadProxyConfig } from "../config.ts";
 import { cookieValues } from "../../../lib/requestSessions.ts";
@@ -242,7 +242,13 @@ test("the resolver seam: cluster DNS in production, loopback-only overrides othe
   const keys = await testKeys(t);
   const file = join(keys.dir, "overrides.json");
   await writeFile(file, JSON.stringify({ "ns/a": "http://127.0.0.1:1001" }));
-  const fromFile = fileOverrideResolver(file, createLogger("test", "silent"), 50);
+  // The resolver's warnings, the marker that it has read a broken edit.
+  const warnings: string[] = [];
+  const fromFile = fileOverrideResolver(
+    file,
+    pino({ level: "warn" }, { write: (line: string) => void warnings.push(line) }),
+    50,
+  );
   t.after(() => fromFile.close());
   assert.equal(fromFile.resolve("ns", "a", 80)?.port, "1001");
   await writeFile(file, JSON.stringify({ "ns/a": "http://127.0.0.1:1002", "ns/b": "http://127.0.0.1:1003" }));
@@ -253,7 +259,12 @@ test("the resolver seam: cluster DNS in production, loopback-only overrides othe
     20,
   );
   await writeFile(file, "{ broken");
-  await new Promise((r) => setTimeout(r, 200));
+  await eventually(
+    "the broken edit to be read",
+    () => warnings.some((w) => w.includes("not reloaded")),
+    5000,
+    20,
+  );
   assert.equal(fromFile.resolve("ns", "a", 80)?.port, "1002", "a broken edit keeps the previous map");
 });
 
