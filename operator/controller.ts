@@ -4,6 +4,7 @@
  * queue; workers take keys and run the sync handler for that key. Each step is separate:
  *   informer events → enqueue (here) → worker loop (here) → syncUserland / syncTemplate.
  */
+import { LABELS } from "../api/naming.ts";
 import { TemplateConditions, type Template, type Userland } from "../api/v1alpha1/index.ts";
 import { namespacedKey, type Informer } from "../lib/informer.ts";
 import type { k8s } from "../lib/kube.ts";
@@ -15,6 +16,7 @@ import type { OperatorContext } from "./context.ts";
 import { EventRecorder } from "./events.ts";
 import type { OperatorMetrics } from "./metrics.ts";
 import { Spawns } from "./spawns.ts";
+import { Teachers } from "./teachers.ts";
 import { syncTemplate } from "./syncTemplate.ts";
 import { syncUserland } from "./syncUserland.ts";
 import { ExponentialFailureRateLimiter, WorkQueue } from "./workqueue.ts";
@@ -27,6 +29,8 @@ export interface ControllerOptions {
   log: Logger;
   metrics: OperatorMetrics;
   freezeCache?: boolean;
+  /** The session user prefix and how long RBAC's answers on teachers are used (operator/teachers.ts). */
+  teachers: { userPrefix: string; ttlMs: number };
 }
 
 /** Keys: "U/<namespace>/<name>" for a Userland, "T/<namespace>/<name>" for a Template. */
@@ -48,12 +52,14 @@ const BLOCKED_RETRY_BASE_MS = 500;
 const BLOCKED_RETRY_MAX_MS = 10_000;
 
 /**
- * What Userlands depend on in a Template: its spec (generation) and whether it is valid. A status
- * update that only recounts Userlands leaves it unchanged.
+ * What Userlands depend on in a Template: its spec (generation), whether it is valid and whether
+ * its course folders' claims are its own. A status update that only recounts Userlands leaves it
+ * unchanged.
  */
 function templateFingerprint(t: Template): string {
   const valid = t.status?.conditions?.find((c) => c.type === TemplateConditions.PodTemplateValid);
-  return `${t.metadata.uid}/${t.metadata.generation}/${valid?.status}/${valid?.observedGeneration}`;
+  const folders = t.status?.conditions?.find((c) => c.type === TemplateConditions.CourseFoldersReady);
+  return `${t.metadata.uid}/${t.metadata.generation}/${valid?.status}/${valid?.observedGeneration}/${folders?.status}`;
 }
 
 export class Controller {
@@ -81,6 +87,7 @@ export class Controller {
       events: new EventRecorder(rest, "userland-operator", opts.log),
       metrics: opts.metrics,
       spawns: new Spawns(),
+      teachers: new Teachers({ rest, log: opts.log, ...opts.teachers }),
       log: opts.log,
       now: () => new Date(),
     };
@@ -148,6 +155,15 @@ export class Controller {
     enqueueOwnerOf(deployments);
     enqueueOwnerOf(services);
     enqueueOwnerOf(pvcs);
+    // A course folder's claim changed or went: its Template makes it again (operator/courseFolders.ts).
+    const onCourseClaim = (claim: k8s.KubernetesObject) => {
+      const labels = claim.metadata?.labels;
+      const template = labels?.[LABELS.template];
+      if (labels?.[LABELS.courseFolder] !== undefined && template)
+        this.queue.add(templateKey(claim.metadata?.namespace ?? "", template));
+    };
+    pvcs.on("update", onCourseClaim);
+    pvcs.on("delete", onCourseClaim);
   }
 
   /** Template status carries a Userland count: batch recounts so 1,000 new Userlands cost a few writes, not 1,000. */

@@ -18,7 +18,8 @@ import { Index } from "./caches.ts";
 import { isSubset, stableJson } from "./compare.ts";
 import { findCondition } from "./conditions.ts";
 import type { OperatorContext } from "./context.ts";
-import { desiredChildren, TemplateError, type DesiredChildren } from "./desired.ts";
+import { hasCourseFolders } from "./courseFolders.ts";
+import { desiredChildren, TemplateError, type DesiredChildren, type DesiredInputs } from "./desired.ts";
 import { userlandRef } from "./events.ts";
 import { escPredecessor, isControlledBy } from "./ownership.ts";
 import { resources } from "./resources.ts";
@@ -93,7 +94,7 @@ export async function syncUserland(
   let blocked: Blocked | undefined;
   const created: Created = [];
   try {
-    desired = resolveDesired(userland, template);
+    desired = resolveDesired(userland, template, { teacher: await isTeacher(ctx, userland, template) });
     await ensurePvcs(ctx, userland, desired, created);
     // The Deployment and the Service do not depend on each other: both requests at once halve
     // the time a new Userland waits for its children.
@@ -129,7 +130,37 @@ export async function syncUserland(
   }
   const spawned = ctx.spawns.observe(userland, userland.status?.phase, status.phase, now.getTime());
   if (spawned) ctx.metrics.spawnDuration.observe({ template: spawned.template }, spawned.seconds);
-  return { retry: blocked?.heldByObject === true, againAfterMs: holdBackMs || undefined };
+  return {
+    retry: blocked?.heldByObject === true,
+    againAfterMs: againAfter(holdBackMs, userland, template, ctx.teachers.ttlMs),
+  };
+}
+
+/** Whether the Userland's person teaches its Template; asked only of Templates with course folders. */
+async function isTeacher(ctx: OperatorContext, userland: Userland, template: Template | undefined) {
+  if (!template || !hasCourseFolders(template)) return false;
+  return ctx.teachers.isTeacher(
+    userland.metadata.namespace ?? "",
+    template.metadata.name ?? "",
+    userland.spec.user,
+  );
+}
+
+/**
+ * When to sync again without an event: a held-back first status, and for a running environment
+ * with course folders, when RBAC's answer on its person expires (a RoleBinding's change sends the
+ * operator no event; a changed answer changes the mounts and rolls the Deployment). A stopped one
+ * is asked again when it starts.
+ */
+function againAfter(
+  holdBackMs: number,
+  userland: Userland,
+  template: Template | undefined,
+  teacherTtlMs: number,
+): number | undefined {
+  const recheck = userland.spec.enabled !== false && hasCourseFolders(template) ? teacherTtlMs : 0;
+  const delays = [holdBackMs, recheck].filter((ms) => ms > 0);
+  return delays.length > 0 ? Math.min(...delays) : undefined;
 }
 
 /** Like Promise.all, but settles only when every promise has: no request is still running when it rejects. */
@@ -140,7 +171,11 @@ async function allSettled<A, B>(promises: [Promise<A>, Promise<B>]): Promise<[A,
   return [a.value, b.value];
 }
 
-function resolveDesired(userland: Userland, template: Template | undefined): DesiredChildren {
+function resolveDesired(
+  userland: Userland,
+  template: Template | undefined,
+  inputs: DesiredInputs,
+): DesiredChildren {
   const templateName = userland.spec.templateName;
   if (!template) {
     throw new Blocked(
@@ -157,8 +192,16 @@ function resolveDesired(userland: Userland, template: Template | undefined): Des
       `Template "${templateName}" is invalid: ${valid.message}`,
     );
   }
+  const folders = findCondition(template.status?.conditions, TemplateConditions.CourseFoldersReady);
+  if (folders?.status === "False" && folders.observedGeneration === template.metadata.generation) {
+    throw new Blocked(
+      UserlandConditions.TemplateAvailable,
+      "CourseFolderUnavailable",
+      `Template "${templateName}": ${folders.message}`,
+    );
+  }
   try {
-    return desiredChildren(userland, template);
+    return desiredChildren(userland, template, inputs);
   } catch (error) {
     if (error instanceof TemplateError) {
       throw new Blocked(
