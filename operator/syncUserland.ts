@@ -89,6 +89,9 @@ export async function syncUserland(
   if (!userland || userland.metadata.deletionTimestamp) return { retry: false };
 
   const template = ctx.caches.templates.get(userland.spec.templateName, namespace);
+  // Nor before the Template's sync has found its course folders' claims to be its own: wait, with
+  // no status written, until its condition appears (that Template update re-queues this Userland).
+  if (courseFoldersUnchecked(template)) return { retry: false };
   let desired: DesiredChildren | undefined;
   let deployment: V1Deployment | undefined;
   let blocked: Blocked | undefined;
@@ -135,6 +138,10 @@ export async function syncUserland(
     againAfterMs: againAfter(holdBackMs, userland, template, ctx.teachers.ttlMs),
   };
 }
+
+const courseFoldersUnchecked = (template: Template | undefined): boolean =>
+  hasCourseFolders(template) &&
+  !findCondition(template?.status?.conditions, TemplateConditions.CourseFoldersReady);
 
 /** Whether the Userland's person teaches its Template; asked only of Templates with course folders. */
 async function isTeacher(ctx: OperatorContext, userland: Userland, template: Template | undefined) {
@@ -192,8 +199,9 @@ function resolveDesired(
       `Template "${templateName}" is invalid: ${valid.message}`,
     );
   }
+  // Course folders are mounted by claim name: never while a claim of that name is someone else's.
   const folders = findCondition(template.status?.conditions, TemplateConditions.CourseFoldersReady);
-  if (folders?.status === "False" && folders.observedGeneration === template.metadata.generation) {
+  if (hasCourseFolders(template) && folders?.status === "False") {
     throw new Blocked(
       UserlandConditions.TemplateAvailable,
       "CourseFolderUnavailable",
