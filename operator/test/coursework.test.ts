@@ -78,7 +78,7 @@ test("the CRD refuses malformed coursework with messages that say what to fix", 
     ],
     [
       "home without volumes",
-      spec({ home: { volume: "home", mountPath: "/home" } }, undefined),
+      { ...simpleTemplateSpec(), coursework: { home: { volume: "home", mountPath: "/home" } } },
       /home\.volume must name an entry of spec\.volumes/,
     ],
     [
@@ -109,12 +109,16 @@ test("the CRD refuses malformed coursework with messages that say what to fix", 
     ],
   ];
   for (const [what, bad, message] of cases) {
-    await assert.rejects(rest.create(templatesPath(ns), body("bad", bad)), (error: Error) => {
-      assert.ok(error instanceof KubeError, `${what}: ${String(error)}`);
-      assert.equal(error.code, 422, `${what}: ${error.message}`);
-      assert.match(error.message, message, what);
-      return true;
-    });
+    await assert.rejects(
+      rest.create(templatesPath(ns), body("bad", bad)),
+      (error: Error) => {
+        assert.ok(error instanceof KubeError, `${what}: ${String(error)}`);
+        assert.equal(error.code, 422, `${what}: ${error.message}`);
+        assert.match(error.message, message, what);
+        return true;
+      },
+      what,
+    );
   }
 });
 
