@@ -19,7 +19,10 @@ export const LABELS = {
   volume: "userland.dev/volume",
   /** A hash of spec.user on each PVC: a claim is never mounted for a different identity. */
   userHash: "userland.dev/user-hash",
-  /** On a course folder's claim: the folder's name (its Template is in `template`). */
+  /**
+   * On a course folder's claim: the folder's name. Its Template is its controller (owner
+   * reference), not the `template` label, which selects students' claims.
+   */
   courseFolder: "userland.dev/course-folder",
 } as const;
 

@@ -157,10 +157,9 @@ export class Controller {
     enqueueOwnerOf(pvcs);
     // A course folder's claim changed or went: its Template makes it again (operator/courseFolders.ts).
     const onCourseClaim = (claim: k8s.KubernetesObject) => {
-      const labels = claim.metadata?.labels;
-      const template = labels?.[LABELS.template];
-      if (labels?.[LABELS.courseFolder] !== undefined && template)
-        this.queue.add(templateKey(claim.metadata?.namespace ?? "", template));
+      if (claim.metadata?.labels?.[LABELS.courseFolder] === undefined) return;
+      const template = claim.metadata.ownerReferences?.find((r) => r.controller && r.kind === "Template");
+      if (template) this.queue.add(templateKey(claim.metadata.namespace ?? "", template.name));
     };
     pvcs.on("update", onCourseClaim);
     pvcs.on("delete", onCourseClaim);

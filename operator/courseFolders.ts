@@ -51,12 +51,9 @@ export function desiredCourseClaims(template: Template): V1PersistentVolumeClaim
     metadata: {
       name: courseFolderNames(templateName, f.name).claim,
       namespace: template.metadata.namespace,
-      // The managed-by label puts the claim in the operator's label-selected claim cache.
-      labels: {
-        [LABELS.managedBy]: MANAGED_BY,
-        [LABELS.template]: templateName,
-        [LABELS.courseFolder]: f.name,
-      },
+      // The managed-by label puts the claim in the operator's label-selected claim cache. No
+      // userland.dev/template label: the admin guide deletes students' kept claims by it.
+      labels: { [LABELS.managedBy]: MANAGED_BY, [LABELS.courseFolder]: f.name },
       // No blockOwnerDeletion: nothing needs the Template to wait for its claims, and setting it
       // would need rights on templates/finalizers.
       ownerReferences: [

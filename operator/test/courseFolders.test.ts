@@ -94,7 +94,7 @@ test("a pod volume with a course folder's volume name is the Template's error", 
   );
 });
 
-test("each folder's claim is named <template>-course-<folder>, labelled for the operator's cache and owned by the Template", () => {
+test("each folder's claim is named <template>-course-<folder>, labelled for the operator's cache (not as a student's claim) and owned by the Template", () => {
   const claims = desiredCourseClaims(template(folders));
   assert.deepEqual(
     claims.map((c) => c.metadata?.name),
@@ -103,7 +103,6 @@ test("each folder's claim is named <template>-course-<folder>, labelled for the 
   const [first] = claims;
   assert.deepEqual(first?.metadata?.labels, {
     "app.kubernetes.io/managed-by": "userland-operator",
-    "userland.dev/template": "jupyter",
     "userland.dev/course-folder": "course",
   });
   assert.deepEqual(first?.metadata?.ownerReferences, [

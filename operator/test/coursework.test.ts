@@ -4,12 +4,16 @@
  * decided by the chart's own ClusterRole and real RoleBindings.
  */
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { join } from "node:path";
 import { test } from "node:test";
 import type { V1Deployment, V1PersistentVolumeClaim } from "@kubernetes/client-node";
 import { childNames } from "../../api/naming.ts";
 import type { Template, TemplateSpec } from "../../api/v1alpha1/index.ts";
 import { KubeError, paths } from "../../lib/kubeRest.ts";
-import { eventually, testNamespace } from "../../test/support/cluster.ts";
+import { repoRoot } from "../../cluster/controlPlane.ts";
+import { eventually, testCluster, testNamespace } from "../../test/support/cluster.ts";
+import { guideCommands } from "../../test/support/guide.ts";
 import { appointTeacher, chartCourseTeacherRole } from "../../test/support/coursework.ts";
 import { installCrds, startOperator } from "../../test/support/operator.ts";
 import {
@@ -217,4 +221,52 @@ test("a course folder's claim name held by someone else's claim blocks the Templ
     return u.status?.message?.includes("jupyter-course-course") ? u : undefined;
   });
   assert.equal(await getDeployment(ns, childNames("jupyter", "ann").deployment), undefined);
+});
+
+test("the admin guide's commands appoint course teachers, per namespace and per Template", async (t) => {
+  const ns = await testNamespace(t, "cw-guide");
+  await installCrds();
+  const role = await chartCourseTeacherRole(t, ns);
+  const { info } = await testCluster();
+  const env = {
+    ...process.env,
+    KUBECONFIG: info.kubeconfig,
+    PATH: `${info.binDir}:${process.env.PATH ?? ""}`,
+  };
+  const commands = guideCommands(join(repoRoot, "deploy", "README.md"), "### Course folders").flatMap((s) =>
+    s.blocks.flat(),
+  );
+  assert.ok(commands.length >= 3, commands.join("\n"));
+  for (const command of commands) {
+    const local = command
+      .replaceAll("-n ide ", `-n ${ns} `)
+      .replaceAll("=userland-course-teacher ", `=${role} `);
+    execFileSync("sh", ["-c", local], { env, encoding: "utf8" });
+  }
+  const canUpdate = (user: string, template: string): string => {
+    try {
+      return execFileSync(
+        "kubectl",
+        [
+          "-n",
+          ns,
+          "auth",
+          "can-i",
+          "update",
+          `templates.userland.dev/${template}`,
+          "--subresource=coursework",
+          `--as=${user}`,
+        ],
+        { env, encoding: "utf8" },
+      ).trim();
+    } catch (error) {
+      return String((error as { stdout?: string }).stdout ?? "").trim();
+    }
+  };
+  assert.equal(canUpdate("userland:alice@uni.example", "jupyter"), "yes");
+  assert.equal(canUpdate("userland:alice@uni.example", "code-server"), "yes", "Alice: every Template here");
+  assert.equal(canUpdate("userland:bob@uni.example", "jupyter"), "yes");
+  assert.equal(canUpdate("userland:bob@uni.example", "code-server"), "no", "Bob: only jupyter");
+  assert.equal(canUpdate("userland:carol@uni.example", "jupyter"), "no", "a student");
+  assert.equal(canUpdate("alice@uni.example", "jupyter"), "no", "the prefix matters");
 });
