@@ -311,8 +311,6 @@ export const TemplateStatusSchema = Type.Object({
 });
 
 export type TemplateSpec = Static<typeof TemplateSpecSchema>;
-export type Coursework = Static<typeof CourseworkSchema>;
-export type CourseFolder = Static<typeof CourseFolderSchema>;
 export type TemplateStatus = Static<typeof TemplateStatusSchema>;
 
 export type Template = CustomObject<"Template", TemplateSpec, TemplateStatus>;
