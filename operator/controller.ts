@@ -225,12 +225,18 @@ export class Controller {
     if (againAfterMs !== undefined) this.queue.addAfter(key, againAfterMs);
   }
 
+  private async syncTemplateKey(key: string, namespace: string, name: string): Promise<void> {
+    const { retry } = await syncTemplate(this.context, namespace, name);
+    if (retry) this.queue.addAfter(key, this.blockedRetry.when(key));
+    else this.blockedRetry.forget(key);
+  }
+
   private async process(key: string): Promise<void> {
     const [kindCode, namespace = "", name = ""] = key.split("/");
     const kind = kindCode === "T" ? "Template" : "Userland";
     const end = this.opts.metrics.reconcileDuration.startTimer({ kind });
     try {
-      if (kind === "Template") await syncTemplate(this.context, namespace, name);
+      if (kind === "Template") await this.syncTemplateKey(key, namespace, name);
       else await this.syncUserlandKey(key, namespace, name);
       this.queue.forget(key);
       this.opts.metrics.reconciles.inc({ kind, result: "success" });

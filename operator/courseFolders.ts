@@ -9,7 +9,7 @@ import { API_VERSION, TemplateConditions, type Template } from "../api/v1alpha1/
 import type { ConditionInput } from "./conditions.ts";
 import type { OperatorContext } from "./context.ts";
 import { templateRef } from "./events.ts";
-import { isAlreadyExists } from "../lib/kubeRest.ts";
+import { isAlreadyExists, isInvalid } from "../lib/kubeRest.ts";
 import { resources } from "./resources.ts";
 
 export const hasCourseFolders = (template: Template | undefined): boolean =>
@@ -84,18 +84,29 @@ export async function ensureCourseFolders(
   const namespace = template.metadata.namespace ?? "";
   const created: string[] = [];
   const held: string[] = [];
+  const invalid: string[] = [];
   for (const claim of claims) {
     const name = claim.metadata?.name ?? "";
     let actual = ctx.caches.pvcs.get(name, namespace);
     if (!actual) {
-      actual = await ctx.rest
-        .create<V1PersistentVolumeClaim>(resources.PersistentVolumeClaim.path(namespace), claim)
-        .then((made) => (created.push(name), made))
-        .catch(async (error: unknown) => {
-          // Not in the label-selected cache but there: someone else's claim (or ours, unlabelled).
-          if (!isAlreadyExists(error)) throw error;
-          return ctx.rest.get<V1PersistentVolumeClaim>(resources.PersistentVolumeClaim.path(namespace, name));
-        });
+      try {
+        actual = await ctx.rest.create<V1PersistentVolumeClaim>(
+          resources.PersistentVolumeClaim.path(namespace),
+          claim,
+        );
+        created.push(name);
+      } catch (error) {
+        // The pvcSpec is refused: the Template's error (PodTemplateValid says so too).
+        if (isInvalid(error)) {
+          invalid.push(`${name}: ${(error as Error).message.replace(/^POST \S+: \d+ /, "")}`);
+          continue;
+        }
+        // Not in the label-selected cache but there: someone else's claim (or ours, unlabelled).
+        if (!isAlreadyExists(error)) throw error;
+        actual = await ctx.rest.get<V1PersistentVolumeClaim>(
+          resources.PersistentVolumeClaim.path(namespace, name),
+        );
+      }
     }
     const owner = actual.metadata?.ownerReferences?.find((r) => r.controller);
     if (owner?.uid !== template.metadata.uid) held.push(name);
@@ -107,16 +118,20 @@ export async function ensureCourseFolders(
       `Created the course folder claim${created.length > 1 ? "s" : ""} ${created.join(", ")}`,
     );
   const generation = template.metadata.generation;
-  if (held.length > 0) {
-    const message = `PersistentVolumeClaim ${held.join(", ")} already exists and is not this Template's: delete or rename it (until then no environment of this Template starts: it would mount someone else's claim)`;
-    return {
-      type: TemplateConditions.CourseFoldersReady,
-      status: "False",
-      reason: "ClaimNameTaken",
-      message,
-      observedGeneration: generation,
-    };
-  }
+  const problem = (reason: string, message: string): ConditionInput => ({
+    type: TemplateConditions.CourseFoldersReady,
+    status: "False",
+    reason,
+    message,
+    observedGeneration: generation,
+  });
+  if (invalid.length > 0)
+    return problem("ClaimInvalid", `The API server refuses the claim ${invalid.join("; ")}`);
+  if (held.length > 0)
+    return problem(
+      "ClaimNameTaken",
+      `PersistentVolumeClaim ${held.join(", ")} already exists and is not this Template's: delete or rename it (until then no environment of this Template starts: it would mount someone else's claim)`,
+    );
   return {
     type: TemplateConditions.CourseFoldersReady,
     status: "True",

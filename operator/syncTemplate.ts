@@ -22,9 +22,21 @@ import { desiredChildren, TemplateError } from "./desired.ts";
 import { templateRef } from "./events.ts";
 import { resources } from "./resources.ts";
 
-export async function syncTemplate(ctx: OperatorContext, namespace: string, name: string): Promise<void> {
+export interface TemplateSyncResult {
+  /**
+   * A course folder's claim name is held by someone else's claim: sync again with back-off until
+   * it is gone (it is outside the label-selected caches: its removal sends no event).
+   */
+  retry: boolean;
+}
+
+export async function syncTemplate(
+  ctx: OperatorContext,
+  namespace: string,
+  name: string,
+): Promise<TemplateSyncResult> {
   const template = ctx.caches.templates.get(name, namespace);
-  if (!template || template.metadata.deletionTimestamp) return;
+  if (!template || template.metadata.deletionTimestamp) return { retry: false };
   const generation = template.metadata.generation;
   const previous = template.status ?? {};
   let conditions = previous.conditions ?? [];
@@ -61,8 +73,10 @@ export async function syncTemplate(ctx: OperatorContext, namespace: string, name
     conditions,
     userlands: ctx.caches.userlands.byIndex(Index.byTemplate, namespacedKey(namespace, name)).length,
   };
-  if (stableJson(previous) === stableJson(status)) return;
+  const retry = courseFolders?.reason === "ClaimNameTaken";
+  if (stableJson(previous) === stableJson(status)) return { retry };
   await ctx.rest.patch(resources.Template.path(namespace, name, "status"), { status });
+  return { retry };
 }
 
 /**

@@ -89,8 +89,9 @@ export async function syncUserland(
   if (!userland || userland.metadata.deletionTimestamp) return { retry: false };
 
   const template = ctx.caches.templates.get(userland.spec.templateName, namespace);
-  // Nor before the Template's sync has found its course folders' claims to be its own: wait, with
-  // no status written, until its condition appears (that Template update re-queues this Userland).
+  // Course folders are mounted by claim name: not before the Template's sync has found the claims
+  // to be its own. Wait, with no status written, until its condition appears (that Template
+  // update re-queues this Userland).
   if (courseFoldersUnchecked(template)) return { retry: false };
   let desired: DesiredChildren | undefined;
   let deployment: V1Deployment | undefined;

@@ -196,7 +196,7 @@ test("course folders: claims owned by the Template; students read-only, teachers
   assert.deepEqual(await mountsOf(ann), readOnly);
 });
 
-test("a course folder's claim name held by someone else's claim blocks the Template's environments", async (t) => {
+test("a course folder's claim name held by someone else's claim blocks the Template's environments until it goes", async (t) => {
   const ns = await testNamespace(t, "cw-held");
   await startOperator(t, ns, { env: { OPERATOR_TEACHER_CACHE_TTL: "1s" } });
   const rest = await adminRest();
@@ -221,6 +221,15 @@ test("a course folder's claim name held by someone else's claim blocks the Templ
     return u.status?.message?.includes("jupyter-course-course") ? u : undefined;
   });
   assert.equal(await getDeployment(ns, childNames("jupyter", "ann").deployment), undefined);
+
+  // The admin removes the foreign claim: the Template makes its own, and Ann's environment starts.
+  await rest.delete(pvcsPath(ns, "jupyter-course-course"));
+  const own = await eventually("the Template's own claim", async () => {
+    const claim = await getPvc(ns, "jupyter-course-course");
+    return claim?.metadata?.ownerReferences?.some((r) => r.kind === "Template") ? claim : undefined;
+  });
+  assert.ok(own.metadata?.labels?.["userland.dev/course-folder"]);
+  await eventually("Ann's Deployment", () => getDeployment(ns, childNames("jupyter", "ann").deployment));
 });
 
 test("the admin guide's commands appoint course teachers, per namespace and per Template", async (t) => {
