@@ -14,6 +14,7 @@ import { KubeError, paths } from "../../lib/kubeRest.ts";
 import { repoRoot } from "../../cluster/controlPlane.ts";
 import { eventually, testCluster, testNamespace } from "../../test/support/cluster.ts";
 import { guideCommands } from "../../test/support/guide.ts";
+import { kubectl, ok } from "../../test/chart/support.ts";
 import { appointTeacher, chartCourseTeacherRole } from "../../test/support/coursework.ts";
 import { installCrds, startOperator } from "../../test/support/operator.ts";
 import {
@@ -278,4 +279,109 @@ test("the admin guide's commands appoint course teachers, per namespace and per 
   assert.equal(canUpdate("userland:bob@uni.example", "code-server"), "no", "Bob: only jupyter");
   assert.equal(canUpdate("userland:carol@uni.example", "jupyter"), "no", "a student");
   assert.equal(canUpdate("alice@uni.example", "jupyter"), "no", "the prefix matters");
+});
+
+test("Assignments and Submissions as an admin writes them: accepted, shown with their columns, and the hostile edits refused", async (t) => {
+  const ns = await testNamespace(t, "cw-objects");
+  await installCrds();
+  const manifests = `
+apiVersion: userland.dev/v1alpha1
+kind: Assignment
+metadata: { name: lab1 }
+spec:
+  templateName: jupyter
+  title: "Lab 1: lists and loops"
+  source: { folder: course, path: week1/lab1 }
+  deadline: "2026-12-01T23:59:00Z"
+  limits: { maxBytes: 10485760, maxFiles: 200 }
+---
+apiVersion: userland.dev/v1alpha1
+kind: Submission
+metadata: { name: lab1-ann }
+spec: { assignment: lab1, user: ann@uni.example }
+`;
+  ok(await kubectl(["-n", ns, "apply", "-f", "-"], manifests), "kubectl apply");
+  const header = (kind: string) =>
+    kubectl(["-n", ns, "get", kind]).then((r) => ok(r, `get ${kind}`).split("\n")[0] ?? "");
+  assert.match(
+    await header("assignments"),
+    /^NAME\s+TEMPLATE\s+DEADLINE\s+STUDENTS\s+HANDED IN\s+MISSING\s+AGE$/,
+  );
+  assert.match(await header("subm"), /^NAME\s+ASSIGNMENT\s+USER\s+HANDED IN\s+LATE\s+AGE$/);
+  const defaults = ok(
+    await kubectl(["-n", ns, "get", "submission", "lab1-ann", "-o", "jsonpath={.spec.user}"]),
+    "get",
+  );
+  assert.equal(defaults, "ann@uni.example");
+
+  const rest = await adminRest();
+  const path = (plural: string, name?: string) =>
+    paths.namespaced("userland.dev", "v1alpha1", plural, ns, name);
+  const refused = async (what: string, request: Promise<unknown>, message: RegExp) =>
+    assert.rejects(
+      request,
+      (error: Error) => {
+        assert.ok(error instanceof KubeError, `${what}: ${String(error)}`);
+        assert.equal(error.code, 422, `${what}: ${error.message}`);
+        assert.match(error.message, message, what);
+        return true;
+      },
+      what,
+    );
+  const assignment = (name: string, source: unknown) => ({
+    apiVersion: "userland.dev/v1alpha1",
+    kind: "Assignment",
+    metadata: { name },
+    spec: { templateName: "jupyter", title: "x", source },
+  });
+  await refused(
+    "a source path with ..",
+    rest.create(path("assignments"), assignment("a1", { folder: "course", path: "week1/../../etc" })),
+    /must not contain '\.\.' components/,
+  );
+  await refused(
+    "an absolute source path",
+    rest.create(path("assignments"), assignment("a2", { folder: "course", path: "/etc" })),
+    /should match '\^\[\^\/\]'/,
+  );
+  await refused(
+    "a backslash in the source path",
+    rest.create(path("assignments"), assignment("a3", { folder: "course", path: "week1\\..\\x" })),
+    /must not contain a backslash/,
+  );
+  await refused(
+    "moving an Assignment to another class",
+    rest.patch(path("assignments", "lab1"), { spec: { templateName: "other" } }),
+    /spec\.templateName is immutable/,
+  );
+  await refused(
+    "giving a Submission to another student",
+    rest.patch(path("submissions", "lab1-ann"), { spec: { user: "mallory" } }),
+    /spec\.user is immutable/,
+  );
+  await rest.patch(path("submissions", "lab1-ann"), { spec: { handInRequestedAt: "2026-11-30T10:00:00Z" } });
+  await refused(
+    "moving a hand-in's time",
+    rest.patch(path("submissions", "lab1-ann"), { spec: { handInRequestedAt: "2026-11-29T10:00:00Z" } }),
+    /a hand-in is final/,
+  );
+  await refused(
+    "taking a hand-in back",
+    rest.patch(path("submissions", "lab1-ann"), { spec: { handInRequestedAt: null } }),
+    /a hand-in is final/,
+  );
+  const submissions = ok(
+    await kubectl([
+      "-n",
+      ns,
+      "get",
+      "submissions",
+      "--field-selector",
+      "spec.user=ann@uni.example",
+      "-o",
+      "name",
+    ]),
+    "select by user",
+  );
+  assert.equal(submissions.trim(), "submission.userland.dev/lab1-ann");
 });
