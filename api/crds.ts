@@ -5,7 +5,13 @@
 import type { V1CustomResourceDefinition } from "@kubernetes/client-node";
 import { stringify } from "yaml";
 import {
+  ASSIGNMENTS,
+  AssignmentSpecSchema,
+  AssignmentStatusSchema,
   GROUP,
+  SUBMISSIONS,
+  SubmissionSpecSchema,
+  SubmissionStatusSchema,
   TEMPLATE_NAME_PATTERN,
   TEMPLATES,
   TemplateSpecSchema,
@@ -21,7 +27,8 @@ import {
 import { toOpenAPI, type TSchema } from "./v1alpha1/schema.ts";
 
 /**
- * The category both CRDs belong to: `kubectl get userland-all` lists Templates and Userlands together.
+ * The category every CRD belongs to: `kubectl get userland-all` lists Templates, Userlands,
+ * Assignments and Submissions together.
  * It must be no kind's name, plural, singular or short name: kubectl expands a category before a
  * resource name, so a category named `userland` made `kubectl get userland NAME` fail ("you must
  * specify only one resource") and `kubectl delete userland --all` delete Templates too.
@@ -97,6 +104,45 @@ const definitions: ResourceDefinition[] = [
       { name: "Phase", type: "string", jsonPath: ".status.phase" },
       { name: "Enabled", type: "boolean", jsonPath: ".spec.enabled", priority: 1 },
       { name: "Message", type: "string", jsonPath: ".status.message", priority: 1 },
+      AGE_COLUMN,
+    ],
+  },
+  {
+    kind: "Assignment",
+    plural: ASSIGNMENTS,
+    singular: "assignment",
+    shortNames: ["asgn"],
+    description:
+      "Work handed out to the students of a Template and collected from them (docs/decisions/0011-coursework.md).",
+    spec: AssignmentSpecSchema,
+    status: AssignmentStatusSchema,
+    printerColumns: [
+      { name: "Template", type: "string", jsonPath: ".spec.templateName" },
+      { name: "Title", type: "string", jsonPath: ".spec.title", priority: 1 },
+      { name: "Deadline", type: "date", jsonPath: ".spec.deadline" },
+      { name: "Students", type: "integer", jsonPath: ".status.students" },
+      { name: "Handed In", type: "integer", jsonPath: ".status.handedIn" },
+      { name: "Missing", type: "integer", jsonPath: ".status.missing" },
+      AGE_COLUMN,
+    ],
+  },
+  {
+    kind: "Submission",
+    plural: SUBMISSIONS,
+    singular: "submission",
+    shortNames: ["subm"],
+    description:
+      "One student's copy of one Assignment: what was handed out to them and the receipt of what was collected.",
+    spec: SubmissionSpecSchema,
+    status: SubmissionStatusSchema,
+    selectableFields: ["spec.assignment", "spec.user"],
+    printerColumns: [
+      { name: "Assignment", type: "string", jsonPath: ".spec.assignment" },
+      { name: "User", type: "string", jsonPath: ".spec.user" },
+      { name: "Handed In", type: "date", jsonPath: ".status.receipt.time" },
+      { name: "Late", type: "boolean", jsonPath: ".status.receipt.late" },
+      { name: "Files", type: "integer", jsonPath: ".status.receipt.files", priority: 1 },
+      { name: "SHA-256", type: "string", jsonPath: ".status.receipt.sha256", priority: 1 },
       AGE_COLUMN,
     ],
   },

@@ -19,6 +19,11 @@ export const LABELS = {
   volume: "userland.dev/volume",
   /** A hash of spec.user on each PVC: a claim is never mounted for a different identity. */
   userHash: "userland.dev/user-hash",
+  /**
+   * On a course folder's claim: the folder's name. Its Template is its controller (owner
+   * reference), not the `template` label, which selects students' claims.
+   */
+  courseFolder: "userland.dev/course-folder",
 } as const;
 
 /** Annotations on the children the operator creates. */
@@ -129,3 +134,14 @@ export function childNames(templateName: string, userlandName: string): ChildNam
     userlandLabel: fitName(userlandName, 63),
   };
 }
+
+/**
+ * A Template's course folder (docs/decisions/0011-coursework.md): one claim per Template and
+ * folder, `<template>-course-<folder>` (at most 24 + 8 + 40 characters), and the pod volume that
+ * mounts it, `course-<folder>`. Folder names never contain `pvc-` (the CRD refuses it), so a claim
+ * name never equals a student's `<template>-<userland>-pvc-<volume>`.
+ */
+export const courseFolderNames = (templateName: string, folder: string) => ({
+  claim: `${templateName}-course-${folder}`,
+  podVolume: `course-${folder}`,
+});

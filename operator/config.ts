@@ -5,6 +5,7 @@
 import { formatDuration } from "../api/duration.ts";
 import { loadConfig, parse, type ConfigOf, type Settings } from "../lib/config.ts";
 import { watchNamespacesSetting } from "../lib/namespaces.ts";
+import { SESSION_USER_PREFIX_DEFAULT, subjectPrefix } from "../lib/sessionSubjects.ts";
 
 export const operatorSettings = {
   namespace: {
@@ -32,6 +33,21 @@ export const operatorSettings = {
   cullInterval: {
     env: "OPERATOR_CULL_INTERVAL",
     description: "How often idle Userlands are looked for",
+    parse: parse.duration,
+    show: formatDuration,
+    default: 60_000,
+  },
+  sessionUserPrefix: {
+    env: "OPERATOR_SESSION_USER_PREFIX",
+    description:
+      "Prefix that makes a Userland's spec.user the Kubernetes user RBAC is asked about (whether they teach its Template): the user-manager's USER_MANAGER_SESSION_USER_PREFIX",
+    parse: subjectPrefix,
+    default: SESSION_USER_PREFIX_DEFAULT,
+  },
+  teacherCacheTtl: {
+    env: "OPERATOR_TEACHER_CACHE_TTL",
+    description:
+      "How long RBAC's answer to whether a person teaches a Template (course folders read-write) is used, denials too; a Userland of a Template with course folders is checked again after it",
     parse: parse.duration,
     show: formatDuration,
     default: 60_000,

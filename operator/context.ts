@@ -8,6 +8,7 @@ import type { Caches } from "./caches.ts";
 import type { EventRecorder } from "./events.ts";
 import type { OperatorMetrics } from "./metrics.ts";
 import type { Spawns } from "./spawns.ts";
+import type { Teachers } from "./teachers.ts";
 
 export interface OperatorContext {
   rest: KubeRest;
@@ -16,6 +17,8 @@ export interface OperatorContext {
   metrics: OperatorMetrics;
   /** When each Userland on its way to Ready began to start. */
   spawns: Spawns;
+  /** Who teaches a Template: RBAC's cached answers (course folders read-write). */
+  teachers: Teachers;
   log: Logger;
   now(): Date;
 }

@@ -4,6 +4,7 @@
  * queue; workers take keys and run the sync handler for that key. Each step is separate:
  *   informer events → enqueue (here) → worker loop (here) → syncUserland / syncTemplate.
  */
+import { LABELS } from "../api/naming.ts";
 import { TemplateConditions, type Template, type Userland } from "../api/v1alpha1/index.ts";
 import { namespacedKey, type Informer } from "../lib/informer.ts";
 import type { k8s } from "../lib/kube.ts";
@@ -15,6 +16,7 @@ import type { OperatorContext } from "./context.ts";
 import { EventRecorder } from "./events.ts";
 import type { OperatorMetrics } from "./metrics.ts";
 import { Spawns } from "./spawns.ts";
+import { Teachers } from "./teachers.ts";
 import { syncTemplate } from "./syncTemplate.ts";
 import { syncUserland } from "./syncUserland.ts";
 import { ExponentialFailureRateLimiter, WorkQueue } from "./workqueue.ts";
@@ -27,6 +29,8 @@ export interface ControllerOptions {
   log: Logger;
   metrics: OperatorMetrics;
   freezeCache?: boolean;
+  /** The session user prefix and how long RBAC's answers on teachers are used (operator/teachers.ts). */
+  teachers: { userPrefix: string; ttlMs: number };
 }
 
 /** Keys: "U/<namespace>/<name>" for a Userland, "T/<namespace>/<name>" for a Template. */
@@ -48,12 +52,14 @@ const BLOCKED_RETRY_BASE_MS = 500;
 const BLOCKED_RETRY_MAX_MS = 10_000;
 
 /**
- * What Userlands depend on in a Template: its spec (generation) and whether it is valid. A status
- * update that only recounts Userlands leaves it unchanged.
+ * What Userlands depend on in a Template: its spec (generation), whether it is valid and whether
+ * its course folders' claims are its own. A status update that only recounts Userlands leaves it
+ * unchanged.
  */
 function templateFingerprint(t: Template): string {
   const valid = t.status?.conditions?.find((c) => c.type === TemplateConditions.PodTemplateValid);
-  return `${t.metadata.uid}/${t.metadata.generation}/${valid?.status}/${valid?.observedGeneration}`;
+  const folders = t.status?.conditions?.find((c) => c.type === TemplateConditions.CourseFoldersReady);
+  return `${t.metadata.uid}/${t.metadata.generation}/${valid?.status}/${valid?.observedGeneration}/${folders?.status}`;
 }
 
 export class Controller {
@@ -81,6 +87,7 @@ export class Controller {
       events: new EventRecorder(rest, "userland-operator", opts.log),
       metrics: opts.metrics,
       spawns: new Spawns(),
+      teachers: new Teachers({ rest, log: opts.log, ...opts.teachers }),
       log: opts.log,
       now: () => new Date(),
     };
@@ -148,6 +155,14 @@ export class Controller {
     enqueueOwnerOf(deployments);
     enqueueOwnerOf(services);
     enqueueOwnerOf(pvcs);
+    // A course folder's claim changed or went: its Template makes it again (operator/courseFolders.ts).
+    const onCourseClaim = (claim: k8s.KubernetesObject) => {
+      if (claim.metadata?.labels?.[LABELS.courseFolder] === undefined) return;
+      const template = claim.metadata.ownerReferences?.find((r) => r.controller && r.kind === "Template");
+      if (template) this.queue.add(templateKey(claim.metadata.namespace ?? "", template.name));
+    };
+    pvcs.on("update", onCourseClaim);
+    pvcs.on("delete", onCourseClaim);
   }
 
   /** Template status carries a Userland count: batch recounts so 1,000 new Userlands cost a few writes, not 1,000. */
@@ -210,12 +225,18 @@ export class Controller {
     if (againAfterMs !== undefined) this.queue.addAfter(key, againAfterMs);
   }
 
+  private async syncTemplateKey(key: string, namespace: string, name: string): Promise<void> {
+    const { retry } = await syncTemplate(this.context, namespace, name);
+    if (retry) this.queue.addAfter(key, this.blockedRetry.when(key));
+    else this.blockedRetry.forget(key);
+  }
+
   private async process(key: string): Promise<void> {
     const [kindCode, namespace = "", name = ""] = key.split("/");
     const kind = kindCode === "T" ? "Template" : "Userland";
     const end = this.opts.metrics.reconcileDuration.startTimer({ kind });
     try {
-      if (kind === "Template") await syncTemplate(this.context, namespace, name);
+      if (kind === "Template") await this.syncTemplateKey(key, namespace, name);
       else await this.syncUserlandKey(key, namespace, name);
       this.queue.forget(key);
       this.opts.metrics.reconciles.inc({ kind, result: "success" });

@@ -14,6 +14,7 @@ import type {
 import { ANNOTATIONS, childNames, type ChildNames, LABELS, MANAGED_BY, shortHash } from "../api/naming.ts";
 import { API_VERSION, SERVICE_EXTERNAL_FIELDS, type Template, type Userland } from "../api/v1alpha1/index.ts";
 import { desiredHash } from "./compare.ts";
+import { courseFolderMounts } from "./courseFolders.ts";
 
 export interface DesiredChildren {
   names: ChildNames;
@@ -48,7 +49,17 @@ export function userHash(user: string): string {
   return shortHash(user, 16);
 }
 
-export function desiredChildren(userland: Userland, template: Template): DesiredChildren {
+/** Facts about a Userland that are not in it or its Template (the sync handler finds them out). */
+export interface DesiredInputs {
+  /** Its person teaches the Template (operator/teachers.ts): course folders are mounted read-write. */
+  teacher?: boolean;
+}
+
+export function desiredChildren(
+  userland: Userland,
+  template: Template,
+  inputs: DesiredInputs = {},
+): DesiredChildren {
   const name = userland.metadata.name ?? "";
   const namespace = userland.metadata.namespace ?? "";
   const templateName = template.metadata.name ?? "";
@@ -82,6 +93,7 @@ export function desiredChildren(userland: Userland, template: Template): Desired
     ...(podSpec.volumes ?? []).filter((v) => !volumes.some((t) => t.name === v.name)),
     ...claimVolumes,
   ];
+  addCourseFolders(podSpec, template, inputs.teacher === true);
   if (podSpec.volumes.length === 0) delete podSpec.volumes;
   // User containers are untrusted: no API credentials and no environment variables describing every
   // Service in the namespace, unless the Template asks for them.
@@ -146,6 +158,24 @@ export function desiredChildren(userland: Userland, template: Template): Desired
     };
   }
   return { names, deployment, service, pvcs, proxyPort: proxyPort(template, ports) };
+}
+
+/** Every container sees every course folder; a pod volume of the same name is the Template's mistake. */
+function addCourseFolders(podSpec: V1PodSpec, template: Template, teacher: boolean): void {
+  const { volumes, mounts } = courseFolderMounts(template, teacher);
+  if (volumes.length === 0) return;
+  const taken = volumes.find((v) => podSpec.volumes?.some((p) => p.name === v.name));
+  if (taken) {
+    throw new TemplateError(
+      "CourseFolderVolumeName",
+      `the pod template has a volume named ${taken.name}, the name of a course folder's volume: rename it`,
+    );
+  }
+  podSpec.volumes = [...(podSpec.volumes ?? []), ...volumes];
+  podSpec.containers = podSpec.containers.map((c) => ({
+    ...c,
+    volumeMounts: [...(c.volumeMounts ?? []), ...mounts.map((m) => ({ ...m }))],
+  }));
 }
 
 function withDefaults(container: V1Container, template: Template, userland: Userland): V1Container {

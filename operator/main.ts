@@ -39,6 +39,7 @@ async function start(config: OperatorConfig, log: Logger) {
       log,
       metrics,
       freezeCache: config.freezeCache,
+      teachers: { userPrefix: config.sessionUserPrefix, ttlMs: config.teacherCacheTtl },
     });
   let controller: Controller | undefined;
   let culler: Culler | undefined;

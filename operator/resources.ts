@@ -29,6 +29,7 @@ export const resources = {
   PersistentVolumeClaim: resource("", "v1", "persistentvolumeclaims"),
   Lease: resource("coordination.k8s.io", "v1", "leases"),
   Event: resource("", "v1", "events"),
+  LocalSubjectAccessReview: resource("authorization.k8s.io", "v1", "localsubjectaccessreviews"),
 } as const;
 
 /** `apiVersion` of an object of `resource`. */

@@ -1,7 +1,7 @@
 /**
  * The Template sync handler: validate the pod template with the API server's own rules (a
- * server-side dry run of the Deployment and Service a user would get) once per generation, and
- * count the Userlands that use it.
+ * server-side dry run of the Deployment and Service a user would get) once per generation, keep
+ * its course folders' claims (operator/courseFolders.ts), and count the Userlands that use it.
  */
 import {
   API_VERSION,
@@ -17,13 +17,26 @@ import { Index } from "./caches.ts";
 import { stableJson } from "./compare.ts";
 import { findCondition, setCondition, type ConditionValue } from "./conditions.ts";
 import type { OperatorContext } from "./context.ts";
+import { desiredCourseClaims, ensureCourseFolders } from "./courseFolders.ts";
 import { desiredChildren, TemplateError } from "./desired.ts";
 import { templateRef } from "./events.ts";
 import { resources } from "./resources.ts";
 
-export async function syncTemplate(ctx: OperatorContext, namespace: string, name: string): Promise<void> {
+export interface TemplateSyncResult {
+  /**
+   * A course folder's claim name is held by someone else's claim: sync again with back-off until
+   * it is gone (it is outside the label-selected caches: its removal sends no event).
+   */
+  retry: boolean;
+}
+
+export async function syncTemplate(
+  ctx: OperatorContext,
+  namespace: string,
+  name: string,
+): Promise<TemplateSyncResult> {
   const template = ctx.caches.templates.get(name, namespace);
-  if (!template || template.metadata.deletionTimestamp) return;
+  if (!template || template.metadata.deletionTimestamp) return { retry: false };
   const generation = template.metadata.generation;
   const previous = template.status ?? {};
   let conditions = previous.conditions ?? [];
@@ -47,14 +60,23 @@ export async function syncTemplate(ctx: OperatorContext, namespace: string, name
   }
 
   conditions = nameServed(ctx, template, conditions);
+  const courseFolders = await ensureCourseFolders(ctx, template);
+  if (courseFolders) {
+    const previousFolders = findCondition(conditions, TemplateConditions.CourseFoldersReady);
+    if (courseFolders.status === "False" && previousFolders?.message !== courseFolders.message)
+      ctx.events.warning(templateRef(template), courseFolders.reason, courseFolders.message);
+    conditions = setCondition(conditions, courseFolders);
+  } else conditions = conditions.filter((c) => c.type !== TemplateConditions.CourseFoldersReady);
 
   const status: TemplateStatus = {
     observedGeneration: generation,
     conditions,
     userlands: ctx.caches.userlands.byIndex(Index.byTemplate, namespacedKey(namespace, name)).length,
   };
-  if (stableJson(previous) === stableJson(status)) return;
+  const retry = courseFolders?.reason === "ClaimNameTaken";
+  if (stableJson(previous) === stableJson(status)) return { retry };
   await ctx.rest.patch(resources.Template.path(namespace, name, "status"), { status });
+  return { retry };
 }
 
 /**
@@ -115,7 +137,7 @@ async function validate(ctx: OperatorContext, template: Template): Promise<strin
   const checks: [string, string, unknown][] = [
     ["Deployment", resources.Deployment.path(namespace), children.deployment],
     ["Service", resources.Service.path(namespace), children.service],
-    ...children.pvcs.map((pvc): [string, string, unknown] => [
+    ...[...children.pvcs, ...desiredCourseClaims(template)].map((pvc): [string, string, unknown] => [
       "PersistentVolumeClaim",
       resources.PersistentVolumeClaim.path(namespace),
       pvc,

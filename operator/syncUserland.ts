@@ -18,7 +18,8 @@ import { Index } from "./caches.ts";
 import { isSubset, stableJson } from "./compare.ts";
 import { findCondition } from "./conditions.ts";
 import type { OperatorContext } from "./context.ts";
-import { desiredChildren, TemplateError, type DesiredChildren } from "./desired.ts";
+import { hasCourseFolders } from "./courseFolders.ts";
+import { desiredChildren, TemplateError, type DesiredChildren, type DesiredInputs } from "./desired.ts";
 import { userlandRef } from "./events.ts";
 import { escPredecessor, isControlledBy } from "./ownership.ts";
 import { resources } from "./resources.ts";
@@ -88,12 +89,16 @@ export async function syncUserland(
   if (!userland || userland.metadata.deletionTimestamp) return { retry: false };
 
   const template = ctx.caches.templates.get(userland.spec.templateName, namespace);
+  // Course folders are mounted by claim name: not before the Template's sync has found the claims
+  // to be its own. Wait, with no status written, until its condition appears (that Template
+  // update re-queues this Userland).
+  if (courseFoldersUnchecked(template)) return { retry: false };
   let desired: DesiredChildren | undefined;
   let deployment: V1Deployment | undefined;
   let blocked: Blocked | undefined;
   const created: Created = [];
   try {
-    desired = resolveDesired(userland, template);
+    desired = resolveDesired(userland, template, { teacher: await isTeacher(ctx, userland, template) });
     await ensurePvcs(ctx, userland, desired, created);
     // The Deployment and the Service do not depend on each other: both requests at once halve
     // the time a new Userland waits for its children.
@@ -129,7 +134,41 @@ export async function syncUserland(
   }
   const spawned = ctx.spawns.observe(userland, userland.status?.phase, status.phase, now.getTime());
   if (spawned) ctx.metrics.spawnDuration.observe({ template: spawned.template }, spawned.seconds);
-  return { retry: blocked?.heldByObject === true, againAfterMs: holdBackMs || undefined };
+  return {
+    retry: blocked?.heldByObject === true,
+    againAfterMs: againAfter(holdBackMs, userland, template, ctx.teachers.ttlMs),
+  };
+}
+
+const courseFoldersUnchecked = (template: Template | undefined): boolean =>
+  hasCourseFolders(template) &&
+  !findCondition(template?.status?.conditions, TemplateConditions.CourseFoldersReady);
+
+/** Whether the Userland's person teaches its Template; asked only of Templates with course folders. */
+async function isTeacher(ctx: OperatorContext, userland: Userland, template: Template | undefined) {
+  if (!template || !hasCourseFolders(template)) return false;
+  return ctx.teachers.isTeacher(
+    userland.metadata.namespace ?? "",
+    template.metadata.name ?? "",
+    userland.spec.user,
+  );
+}
+
+/**
+ * When to sync again without an event: a held-back first status, and for a running environment
+ * with course folders, when RBAC's answer on its person expires (a RoleBinding's change sends the
+ * operator no event; a changed answer changes the mounts and rolls the Deployment). A stopped one
+ * is asked again when it starts.
+ */
+function againAfter(
+  holdBackMs: number,
+  userland: Userland,
+  template: Template | undefined,
+  teacherTtlMs: number,
+): number | undefined {
+  const recheck = userland.spec.enabled !== false && hasCourseFolders(template) ? teacherTtlMs : 0;
+  const delays = [holdBackMs, recheck].filter((ms) => ms > 0);
+  return delays.length > 0 ? Math.min(...delays) : undefined;
 }
 
 /** Like Promise.all, but settles only when every promise has: no request is still running when it rejects. */
@@ -140,7 +179,11 @@ async function allSettled<A, B>(promises: [Promise<A>, Promise<B>]): Promise<[A,
   return [a.value, b.value];
 }
 
-function resolveDesired(userland: Userland, template: Template | undefined): DesiredChildren {
+function resolveDesired(
+  userland: Userland,
+  template: Template | undefined,
+  inputs: DesiredInputs,
+): DesiredChildren {
   const templateName = userland.spec.templateName;
   if (!template) {
     throw new Blocked(
@@ -157,8 +200,17 @@ function resolveDesired(userland: Userland, template: Template | undefined): Des
       `Template "${templateName}" is invalid: ${valid.message}`,
     );
   }
+  // Course folders are mounted by claim name: never while a claim of that name is someone else's.
+  const folders = findCondition(template.status?.conditions, TemplateConditions.CourseFoldersReady);
+  if (hasCourseFolders(template) && folders?.status === "False") {
+    throw new Blocked(
+      UserlandConditions.TemplateAvailable,
+      "CourseFolderUnavailable",
+      `Template "${templateName}": ${folders.message}`,
+    );
+  }
   try {
-    return desiredChildren(userland, template);
+    return desiredChildren(userland, template, inputs);
   } catch (error) {
     if (error instanceof TemplateError) {
       throw new Blocked(

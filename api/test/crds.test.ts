@@ -31,3 +31,22 @@ test("Userlands are selectable by spec.user and spec.templateName (one student's
   const template = customResourceDefinitions.find((c) => c.spec.names.kind === "Template");
   assert.equal(template?.spec.versions[0]?.selectableFields, undefined);
 });
+
+test("Assignments and Submissions: printer columns, selectable by assignment and user, status only by the subresource", () => {
+  const byKind = (kind: string) => customResourceDefinitions.find((c) => c.spec.names.kind === kind);
+  const assignment = byKind("Assignment")?.spec.versions[0];
+  const submission = byKind("Submission")?.spec.versions[0];
+  assert.deepEqual(
+    assignment?.additionalPrinterColumns?.map((c) => c.name),
+    ["Template", "Title", "Deadline", "Students", "Handed In", "Missing", "Age"],
+  );
+  assert.deepEqual(
+    submission?.additionalPrinterColumns?.map((c) => c.name),
+    ["Assignment", "User", "Handed In", "Late", "Files", "SHA-256", "Age"],
+  );
+  assert.deepEqual(submission?.selectableFields, [
+    { jsonPath: ".spec.assignment" },
+    { jsonPath: ".spec.user" },
+  ]);
+  for (const version of [assignment, submission]) assert.deepEqual(version?.subresources, { status: {} });
+});

@@ -1,6 +1,7 @@
-/** userland.dev/v1alpha1: the Template and Userland custom resources. */
+/** userland.dev/v1alpha1: the Template, Userland, Assignment and Submission custom resources. */
 export * from "./group.ts";
 export * from "./paths.ts";
 export * from "./template.ts";
 export * from "./userland.ts";
+export * from "./coursework.ts";
 export { Condition } from "./schema.ts";

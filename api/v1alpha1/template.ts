@@ -74,6 +74,107 @@ export const TemplateVolumeSchema = Type.Object({
   ),
 });
 
+/** An absolute path without `..` components: where a container mounts a volume. */
+const MOUNT_PATH = {
+  type: "string",
+  minLength: 2,
+  maxLength: 1024,
+  pattern: "^/",
+  "x-kubernetes-validations": [
+    {
+      rule: "!self.matches('(^|/)[.][.](/|$)')",
+      message: "a mount path must not contain '..' components",
+    },
+  ],
+};
+
+/**
+ * Course folder names become claim names (`<template>-course-<folder>`, api/naming.ts) and pod
+ * volume names (`course-<folder>`, a DNS label of at most 63). A name containing `pvc-` could
+ * equal a student's claim name (`<template>-<userland>-pvc-<volume>` for a Userland named
+ * `course…`), so it is refused.
+ */
+export const COURSE_FOLDER_NAME_PATTERN = "^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$";
+
+export const CourseFolderSchema = Type.Object(
+  {
+    name: Type.String({
+      description:
+        "The folder's name (a DNS label, at most 40 characters, without 'pvc-'); its claim is <template>-course-<name>.",
+      pattern: COURSE_FOLDER_NAME_PATTERN,
+      maxLength: 40,
+    }),
+    mountPath: Type.Unsafe<string>({
+      ...MOUNT_PATH,
+      description:
+        "Where every container of every environment of this Template sees the folder: read-only for students, read-write for the Template's teachers.",
+    }),
+    pvcSpec: Embedded<V1PersistentVolumeClaimSpec>({
+      description:
+        "The one claim of this folder, shared by every environment of the Template (core/v1 PersistentVolumeClaimSpec). ReadWriteMany where the cluster has it; with ReadWriteOnce every pod of the Template must run on one node (docs/decisions/0011-coursework.md).",
+    }),
+  },
+  {
+    "x-kubernetes-validations": [
+      {
+        rule: "!self.name.matches('(^|-)pvc-')",
+        fieldPath: ".name",
+        message:
+          "a course folder's name must not contain 'pvc-': its claim name could equal a student's claim name",
+      },
+    ],
+  },
+);
+
+export const CourseworkSchema = Type.Object(
+  {
+    home: Type.Optional(
+      Type.Object(
+        {
+          volume: Type.String({
+            description:
+              "The spec.volumes entry holding a student's work: assignments are handed out into its assignments/<name>/ and collected from there.",
+            pattern: "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
+            maxLength: 63,
+          }),
+          mountPath: Type.Unsafe<string>({
+            ...MOUNT_PATH,
+            description:
+              "Where the main container mounts that volume (shown to students: assignments are in <mountPath>/assignments/).",
+          }),
+        },
+        { description: "Where a student's own work lives." },
+      ),
+    ),
+    folders: Type.Optional(
+      Type.Array(CourseFolderSchema, {
+        maxItems: 8,
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["name"],
+        "x-kubernetes-validations": [
+          {
+            rule: "self.all(f, self.exists_one(g, g.mountPath == f.mountPath))",
+            message: "two course folders cannot share a mountPath",
+          },
+        ],
+      }),
+    ),
+  },
+  {
+    description:
+      "Course folders and where students' work lives (docs/decisions/0011-coursework.md). Teachers of this Template are those RBAC allows `update` on templates/coursework of it.",
+  },
+);
+
+/** Rules on the whole spec: coursework fields that name other spec fields. */
+const courseworkValidations = [
+  {
+    rule: "!has(self.coursework) || !has(self.coursework.home) || (has(self.volumes) && self.volumes.exists(v, v.name == self.coursework.home.volume))",
+    fieldPath: ".coursework.home.volume",
+    message: "spec.coursework.home.volume must name an entry of spec.volumes",
+  },
+];
+
 /** How students reach environments: only through the proxy, which signs them in first. */
 const PROXY_ONLY = "students reach environments only through the proxy";
 
@@ -108,77 +209,81 @@ const serviceValidations = [
 
 const stringList = { type: "array", items: { type: "string" } };
 
-export const TemplateSpecSchema = Type.Object({
-  displayName: Type.Optional(
-    Type.String({ maxLength: 100, description: "Shown to students on their home page and start pages." }),
-  ),
-  description: Type.Optional(
-    Type.String({ maxLength: 2000, description: "Shown to students on their home page and start pages." }),
-  ),
-  template: PodTemplateSpecSchema,
-  service: Type.Optional(
-    Embedded<V1ServiceSpec>({
-      description:
-        "The per-user Service (core/v1 ServiceSpec); the operator sets its selector and type. Always ClusterIP: type NodePort, LoadBalancer or ExternalName, externalIPs and the load-balancer fields are refused, so students reach environments only through the proxy.",
-      "x-kubernetes-validations": serviceValidations,
-      properties: {
-        // Declared so the rules above can see them (CEL cannot read preserved unknown fields).
-        type: { type: "string" },
-        externalIPs: stringList,
-        loadBalancerIP: { type: "string" },
-        loadBalancerSourceRanges: stringList,
-        loadBalancerClass: { type: "string" },
-        externalName: { type: "string" },
-        externalTrafficPolicy: { type: "string" },
-        healthCheckNodePort: { type: "integer", format: "int32" },
-        allocateLoadBalancerNodePorts: { type: "boolean" },
-        ports: {
-          type: "array",
-          minItems: 1,
-          items: {
-            type: "object",
-            required: ["port"],
-            "x-kubernetes-preserve-unknown-fields": true,
-            properties: {
-              name: { type: "string" },
-              port: { type: "integer", minimum: 1, maximum: 65535 },
-              targetPort: INT_OR_STRING,
+export const TemplateSpecSchema = Type.Object(
+  {
+    displayName: Type.Optional(
+      Type.String({ maxLength: 100, description: "Shown to students on their home page and start pages." }),
+    ),
+    description: Type.Optional(
+      Type.String({ maxLength: 2000, description: "Shown to students on their home page and start pages." }),
+    ),
+    template: PodTemplateSpecSchema,
+    service: Type.Optional(
+      Embedded<V1ServiceSpec>({
+        description:
+          "The per-user Service (core/v1 ServiceSpec); the operator sets its selector and type. Always ClusterIP: type NodePort, LoadBalancer or ExternalName, externalIPs and the load-balancer fields are refused, so students reach environments only through the proxy.",
+        "x-kubernetes-validations": serviceValidations,
+        properties: {
+          // Declared so the rules above can see them (CEL cannot read preserved unknown fields).
+          type: { type: "string" },
+          externalIPs: stringList,
+          loadBalancerIP: { type: "string" },
+          loadBalancerSourceRanges: stringList,
+          loadBalancerClass: { type: "string" },
+          externalName: { type: "string" },
+          externalTrafficPolicy: { type: "string" },
+          healthCheckNodePort: { type: "integer", format: "int32" },
+          allocateLoadBalancerNodePorts: { type: "boolean" },
+          ports: {
+            type: "array",
+            minItems: 1,
+            items: {
+              type: "object",
+              required: ["port"],
+              "x-kubernetes-preserve-unknown-fields": true,
+              properties: {
+                name: { type: "string" },
+                port: { type: "integer", minimum: 1, maximum: 65535 },
+                targetPort: INT_OR_STRING,
+              },
             },
           },
         },
-      },
-    }),
-  ),
-  proxyPort: Type.Optional(
-    IntOrString({
-      description: "The Service port (number or name) the proxy sends users to. Default: the first port.",
-    }),
-  ),
-  volumes: Type.Optional(
-    Type.Array(TemplateVolumeSchema, {
-      maxItems: 16,
-      "x-kubernetes-list-type": "map",
-      "x-kubernetes-list-map-keys": ["name"],
-    }),
-  ),
-  idleTimeout: Type.Optional(
-    Type.String({
-      pattern: DURATION_PATTERN,
-      description: 'Stop a Userland after this long without traffic ("30m", "2h"). Unset: never.',
-    }),
-  ),
-  selfService: Type.Optional(
-    Type.Boolean({
-      description:
-        "Any signed-in student who has no environment of this Template may create one from their home page (the proxy asks the user-manager). false (default): only teachers and admins assign it.",
-    }),
-  ),
-  defaultResources: Type.Optional(
-    Embedded<V1ResourceRequirements>({
-      description: "Requests and limits for containers that set none (core/v1 ResourceRequirements).",
-    }),
-  ),
-});
+      }),
+    ),
+    proxyPort: Type.Optional(
+      IntOrString({
+        description: "The Service port (number or name) the proxy sends users to. Default: the first port.",
+      }),
+    ),
+    volumes: Type.Optional(
+      Type.Array(TemplateVolumeSchema, {
+        maxItems: 16,
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["name"],
+      }),
+    ),
+    idleTimeout: Type.Optional(
+      Type.String({
+        pattern: DURATION_PATTERN,
+        description: 'Stop a Userland after this long without traffic ("30m", "2h"). Unset: never.',
+      }),
+    ),
+    selfService: Type.Optional(
+      Type.Boolean({
+        description:
+          "Any signed-in student who has no environment of this Template may create one from their home page (the proxy asks the user-manager). false (default): only teachers and admins assign it.",
+      }),
+    ),
+    defaultResources: Type.Optional(
+      Embedded<V1ResourceRequirements>({
+        description: "Requests and limits for containers that set none (core/v1 ResourceRequirements).",
+      }),
+    ),
+    coursework: Type.Optional(CourseworkSchema),
+  },
+  { "x-kubernetes-validations": courseworkValidations },
+);
 
 /** The condition types a Template's status carries. */
 export const TemplateConditions = {
@@ -190,6 +295,11 @@ export const TemplateConditions = {
    * duplicate is first seen.
    */
   NameServed: "NameServed",
+  /**
+   * With spec.coursework.folders: True when every folder's claim exists and is this Template's;
+   * False names the claim whose name another object holds. Absent without course folders.
+   */
+  CourseFoldersReady: "CourseFoldersReady",
 } as const;
 
 export const TemplateStatusSchema = Type.Object({

@@ -55,7 +55,7 @@ export async function localTemplate(file: string, node: ContainerdTarget): Promi
     container.imagePullPolicy = "Never";
   }
   Object.assign(podSpec, onRealNode);
-  for (const volume of template.spec.volumes ?? [])
+  for (const volume of [...(template.spec.volumes ?? []), ...(template.spec.coursework?.folders ?? [])])
     volume.pvcSpec.storageClassName = LOCAL_PATH_STORAGE_CLASS;
   return template;
 }

@@ -14,18 +14,11 @@ import {
 } from "../../lib/config.ts";
 import { timeoutSettings } from "../../lib/serverTimeouts.ts";
 import type { SessionKeySource } from "../../lib/session.ts";
-
-/**
- * A prefix put before a session's user or groups to make them Kubernetes subjects: never empty and
- * never `system:`, so a signed-in identity can never be taken for a ServiceAccount, a node or a
- * built-in group such as system:masters.
- */
-const subjectPrefix = (raw: string): string => {
-  if (!/^[!-~]+$/.test(raw)) throw new Error("expected printable ASCII without spaces, e.g. userland:");
-  if (raw.startsWith("system:"))
-    throw new Error('must not start with "system:" (Kubernetes reserves it for its own identities)');
-  return raw;
-};
+import {
+  SESSION_GROUP_PREFIX_DEFAULT,
+  SESSION_USER_PREFIX_DEFAULT,
+  subjectPrefix,
+} from "../../lib/sessionSubjects.ts";
 
 /** A label key: an optional DNS-subdomain prefix and a name (Kubernetes' qualified name). */
 const labelKey = (raw: string): string => {
@@ -147,14 +140,14 @@ export const settings = {
     description:
       "Prefix that makes a session's user a Kubernetes user for RBAC, e.g. userland: (kubectl create rolebinding … --user=userland:alice)",
     parse: subjectPrefix,
-    default: "userland:",
+    default: SESSION_USER_PREFIX_DEFAULT,
   },
   sessionGroupPrefix: {
     env: "USER_MANAGER_SESSION_GROUP_PREFIX",
     description:
       "Prefix that makes each of a session's groups a Kubernetes group for RBAC, e.g. userland:group: (… --group=userland:group:teachers)",
     parse: subjectPrefix,
-    default: "userland:group:",
+    default: SESSION_GROUP_PREFIX_DEFAULT,
   },
   classLabel: {
     env: "USER_MANAGER_CLASS_LABEL",

@@ -148,6 +148,7 @@ export function isolatedValues(
     rbac: {
       templateAdminRoleName: `${namespace}-template-admin`,
       teacherRoleName: `${namespace}-teacher`,
+      courseTeacherRoleName: `${namespace}-course-teacher`,
       ...(rbac as Record<string, unknown> | undefined),
     },
     ...rest,

@@ -190,4 +190,11 @@ test("a student's Jupyter from deploy/jupyter.yaml runs on the real node and run
   const { id } = (await kernel.json()) as { id: string };
   const result = await runCell(`ws://127.0.0.1:${port}/api/kernels/${id}/channels`, headers, "6 * 7");
   assert.equal(result, "42");
+  // The example's course folder: there, and read-only for a student (the kernel gets EROFS).
+  const courseFolder = await runCell(
+    `ws://127.0.0.1:${port}/api/kernels/${id}/channels`,
+    headers,
+    "import os; (os.path.isdir('/home/jovyan/course'), os.access('/home/jovyan/course', os.W_OK))",
+  );
+  assert.equal(courseFolder, "(True, False)");
 });

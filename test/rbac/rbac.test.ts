@@ -9,6 +9,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test, type TestContext } from "node:test";
+import { childNames } from "../../api/naming.ts";
 import type { Template, Userland } from "../../api/v1alpha1/index.ts";
 import { KubeError, KubeRest, paths } from "../../lib/kubeRest.ts";
 import { missingPermissions } from "../../services/user-manager/permissions.ts";
@@ -21,6 +22,7 @@ import {
   createTemplate,
   createUserland,
   deploymentsPath,
+  getDeployment,
   getUserland,
   pvcsPath,
   servicesPath,
@@ -37,7 +39,7 @@ const LEASE = "userland-operator"; // values: operator.leaseName
 const ACTIVITY = "userland.dev/last-activity";
 
 const COMPONENTS = ["operator", "user-manager", "proxy", "auth"] as const;
-type Who = (typeof COMPONENTS)[number] | "template-admin" | "teacher";
+type Who = (typeof COMPONENTS)[number] | "template-admin" | "teacher" | "course-teacher";
 
 interface Ctx {
   ns: string;
@@ -95,6 +97,15 @@ const lsar = (ns: string) => ({
     resourceAttributes: { namespace: ns, verb: "create", group: "userland.dev", resource: "userlands" },
   },
 });
+const courseworkPath = (ns: string, name: string) => templatesPath(ns, name) + "/coursework";
+/** The request got past authorization: the API server has no such path and says 404. */
+async function expectPastRbac(request: Promise<unknown>): Promise<void> {
+  await assert.rejects(request, (error: Error) => {
+    assert.ok(error instanceof KubeError, String(error));
+    assert.equal(error.code, 404, error.message);
+    return true;
+  });
+}
 const activityNow = () => ({ metadata: { annotations: { [ACTIVITY]: new Date().toISOString() } } });
 
 const POLICY_SPEC = /may change only the userland\.dev\/last-activity annotation.*spec must not change/;
@@ -294,6 +305,76 @@ const rows: Row[] = [
     does: "cannot change a Template",
     expect: "rbac-forbidden",
     request: (c) => c.as.teacher.patch(templatesPath(c.ns, "code"), { spec: { idleTimeout: "5m" } }),
+  },
+
+  // --- course teachers: their Templates' course folders, nothing else --------------------------------
+  // templates/coursework has no handler: RBAC runs first, so an allowed request ends in 404 and a
+  // refused one in RBAC's 403. That is the question the operator asks (operator/teachers.ts).
+  {
+    who: "course-teacher",
+    does: "passes RBAC for update on templates/coursework (404 from the API, not 403)",
+    expect: "allowed",
+    request: (c) => expectPastRbac(c.as["course-teacher"].replace(courseworkPath(c.ns, "code"), {})),
+  },
+  {
+    who: "teacher",
+    does: "is no course teacher: update on templates/coursework",
+    expect: "rbac-forbidden",
+    request: (c) => c.as.teacher.replace(courseworkPath(c.ns, "code"), {}),
+  },
+  {
+    who: "template-admin",
+    does: "is no course teacher: update on templates/coursework",
+    expect: "rbac-forbidden",
+    request: (c) => c.as["template-admin"].replace(courseworkPath(c.ns, "code"), {}),
+  },
+  {
+    who: "course-teacher",
+    does: "cannot change a Template",
+    expect: "rbac-forbidden",
+    request: (c) =>
+      c.as["course-teacher"].patch(templatesPath(c.ns, "code"), { spec: { idleTimeout: "5m" } }),
+  },
+  {
+    who: "course-teacher",
+    does: "cannot read Userlands",
+    expect: "rbac-forbidden",
+    request: (c) => c.as["course-teacher"].list(userlandsPath(c.ns)),
+  },
+  {
+    who: "course-teacher",
+    does: "cannot read a course folder's claim",
+    expect: "rbac-forbidden",
+    request: (c) => c.as["course-teacher"].list(pvcsPath(c.ns)),
+  },
+  {
+    who: "operator",
+    does: "can ask RBAC whether a person teaches a Template (LocalSubjectAccessReview)",
+    expect: "allowed",
+    request: async (c) => {
+      const review = await c.as.operator.create<{ status?: { allowed?: boolean } }>(lsarPath(c.ns), {
+        apiVersion: "authorization.k8s.io/v1",
+        kind: "LocalSubjectAccessReview",
+        spec: {
+          user: `system:serviceaccount:${c.ns}:course-teacher`,
+          resourceAttributes: {
+            namespace: c.ns,
+            verb: "update",
+            group: "userland.dev",
+            resource: "templates",
+            subresource: "coursework",
+            name: "code",
+          },
+        },
+      });
+      assert.equal(review.status?.allowed, true, "the bound course teacher is allowed");
+    },
+  },
+  {
+    who: "operator",
+    does: "cannot ask RBAC about another namespace",
+    expect: "rbac-forbidden",
+    request: (c) => c.as.operator.create(lsarPath("default"), lsar("default")),
   },
 
   // --- operator: its children, Userland and Template status, never a Template's spec ---------------
@@ -691,9 +772,10 @@ async function setUp(t: TestContext, prefix: string): Promise<Ctx & { objects: K
   // People are bound to the chart's ClusterRoles per namespace, as NOTES.txt tells admins to.
   await rbac("template-admin", `${ns}-template-admin`);
   await rbac("teacher", `${ns}-teacher`);
+  await rbac("course-teacher", `${ns}-course-teacher`);
   const cluster = await testCluster();
   const as = {} as Record<Who, KubeRest>;
-  for (const who of [...COMPONENTS, "template-admin", "teacher"] as const) {
+  for (const who of [...COMPONENTS, "template-admin", "teacher", "course-teacher"] as const) {
     const token = await serviceAccountToken(ns, serviceAccount(who));
     as[who] = new KubeRest(cluster.kubeConfigForToken(token, ns), `rbac-test-${who}`);
   }
@@ -797,18 +879,19 @@ test("the operator does its whole job under the chart's Role, without a single 4
   await waitForLeadership(operator);
 
   await createTemplate(c.ns, "code", simpleTemplateSpec());
-  // A Template with a volume, so every kind of child is made (kwok has no storage: the claim stays
-  // Pending, so this one is not expected to become Ready).
+  // A Template with a volume and a course folder, so every kind of child is made and the operator
+  // asks who teaches (kwok has no storage: the claims stay Pending, so this one is not expected to
+  // become Ready).
+  const claimSpec = { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } };
   await createTemplate(
     c.ns,
     "data",
     simpleTemplateSpec("registry.invalid/db:1", {
-      volumes: [
-        {
-          name: "home",
-          pvcSpec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } },
-        },
-      ],
+      volumes: [{ name: "home", pvcSpec: claimSpec }],
+      coursework: {
+        home: { volume: "home", mountPath: "/home/student" },
+        folders: [{ name: "course", mountPath: "/course", pvcSpec: claimSpec }],
+      },
     }),
   );
   const userland = await createUserland(c.ns, "alice", "alice", "code");
@@ -820,9 +903,19 @@ test("the operator does its whole job under the chart's Role, without a single 4
     const template = await admin.get<Template>(templatesPath(c.ns, "code"));
     return template.status?.conditions?.some((x) => x.type === "PodTemplateValid" && x.status === "True");
   });
-  await eventually("Bob's volume claim", async () => {
+  await eventually("Bob's volume claim and the course folder's", async () => {
     const claims = await admin.list<KubeObject>(pvcsPath(c.ns));
-    return claims.items.some((pvc) => pvc.metadata.labels?.["userland.dev/userland"] === "bob");
+    const names = claims.items.map((pvc) => pvc.metadata.name);
+    return (
+      claims.items.some((pvc) => pvc.metadata.labels?.["userland.dev/userland"] === "bob") &&
+      names.includes("data-course-course")
+    );
+  });
+  await eventually("Bob's Deployment with the course folder (read-only: he teaches nothing)", async () => {
+    const deployment = await getDeployment(c.ns, childNames("data", "bob").deployment);
+    return deployment?.spec?.template.spec?.volumes?.some(
+      (v) => v.persistentVolumeClaim?.claimName === "data-course-course" && v.persistentVolumeClaim.readOnly,
+    );
   });
   const lease = await admin.get<{ spec: { holderIdentity?: string } }>(leasesPath(c.ns, LEASE));
   assert.equal(lease.spec.holderIdentity, "chart-operator-0");

@@ -1,0 +1,149 @@
+/**
+ * Assignment and Submission: a class's work handed out and handed in (docs/decisions/0011-
+ * coursework.md). Only the objects exist so far: no controller converges them yet, so their status
+ * stays empty. An Assignment is a teacher's; a Submission is one student's copy of one assignment,
+ * whose status (what was distributed, the hand-in receipt) only the platform writes.
+ */
+import { TEMPLATE_NAME_PATTERN } from "./template.ts";
+import { USER_MAX, USER_PATTERN } from "./userland.ts";
+import { Conditions, Type } from "./schema.ts";
+
+export const ASSIGNMENTS = "assignments";
+export const SUBMISSIONS = "submissions";
+
+const immutable = (field: string) => ({
+  rule: "self == oldSelf",
+  message: `${field} is immutable: create a new object instead`,
+});
+
+/** A path inside a folder: relative, no `..`, no backslash, no NUL. */
+const RELATIVE_PATH = {
+  type: "string",
+  minLength: 1,
+  maxLength: 1024,
+  pattern: "^[^/]",
+  "x-kubernetes-validations": [
+    { rule: "!self.matches('(^|/)[.][.](/|$)')", message: "a path must not contain '..' components" },
+    { rule: "!self.contains('\\\\')", message: "a path must not contain a backslash" },
+    { rule: "!self.contains('\\u0000')", message: "a path must not contain NUL" },
+  ],
+};
+
+const SHA256 = Type.String({ pattern: "^[0-9a-f]{64}$", description: "A SHA-256, lowercase hex." });
+const TIME = { type: "string", format: "date-time" } as const;
+
+export const AssignmentSpecSchema = Type.Object({
+  templateName: Type.String({
+    pattern: TEMPLATE_NAME_PATTERN,
+    maxLength: 24,
+    description: "The class: the Template (same namespace) whose students get this assignment. Immutable.",
+    "x-kubernetes-validations": [immutable("spec.templateName")],
+  }),
+  title: Type.String({ minLength: 1, maxLength: 200, description: "Shown to students." }),
+  class: Type.Optional(
+    Type.String({
+      maxLength: 63,
+      description: "Only the Template's Userlands labelled userland.dev/class=<class>; unset: all of them.",
+    }),
+  ),
+  source: Type.Object(
+    {
+      folder: Type.String({
+        pattern: "^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$",
+        maxLength: 40,
+        description: "A course folder of the Template (spec.coursework.folders[].name).",
+      }),
+      path: Type.Unsafe<string>({
+        ...RELATIVE_PATH,
+        description: "The folder inside it whose files are handed out, e.g. week1/lab.",
+      }),
+    },
+    { description: "What is handed out: a folder inside a course folder." },
+  ),
+  deadline: Type.Optional(
+    Type.Unsafe<string>({
+      ...TIME,
+      description: "When work is collected from everyone who has not handed in. Unset: no deadline.",
+    }),
+  ),
+  limits: Type.Optional(
+    Type.Object({
+      maxBytes: Type.Optional(
+        Type.Integer({ minimum: 1, format: "int64", default: 104857600, description: "Per hand-in." }),
+      ),
+      maxFiles: Type.Optional(
+        Type.Integer({ minimum: 1, maximum: 100000, default: 1000, description: "Per hand-in." }),
+      ),
+    }),
+  ),
+});
+
+export const AssignmentStatusSchema = Type.Object({
+  observedGeneration: Type.Optional(Type.Integer({ format: "int64" })),
+  publishedRevision: Type.Optional(SHA256),
+  publishedAt: Type.Optional(Type.Unsafe<string>({ ...TIME })),
+  students: Type.Optional(Type.Integer({ minimum: 0 })),
+  distributed: Type.Optional(Type.Integer({ minimum: 0 })),
+  handedIn: Type.Optional(Type.Integer({ minimum: 0 })),
+  late: Type.Optional(Type.Integer({ minimum: 0 })),
+  missing: Type.Optional(Type.Integer({ minimum: 0 })),
+  conditions: Type.Optional(Conditions),
+});
+
+export const SubmissionSpecSchema = Type.Object(
+  {
+    assignment: Type.String({
+      minLength: 1,
+      maxLength: 253,
+      description: "The Assignment (same namespace). Immutable.",
+      "x-kubernetes-validations": [immutable("spec.assignment")],
+    }),
+    user: Type.String({
+      minLength: 1,
+      maxLength: USER_MAX,
+      pattern: USER_PATTERN,
+      description: "The student (a Userland's spec.user). Immutable.",
+      "x-kubernetes-validations": [immutable("spec.user")],
+    }),
+    handInRequestedAt: Type.Optional(
+      Type.Unsafe<string>({
+        ...TIME,
+        description:
+          "Set when the student hands in (or at the deadline): the platform then collects. Once set, it never changes.",
+      }),
+    ),
+  },
+  {
+    "x-kubernetes-validations": [
+      {
+        rule: "!has(oldSelf.handInRequestedAt) || (has(self.handInRequestedAt) && self.handInRequestedAt == oldSelf.handInRequestedAt)",
+        message: "spec.handInRequestedAt cannot change once set: a hand-in is final",
+      },
+    ],
+  },
+);
+
+export const SubmissionStatusSchema = Type.Object({
+  observedGeneration: Type.Optional(Type.Integer({ format: "int64" })),
+  distributedRevision: Type.Optional(SHA256),
+  distributedAt: Type.Optional(Type.Unsafe<string>({ ...TIME })),
+  keptOwnVersion: Type.Optional(
+    Type.Array(Type.String({ maxLength: 1024 }), {
+      maxItems: 1000,
+      description: "Files the student had changed, so a re-publish left them as they were.",
+    }),
+  ),
+  receipt: Type.Optional(
+    Type.Object(
+      {
+        time: Type.Unsafe<string>({ ...TIME }),
+        files: Type.Integer({ minimum: 0 }),
+        bytes: Type.Integer({ minimum: 0, format: "int64" }),
+        sha256: SHA256,
+        late: Type.Boolean(),
+      },
+      { description: "What the platform collected: the student's receipt." },
+    ),
+  ),
+  conditions: Type.Optional(Conditions),
+});

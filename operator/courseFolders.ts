@@ -1,0 +1,142 @@
+/**
+ * A Template's course folders (docs/decisions/0011-coursework.md): one claim per folder, owned by
+ * the Template (deleted with it), and their mounts in every environment of the Template —
+ * read-only for students, read-write for the Template's teachers (operator/teachers.ts).
+ */
+import type { V1PersistentVolumeClaim, V1Volume, V1VolumeMount } from "@kubernetes/client-node";
+import { courseFolderNames, LABELS, MANAGED_BY } from "../api/naming.ts";
+import { API_VERSION, TemplateConditions, type Template } from "../api/v1alpha1/index.ts";
+import type { ConditionInput } from "./conditions.ts";
+import type { OperatorContext } from "./context.ts";
+import { templateRef } from "./events.ts";
+import { isAlreadyExists, isInvalid } from "../lib/kubeRest.ts";
+import { resources } from "./resources.ts";
+
+export const hasCourseFolders = (template: Template | undefined): boolean =>
+  (template?.spec.coursework?.folders?.length ?? 0) > 0;
+
+/**
+ * The pod volumes and the container mounts of the folders (pure). Students get both
+ * `persistentVolumeClaim.readOnly` and `volumeMount.readOnly`: the kubelet then mounts the volume
+ * read-only for the whole pod, so no other mount of the same claim in the pod can write it.
+ * `readOnly: false` is left out rather than written: the API server drops false, and a field it
+ * drops would look changed on every comparison.
+ */
+export function courseFolderMounts(
+  template: Template,
+  teacher: boolean,
+): { volumes: V1Volume[]; mounts: V1VolumeMount[] } {
+  const templateName = template.metadata.name ?? "";
+  const readOnly = teacher ? {} : { readOnly: true };
+  const folders = template.spec.coursework?.folders ?? [];
+  return {
+    volumes: folders.map((f) => {
+      const names = courseFolderNames(templateName, f.name);
+      return { name: names.podVolume, persistentVolumeClaim: { claimName: names.claim, ...readOnly } };
+    }),
+    mounts: folders.map((f) => ({
+      name: courseFolderNames(templateName, f.name).podVolume,
+      mountPath: f.mountPath,
+      ...readOnly,
+    })),
+  };
+}
+
+/** The claims the Template's folders need (pure). */
+export function desiredCourseClaims(template: Template): V1PersistentVolumeClaim[] {
+  const templateName = template.metadata.name ?? "";
+  return (template.spec.coursework?.folders ?? []).map((f) => ({
+    apiVersion: "v1",
+    kind: "PersistentVolumeClaim",
+    metadata: {
+      name: courseFolderNames(templateName, f.name).claim,
+      namespace: template.metadata.namespace,
+      // The managed-by label puts the claim in the operator's label-selected claim cache. No
+      // userland.dev/template label: the admin guide deletes students' kept claims by it.
+      labels: { [LABELS.managedBy]: MANAGED_BY, [LABELS.courseFolder]: f.name },
+      // No blockOwnerDeletion: nothing needs the Template to wait for its claims, and setting it
+      // would need rights on templates/finalizers.
+      ownerReferences: [
+        {
+          apiVersion: API_VERSION,
+          kind: "Template",
+          name: templateName,
+          uid: template.metadata.uid ?? "",
+          controller: true,
+        },
+      ],
+    },
+    spec: structuredClone(f.pvcSpec),
+  }));
+}
+
+/**
+ * Creates the claims that are missing (never rewrites one: a claim's spec is immutable, and a
+ * folder removed from the Template keeps its claim, and its data, until the Template is deleted)
+ * and reports them as the CourseFoldersReady condition, or undefined without course folders.
+ */
+export async function ensureCourseFolders(
+  ctx: OperatorContext,
+  template: Template,
+): Promise<ConditionInput | undefined> {
+  const claims = desiredCourseClaims(template);
+  if (claims.length === 0) return undefined;
+  const namespace = template.metadata.namespace ?? "";
+  const created: string[] = [];
+  const held: string[] = [];
+  const invalid: string[] = [];
+  for (const claim of claims) {
+    const name = claim.metadata?.name ?? "";
+    let actual = ctx.caches.pvcs.get(name, namespace);
+    if (!actual) {
+      try {
+        actual = await ctx.rest.create<V1PersistentVolumeClaim>(
+          resources.PersistentVolumeClaim.path(namespace),
+          claim,
+        );
+        created.push(name);
+      } catch (error) {
+        // The pvcSpec is refused: the Template's error (PodTemplateValid says so too).
+        if (isInvalid(error)) {
+          invalid.push(`${name}: ${(error as Error).message.replace(/^POST \S+: \d+ /, "")}`);
+          continue;
+        }
+        // Not in the label-selected cache but there: someone else's claim (or ours, unlabelled).
+        if (!isAlreadyExists(error)) throw error;
+        actual = await ctx.rest.get<V1PersistentVolumeClaim>(
+          resources.PersistentVolumeClaim.path(namespace, name),
+        );
+      }
+    }
+    const owner = actual.metadata?.ownerReferences?.find((r) => r.controller);
+    if (owner?.uid !== template.metadata.uid) held.push(name);
+  }
+  if (created.length > 0)
+    ctx.events.normal(
+      templateRef(template),
+      "Created",
+      `Created the course folder claim${created.length > 1 ? "s" : ""} ${created.join(", ")}`,
+    );
+  const generation = template.metadata.generation;
+  const problem = (reason: string, message: string): ConditionInput => ({
+    type: TemplateConditions.CourseFoldersReady,
+    status: "False",
+    reason,
+    message,
+    observedGeneration: generation,
+  });
+  if (invalid.length > 0)
+    return problem("ClaimInvalid", `The API server refuses the claim ${invalid.join("; ")}`);
+  if (held.length > 0)
+    return problem(
+      "ClaimNameTaken",
+      `PersistentVolumeClaim ${held.join(", ")} already exists and is not this Template's: delete or rename it (until then no environment of this Template starts: it would mount someone else's claim)`,
+    );
+  return {
+    type: TemplateConditions.CourseFoldersReady,
+    status: "True",
+    reason: "ClaimsExist",
+    message: `Every course folder has its claim: ${claims.map((c) => c.metadata?.name).join(", ")}`,
+    observedGeneration: generation,
+  };
+}
