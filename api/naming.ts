@@ -20,8 +20,8 @@ export const LABELS = {
   /** A hash of spec.user on each PVC: a claim is never mounted for a different identity. */
   userHash: "userland.dev/user-hash",
   /**
-   * On a course folder's claim: the folder's name. Its Template is its controller (owner
-   * reference), not the `template` label, which selects students' claims.
+   * On a course folder's claim: the folder's name. Its Template is named by the courseTemplate
+   * annotation, not the `template` label, which selects students' claims.
    */
   courseFolder: "userland.dev/course-folder",
 } as const;
@@ -32,6 +32,11 @@ export const ANNOTATIONS = {
   userlandName: "userland.dev/userland-name",
   /** A hash of what the operator last wrote; a child whose hash differs is rewritten. */
   desiredHash: "userland.dev/desired-hash",
+  /**
+   * On a course folder's claim: the Template it serves. Kept with the data when a Retain folder's
+   * Template is deleted, so a Template made again with that name takes its materials back.
+   */
+  courseTemplate: "userland.dev/course-template",
 } as const;
 
 export const MANAGED_BY = "userland-operator";

@@ -4,7 +4,7 @@
  * queue; workers take keys and run the sync handler for that key. Each step is separate:
  *   informer events → enqueue (here) → worker loop (here) → syncUserland / syncTemplate.
  */
-import { LABELS } from "../api/naming.ts";
+import { ANNOTATIONS, LABELS } from "../api/naming.ts";
 import { TemplateConditions, type Template, type Userland } from "../api/v1alpha1/index.ts";
 import { namespacedKey, type Informer } from "../lib/informer.ts";
 import type { k8s } from "../lib/kube.ts";
@@ -158,8 +158,9 @@ export class Controller {
     // A course folder's claim changed or went: its Template makes it again (operator/courseFolders.ts).
     const onCourseClaim = (claim: k8s.KubernetesObject) => {
       if (claim.metadata?.labels?.[LABELS.courseFolder] === undefined) return;
-      const template = claim.metadata.ownerReferences?.find((r) => r.controller && r.kind === "Template");
-      if (template) this.queue.add(templateKey(claim.metadata.namespace ?? "", template.name));
+      // Named by annotation: a Retain folder's claim has no owner (operator/courseFolders.ts).
+      const template = claim.metadata.annotations?.[ANNOTATIONS.courseTemplate];
+      if (template) this.queue.add(templateKey(claim.metadata.namespace ?? "", template));
     };
     pvcs.on("update", onCourseClaim);
     pvcs.on("delete", onCourseClaim);

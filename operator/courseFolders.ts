@@ -1,10 +1,10 @@
 /**
- * A Template's course folders (docs/decisions/0011-coursework.md): one claim per folder, owned by
- * the Template (deleted with it), and their mounts in every environment of the Template —
+ * A Template's course folders (docs/decisions/0011-coursework.md): one claim per folder, kept when
+ * the Template is deleted unless the folder says Delete, and their mounts in every environment of the Template —
  * read-only for students, read-write for the Template's teachers (operator/teachers.ts).
  */
 import type { V1PersistentVolumeClaim, V1Volume, V1VolumeMount } from "@kubernetes/client-node";
-import { courseFolderNames, LABELS, MANAGED_BY } from "../api/naming.ts";
+import { ANNOTATIONS, courseFolderNames, LABELS, MANAGED_BY } from "../api/naming.ts";
 import { API_VERSION, TemplateConditions, type Template } from "../api/v1alpha1/index.ts";
 import type { ConditionInput } from "./conditions.ts";
 import type { OperatorContext } from "./context.ts";
@@ -42,7 +42,10 @@ export function courseFolderMounts(
   };
 }
 
-/** The claims the Template's folders need (pure). */
+/**
+ * The claims the Template's folders need (pure). A Retain folder's claim (the default) has no
+ * owner, so deleting the Template keeps the materials; a Delete folder's is owned by the Template.
+ */
 export function desiredCourseClaims(template: Template): V1PersistentVolumeClaim[] {
   const templateName = template.metadata.name ?? "";
   return (template.spec.coursework?.folders ?? []).map((f) => ({
@@ -54,20 +57,45 @@ export function desiredCourseClaims(template: Template): V1PersistentVolumeClaim
       // The managed-by label puts the claim in the operator's label-selected claim cache. No
       // userland.dev/template label: the admin guide deletes students' kept claims by it.
       labels: { [LABELS.managedBy]: MANAGED_BY, [LABELS.courseFolder]: f.name },
+      annotations: { [ANNOTATIONS.courseTemplate]: templateName },
       // No blockOwnerDeletion: nothing needs the Template to wait for its claims, and setting it
       // would need rights on templates/finalizers.
-      ownerReferences: [
-        {
-          apiVersion: API_VERSION,
-          kind: "Template",
-          name: templateName,
-          uid: template.metadata.uid ?? "",
-          controller: true,
-        },
-      ],
+      ...((f.reclaimPolicy ?? "Retain") === "Delete"
+        ? {
+            ownerReferences: [
+              {
+                apiVersion: API_VERSION,
+                kind: "Template",
+                name: templateName,
+                uid: template.metadata.uid ?? "",
+                controller: true,
+              },
+            ],
+          }
+        : {}),
     },
     spec: structuredClone(f.pvcSpec),
   }));
+}
+
+/**
+ * Whether `actual` is the Template's claim for `desired`: made by the operator for this folder of
+ * a Template of this name (a Retain claim kept from an earlier Template of the name is taken back),
+ * and owned by no other object (a Delete claim of a deleted Template waits for the collector).
+ */
+function isCourseClaimOf(
+  template: Template,
+  desired: V1PersistentVolumeClaim,
+  actual: V1PersistentVolumeClaim,
+): boolean {
+  const labels = actual.metadata?.labels ?? {};
+  const owner = actual.metadata?.ownerReferences?.find((r) => r.controller);
+  return (
+    labels[LABELS.managedBy] === MANAGED_BY &&
+    labels[LABELS.courseFolder] === desired.metadata?.labels?.[LABELS.courseFolder] &&
+    actual.metadata?.annotations?.[ANNOTATIONS.courseTemplate] === template.metadata.name &&
+    (owner === undefined || owner.uid === template.metadata.uid)
+  );
 }
 
 /**
@@ -108,8 +136,7 @@ export async function ensureCourseFolders(
         );
       }
     }
-    const owner = actual.metadata?.ownerReferences?.find((r) => r.controller);
-    if (owner?.uid !== template.metadata.uid) held.push(name);
+    if (!isCourseClaimOf(template, claim, actual)) held.push(name);
   }
   if (created.length > 0)
     ctx.events.normal(

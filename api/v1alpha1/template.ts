@@ -55,6 +55,10 @@ export const PodTemplateSpecSchema = Type.Object(
   { description: "The pod every user of this Template gets (core/v1 PodTemplateSpec)." },
 );
 
+/** Whether a claim outlives its owner: Retain (the default) keeps the data, Delete removes it. */
+const reclaimPolicy = (description: string) =>
+  Type.Optional(StringEnum(["Retain", "Delete"], { default: "Retain", description }));
+
 export const TemplateVolumeSchema = Type.Object({
   name: Type.String({
     description:
@@ -65,12 +69,8 @@ export const TemplateVolumeSchema = Type.Object({
   pvcSpec: Embedded<V1PersistentVolumeClaimSpec>({
     description: "The claim made for each user (core/v1 PersistentVolumeClaimSpec).",
   }),
-  reclaimPolicy: Type.Optional(
-    StringEnum(["Retain", "Delete"], {
-      default: "Retain",
-      description:
-        "What happens to a user's claim when their Userland is deleted: Retain keeps the data (default), Delete removes it. Disabling or switching templates never deletes data.",
-    }),
+  reclaimPolicy: reclaimPolicy(
+    "What happens to a user's claim when their Userland is deleted: Retain keeps the data (default), Delete removes it. Disabling or switching templates never deletes data.",
   ),
 });
 
@@ -113,6 +113,9 @@ export const CourseFolderSchema = Type.Object(
       description:
         "The one claim of this folder, shared by every environment of the Template (core/v1 PersistentVolumeClaimSpec). ReadWriteMany where the cluster has it; with ReadWriteOnce every pod of the Template must run on one node (docs/decisions/0011-coursework.md).",
     }),
+    reclaimPolicy: reclaimPolicy(
+      "What happens to the folder's claim when the Template is deleted: Retain keeps the materials (default; a Template made again with the same name mounts them again), Delete removes them. Removing the folder from the Template never deletes it.",
+    ),
   },
   {
     "x-kubernetes-validations": [

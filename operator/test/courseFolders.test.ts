@@ -94,7 +94,7 @@ test("a pod volume with a course folder's volume name is the Template's error", 
   );
 });
 
-test("each folder's claim is named <template>-course-<folder>, labelled for the operator's cache (not as a student's claim) and owned by the Template", () => {
+test("each folder's claim is named <template>-course-<folder>, labelled for the operator's cache (not as a student's claim), names its Template and is kept when the Template goes unless the folder says Delete", () => {
   const claims = desiredCourseClaims(template(folders));
   assert.deepEqual(
     claims.map((c) => c.metadata?.name),
@@ -105,8 +105,14 @@ test("each folder's claim is named <template>-course-<folder>, labelled for the 
     "app.kubernetes.io/managed-by": "userland-operator",
     "userland.dev/course-folder": "course",
   });
-  assert.deepEqual(first?.metadata?.ownerReferences, [
+  assert.deepEqual(first?.metadata?.annotations, { "userland.dev/course-template": "jupyter" });
+  assert.equal(first?.metadata?.ownerReferences, undefined, "Retain (the default): no owner to collect it");
+  assert.deepEqual(first?.spec, pvcSpec);
+
+  const [deleted] = desiredCourseClaims(
+    template({ folders: [{ name: "course", mountPath: "/srv/course", pvcSpec, reclaimPolicy: "Delete" }] }),
+  );
+  assert.deepEqual(deleted?.metadata?.ownerReferences, [
     { apiVersion: "userland.dev/v1alpha1", kind: "Template", name: "jupyter", uid: "t-1", controller: true },
   ]);
-  assert.deepEqual(first?.spec, pvcSpec);
 });

@@ -30,14 +30,23 @@ import {
 
 const claimSpec = { accessModes: ["ReadWriteMany"], resources: { requests: { storage: "1Gi" } } };
 
-const courseSpec = (extra: Partial<TemplateSpec["coursework"]> = {}): TemplateSpec =>
+/** Folders course (Retain, the default) and shared (`sharedPolicy`, default Retain too). */
+const courseSpec = (
+  extra: Partial<TemplateSpec["coursework"]> = {},
+  sharedPolicy?: "Retain" | "Delete",
+): TemplateSpec =>
   simpleTemplateSpec("registry.invalid/ide:1", {
     volumes: [{ name: "home", pvcSpec: { ...claimSpec, accessModes: ["ReadWriteOnce"] } }],
     coursework: {
       home: { volume: "home", mountPath: "/home/student" },
       folders: [
         { name: "course", mountPath: "/srv/course", pvcSpec: claimSpec },
-        { name: "shared", mountPath: "/srv/shared", pvcSpec: claimSpec },
+        {
+          name: "shared",
+          mountPath: "/srv/shared",
+          pvcSpec: claimSpec,
+          ...(sharedPolicy ? { reclaimPolicy: sharedPolicy } : {}),
+        },
       ],
       ...extra,
     },
@@ -127,21 +136,23 @@ test("the CRD refuses malformed coursework with messages that say what to fix", 
   }
 });
 
-test("course folders: claims owned by the Template; students read-only, teachers (RBAC) read-write, and back when the RoleBinding goes", async (t) => {
+test("course folders: claims made for the Template; students read-only, teachers (RBAC) read-write, and back when the RoleBinding goes", async (t) => {
   const ns = await testNamespace(t, "cw");
   const role = await chartCourseTeacherRole(t, ns);
   await startOperator(t, ns, { env: { OPERATOR_TEACHER_CACHE_TTL: "1s" } });
   const rest = await adminRest();
-  const template = await createTemplate(ns, "jupyter", courseSpec());
+  const template = await createTemplate(ns, "jupyter", courseSpec({}, "Delete"));
   await createTemplate(ns, "plain", simpleTemplateSpec());
 
-  // One claim per folder, owned by the Template, reported in its status.
+  // One claim per folder, naming the Template, reported in its status; shared says Delete, so the
+  // Template owns it, and course keeps the default, Retain: no owner.
   for (const folder of ["course", "shared"]) {
     const claim = await eventually(`the ${folder} claim`, () => getPvc(ns, `jupyter-course-${folder}`));
     assert.deepEqual(
       claim.metadata?.ownerReferences?.map((r) => [r.kind, r.name, r.uid]),
-      [["Template", "jupyter", template.metadata.uid]],
+      folder === "shared" ? [["Template", "jupyter", template.metadata.uid]] : undefined,
     );
+    assert.equal(claim.metadata?.annotations?.["userland.dev/course-template"], "jupyter");
     assert.equal(claim.metadata?.labels?.["userland.dev/course-folder"], folder);
     assert.deepEqual(claim.spec?.accessModes, ["ReadWriteMany"]);
   }
@@ -227,7 +238,7 @@ test("a course folder's claim name held by someone else's claim blocks the Templ
   await rest.delete(pvcsPath(ns, "jupyter-course-course"));
   const own = await eventually("the Template's own claim", async () => {
     const claim = await getPvc(ns, "jupyter-course-course");
-    return claim?.metadata?.ownerReferences?.some((r) => r.kind === "Template") ? claim : undefined;
+    return claim?.metadata?.annotations?.["userland.dev/course-template"] === "jupyter" ? claim : undefined;
   });
   assert.ok(own.metadata?.labels?.["userland.dev/course-folder"]);
   await eventually("Ann's Deployment", () => getDeployment(ns, childNames("jupyter", "ann").deployment));
@@ -384,4 +395,36 @@ spec: { assignment: lab1, user: ann@uni.example }
     "select by user",
   );
   assert.equal(submissions.trim(), "submission.userland.dev/lab1-ann");
+});
+
+test("deleting a Template keeps its Retain folders' materials, and a Template made again with its name takes them back", async (t) => {
+  const ns = await testNamespace(t, "cw-retain");
+  await startOperator(t, ns, { env: { OPERATOR_TEACHER_CACHE_TTL: "1s" } });
+  const rest = await adminRest();
+  await createTemplate(ns, "jupyter", courseSpec({}, "Delete"));
+  const kept = await eventually("the course claim", () => getPvc(ns, "jupyter-course-course"));
+  const collected = await eventually("the shared claim", () => getPvc(ns, "jupyter-course-shared"));
+
+  await rest.delete(templatesPath(ns, "jupyter"));
+  // The Delete folder's claim goes with the Template (the garbage collector): waiting for that also
+  // gives the collector its chance at the Retain claim, which must still be there after it.
+  await eventually("the shared (Delete) claim to be collected", async () => {
+    const now = await getPvc(ns, "jupyter-course-shared");
+    return (
+      !now || now.metadata?.uid !== collected.metadata?.uid || now.metadata?.deletionTimestamp !== undefined
+    );
+  });
+  const after = await getPvc(ns, "jupyter-course-course");
+  assert.equal(after?.metadata?.uid, kept.metadata?.uid, "the Retain claim outlives its Template");
+  assert.equal(after?.metadata?.deletionTimestamp, undefined);
+
+  // Made again: the same claim is its folder (not "someone else's"), and its environments start.
+  await createTemplate(ns, "jupyter", courseSpec());
+  await eventually("CourseFoldersReady=True on the new Template", async () => {
+    const now = await rest.get<Template>(templatesPath(ns, "jupyter"));
+    return now.status?.conditions?.find((c) => c.type === "CourseFoldersReady")?.status === "True";
+  });
+  assert.equal((await getPvc(ns, "jupyter-course-course"))?.metadata?.uid, kept.metadata?.uid);
+  await createUserland(ns, "ann", "ann", "jupyter");
+  await eventually("Ann's Deployment", () => getDeployment(ns, childNames("jupyter", "ann").deployment));
 });
