@@ -4,7 +4,12 @@
  * and sync handlers look objects up by. Every key and index value carries the namespace, so
  * objects of the same name in two namespaces never meet.
  */
-import type { V1Deployment, V1PersistentVolumeClaim, V1Service } from "@kubernetes/client-node";
+import type {
+  V1Deployment,
+  V1EndpointSlice,
+  V1PersistentVolumeClaim,
+  V1Service,
+} from "@kubernetes/client-node";
 import { ANNOTATIONS, LABELS, MANAGED_BY } from "../api/naming.ts";
 import type { Template, Userland } from "../api/v1alpha1/index.ts";
 import { Informer, namespacedKey, withoutManagedFields } from "../lib/informer.ts";
@@ -20,7 +25,12 @@ export interface Caches {
   deployments: Informer<V1Deployment>;
   services: Informer<V1Service>;
   pvcs: Informer<V1PersistentVolumeClaim>;
+  /** The EndpointSlices of the operator's Services: a Userland is Ready only once its Service routes. */
+  endpointSlices: Informer<V1EndpointSlice>;
 }
+
+/** The label the EndpointSlice controller puts on every slice: the Service it belongs to. */
+export const SERVICE_NAME_LABEL = "kubernetes.io/service-name";
 
 /** Index names; every index value is a "namespace/name" key (namespacedKey). */
 export const Index = {
@@ -30,6 +40,8 @@ export const Index = {
   byUserland: "byUserland",
   /** On templates: the name alone, to find the same name in other namespaces. */
   byName: "byName",
+  /** On endpointSlices: the Service each one belongs to. */
+  byService: "byService",
 } as const;
 
 /** The Userland a child belongs to: its name annotation, or the controller reference if a hand edit removed the annotation. */
@@ -85,6 +97,9 @@ export function createCaches(opts: CacheOptions): Caches {
     deployments: informer<V1Deployment>(resources.Deployment, withoutManagedFields, owned),
     services: informer<V1Service>(resources.Service, withoutManagedFields, owned),
     pvcs: informer<V1PersistentVolumeClaim>(resources.PersistentVolumeClaim, withoutManagedFields, owned),
+    // The EndpointSlice controller copies a Service's labels onto its slices, so the same selector
+    // caches the slices of the operator's Services and no others.
+    endpointSlices: informer<V1EndpointSlice>(resources.EndpointSlice, withoutManagedFields, owned),
   };
   caches.userlands.addIndex(Index.byTemplate, (u) => [
     namespacedKey(u.metadata.namespace, u.spec.templateName),
@@ -92,6 +107,10 @@ export function createCaches(opts: CacheOptions): Caches {
   caches.templates.addIndex(Index.byName, (t) => [t.metadata.name ?? ""]);
   caches.deployments.addIndex(Index.byUserland, byOwningUserland);
   caches.services.addIndex(Index.byUserland, byOwningUserland);
+  caches.endpointSlices.addIndex(Index.byService, (slice) => {
+    const service = slice.metadata?.labels?.[SERVICE_NAME_LABEL];
+    return service ? [namespacedKey(slice.metadata?.namespace, service)] : [];
+  });
   return caches;
 }
 

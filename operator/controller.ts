@@ -10,7 +10,14 @@ import type { k8s } from "../lib/kube.ts";
 import type { KubeRest } from "../lib/kubeRest.ts";
 import type { Logger } from "../lib/logger.ts";
 import type { ServedNamespaces } from "../lib/namespaces.ts";
-import { allInformers, createCaches, Index, owningUserland, type Caches } from "./caches.ts";
+import {
+  allInformers,
+  createCaches,
+  Index,
+  owningUserland,
+  SERVICE_NAME_LABEL,
+  type Caches,
+} from "./caches.ts";
 import type { OperatorContext } from "./context.ts";
 import { EventRecorder } from "./events.ts";
 import type { OperatorMetrics } from "./metrics.ts";
@@ -92,7 +99,7 @@ export class Controller {
   }
 
   private registerHandlers(): void {
-    const { userlands, templates, deployments, services, pvcs } = this.caches;
+    const { userlands, templates, deployments, services, pvcs, endpointSlices } = this.caches;
     const enqueueUserland = (u: Userland) =>
       this.queue.add(userlandKey(u.metadata.namespace ?? "", u.metadata.name ?? ""));
     // Template status counts its Userlands: a Userland that comes, goes or switches Template
@@ -148,6 +155,15 @@ export class Controller {
     enqueueOwnerOf(deployments);
     enqueueOwnerOf(services);
     enqueueOwnerOf(pvcs);
+    // A slice names its Service (not the Userland): the cached Service names the owner.
+    const onSlice = (slice: k8s.KubernetesObject) => {
+      const service = slice.metadata?.labels?.[SERVICE_NAME_LABEL];
+      const owner = service && services.get(service, slice.metadata?.namespace);
+      if (owner) onChild(owner);
+    };
+    endpointSlices.on("add", onSlice);
+    endpointSlices.on("update", onSlice);
+    endpointSlices.on("delete", onSlice);
   }
 
   /** Template status carries a Userland count: batch recounts so 1,000 new Userlands cost a few writes, not 1,000. */

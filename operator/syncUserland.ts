@@ -22,6 +22,7 @@ import { desiredChildren, TemplateError, type DesiredChildren } from "./desired.
 import { userlandRef } from "./events.ts";
 import { escPredecessor, isControlledBy } from "./ownership.ts";
 import { resources } from "./resources.ts";
+import { serviceRoutes } from "./serviceRoutes.ts";
 import { computeStatus, firstStatusDelayMs, phaseChangeEvent, type Blocker } from "./userlandStatus.ts";
 
 type Child = V1Deployment | V1Service | V1PersistentVolumeClaim;
@@ -120,7 +121,14 @@ export async function syncUserland(
       );
   }
   const now = ctx.now();
-  const status = computeStatus(userland, { template, desired, deployment, blocked }, now);
+  const routable =
+    desired !== undefined &&
+    serviceRoutes(
+      desired.service,
+      desired.proxyPort,
+      ctx.caches.endpointSlices.byIndex(Index.byService, namespacedKey(namespace, desired.names.service)),
+    );
+  const status = computeStatus(userland, { template, desired, deployment, routable, blocked }, now);
   const holdBackMs = firstStatusDelayMs(userland, status, deployment, now);
   if (holdBackMs === 0) {
     const event = phaseChangeEvent(userland.status, status);

@@ -6,6 +6,7 @@ import type { V1Deployment } from "@kubernetes/client-node";
 import {
   UserlandAnnotations,
   UserlandConditions,
+  UserlandReasons,
   type Template,
   type Userland,
   type UserlandPhase,
@@ -27,11 +28,13 @@ interface SyncOutcome {
   template?: Template;
   desired?: DesiredChildren;
   deployment?: V1Deployment;
+  /** The Service routes to a ready pod on the proxy's port (serviceRoutes.ts). */
+  routable?: boolean;
   blocked?: Blocker;
 }
 
 export function computeStatus(userland: Userland, outcome: SyncOutcome, now: Date): UserlandStatus {
-  const { template, desired, deployment, blocked } = outcome;
+  const { template, desired, deployment, routable, blocked } = outcome;
   const previous = userland.status ?? {};
   let conditions = previous.conditions ?? [];
   const generation = userland.metadata.generation;
@@ -89,9 +92,17 @@ export function computeStatus(userland: Userland, outcome: SyncOutcome, now: Dat
       (status.availableReplicas ?? 0) >= 1 &&
       (status.replicas ?? 0) === (status.updatedReplicas ?? 0)
     ) {
-      phase = "Ready";
-      readyReason = "Available";
-      message = "The environment is ready";
+      if (routable === true) {
+        phase = "Ready";
+        readyReason = UserlandReasons.Available;
+        message = "The environment is ready";
+      } else {
+        // The pod is ready but the Service does not send it traffic yet: the proxy's connection
+        // would be refused, and the student would see an error page instead of a starting page.
+        phase = "Starting";
+        readyReason = UserlandReasons.ServiceNotRouting;
+        message = "Starting: waiting for the Service to route to the pod";
+      }
     } else {
       phase = "Starting";
       readyReason = "PodNotReady";

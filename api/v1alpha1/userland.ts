@@ -83,10 +83,20 @@ export type Userland = CustomObject<"Userland", UserlandSpec, UserlandStatus>;
 
 /** Userland condition types. */
 export const UserlandConditions = {
-  /** The environment answers: its Deployment has an available, up-to-date replica. */
+  /**
+   * The environment answers through its Service: its Deployment has an available, up-to-date
+   * replica and the Service's EndpointSlice has a ready endpoint for the proxy's port.
+   */
   Ready: "Ready",
   /** The Template exists and is valid. */
   TemplateAvailable: "TemplateAvailable",
+} as const;
+
+/** Reasons of the Ready condition that clients may act on. */
+export const UserlandReasons = {
+  Available: "Available",
+  /** The pod is ready, but the Service's EndpointSlice has no ready endpoint for the proxy's port yet. */
+  ServiceNotRouting: "ServiceNotRouting",
 } as const;
 
 /**
