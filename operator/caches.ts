@@ -8,6 +8,7 @@ import type {
   V1Deployment,
   V1EndpointSlice,
   V1PersistentVolumeClaim,
+  V1Pod,
   V1Service,
 } from "@kubernetes/client-node";
 import { ANNOTATIONS, LABELS, MANAGED_BY } from "../api/naming.ts";
@@ -27,6 +28,8 @@ export interface Caches {
   pvcs: Informer<V1PersistentVolumeClaim>;
   /** The EndpointSlices of the operator's Services: a Userland is Ready only once its Service routes. */
   endpointSlices: Informer<V1EndpointSlice>;
+  /** Userlands' pods (they carry the Deployment's labels): where a start is and why it stalls. */
+  pods: Informer<V1Pod>;
 }
 
 /** The label the EndpointSlice controller puts on every slice: the Service it belongs to. */
@@ -42,6 +45,8 @@ export const Index = {
   byName: "byName",
   /** On endpointSlices: the Service each one belongs to. */
   byService: "byService",
+  /** On pods: the Deployment (instance label) each one belongs to. */
+  byInstance: "byInstance",
 } as const;
 
 /** The Userland a child belongs to: its name annotation, or the controller reference if a hand edit removed the annotation. */
@@ -75,6 +80,32 @@ function withoutAppliedCopy<T extends k8s.KubernetesObject>(obj: T): T {
 }
 const LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration";
 
+/**
+ * A pod is only read, never sent back: the cache keeps what a start's progress and problems are
+ * read from (labels, times, status) and drops the spec, most of a pod's size.
+ */
+function podSummary(pod: V1Pod): V1Pod {
+  const m = pod.metadata ?? {};
+  const s = pod.status ?? {};
+  return {
+    metadata: {
+      name: m.name,
+      namespace: m.namespace,
+      uid: m.uid,
+      resourceVersion: m.resourceVersion,
+      labels: m.labels,
+      creationTimestamp: m.creationTimestamp,
+      deletionTimestamp: m.deletionTimestamp,
+    },
+    status: {
+      phase: s.phase,
+      conditions: s.conditions,
+      containerStatuses: s.containerStatuses,
+      initContainerStatuses: s.initContainerStatuses,
+    },
+  };
+}
+
 export function createCaches(opts: CacheOptions): Caches {
   const informer = <T extends k8s.KubernetesObject>(
     resource: Resource,
@@ -100,6 +131,7 @@ export function createCaches(opts: CacheOptions): Caches {
     // The EndpointSlice controller copies a Service's labels onto its slices, so the same selector
     // caches the slices of the operator's Services and no others.
     endpointSlices: informer<V1EndpointSlice>(resources.EndpointSlice, withoutManagedFields, owned),
+    pods: informer<V1Pod>(resources.Pod, podSummary, owned),
   };
   caches.userlands.addIndex(Index.byTemplate, (u) => [
     namespacedKey(u.metadata.namespace, u.spec.templateName),
@@ -110,6 +142,10 @@ export function createCaches(opts: CacheOptions): Caches {
   caches.endpointSlices.addIndex(Index.byService, (slice) => {
     const service = slice.metadata?.labels?.[SERVICE_NAME_LABEL];
     return service ? [namespacedKey(slice.metadata?.namespace, service)] : [];
+  });
+  caches.pods.addIndex(Index.byInstance, (pod) => {
+    const instance = pod.metadata?.labels?.[LABELS.instance];
+    return instance ? [namespacedKey(pod.metadata?.namespace, instance)] : [];
   });
   return caches;
 }

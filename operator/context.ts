@@ -5,6 +5,7 @@
 import type { KubeRest } from "../lib/kubeRest.ts";
 import type { Logger } from "../lib/logger.ts";
 import type { Caches } from "./caches.ts";
+import type { ClaimEvents } from "./claimEvents.ts";
 import type { EventRecorder } from "./events.ts";
 import type { OperatorMetrics } from "./metrics.ts";
 import type { Spawns } from "./spawns.ts";
@@ -16,6 +17,8 @@ export interface OperatorContext {
   metrics: OperatorMetrics;
   /** When each Userland on its way to Ready began to start. */
   spawns: Spawns;
+  /** Why a Pending claim waits: its Warning Events, looked up sparingly. */
+  claimEvents: ClaimEvents;
   log: Logger;
   now(): Date;
 }

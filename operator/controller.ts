@@ -4,6 +4,7 @@
  * queue; workers take keys and run the sync handler for that key. Each step is separate:
  *   informer events → enqueue (here) → worker loop (here) → syncUserland / syncTemplate.
  */
+import { LABELS } from "../api/naming.ts";
 import { TemplateConditions, type Template, type Userland } from "../api/v1alpha1/index.ts";
 import { namespacedKey, type Informer } from "../lib/informer.ts";
 import type { k8s } from "../lib/kube.ts";
@@ -19,6 +20,7 @@ import {
   type Caches,
 } from "./caches.ts";
 import type { OperatorContext } from "./context.ts";
+import { ClaimEvents } from "./claimEvents.ts";
 import { EventRecorder } from "./events.ts";
 import type { OperatorMetrics } from "./metrics.ts";
 import { Spawns } from "./spawns.ts";
@@ -88,6 +90,7 @@ export class Controller {
       events: new EventRecorder(rest, "userland-operator", opts.log),
       metrics: opts.metrics,
       spawns: new Spawns(),
+      claimEvents: new ClaimEvents(rest, opts.log),
       log: opts.log,
       now: () => new Date(),
     };
@@ -99,7 +102,7 @@ export class Controller {
   }
 
   private registerHandlers(): void {
-    const { userlands, templates, deployments, services, pvcs, endpointSlices } = this.caches;
+    const { userlands, templates, deployments, services, pvcs, endpointSlices, pods } = this.caches;
     const enqueueUserland = (u: Userland) =>
       this.queue.add(userlandKey(u.metadata.namespace ?? "", u.metadata.name ?? ""));
     // Template status counts its Userlands: a Userland that comes, goes or switches Template
@@ -164,6 +167,16 @@ export class Controller {
     endpointSlices.on("add", onSlice);
     endpointSlices.on("update", onSlice);
     endpointSlices.on("delete", onSlice);
+    // A pod names its Deployment by the instance label: the cached Deployment names the owner.
+    const onPod = (pod: k8s.KubernetesObject) => {
+      const instance = pod.metadata?.labels?.[LABELS.instance];
+      const owner = instance && deployments.get(instance, pod.metadata?.namespace);
+      if (owner) onChild(owner);
+    };
+    pods.on("add", onPod);
+    pods.on("update", onPod);
+    pods.on("delete", onPod);
+    pvcs.on("delete", (claim) => this.context.claimEvents.forget(claim.metadata?.uid));
   }
 
   /** Template status carries a Userland count: batch recounts so 1,000 new Userlands cost a few writes, not 1,000. */

@@ -28,6 +28,7 @@ export const resources = {
   Service: resource("", "v1", "services"),
   PersistentVolumeClaim: resource("", "v1", "persistentvolumeclaims"),
   EndpointSlice: resource("discovery.k8s.io", "v1", "endpointslices"),
+  Pod: resource("", "v1", "pods"),
   Lease: resource("coordination.k8s.io", "v1", "leases"),
   Event: resource("", "v1", "events"),
 } as const;

@@ -6,11 +6,7 @@
  */
 import type { V1EndpointSlice, V1Service } from "@kubernetes/client-node";
 
-export function serviceRoutes(
-  service: V1Service,
-  port: number,
-  slices: readonly V1EndpointSlice[],
-): boolean {
+export function serviceRoutes(service: V1Service, port: number, slices: readonly V1EndpointSlice[]): boolean {
   const servicePort = service.spec?.ports?.find((p) => p.port === port);
   if (!servicePort) return false;
   // Slices name their ports after the Service's (an unnamed Service port is "" or absent there).

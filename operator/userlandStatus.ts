@@ -14,6 +14,7 @@ import {
 } from "../api/v1alpha1/index.ts";
 import { conditionTime, findCondition, setCondition, timeMs } from "./conditions.ts";
 import type { DesiredChildren } from "./desired.ts";
+import type { Diagnosis } from "./startDiagnosis.ts";
 
 /** A failure reported in status that waits for a change instead of being retried. */
 export interface Blocker {
@@ -30,11 +31,13 @@ interface SyncOutcome {
   deployment?: V1Deployment;
   /** The Service routes to a ready pod on the proxy's port (serviceRoutes.ts). */
   routable?: boolean;
+  /** Where the start is and what stalls it (startDiagnosis.ts). */
+  diagnosis?: Diagnosis;
   blocked?: Blocker;
 }
 
 export function computeStatus(userland: Userland, outcome: SyncOutcome, now: Date): UserlandStatus {
-  const { template, desired, deployment, routable, blocked } = outcome;
+  const { template, desired, deployment, routable, diagnosis, blocked } = outcome;
   const previous = userland.status ?? {};
   let conditions = previous.conditions ?? [];
   const generation = userland.metadata.generation;
@@ -46,6 +49,7 @@ export function computeStatus(userland: Userland, outcome: SyncOutcome, now: Dat
     );
   };
   const templateName = userland.spec.templateName;
+  const problem = diagnosis?.problem;
 
   if (blocked?.condition === UserlandConditions.TemplateAvailable) {
     set(UserlandConditions.TemplateAvailable, "False", blocked.reason, blocked.message);
@@ -84,8 +88,8 @@ export function computeStatus(userland: Userland, outcome: SyncOutcome, now: Dat
     const current = (status.observedGeneration ?? 0) >= (deployment.metadata?.generation ?? 0);
     if (progressing?.status === "False" && progressing.reason === "ProgressDeadlineExceeded") {
       phase = "Failed";
-      readyReason = "ProgressDeadlineExceeded";
-      message = `The environment did not start: ${progressing.message ?? ""}`.trim();
+      readyReason = problem?.reason ?? "ProgressDeadlineExceeded";
+      message = `The environment did not start: ${problem?.message ?? progressing.message ?? ""}`.trim();
     } else if (
       current &&
       (status.updatedReplicas ?? 0) >= 1 &&
@@ -103,6 +107,12 @@ export function computeStatus(userland: Userland, outcome: SyncOutcome, now: Dat
         readyReason = UserlandReasons.ServiceNotRouting;
         message = "Starting: waiting for the Service to route to the pod";
       }
+    } else if (problem) {
+      // Still Starting: Kubernetes keeps trying, and a fix (an image pushed, a node added) needs
+      // nothing from the operator. The reason and the words say what it waits for.
+      phase = "Starting";
+      readyReason = problem.reason;
+      message = problem.message;
     } else {
       phase = "Starting";
       readyReason = "PodNotReady";
@@ -111,7 +121,15 @@ export function computeStatus(userland: Userland, outcome: SyncOutcome, now: Dat
   }
   set(UserlandConditions.Ready, phase === "Ready" ? "True" : "False", readyReason, message);
 
+  // Stalled appears with the first problem and then stays, False once the start gets further.
+  const running = deployment !== undefined && enabled && !blocked;
+  if (running && problem && phase !== "Ready")
+    set(UserlandConditions.Stalled, "True", problem.reason, problem.message);
+  else if (findCondition(conditions, UserlandConditions.Stalled))
+    set(UserlandConditions.Stalled, "False", "NotStalled", "Nothing stalls the environment");
+
   const next: UserlandStatus = { phase, message, observedGeneration: generation, conditions };
+  if (running && diagnosis?.progress) next.progress = diagnosis.progress;
   if (desired) next.service = { name: desired.names.service, port: desired.proxyPort };
   else if (previous.service) next.service = previous.service;
   return next;
@@ -144,6 +162,26 @@ interface StatusEvent {
   type: "normal" | "warning";
   reason: string;
   message: string;
+}
+
+/**
+ * Entering Failed is a warning and leaving it a recovery; a start that stalls is a warning once per
+ * cause, and one that gets going again a recovery. Other changes are routine and not recorded.
+ */
+export function statusEvents(previous: UserlandStatus | undefined, next: UserlandStatus): StatusEvent[] {
+  const events: StatusEvent[] = [];
+  const phaseEvent = phaseChangeEvent(previous, next);
+  if (phaseEvent) events.push(phaseEvent);
+  const before = findCondition(previous?.conditions, UserlandConditions.Stalled);
+  const after = findCondition(next.conditions, UserlandConditions.Stalled);
+  const wasStalled = before?.status === "True";
+  const stalled = after?.status === "True";
+  // Failed says it already: its Event carries the same reason.
+  if (stalled && next.phase !== "Failed" && (!wasStalled || before.reason !== after.reason))
+    events.push({ type: "warning", reason: after.reason, message: after.message });
+  else if (wasStalled && !stalled && !phaseEvent)
+    events.push({ type: "normal", reason: "Recovered", message: next.message ?? "" });
+  return events;
 }
 
 /** Entering Failed is a warning and leaving it a recovery; other phase changes are routine and not recorded. */

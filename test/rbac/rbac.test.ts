@@ -464,6 +464,21 @@ const rows: Row[] = [
   },
   {
     who: "operator",
+    does: "can list Pods (where a start is)",
+    expect: "allowed",
+    request: (c) => c.as.operator.list(podsPath(c.ns)),
+  },
+  {
+    who: "operator",
+    does: "can list a claim's Events (why it is not provisioned)",
+    expect: "allowed",
+    request: (c) =>
+      c.as.operator.list(eventsPath(c.ns), {
+        query: { fieldSelector: "involvedObject.kind=PersistentVolumeClaim,involvedObject.name=x,type=Warning" },
+      }),
+  },
+  {
+    who: "operator",
     does: "can take its leader Lease",
     expect: "allowed",
     request: (c) =>
