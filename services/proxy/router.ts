@@ -32,6 +32,7 @@ import { isHomeHost, labelUnder, templateForHost, type ClusterView } from "./rou
 import type { RequestSessions } from "../../lib/requestSessions.ts";
 import type { Starter } from "./starter.ts";
 import { readySince } from "./readyRetry.ts";
+import { isStalled, progressText } from "../../lib/startProgress.ts";
 
 /** A request whose session and Template are known. */
 interface Signed {
@@ -281,6 +282,12 @@ export class Router {
         }),
       );
     }
-    return page("starting", startingPage(env, userland.status?.phase ?? "Pending", userland.status?.message));
+    return page(
+      "starting",
+      startingPage(env, userland.status?.phase ?? "Pending", userland.status?.message, {
+        progress: progressText(userland.status?.progress, new Date()),
+        stalled: isStalled(userland.status),
+      }),
+    );
   }
 }
