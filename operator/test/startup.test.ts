@@ -62,11 +62,13 @@ test("Ready means reachable: an available Deployment whose Service routes nowher
 
   // The container now declares the port: the new pod is routed to, and the Userland turns Ready.
   await patchTemplate(ns, "code", {
-    template: {
-      spec: {
-        containers: [
-          { name: "ide", image: "registry.invalid/ide:1", ports: [{ name: "web", containerPort: 8080 }] },
-        ],
+    spec: {
+      template: {
+        spec: {
+          containers: [
+            { name: "ide", image: "registry.invalid/ide:1", ports: [{ name: "web", containerPort: 8080 }] },
+          ],
+        },
       },
     },
   });
