@@ -2,7 +2,7 @@
  * Why a claim stays Pending is only in its Events (the provisioner's "ProvisioningFailed:
  * storageclass … not found"), and Events are not cached: caching every Event of every namespace
  * served would cost more than everything else the operator holds. So a claim Pending for longer
- * than PENDING_MS gets one Event list, filtered by the API server to that claim's Warnings, and
+ * than PENDING_MS gets one Event list, filtered by the API server to that claim's Events, and
  * again with back-off while it stays Pending; nothing is asked for claims that bind.
  */
 import type { CoreV1Event, V1PersistentVolumeClaim } from "@kubernetes/client-node";
@@ -28,7 +28,7 @@ interface Looked {
 }
 
 export interface ClaimLookup {
-  /** The newest Warning's message, if any was found. */
+  /** The newest Event's message if it is a Warning. */
   message: string | undefined;
   /** Sync again after this long to look again (the claim is still Pending). */
   recheckAfterMs: number | undefined;
@@ -73,13 +73,15 @@ export class ClaimEvents {
     try {
       const { items } = await this.rest.list<CoreV1Event>(resources.Event.path(namespace), {
         query: {
-          fieldSelector: `involvedObject.kind=PersistentVolumeClaim,involvedObject.name=${claim.metadata?.name ?? ""},involvedObject.uid=${claim.metadata?.uid ?? ""},type=Warning`,
+          fieldSelector: `involvedObject.kind=PersistentVolumeClaim,involvedObject.name=${claim.metadata?.name ?? ""},involvedObject.uid=${claim.metadata?.uid ?? ""}`,
         },
       });
       const time = (e: CoreV1Event) =>
         Math.max(timeMs(e.lastTimestamp), timeMs(e.eventTime), timeMs(e.metadata.creationTimestamp)) || 0;
+      // The newest Event says where the claim is now: a Warning that a later Normal one
+      // ("waiting for the external provisioner") follows is over.
       const newest = items.sort((a, b) => time(b) - time(a))[0];
-      return newest?.message?.trim() || undefined;
+      return newest?.type === "Warning" ? newest.message?.trim() || undefined : undefined;
     } catch (error) {
       // The status says less, but the start goes on: the claim is looked at again later.
       this.log.warn(

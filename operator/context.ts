@@ -19,6 +19,11 @@ export interface OperatorContext {
   spawns: Spawns;
   /** Why a Pending claim waits: its Warning Events, looked up sparingly. */
   claimEvents: ClaimEvents;
+  /**
+   * By "namespace/name": the stall reason ("" for none) of the last status each Userland's sync
+   * computed, so a cause gets its Warning once even when the next sync reads an older cached status.
+   */
+  stalls: Map<string, string>;
   log: Logger;
   now(): Date;
 }

@@ -91,6 +91,7 @@ export class Controller {
       metrics: opts.metrics,
       spawns: new Spawns(),
       claimEvents: new ClaimEvents(rest, opts.log),
+      stalls: new Map(),
       log: opts.log,
       now: () => new Date(),
     };
@@ -121,6 +122,7 @@ export class Controller {
     });
     userlands.on("delete", (u) => {
       this.context.spawns.forget(u);
+      this.context.stalls.delete(namespacedKey(u.metadata.namespace, u.metadata.name));
       recountTemplateOf(u);
       enqueueUserland(u);
     });

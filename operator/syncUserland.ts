@@ -24,7 +24,7 @@ import { escPredecessor, isControlledBy } from "./ownership.ts";
 import { resources } from "./resources.ts";
 import { serviceRoutes } from "./serviceRoutes.ts";
 import { diagnoseStart, type ClaimState, type Diagnosis } from "./startDiagnosis.ts";
-import { computeStatus, firstStatusDelayMs, statusEvents, type Blocker } from "./userlandStatus.ts";
+import { computeStatus, firstStatusDelayMs, stallOf, statusEvents, type Blocker } from "./userlandStatus.ts";
 
 type Child = V1Deployment | V1Service | V1PersistentVolumeClaim;
 type ChildKind = "Deployment" | "Service" | "PersistentVolumeClaim";
@@ -140,8 +140,10 @@ export async function syncUserland(
   );
   const holdBackMs = firstStatusDelayMs(userland, status, deployment, now);
   if (holdBackMs === 0) {
-    for (const event of statusEvents(userland.status, status))
+    const key = namespacedKey(namespace, name);
+    for (const event of statusEvents(userland.status, status, ctx.stalls.get(key)))
       ctx.events[event.type](userlandRef(userland), event.reason, event.message);
+    ctx.stalls.set(key, stallOf(status));
     await writeStatus(ctx, userland, status);
   }
   const spawned = ctx.spawns.observe(userland, userland.status?.phase, status.phase, now.getTime());

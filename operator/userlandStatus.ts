@@ -168,16 +168,25 @@ interface StatusEvent {
  * Entering Failed is a warning and leaving it a recovery; a start that stalls is a warning once per
  * cause, and one that gets going again a recovery. Other changes are routine and not recorded.
  */
-export function statusEvents(previous: UserlandStatus | undefined, next: UserlandStatus): StatusEvent[] {
+export function statusEvents(
+  previous: UserlandStatus | undefined,
+  next: UserlandStatus,
+  /**
+   * The stall reason the last sync saw ("" for none), when known: the cached status may not hold
+   * the last write yet, and a sync right after it must not report the same cause again.
+   */
+  lastStall?: string,
+): StatusEvent[] {
   const events: StatusEvent[] = [];
   const phaseEvent = phaseChangeEvent(previous, next);
   if (phaseEvent) events.push(phaseEvent);
-  const before = findCondition(previous?.conditions, UserlandConditions.Stalled);
+  const cached = findCondition(previous?.conditions, UserlandConditions.Stalled);
+  const before = lastStall ?? (cached?.status === "True" ? cached.reason : "");
   const after = findCondition(next.conditions, UserlandConditions.Stalled);
-  const wasStalled = before?.status === "True";
+  const wasStalled = before !== "";
   const stalled = after?.status === "True";
   // Failed says it already: its Event carries the same reason.
-  if (stalled && next.phase !== "Failed" && (!wasStalled || before.reason !== after.reason))
+  if (stalled && next.phase !== "Failed" && before !== after.reason)
     events.push({ type: "warning", reason: after.reason, message: after.message });
   else if (wasStalled && !stalled && !phaseEvent)
     events.push({ type: "normal", reason: "Recovered", message: next.message ?? "" });
@@ -185,6 +194,12 @@ export function statusEvents(previous: UserlandStatus | undefined, next: Userlan
 }
 
 /** Entering Failed is a warning and leaving it a recovery; other phase changes are routine and not recorded. */
+/** The reason of `status`'s Stalled condition if it is True, else "". */
+export function stallOf(status: UserlandStatus): string {
+  const stalled = findCondition(status.conditions, UserlandConditions.Stalled);
+  return stalled?.status === "True" ? stalled.reason : "";
+}
+
 export function phaseChangeEvent(
   previous: UserlandStatus | undefined,
   next: UserlandStatus,

@@ -187,6 +187,11 @@ test("Stalled: set with the cause, a Warning once per cause, cleared by a later 
   ]);
   const again = computeStatus(userland(stalled), { deployment: starting, diagnosis: { problem } }, now);
   assert.deepEqual(statusEvents(stalled, again), [], "once per cause");
+  assert.deepEqual(
+    statusEvents(undefined, again, "ImagePullFailed"),
+    [],
+    "once per cause even when the cache does not hold the last write yet",
+  );
   const available = {
     metadata: { generation: 1 },
     status: { observedGeneration: 1, replicas: 1, updatedReplicas: 1, availableReplicas: 1 },
