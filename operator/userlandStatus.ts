@@ -151,7 +151,8 @@ export function firstStatusDelayMs(
   deployment: V1Deployment | undefined,
   now: Date,
 ): number {
-  if (userland.status?.phase !== undefined || next.phase !== "Starting") return 0;
+  // A stalled start is said at once: the student and the teacher are waiting for that.
+  if (userland.status?.phase !== undefined || next.phase !== "Starting" || stallOf(next)) return 0;
   const created = timeMs(deployment?.metadata?.creationTimestamp);
   if (!Number.isFinite(created)) return 0;
   // Clamped: the API server's clock (creationTimestamp) need not agree with this one.

@@ -4,7 +4,7 @@ import { test } from "node:test";
 import type { V1ContainerStatus, V1PersistentVolumeClaim, V1Pod } from "@kubernetes/client-node";
 import { UserlandConditions, type Userland } from "../../api/v1alpha1/index.ts";
 import { diagnoseStart, READINESS_GRACE_MS, type ClaimState } from "../startDiagnosis.ts";
-import { computeStatus, statusEvents } from "../userlandStatus.ts";
+import { computeStatus, firstStatusDelayMs, statusEvents } from "../userlandStatus.ts";
 
 const now = new Date("2026-01-02T03:04:05Z");
 const ago = (s: number) => new Date(now.getTime() - s * 1000).toISOString();
@@ -182,6 +182,8 @@ test("Stalled: set with the cause, a Warning once per cause, cleared by a later 
   const condition = stalled.conditions?.find((c) => c.type === UserlandConditions.Stalled);
   assert.equal(condition?.status, "True");
   assert.equal(condition?.reason, "ImagePullFailed");
+  const young = { metadata: { generation: 1, creationTimestamp: now }, status: {} };
+  assert.equal(firstStatusDelayMs(userland(), stalled, young, now), 0, "a stalled start is said at once");
   assert.deepEqual(statusEvents(undefined, stalled), [
     { type: "warning", reason: "ImagePullFailed", message: problem.message },
   ]);

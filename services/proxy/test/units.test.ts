@@ -7,6 +7,7 @@ import { test } from "node:test";
 import type { Userland } from "../../../api/v1alpha1/index.ts";
 import { ConfigError } from "../../../lib/config.ts";
 import { pageHeaders, startingPage } from "../pages.ts";
+import { isStalled, progressText, startDuration } from "../../../lib/startProgress.ts";
 import { createLogger } from "../../../lib/logger.ts";
 import { eventually } from "../../../test/support/cluster.ts";
 import { loadProxyConfig } from "../config.ts";
@@ -352,5 +353,56 @@ test("the starting page's script is allowed by exactly the hash in its CSP", () 
   assert.ok(
     csp.includes(`script-src '${hash}'`),
     `the browser hashes the element's text as is; CSP was ${csp}, the element hashes to ${hash}`,
+  );
+});
+
+test("the starting page says where the start is and, when it is stalled, why; its JSON too", () => {
+  const status: Userland["status"] = {
+    phase: "Starting",
+    message: 'The container "ide" stopped with exit code 1.',
+    conditions: [
+      {
+        type: "Stalled",
+        status: "True",
+        reason: "ContainerCrashing",
+        message: "x",
+        lastTransitionTime: "2026-01-02T03:04:00Z",
+      },
+    ],
+    progress: {
+      since: "2026-01-02T03:03:00Z",
+      steps: [
+        { step: "Scheduled", at: "2026-01-02T03:03:01Z" },
+        { step: "VolumeBound", at: "2026-01-02T03:03:03Z" },
+      ],
+    },
+  };
+  const progress = progressText(status.progress, new Date("2026-01-02T03:03:13Z"));
+  assert.equal(
+    progress,
+    "placed on a node 1 s, volume ready 2 s; pulling the image and starting the container (10 s so far)",
+  );
+  const page = startingPage(
+    { template: "code", user: "alice", title: "VS Code" },
+    "Starting",
+    status.message,
+    {
+      progress,
+      stalled: isStalled(status),
+    },
+  );
+  assert.match(
+    page.body,
+    /<span id="message" class="problem">The container &#34;ide&#34; stopped with exit code 1\.<\/span>/,
+  );
+  assert.match(page.body, /<p class="muted" id="progress">placed on a node 1 s, volume ready 2 s; pulling/);
+  assert.equal(page.json.progress, progress);
+  assert.equal(page.json.stalled, true);
+  assert.equal(
+    startDuration({
+      since: "2026-01-02T03:03:00Z",
+      steps: [{ step: "Reachable", at: "2026-01-02T03:03:21Z" }],
+    }),
+    "21 s",
   );
 });
