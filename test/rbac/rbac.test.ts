@@ -474,7 +474,9 @@ const rows: Row[] = [
     expect: "allowed",
     request: (c) =>
       c.as.operator.list(eventsPath(c.ns), {
-        query: { fieldSelector: "involvedObject.kind=PersistentVolumeClaim,involvedObject.name=x,type=Warning" },
+        query: {
+          fieldSelector: "involvedObject.kind=PersistentVolumeClaim,involvedObject.name=x,type=Warning",
+        },
       }),
   },
   {
