@@ -20,6 +20,11 @@ export const PENDING_MS = 5_000;
  */
 export const RECHECK_MS = 10_000;
 const RECHECK_MAX_MS = 300_000;
+/**
+ * At most this many lists a second for all claims together: a class whose thousand claims all wait
+ * (no provisioner at all) is looked at over a minute and a half, not in one burst.
+ */
+const LISTS_PER_SECOND = 10;
 
 interface Looked {
   at: number;
@@ -39,6 +44,8 @@ export class ClaimEvents {
   private readonly log: Logger;
   /** By claim uid; only claims that are Pending now. */
   private readonly looked = new Map<string, Looked>();
+  /** When the lists of the last second were sent. */
+  private recent: number[] = [];
 
   constructor(rest: KubeRest, log: Logger) {
     this.rest = rest;
@@ -57,6 +64,10 @@ export class ClaimEvents {
     const last = this.looked.get(uid);
     if (last && now - last.at < last.intervalMs)
       return { message: last.message, recheckAfterMs: last.at + last.intervalMs - now };
+    this.recent = this.recent.filter((at) => now - at < 1000);
+    if (this.recent.length >= LISTS_PER_SECOND)
+      return { message: last?.message, recheckAfterMs: 1000 + Math.floor(Math.random() * 1000) };
+    this.recent.push(now);
     const message = await this.newestWarning(claim);
     const intervalMs = last ? Math.min(last.intervalMs * 2, RECHECK_MAX_MS) : RECHECK_MS;
     this.looked.set(uid, { at: now, message, intervalMs });

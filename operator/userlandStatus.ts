@@ -88,7 +88,8 @@ export function computeStatus(userland: Userland, outcome: SyncOutcome, now: Dat
     const current = (status.observedGeneration ?? 0) >= (deployment.metadata?.generation ?? 0);
     if (progressing?.status === "False" && progressing.reason === "ProgressDeadlineExceeded") {
       phase = "Failed";
-      readyReason = problem?.reason ?? "ProgressDeadlineExceeded";
+      // The cause, if known, is in the words and in the Stalled condition.
+      readyReason = "ProgressDeadlineExceeded";
       message = `The environment did not start: ${problem?.message ?? progressing.message ?? ""}`.trim();
     } else if (
       current &&
@@ -186,8 +187,7 @@ export function statusEvents(
   const after = findCondition(next.conditions, UserlandConditions.Stalled);
   const wasStalled = before !== "";
   const stalled = after?.status === "True";
-  // Failed says it already: its Event carries the same reason.
-  if (stalled && next.phase !== "Failed" && before !== after.reason)
+  if (stalled && before !== after.reason)
     events.push({ type: "warning", reason: after.reason, message: after.message });
   else if (wasStalled && !stalled && !phaseEvent)
     events.push({ type: "normal", reason: "Recovered", message: next.message ?? "" });
