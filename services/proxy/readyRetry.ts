@@ -27,7 +27,7 @@ export function readySince(userland: Userland): number | undefined {
 
 export function justReady(since: number | undefined, graceMs: number, now = Date.now()): boolean {
   // lastTransitionTime has whole seconds: a second more covers the rounding.
-  return since !== undefined && now - since < graceMs + 1000;
+  return since !== undefined && graceMs > 0 && now - since < graceMs + 1000;
 }
 
 /**

@@ -2,11 +2,13 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { writeFile } from "node:fs/promises";
+import type { IncomingMessage } from "node:http";
 import { join } from "node:path";
 import { test } from "node:test";
 import type { Userland } from "../../../api/v1alpha1/index.ts";
 import { ConfigError } from "../../../lib/config.ts";
 import { pageHeaders, startingPage } from "../pages.ts";
+import { justReady, mayRetry } from "../readyRetry.ts";
 import { isStalled, progressText, startDuration } from "../../../lib/startProgress.ts";
 import { createLogger } from "../../../lib/logger.ts";
 import { eventually } from "../../../test/support/cluster.ts";
@@ -405,4 +407,20 @@ test("the starting page says where the start is and, when it is stalled, why; it
     }),
     "21 s",
   );
+});
+
+test("just after Ready: within the grace (0s: never), and only failures a retry cannot harm", () => {
+  const since = Date.parse("2026-01-02T03:04:05Z");
+  assert.equal(justReady(since, 30_000, since + 10_000), true);
+  assert.equal(justReady(since, 30_000, since + 40_000), false);
+  assert.equal(justReady(since, 0, since), false, "0s: never");
+  assert.equal(justReady(undefined, 30_000, since), false, "not Ready");
+  const get = { method: "GET" } as IncomingMessage;
+  const post = { method: "POST" } as IncomingMessage;
+  const error = (code: string) => Object.assign(new Error(code), { code });
+  assert.equal(mayRetry(error("ECONNREFUSED"), post, false), true, "never connected: nothing was sent");
+  assert.equal(mayRetry(error("ECONNREFUSED"), get, true), false, "a body is read once");
+  assert.equal(mayRetry(error("ECONNRESET"), get, false), true);
+  assert.equal(mayRetry(error("ECONNRESET"), post, false), false, "it may have reached the app");
+  assert.equal(mayRetry(error("UND_ERR_HEADERS_TIMEOUT"), get, false), false, "slow is not refused");
 });
