@@ -98,6 +98,7 @@ async function runUserland(upstreamPort: number, publicJwks: string): Promise<nu
       defaultTemplate: undefined,
       trustedProxies: trustedProxies([]),
       allowedOrigins: [],
+      readyGraceMs: 0,
       upstreamTimeoutMs: 60_000,
       connectTimeoutMs: 5_000,
       websocketIdleTimeoutMs: 15 * 60_000,

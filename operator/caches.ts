@@ -4,7 +4,13 @@
  * and sync handlers look objects up by. Every key and index value carries the namespace, so
  * objects of the same name in two namespaces never meet.
  */
-import type { V1Deployment, V1PersistentVolumeClaim, V1Service } from "@kubernetes/client-node";
+import type {
+  V1Deployment,
+  V1EndpointSlice,
+  V1PersistentVolumeClaim,
+  V1Pod,
+  V1Service,
+} from "@kubernetes/client-node";
 import { ANNOTATIONS, LABELS, MANAGED_BY } from "../api/naming.ts";
 import type { Template, Userland } from "../api/v1alpha1/index.ts";
 import { Informer, namespacedKey, withoutManagedFields } from "../lib/informer.ts";
@@ -20,7 +26,14 @@ export interface Caches {
   deployments: Informer<V1Deployment>;
   services: Informer<V1Service>;
   pvcs: Informer<V1PersistentVolumeClaim>;
+  /** The EndpointSlices of the operator's Services: a Userland is Ready only once its Service routes. */
+  endpointSlices: Informer<V1EndpointSlice>;
+  /** Userlands' pods (they carry the Deployment's labels): where a start is and why it stalls. */
+  pods: Informer<V1Pod>;
 }
+
+/** The label the EndpointSlice controller puts on every slice: the Service it belongs to. */
+export const SERVICE_NAME_LABEL = "kubernetes.io/service-name";
 
 /** Index names; every index value is a "namespace/name" key (namespacedKey). */
 export const Index = {
@@ -30,6 +43,10 @@ export const Index = {
   byUserland: "byUserland",
   /** On templates: the name alone, to find the same name in other namespaces. */
   byName: "byName",
+  /** On endpointSlices: the Service each one belongs to. */
+  byService: "byService",
+  /** On pods: the Deployment (instance label) each one belongs to. */
+  byInstance: "byInstance",
 } as const;
 
 /** The Userland a child belongs to: its name annotation, or the controller reference if a hand edit removed the annotation. */
@@ -63,6 +80,32 @@ function withoutAppliedCopy<T extends k8s.KubernetesObject>(obj: T): T {
 }
 const LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration";
 
+/**
+ * A pod is only read, never sent back: the cache keeps what a start's progress and problems are
+ * read from (labels, times, status) and drops the spec, most of a pod's size.
+ */
+function podSummary(pod: V1Pod): V1Pod {
+  const m = pod.metadata ?? {};
+  const s = pod.status ?? {};
+  return {
+    metadata: {
+      name: m.name,
+      namespace: m.namespace,
+      uid: m.uid,
+      resourceVersion: m.resourceVersion,
+      labels: m.labels,
+      creationTimestamp: m.creationTimestamp,
+      deletionTimestamp: m.deletionTimestamp,
+    },
+    status: {
+      phase: s.phase,
+      conditions: s.conditions,
+      containerStatuses: s.containerStatuses,
+      initContainerStatuses: s.initContainerStatuses,
+    },
+  };
+}
+
 export function createCaches(opts: CacheOptions): Caches {
   const informer = <T extends k8s.KubernetesObject>(
     resource: Resource,
@@ -85,6 +128,10 @@ export function createCaches(opts: CacheOptions): Caches {
     deployments: informer<V1Deployment>(resources.Deployment, withoutManagedFields, owned),
     services: informer<V1Service>(resources.Service, withoutManagedFields, owned),
     pvcs: informer<V1PersistentVolumeClaim>(resources.PersistentVolumeClaim, withoutManagedFields, owned),
+    // The EndpointSlice controller copies a Service's labels onto its slices, so the same selector
+    // caches the slices of the operator's Services and no others.
+    endpointSlices: informer<V1EndpointSlice>(resources.EndpointSlice, withoutManagedFields, owned),
+    pods: informer<V1Pod>(resources.Pod, podSummary, owned),
   };
   caches.userlands.addIndex(Index.byTemplate, (u) => [
     namespacedKey(u.metadata.namespace, u.spec.templateName),
@@ -92,6 +139,14 @@ export function createCaches(opts: CacheOptions): Caches {
   caches.templates.addIndex(Index.byName, (t) => [t.metadata.name ?? ""]);
   caches.deployments.addIndex(Index.byUserland, byOwningUserland);
   caches.services.addIndex(Index.byUserland, byOwningUserland);
+  caches.endpointSlices.addIndex(Index.byService, (slice) => {
+    const service = slice.metadata?.labels?.[SERVICE_NAME_LABEL];
+    return service ? [namespacedKey(slice.metadata?.namespace, service)] : [];
+  });
+  caches.pods.addIndex(Index.byInstance, (pod) => {
+    const instance = pod.metadata?.labels?.[LABELS.instance];
+    return instance ? [namespacedKey(pod.metadata?.namespace, instance)] : [];
+  });
   return caches;
 }
 

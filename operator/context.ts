@@ -5,6 +5,7 @@
 import type { KubeRest } from "../lib/kubeRest.ts";
 import type { Logger } from "../lib/logger.ts";
 import type { Caches } from "./caches.ts";
+import type { ClaimEvents } from "./claimEvents.ts";
 import type { EventRecorder } from "./events.ts";
 import type { OperatorMetrics } from "./metrics.ts";
 import type { Spawns } from "./spawns.ts";
@@ -19,6 +20,13 @@ export interface OperatorContext {
   spawns: Spawns;
   /** Who teaches a Template: RBAC's cached answers (course folders read-write). */
   teachers: Teachers;
+  /** Why a Pending claim waits: its Warning Events, looked up sparingly. */
+  claimEvents: ClaimEvents;
+  /**
+   * By "namespace/name": the stall reason ("" for none) of the last status each Userland's sync
+   * computed, so a cause gets its Warning once even when the next sync reads an older cached status.
+   */
+  stalls: Map<string, string>;
   log: Logger;
   now(): Date;
 }

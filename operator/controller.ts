@@ -11,8 +11,16 @@ import type { k8s } from "../lib/kube.ts";
 import type { KubeRest } from "../lib/kubeRest.ts";
 import type { Logger } from "../lib/logger.ts";
 import type { ServedNamespaces } from "../lib/namespaces.ts";
-import { allInformers, createCaches, Index, owningUserland, type Caches } from "./caches.ts";
+import {
+  allInformers,
+  createCaches,
+  Index,
+  owningUserland,
+  SERVICE_NAME_LABEL,
+  type Caches,
+} from "./caches.ts";
 import type { OperatorContext } from "./context.ts";
+import { ClaimEvents } from "./claimEvents.ts";
 import { EventRecorder } from "./events.ts";
 import type { OperatorMetrics } from "./metrics.ts";
 import { Spawns } from "./spawns.ts";
@@ -88,6 +96,8 @@ export class Controller {
       metrics: opts.metrics,
       spawns: new Spawns(),
       teachers: new Teachers({ rest, log: opts.log, ...opts.teachers }),
+      claimEvents: new ClaimEvents(rest, opts.log),
+      stalls: new Map(),
       log: opts.log,
       now: () => new Date(),
     };
@@ -99,7 +109,7 @@ export class Controller {
   }
 
   private registerHandlers(): void {
-    const { userlands, templates, deployments, services, pvcs } = this.caches;
+    const { userlands, templates, deployments, services, pvcs, endpointSlices, pods } = this.caches;
     const enqueueUserland = (u: Userland) =>
       this.queue.add(userlandKey(u.metadata.namespace ?? "", u.metadata.name ?? ""));
     // Template status counts its Userlands: a Userland that comes, goes or switches Template
@@ -118,6 +128,7 @@ export class Controller {
     });
     userlands.on("delete", (u) => {
       this.context.spawns.forget(u);
+      this.context.stalls.delete(namespacedKey(u.metadata.namespace, u.metadata.name));
       recountTemplateOf(u);
       enqueueUserland(u);
     });
@@ -164,6 +175,25 @@ export class Controller {
     };
     pvcs.on("update", onCourseClaim);
     pvcs.on("delete", onCourseClaim);
+    // A slice names its Service (not the Userland): the cached Service names the owner.
+    const onSlice = (slice: k8s.KubernetesObject) => {
+      const service = slice.metadata?.labels?.[SERVICE_NAME_LABEL];
+      const owner = service && services.get(service, slice.metadata?.namespace);
+      if (owner) onChild(owner);
+    };
+    endpointSlices.on("add", onSlice);
+    endpointSlices.on("update", onSlice);
+    endpointSlices.on("delete", onSlice);
+    // A pod names its Deployment by the instance label: the cached Deployment names the owner.
+    const onPod = (pod: k8s.KubernetesObject) => {
+      const instance = pod.metadata?.labels?.[LABELS.instance];
+      const owner = instance && deployments.get(instance, pod.metadata?.namespace);
+      if (owner) onChild(owner);
+    };
+    pods.on("add", onPod);
+    pods.on("update", onPod);
+    pods.on("delete", onPod);
+    pvcs.on("delete", (claim) => this.context.claimEvents.forget(claim.metadata?.uid));
   }
 
   /** Template status carries a Userland count: batch recounts so 1,000 new Userlands cost a few writes, not 1,000. */

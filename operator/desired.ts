@@ -180,6 +180,9 @@ function addCourseFolders(podSpec: V1PodSpec, template: Template, teacher: boole
 
 function withDefaults(container: V1Container, template: Template, userland: Userland): V1Container {
   const c = { ...container };
+  // A crashed container's last output goes into the pod's status, where the operator reads it to
+  // tell the student and the teacher why (no log API needed).
+  c.terminationMessagePolicy ??= "FallbackToLogsOnError";
   const defaults = template.spec.defaultResources;
   if (defaults && !c.resources) c.resources = structuredClone(defaults);
   // The environment can tell whose it is without trusting a request header.

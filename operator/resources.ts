@@ -27,6 +27,8 @@ export const resources = {
   Deployment: resource("apps", "v1", "deployments"),
   Service: resource("", "v1", "services"),
   PersistentVolumeClaim: resource("", "v1", "persistentvolumeclaims"),
+  EndpointSlice: resource("discovery.k8s.io", "v1", "endpointslices"),
+  Pod: resource("", "v1", "pods"),
   Lease: resource("coordination.k8s.io", "v1", "leases"),
   Event: resource("", "v1", "events"),
   LocalSubjectAccessReview: resource("authorization.k8s.io", "v1", "localsubjectaccessreviews"),

@@ -23,7 +23,9 @@ import { desiredChildren, TemplateError, type DesiredChildren, type DesiredInput
 import { userlandRef } from "./events.ts";
 import { escPredecessor, isControlledBy } from "./ownership.ts";
 import { resources } from "./resources.ts";
-import { computeStatus, firstStatusDelayMs, phaseChangeEvent, type Blocker } from "./userlandStatus.ts";
+import { serviceRoutes } from "./serviceRoutes.ts";
+import { diagnoseStart, type ClaimState, type Diagnosis } from "./startDiagnosis.ts";
+import { computeStatus, firstStatusDelayMs, stallOf, statusEvents, type Blocker } from "./userlandStatus.ts";
 
 type Child = V1Deployment | V1Service | V1PersistentVolumeClaim;
 type ChildKind = "Deployment" | "Service" | "PersistentVolumeClaim";
@@ -125,18 +127,35 @@ export async function syncUserland(
       );
   }
   const now = ctx.now();
-  const status = computeStatus(userland, { template, desired, deployment, blocked }, now);
+  const routable =
+    desired !== undefined &&
+    serviceRoutes(
+      desired.service,
+      desired.proxyPort,
+      ctx.caches.endpointSlices.byIndex(Index.byService, namespacedKey(namespace, desired.names.service)),
+    );
+  const { diagnosis, recheckAfterMs } =
+    desired && deployment && !blocked && userland.spec.enabled !== false
+      ? await observeStart(ctx, userland, desired, routable, now)
+      : { diagnosis: undefined, recheckAfterMs: undefined };
+  const status = computeStatus(
+    userland,
+    { template, desired, deployment, routable, diagnosis, blocked },
+    now,
+  );
   const holdBackMs = firstStatusDelayMs(userland, status, deployment, now);
   if (holdBackMs === 0) {
-    const event = phaseChangeEvent(userland.status, status);
-    if (event) ctx.events[event.type](userlandRef(userland), event.reason, event.message);
+    const key = namespacedKey(namespace, name);
+    for (const event of statusEvents(userland.status, status, ctx.stalls.get(key)))
+      ctx.events[event.type](userlandRef(userland), event.reason, event.message);
+    ctx.stalls.set(key, stallOf(status));
     await writeStatus(ctx, userland, status);
   }
   const spawned = ctx.spawns.observe(userland, userland.status?.phase, status.phase, now.getTime());
   if (spawned) ctx.metrics.spawnDuration.observe({ template: spawned.template }, spawned.seconds);
   return {
     retry: blocked?.heldByObject === true,
-    againAfterMs: againAfter(holdBackMs, userland, template, ctx.teachers.ttlMs),
+    againAfterMs: againAfter(holdBackMs, recheckAfterMs, userland, template, ctx.teachers.ttlMs),
   };
 }
 
@@ -155,20 +174,57 @@ async function isTeacher(ctx: OperatorContext, userland: Userland, template: Tem
 }
 
 /**
- * When to sync again without an event: a held-back first status, and for a running environment
- * with course folders, when RBAC's answer on its person expires (a RoleBinding's change sends the
+ * When to sync again without an event: a held-back first status, a start problem that time alone
+ * can reveal (`startRecheckMs`, observeStart), and for a running environment with course folders, when RBAC's answer on its person expires (a RoleBinding's change sends the
  * operator no event; a changed answer changes the mounts and rolls the Deployment). A stopped one
  * is asked again when it starts.
  */
 function againAfter(
   holdBackMs: number,
+  startRecheckMs: number | undefined,
   userland: Userland,
   template: Template | undefined,
   teacherTtlMs: number,
 ): number | undefined {
   const recheck = userland.spec.enabled !== false && hasCourseFolders(template) ? teacherTtlMs : 0;
-  const delays = [holdBackMs, recheck].filter((ms) => ms > 0);
+  const delays = [holdBackMs, startRecheckMs ?? 0, recheck].filter((ms) => ms > 0);
   return delays.length > 0 ? Math.min(...delays) : undefined;
+}
+
+/**
+ * The start's progress and problems, from the cached pods and claims; a claim Pending for a while
+ * also gets its Warning Events looked up (claimEvents.ts). `recheckAfterMs`: a problem that time
+ * alone can reveal (a readiness check failing, a claim's provisioning) is looked at again then.
+ */
+async function observeStart(
+  ctx: OperatorContext,
+  userland: Userland,
+  desired: DesiredChildren,
+  routable: boolean,
+  now: Date,
+): Promise<{ diagnosis: Diagnosis; recheckAfterMs: number | undefined }> {
+  const namespace = userland.metadata.namespace ?? "";
+  const claims: ClaimState[] = [];
+  const rechecks: number[] = [];
+  for (const pvc of desired.pvcs) {
+    const claim = ctx.caches.pvcs.get(pvc.metadata?.name ?? "", namespace);
+    const lookup = await ctx.claimEvents.lookup(claim, now.getTime());
+    if (lookup.recheckAfterMs !== undefined) rechecks.push(lookup.recheckAfterMs);
+    claims.push({
+      volume: pvc.metadata?.labels?.[LABELS.volume] ?? pvc.metadata?.name ?? "",
+      claim,
+      provisioningMessage: lookup.message,
+    });
+  }
+  const diagnosis = diagnoseStart({
+    pods: ctx.caches.pods.byIndex(Index.byInstance, namespacedKey(namespace, desired.names.deployment)),
+    claims,
+    routable,
+    previous: userland.status?.progress,
+    now,
+  });
+  if (diagnosis.recheckAfterMs !== undefined) rechecks.push(diagnosis.recheckAfterMs);
+  return { diagnosis, recheckAfterMs: rechecks.length > 0 ? Math.min(...rechecks) : undefined };
 }
 
 /** Like Promise.all, but settles only when every promise has: no request is still running when it rejects. */

@@ -60,11 +60,37 @@ export const UserlandSpecSchema = Type.Object({
 export const UserlandPhases = ["Pending", "Starting", "Ready", "Stopped", "Failed"] as const;
 export type UserlandPhase = (typeof UserlandPhases)[number];
 
+/**
+ * The steps of a start, in order: the pod is placed on a node, its volumes are bound, its
+ * containers (images pulled) run, the app passes its readiness check, the Service routes to it.
+ */
+export const StartSteps = ["Scheduled", "VolumeBound", "ContainerStarted", "AppReady", "Reachable"] as const;
+export type StartStep = (typeof StartSteps)[number];
+
+export const StartProgressSchema = Type.Object(
+  {
+    since: Type.String({ format: "date-time", description: "When this start began (the pod was created)." }),
+    steps: Type.Array(
+      Type.Object({
+        step: StringEnum([...StartSteps]),
+        at: Type.String({ format: "date-time", description: "When the step was reached." }),
+      }),
+      {
+        maxItems: 8,
+        description: "The steps reached so far, in order; how long each took is the gap to the one before.",
+      },
+    ),
+  },
+  { description: "Where the current (or last) start of the environment is." },
+);
+export type StartProgress = Static<typeof StartProgressSchema>;
+
 export const UserlandStatusSchema = Type.Object({
   phase: Type.Optional(StringEnum([...UserlandPhases])),
   message: Type.Optional(Type.String({ description: "A human-readable summary of the phase." })),
   observedGeneration: Type.Optional(Type.Integer({ format: "int64" })),
   conditions: Type.Optional(Conditions),
+  progress: Type.Optional(StartProgressSchema),
   service: Type.Optional(
     Type.Object(
       {
@@ -83,11 +109,43 @@ export type Userland = CustomObject<"Userland", UserlandSpec, UserlandStatus>;
 
 /** Userland condition types. */
 export const UserlandConditions = {
-  /** The environment answers: its Deployment has an available, up-to-date replica. */
+  /**
+   * The environment answers through its Service: its Deployment has an available, up-to-date
+   * replica and the Service's EndpointSlice has a ready endpoint for the proxy's port.
+   */
   Ready: "Ready",
   /** The Template exists and is valid. */
   TemplateAvailable: "TemplateAvailable",
+  /**
+   * True while a start cannot get further by itself: the reason names the cause (StartProblems)
+   * and the message says it in words for teachers and students. False once it gets further.
+   */
+  Stalled: "Stalled",
 } as const;
+
+/** Reasons of the Ready condition that clients may act on. */
+export const UserlandReasons = {
+  Available: "Available",
+  /** The pod is ready, but the Service's EndpointSlice has no ready endpoint for the proxy's port yet. */
+  ServiceNotRouting: "ServiceNotRouting",
+} as const;
+
+/** Why a start is stalled: the reason of the Stalled condition (and of Ready while it lasts). */
+export const StartProblems = {
+  /** The image cannot be pulled (ErrImagePull, ImagePullBackOff, InvalidImageName). */
+  ImagePullFailed: "ImagePullFailed",
+  /** A container keeps exiting (CrashLoopBackOff, or a non-zero exit). */
+  ContainerCrashing: "ContainerCrashing",
+  /** A container cannot be created (a missing Secret or ConfigMap, a bad command). */
+  ContainerCannotStart: "ContainerCannotStart",
+  /** No node can take the pod (PodScheduled=False, Unschedulable). */
+  Unschedulable: "Unschedulable",
+  /** A volume's claim cannot be provisioned (its storage class, as the provisioner says). */
+  VolumeProvisioningFailed: "VolumeProvisioningFailed",
+  /** The containers run but the app has not passed its readiness check for a while. */
+  ReadinessProbeFailing: "ReadinessProbeFailing",
+} as const;
+export type StartProblem = (typeof StartProblems)[keyof typeof StartProblems];
 
 /**
  * The fields the API server can filter Userlands by (the CRD's `selectableFields`, Kubernetes 1.31+

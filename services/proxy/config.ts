@@ -191,6 +191,14 @@ export const settings = {
     default: 5_000,
     show: formatDuration,
   },
+  readyGrace: {
+    env: "PROXY_READY_GRACE",
+    description:
+      "For this long after an environment turns Ready, a refused connection is retried for a few seconds and then shows the starting page, not the 'not answering' page (0s: never)",
+    parse: parse.duration,
+    default: 30_000,
+    show: formatDuration,
+  },
   websocketIdleTimeout: {
     env: "PROXY_WEBSOCKET_IDLE_TIMEOUT",
     description: "Close a WebSocket after this long without traffic in either direction",
@@ -282,6 +290,7 @@ export interface ProxyConfig {
   allowedOrigins: string[];
   upstreamTimeoutMs: number;
   connectTimeoutMs: number;
+  readyGraceMs: number;
   websocketIdleTimeoutMs: number;
   timeouts: ServerTimeouts;
   limits: { websocketsPerUser: number; requestsPerUser: number };
@@ -334,6 +343,7 @@ export function loadProxyConfig(env: NodeJS.ProcessEnv = process.env): ProxyConf
     allowedOrigins: c.allowedOrigins,
     upstreamTimeoutMs: c.upstreamTimeout,
     connectTimeoutMs: c.connectTimeout,
+    readyGraceMs: c.readyGrace,
     websocketIdleTimeoutMs: c.websocketIdleTimeout,
     timeouts: { headersMs: c.headersTimeout, requestMs: c.requestTimeout },
     limits: { websocketsPerUser: c.maxWebSocketsPerUser, requestsPerUser: c.maxRequestsPerUser },

@@ -4,6 +4,7 @@
  * the self-service Templates (`spec.selfService`) they hold none of yet. Nothing here looks at any
  * other user's Userlands.
  */
+import { progressText } from "../../lib/startProgress.ts";
 import { UserlandAnnotations, type Template, type Userland } from "../../api/v1alpha1/index.ts";
 import type { ProxyConfig } from "./config.ts";
 import { environmentState } from "./environment.ts";
@@ -59,8 +60,11 @@ export type HomeConfig = Pick<
   "hostTemplates" | "baseDomain" | "defaultTemplate" | "origins" | "loginUrl"
 >;
 
-function detailOf(state: HomeState, phase: string, message: string): string {
-  if (state === "starting") return message ? `${phase}: ${message}` : phase;
+function detailOf(state: HomeState, phase: string, message: string, progress: string): string {
+  if (state === "starting") {
+    const now = message ? `${phase}: ${message}` : phase;
+    return progress ? `${now} (${progress})` : now;
+  }
   return state === "failed" ? message : "";
 }
 
@@ -106,7 +110,7 @@ export function homeView(
       state: shown,
       phase,
       message,
-      detail: detailOf(shown, phase, message),
+      detail: detailOf(shown, phase, message, progressText(userland.status?.progress, new Date())),
       lastActivity: userland.metadata.annotations?.[UserlandAnnotations.lastActivity],
       openUrl: openUrl(userland, config, client),
     });

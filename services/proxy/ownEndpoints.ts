@@ -12,6 +12,7 @@
  * A Userland a form names counts only when its spec.user is exactly the session's user: any
  * other name is answered like a name that does not exist.
  */
+import { isStalled, progressText } from "../../lib/startProgress.ts";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Userland } from "../../api/v1alpha1/index.ts";
 import { formFromOwnSite } from "../../lib/formOrigin.ts";
@@ -87,6 +88,8 @@ export async function serveOwnEndpoint(
       user: session.user,
       phase: hostUserland?.status?.phase ?? (hostUserland ? "Pending" : undefined),
       message: hostUserland?.status?.message ?? "",
+      progress: progressText(hostUserland?.status?.progress, new Date()),
+      stalled: isStalled(hostUserland?.status),
     });
     return;
   }

@@ -17,6 +17,7 @@ const style = `
   h1 { font-size: 1.35rem; margin: 0 0 .75rem; display: flex; align-items: center; gap: .6rem; }
   p { margin: .6rem 0; }
   .muted { color: var(--muted); font-size: .92rem; }
+  .problem { display: block; white-space: pre-wrap; color: var(--fg); border-left: 3px solid #cf222e; padding: .2rem .6rem; margin-top: .4rem; }
   .status { font-family: ui-monospace, monospace; font-size: .9rem; background: rgba(127,127,127,.12); padding: .1rem .4rem; border-radius: 4px; }
   .actions { display: flex; flex-wrap: wrap; gap: .75rem; margin-top: 1.5rem; }
   button, a.button { font: inherit; padding: .55rem 1.2rem; border-radius: 6px; border: 1px solid var(--accent);
@@ -30,7 +31,8 @@ const style = `
 
 /** Follows /_userland/status; reloads into the environment once it is ready (or needs a new page). */
 const startingScript = `(function () {
-  var phase = document.getElementById("phase"), message = document.getElementById("message"), delay = 1000;
+  var phase = document.getElementById("phase"), message = document.getElementById("message"),
+    progress = document.getElementById("progress"), delay = 1000;
   function poll() {
     fetch("/_userland/status", { credentials: "same-origin", cache: "no-store", headers: { accept: "application/json" } })
       .then(function (r) { if (!r.ok && r.status !== 503) throw new Error(String(r.status)); return r.json(); })
@@ -38,6 +40,8 @@ const startingScript = `(function () {
         if (s.state !== "starting") { location.reload(); return; }
         phase.textContent = s.phase || "Pending";
         message.textContent = s.message || "";
+        message.className = s.stalled ? "problem" : "";
+        progress.textContent = s.progress || "";
         delay = 1000;
         setTimeout(poll, delay);
       })
@@ -122,22 +126,42 @@ export interface EnvironmentInfo {
   user: string;
 }
 
-export function startingPage(env: EnvironmentInfo, phase: string, message: string | undefined): Page {
+/** Where a start is: its progress in words, and whether it is stalled (lib/startProgress.ts). */
+export interface StartInfo {
+  progress?: string;
+  stalled?: boolean;
+}
+
+export function startingPage(
+  env: EnvironmentInfo,
+  phase: string,
+  message: string | undefined,
+  start: StartInfo = {},
+): Page {
   const title = `Your ${env.title} environment is starting`;
   const body = html`<p>
       This usually takes less than a minute. This page continues to your environment by itself once it is
       ready.
     </p>
     <p class="muted">
-      Status: <span class="status" id="phase">${phase}</span> <span id="message">${message ?? ""}</span>
+      Status: <span class="status" id="phase">${phase}</span>
+      <span id="message" class="${start.stalled ? "problem" : ""}">${message ?? ""}</span>
     </p>
+    <p class="muted" id="progress">${start.progress ?? ""}</p>
     <p class="muted">Signed in as ${env.user}.</p>`;
   return {
     status: 503,
     title,
     body: document(title, body, { refreshSeconds: 5, script: starting, spinner: true }),
     headers: { "retry-after": "2" },
-    json: { state: "starting", template: env.template, phase, message: message ?? "" },
+    json: {
+      state: "starting",
+      template: env.template,
+      phase,
+      message: message ?? "",
+      progress: start.progress ?? "",
+      stalled: start.stalled === true,
+    },
     script: starting,
   };
 }

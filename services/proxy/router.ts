@@ -31,6 +31,8 @@ import { HOME_PATH } from "./home.ts";
 import { isHomeHost, labelUnder, templateForHost, type ClusterView } from "./routing.ts";
 import type { RequestSessions } from "../../lib/requestSessions.ts";
 import type { Starter } from "./starter.ts";
+import { readySince } from "./readyRetry.ts";
+import { isStalled, progressText } from "../../lib/startProgress.ts";
 
 /** A request whose session and Template are known. */
 interface Signed {
@@ -71,6 +73,8 @@ export type Route =
       env: EnvironmentInfo;
       /** Service workers may be registered from this environment (else Service-Worker-Allowed is dropped). */
       serviceWorkers: boolean;
+      /** When it turned Ready (readyRetry.ts): a refusal just after is not an outage. */
+      readySince: number | undefined;
     });
 
 export type OwnEndpointRoute = Extract<Route, { kind: "ownEndpoint" }>;
@@ -247,6 +251,7 @@ export class Router {
       userland: { namespace, name },
       env,
       serviceWorkers,
+      readySince: readySince(userland),
     };
   }
 
@@ -277,6 +282,12 @@ export class Router {
         }),
       );
     }
-    return page("starting", startingPage(env, userland.status?.phase ?? "Pending", userland.status?.message));
+    return page(
+      "starting",
+      startingPage(env, userland.status?.phase ?? "Pending", userland.status?.message, {
+        progress: progressText(userland.status?.progress, new Date()),
+        stalled: isStalled(userland.status),
+      }),
+    );
   }
 }

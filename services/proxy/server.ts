@@ -21,7 +21,8 @@ import { prepareUpstreamHeaders, type ClientInfo } from "./headers.ts";
 import { UserLimits } from "./limits.ts";
 import type { ProxyMetrics } from "./metrics.ts";
 import { serveOwnEndpoint } from "./ownEndpoints.ts";
-import { simplePage, tooManyPage, upstreamErrorPage, type Page } from "./pages.ts";
+import { simplePage, startingPage, tooManyPage, upstreamErrorPage, type Page } from "./pages.ts";
+import { justReady, mayRetry, READY_RETRY_DELAYS_MS } from "./readyRetry.ts";
 import { requestLog, startRecord, type RequestRecord } from "./requestLog.ts";
 import type { UpstreamResolver } from "./resolver.ts";
 import { refuseUpgrade, sendPage, sendSignIn } from "./respond.ts";
@@ -42,6 +43,7 @@ export type ProxyServerConfig = Pick<
   | "allowedOrigins"
   | "upstreamTimeoutMs"
   | "connectTimeoutMs"
+  | "readyGraceMs"
   | "websocketIdleTimeoutMs"
   | "startOnAccess"
   | "accessLog"
@@ -155,21 +157,50 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
           route,
           record,
         ),
-      forward: (route) =>
-        forwarder.web(req, res, route.target, record, route.serviceWorkers, (kind, error) => {
-          // Not req.destroyed: a request whose body was fully read is destroyed already.
-          const socket = req.socket as Socket | null;
-          if (res.destroyed || res.writableEnded || !socket || socket.destroyed) return;
-          if (res.headersSent) {
-            res.destroy();
-            return;
-          }
-          log.warn(
-            { userland: record.userland, err: error.message, code: (error as { code?: string }).code },
-            "upstream failed",
-          );
-          sendPage(req, res, upstreamErrorPage(kind === "timeout" ? 504 : 502, route.env, req.url ?? "/"));
-        }),
+      forward: (route) => {
+        // Read before the first attempt: forwarding takes the framing headers off.
+        const hasBody =
+          req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"]) > 0;
+        const justStarted = justReady(route.readySince, config.readyGraceMs);
+        let attempt = 0;
+        const send = (): void => {
+          // The student gave up while a retry waited.
+          if (res.destroyed || (req.socket as Socket | null)?.destroyed) return;
+          forwarder.web(req, res, route.target, record, route.serviceWorkers, (kind, error) => {
+            // Not req.destroyed: a request whose body was fully read is destroyed already.
+            const socket = req.socket as Socket | null;
+            if (res.destroyed || res.writableEnded || !socket || socket.destroyed) return;
+            if (res.headersSent) {
+              res.destroy();
+              return;
+            }
+            const code = (error as { code?: string }).code;
+            const retryable = justStarted && mayRetry(error, req, hasBody);
+            const delay = READY_RETRY_DELAYS_MS[attempt];
+            if (retryable && delay !== undefined) {
+              attempt++;
+              log.info(
+                { userland: record.userland, err: error.message, code, attempt, retryInMs: delay },
+                "environment turned Ready moments ago but refused the connection; trying again",
+              );
+              setTimeout(send, delay).unref();
+              return;
+            }
+            log.warn(
+              { userland: record.userland, err: error.message, code, attempts: attempt + 1 },
+              "upstream failed",
+            );
+            if (retryable) {
+              // Still refused just after Ready: the Service is not routing yet, not a crash.
+              record.outcome = "starting";
+              sendPage(req, res, startingPage(route.env, "Ready", "Waiting for your environment to answer"));
+              return;
+            }
+            sendPage(req, res, upstreamErrorPage(kind === "timeout" ? 504 : 502, route.env, req.url ?? "/"));
+          });
+        };
+        send();
+      },
       onEnd: (fn) => res.once("close", fn),
     };
     await act(req, await router.route(req, "http", record), record, reply);

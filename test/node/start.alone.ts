@@ -41,8 +41,21 @@ after(async () => {
   ports?.release();
 });
 
+/**
+ * Signs in at `url` as `name` and waits for the IDE (`selector`); on the way the student sees the
+ * starting page and the IDE, never an error page ("not answering": the issue's newcomer saw it for
+ * 10 s when the Userland turned Ready before its Service routed).
+ */
 async function signInAndWait(url: string, name: string, selector: string): Promise<string> {
   const context = await browser.newContext();
+  const titles: string[] = [];
+  context.on("response", (response) => {
+    if (response.request().resourceType() !== "document") return;
+    void response.text().then(
+      (html) => titles.push(/<title>([^<]*)<\/title>/.exec(html)?.[1] ?? ""),
+      () => undefined,
+    );
+  });
   try {
     const page = await context.newPage();
     page.setDefaultNavigationTimeout(120_000);
@@ -55,6 +68,11 @@ async function signInAndWait(url: string, name: string, selector: string): Promi
     await page.fill("input[name=name]", name);
     await page.click("button[type=submit]");
     await page.waitForSelector(selector, { timeout: 240_000 });
+    assert.deepEqual(
+      titles.filter((t) => /not answering|taking too long|could not start/.test(t)),
+      [],
+      `pages seen: ${JSON.stringify(titles)}`,
+    );
     return page.url();
   } finally {
     await context.close();

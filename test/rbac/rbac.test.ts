@@ -61,6 +61,7 @@ const podsPath = (ns: string) => paths.namespaced("", "v1", "pods", ns);
 const leasesPath = (ns: string, name?: string) =>
   paths.namespaced("coordination.k8s.io", "v1", "leases", ns, name);
 const eventsPath = (ns: string) => paths.namespaced("", "v1", "events", ns);
+const endpointSlicesPath = (ns: string) => paths.namespaced("discovery.k8s.io", "v1", "endpointslices", ns);
 const lsarPath = (ns: string) =>
   paths.namespaced("authorization.k8s.io", "v1", "localsubjectaccessreviews", ns);
 
@@ -514,6 +515,50 @@ const rows: Row[] = [
         reason: "Test",
         message: "recorded by the rbac test",
         source: { component: "userland-operator" },
+      }),
+  },
+  {
+    who: "operator",
+    does: "can list EndpointSlices (is a Userland's Service routing?)",
+    expect: "allowed",
+    request: (c) => c.as.operator.list(endpointSlicesPath(c.ns)),
+  },
+  {
+    who: "operator",
+    does: "can watch EndpointSlices",
+    expect: "allowed",
+    // Resolves when the open watch is ended here; a refusal rejects with the 403.
+    request: (c) =>
+      c.as.operator.watch(endpointSlicesPath(c.ns), () => undefined, { signal: AbortSignal.timeout(300) }),
+  },
+  {
+    who: "operator",
+    does: "cannot write an EndpointSlice",
+    expect: "rbac-forbidden",
+    request: (c) =>
+      c.as.operator.create(endpointSlicesPath(c.ns), {
+        apiVersion: "discovery.k8s.io/v1",
+        kind: "EndpointSlice",
+        metadata: { name: "op-slice" },
+        addressType: "IPv4",
+        endpoints: [],
+      }),
+  },
+  {
+    who: "operator",
+    does: "can list Pods (where a start is)",
+    expect: "allowed",
+    request: (c) => c.as.operator.list(podsPath(c.ns)),
+  },
+  {
+    who: "operator",
+    does: "can list a claim's Events (why it is not provisioned)",
+    expect: "allowed",
+    request: (c) =>
+      c.as.operator.list(eventsPath(c.ns), {
+        query: {
+          fieldSelector: "involvedObject.kind=PersistentVolumeClaim,involvedObject.name=x,type=Warning",
+        },
       }),
   },
   {

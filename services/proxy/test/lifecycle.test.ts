@@ -217,6 +217,50 @@ test("stopped: a page with a Start button that starts the environment through th
   });
 });
 
+test("just after Ready, a refused connection is tried again, then shows the starting page, never 'not answering'", async (t) => {
+  const ns = await testNamespace(t, "proxy");
+  await startOperator(t, ns);
+  const keys = await testKeys(t);
+  await createTemplate(ns, "code", simpleTemplateSpec("registry.invalid/code:1", { displayName: "VS Code" }));
+  await createUserland(ns, "alice", "alice", "code");
+  await waitForPhase(ns, "alice", "Ready");
+  const proxy = await startProxy(t, ns, keys, { PROXY_READY_GRACE: "10m" });
+  // Nothing listens there yet: the Service does not route to the pod.
+  const held = await heldPort();
+  t.after(() => held.release());
+  const port = held.port;
+  proxy.resolver.set(ns, childNames("code", "alice").service, `http://127.0.0.1:${port}`);
+  const cookie = await keys.cookie("alice");
+  const get = () => send(proxy.port, { path: "/", headers: { host: HOST, cookie, ...html } });
+  const refusals = async () => {
+    const metrics = await (await fetch(`${proxy.adminUrl}/metrics`)).text();
+    return Number(
+      /userland_proxy_upstream_errors_total\{kind="http",error="refused"\} (\d+)/.exec(metrics)?.[1] ?? 0,
+    );
+  };
+
+  const started = Date.now();
+  const refused = await get();
+  assert.equal(refused.status, 503);
+  assert.match(refused.body, /Your VS Code environment is starting/);
+  assert.match(refused.body, /Waiting for your environment to answer/);
+  assert.doesNotMatch(refused.body, /not answering/);
+  assert.equal(await refusals(), 5, "the first attempt and four more");
+  assert.ok(Date.now() - started < 8000, "the retries are bounded (about 5 s)");
+
+  // The environment answers while the request is being retried: the student gets it.
+  const pending = get();
+  await eventually("the first attempt to be refused", async () => (await refusals()) > 5);
+  const upstream = createServer((_req, res) => res.end("hello from the IDE"));
+  await new Promise<void>((resolve) => upstream.listen(port, "127.0.0.1", resolve));
+  t.after(
+    () => new Promise<void>((resolve) => (upstream.closeAllConnections(), upstream.close(() => resolve()))),
+  );
+  const answered = await pending;
+  assert.equal(answered.status, 200);
+  assert.equal(answered.body, "hello from the IDE");
+});
+
 test("missing and failed environments, unreachable (502) and slow (504) upstreams, graceful shutdown", async (t) => {
   const ns = await testNamespace(t, "proxy");
   await startOperator(t, ns);
@@ -227,7 +271,8 @@ test("missing and failed environments, unreachable (502) and slow (504) upstream
   await waitForPhase(ns, "alice", "Ready");
   await waitForPhase(ns, "carol", "Failed");
   const upstream = await startUpstream(t, "alice/code");
-  const proxy = await startProxy(t, ns, keys, { PROXY_UPSTREAM_TIMEOUT: "500ms" });
+  // Refusals here are outages: no grace after Ready (the next test covers the grace).
+  const proxy = await startProxy(t, ns, keys, { PROXY_UPSTREAM_TIMEOUT: "500ms", PROXY_READY_GRACE: "0s" });
   const service = childNames("code", "alice").service;
   proxy.resolver.set(ns, service, upstream.url);
   const alice = await keys.cookie("alice");

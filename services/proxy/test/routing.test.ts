@@ -323,7 +323,10 @@ test("two users × two Templates: each reaches only their own environment; spoof
       user: "Koba1t",
       phase: "Ready",
       message: status.json().message,
+      progress: status.json().progress,
+      stalled: false,
     });
+    assert.match(String(status.json().progress), /^placed on a node \d+ s, .*answering \d+ s$/);
     const other = await get(HOSTS.jupyter, "Koba1t", {}, "/_userland/anything");
     assert.equal(other.status, 404);
     const admin = await send(proxy.port, {

@@ -2,12 +2,15 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { writeFile } from "node:fs/promises";
+import type { IncomingMessage } from "node:http";
 import { join } from "node:path";
 import { test } from "node:test";
 import type { Userland } from "../../../api/v1alpha1/index.ts";
 import { ConfigError } from "../../../lib/config.ts";
 import { pageHeaders, startingPage } from "../pages.ts";
 import { pino } from "pino";
+import { justReady, mayRetry } from "../readyRetry.ts";
+import { isStalled, progressText, startDuration } from "../../../lib/startProgress.ts";
 import { eventually } from "../../../test/support/cluster.ts";
 import { loadProxyConfig } from "../config.ts";
 import { cookieValues } from "../../../lib/requestSessions.ts";
@@ -364,4 +367,71 @@ test("the starting page's script is allowed by exactly the hash in its CSP", () 
     csp.includes(`script-src '${hash}'`),
     `the browser hashes the element's text as is; CSP was ${csp}, the element hashes to ${hash}`,
   );
+});
+
+test("the starting page says where the start is and, when it is stalled, why; its JSON too", () => {
+  const status: Userland["status"] = {
+    phase: "Starting",
+    message: 'The container "ide" stopped with exit code 1.',
+    conditions: [
+      {
+        type: "Stalled",
+        status: "True",
+        reason: "ContainerCrashing",
+        message: "x",
+        lastTransitionTime: "2026-01-02T03:04:00Z",
+      },
+    ],
+    progress: {
+      since: "2026-01-02T03:03:00Z",
+      steps: [
+        { step: "Scheduled", at: "2026-01-02T03:03:01Z" },
+        { step: "VolumeBound", at: "2026-01-02T03:03:03Z" },
+      ],
+    },
+  };
+  const progress = progressText(status.progress, new Date("2026-01-02T03:03:13Z"));
+  assert.equal(
+    progress,
+    "placed on a node 1 s, volume ready 2 s; pulling the image and starting the container (10 s so far)",
+  );
+  const page = startingPage(
+    { template: "code", user: "alice", title: "VS Code" },
+    "Starting",
+    status.message,
+    {
+      progress,
+      stalled: isStalled(status),
+    },
+  );
+  assert.match(
+    page.body,
+    /<span id="message" class="problem">The container &#34;ide&#34; stopped with exit code 1\.<\/span>/,
+  );
+  assert.match(page.body, /<p class="muted" id="progress">placed on a node 1 s, volume ready 2 s; pulling/);
+  assert.equal(page.json.progress, progress);
+  assert.equal(page.json.stalled, true);
+  assert.equal(
+    startDuration({
+      since: "2026-01-02T03:03:00Z",
+      steps: [{ step: "Reachable", at: "2026-01-02T03:03:21Z" }],
+    }),
+    "21 s",
+  );
+});
+
+test("just after Ready: within the grace (0s: never), and only failures a retry cannot harm", () => {
+  const since = Date.parse("2026-01-02T03:04:05Z");
+  assert.equal(justReady(since, 30_000, since + 10_000), true);
+  assert.equal(justReady(since, 30_000, since + 40_000), false);
+  assert.equal(justReady(since, 0, since), false, "0s: never");
+  assert.equal(justReady(undefined, 30_000, since), false, "not Ready");
+  const get = { method: "GET" } as IncomingMessage;
+  const post = { method: "POST" } as IncomingMessage;
+  const error = (code: string) => Object.assign(new Error(code), { code });
+  assert.equal(mayRetry(error("ECONNREFUSED"), post, false), true, "never connected: nothing was sent");
+  assert.equal(mayRetry(error("ECONNREFUSED"), get, true), false, "a body is read once");
+  assert.equal(mayRetry(error("ECONNRESET"), get, false), true);
+  assert.equal(mayRetry(error("ECONNRESET"), post, false), false, "it may have reached the app");
+  assert.equal(mayRetry(error("UND_ERR_HEADERS_TIMEOUT"), get, false), false, "slow is not refused");
 });

@@ -64,8 +64,10 @@ export interface Row {
   name: string;
   user: string;
   state: string;
-  /** Why it is stopped or failing, when the platform says. */
+  /** Why it is stopped or failing, when the platform says; where a start is. */
   detail: string;
+  /** The start cannot get further by itself: the detail says why, and stands out. */
+  stalled: boolean;
   lastActivity: Date | undefined;
 }
 
@@ -121,7 +123,9 @@ export function classPage(viewer: Viewer, view: ClassView): string {
             <td><span class="user">${r.user}</span><br /><span class="muted mono">${r.name}</span></td>
             <td>
               <span class="state state-${r.state}">${r.state}</span>${
-                r.detail ? html`<br /><span class="muted">${r.detail}</span>` : ""
+                r.detail
+                  ? html`<br /><span class="${r.stalled ? "problem" : "muted"}">${r.detail}</span>`
+                  : ""
               }
             </td>
             <td>

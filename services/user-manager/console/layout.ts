@@ -40,6 +40,7 @@ const style = `
   td.actions button + button { margin-left: .35rem; }
   code, .mono { font-family: ui-monospace, monospace; font-size: .88rem; }
   .state { font-size: .85rem; font-weight: 600; padding: .05rem .5rem; border-radius: 999px; border: 1px solid currentColor; white-space: nowrap; }
+  .problem { color: var(--danger); white-space: pre-wrap; }
   .state-Ready { color: #1a7f37; } .state-Starting, .state-Pending { color: #9a6700; } .state-Stopped { color: var(--muted); } .state-Failed { color: var(--danger); }
   .toolbar { display: flex; flex-wrap: wrap; gap: .6rem; align-items: center; margin: .75rem 0; }
   button, a.button { font: inherit; font-size: .92rem; padding: .35rem .9rem; border-radius: 6px; border: 1px solid var(--accent);

@@ -10,6 +10,7 @@
  * for any other caller. Only reading a class goes to the store directly, after the same access
  * review, because the API's view has no labels and no last activity.
  */
+import { isStalled, progressText, startDuration } from "../../../lib/startProgress.ts";
 import type { FastifyPluginCallback, FastifyReply, FastifyRequest } from "fastify";
 import pLimit from "p-limit";
 import { UserlandAnnotations, type Userland } from "../../../api/v1alpha1/index.ts";
@@ -386,6 +387,12 @@ export const consoleRoutes: FastifyPluginCallback<ConsoleOptions> = (app, opts, 
   done();
 };
 
+/** "started in 23 s" for a Ready environment whose last start the operator followed. */
+function startedIn(u: Userland): string {
+  const took = startDuration(u.status?.progress);
+  return took ? `started in ${took}` : "";
+}
+
 /** A table row: the state a teacher cares about (a stopped environment is Stopped whatever its phase). */
 function rowOf(u: Userland): Row {
   const annotations = u.metadata.annotations ?? {};
@@ -402,8 +409,9 @@ function rowOf(u: Userland): Row {
         ? "stopped after a while without use"
         : (reason ?? "")
       : u.status?.phase === "Ready"
-        ? ""
-        : (u.status?.message ?? ""),
+        ? startedIn(u)
+        : [u.status?.message ?? "", progressText(u.status?.progress, new Date())].filter(Boolean).join(" — "),
+    stalled: !stopped && isStalled(u.status),
     lastActivity: at && !Number.isNaN(at.getTime()) ? at : undefined,
   };
 }
