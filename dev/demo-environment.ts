@@ -41,11 +41,15 @@ function environmentPage(
   });
 }
 
-export async function startDemoEnvironment(owner: {
-  userland: string;
-  user: string;
-  template: string;
-}): Promise<DemoEnvironment> {
+/** Starts a demo environment on 127.0.0.1:`port` (0: any free port). */
+export async function startDemoEnvironment(
+  owner: {
+    userland: string;
+    user: string;
+    template: string;
+  },
+  port = 0,
+): Promise<DemoEnvironment> {
   const server: Server = createServer((req, res) => {
     const xUser = req.headers["x-user"];
     const received = Array.isArray(xUser) ? xUser.join(", ") : (xUser ?? "(none)");
@@ -66,7 +70,7 @@ export async function startDemoEnvironment(owner: {
       ),
     );
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     close: async () => {

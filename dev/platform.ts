@@ -39,7 +39,7 @@ import {
   type Component,
 } from "../cluster/chartRbac.ts";
 import { installCustomResourceDefinitions } from "../cluster/customResourceDefinitions.ts";
-import { listeningSocket, portOf, socketsFor } from "../cluster/ports.ts";
+import { heldPort, listeningSocket, portOf, socketsFor, type HeldPort } from "../cluster/ports.ts";
 import { startDemoEnvironment, type DemoEnvironment } from "./demo-environment.ts";
 import { startDevIdentityProvider, type DevIdentityProvider } from "./identity-provider.ts";
 import { templatesPath, userlandsPath } from "../api/v1alpha1/index.ts";
@@ -68,6 +68,12 @@ export interface PlatformOptions {
   templatePorts?: string[];
   /** Whether a student with no environment gets one of the demo at sign-in (default true). */
   provision?: boolean;
+  /**
+   * Tests of a start's last step: each demo environment's address is published at once, but it
+   * listens only this long after its Userland is Ready, as a pod whose Service does not route yet
+   * (connections are refused until then). Unset: it listens as soon as it is published.
+   */
+  demoListensAfterReadyMs?: number;
 }
 
 /** A credentials file the platform wrote for a component. */
@@ -162,6 +168,9 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
   mkdirSync(logsDir, { recursive: true });
   const children: { name: string; child: ChildProcess }[] = [];
   const demos = new Map<string, DemoEnvironment>();
+  /** Each demo's address by Service name, published to the proxy (with demoListensAfterReadyMs, before it listens). */
+  const addresses = new Map<string, string>();
+  const heldPorts: HeldPort[] = [];
   let idp: DevIdentityProvider | undefined;
   let informer: Informer<Userland> | undefined;
   const relays: { close(): Promise<void> }[] = [];
@@ -181,6 +190,7 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       ),
     );
     for (const demo of demos.values()) await demo.close();
+    for (const held of heldPorts) held.release();
     for (const relay of relays) await relay.close();
     for (const server of unpassed) if (server.listening) server.close();
     await idp?.close();
@@ -400,28 +410,52 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
     });
     const publish = () => {
       const map = Object.fromEntries(
-        [...demos].map(([service, demo]) => [`${NAMESPACE}/${service}`, demo.url]),
+        [...addresses].map(([service, url]) => [`${NAMESPACE}/${service}`, url]),
       );
       writeFileSync(`${overridesFile}.tmp`, JSON.stringify(map, null, 2));
       renameSync(`${overridesFile}.tmp`, overridesFile);
     };
     const starting = new Set<string>();
-    const ensureDemo = (u: Userland) => {
-      const service = u.status?.service?.name;
-      if (!service || demos.has(service) || starting.has(service)) return;
-      starting.add(service);
-      void startDemoEnvironment({
-        userland: u.metadata.name ?? "",
-        user: u.spec.user,
-        template: u.spec.templateName,
-      }).then((demo) => {
-        starting.delete(service);
+    const startDemo = (u: Userland, service: string, port?: number) =>
+      startDemoEnvironment(
+        { userland: u.metadata.name ?? "", user: u.spec.user, template: u.spec.templateName },
+        port,
+      ).then((demo) => {
         demos.set(service, demo);
+        addresses.set(service, demo.url);
         publish();
       });
+    /** With demoListensAfterReadyMs: each Service's port, held from the first sight of it. */
+    const reserved = new Map<string, Promise<number>>();
+    const ensureDemo = async (u: Userland) => {
+      const service = u.status?.service?.name;
+      if (!service || demos.has(service)) return;
+      const delayMs = opts.demoListensAfterReadyMs;
+      if (delayMs === undefined) {
+        if (starting.has(service)) return;
+        starting.add(service);
+        return startDemo(u, service);
+      }
+      // Published now, listening later: the port is held (cluster/ports.ts), so nothing else takes it.
+      let port = reserved.get(service);
+      if (!port) {
+        port = heldPort().then((held) => {
+          heldPorts.push(held);
+          addresses.set(service, `http://127.0.0.1:${held.port}`);
+          publish();
+          return held.port;
+        });
+        reserved.set(service, port);
+      }
+      const listenOn = await port;
+      if (u.status?.phase !== "Ready" || starting.has(service)) return;
+      starting.add(service);
+      setTimeout(() => void startDemo(u, service, listenOn), delayMs);
     };
-    informer.on("add", ensureDemo);
-    informer.on("update", ensureDemo);
+    const onUserland = (u: Userland) =>
+      void ensureDemo(u).catch((error: unknown) => log(`demo environment: ${(error as Error).message}`));
+    informer.on("add", onUserland);
+    informer.on("update", onUserland);
     await informer.start();
 
     await waitFor(
