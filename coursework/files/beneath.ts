@@ -80,21 +80,10 @@ export async function openFolderIn(
  * components without following a link; `create` makes missing folders (mode 0755).
  */
 export async function openFolder(path: string, create = false): Promise<FileHandle> {
-  const absolute = resolve(path);
-  let current = await open("/", FOLDER_FLAGS);
-  let shown = "";
-  for (const name of absolute.split("/").filter((s) => s !== "")) {
-    shown += `/${name}`;
-    try {
-      const next = await openFolderIn(current, name, shown, create);
-      await current.close();
-      current = next;
-    } catch (error) {
-      await current.close();
-      throw error;
-    }
-  }
-  return current;
+  const names = resolve(path)
+    .split("/")
+    .filter((s) => s !== "");
+  return descend(await open("/", FOLDER_FLAGS), names, create, (i) => `/${names.slice(0, i + 1).join("/")}`);
 }
 
 /**
@@ -106,12 +95,25 @@ export async function openFolderBeneath(
   relative: string,
   create = false,
 ): Promise<FileHandle> {
-  let current = await open(`/proc/self/fd/${root.fd}`, FOLDER_FLAGS & ~O_NOFOLLOW);
-  let shown = "";
-  for (const name of relative.split("/").filter((s) => s !== "")) {
-    shown = shown ? `${shown}/${name}` : name;
+  const names = relative.split("/").filter((s) => s !== "");
+  const start = await open(`/proc/self/fd/${root.fd}`, FOLDER_FLAGS & ~O_NOFOLLOW);
+  return descend(start, names, create, (i) => names.slice(0, i + 1).join("/"));
+}
+
+/**
+ * Opens `names` one below the other from the open folder `start`, closing each folder it leaves
+ * (and `start`); `shown(i)` is the path up to names[i] as errors name it.
+ */
+async function descend(
+  start: FileHandle,
+  names: string[],
+  create: boolean,
+  shown: (i: number) => string,
+): Promise<FileHandle> {
+  let current = start;
+  for (const [i, name] of names.entries()) {
     try {
-      const next = await openFolderIn(current, name, shown, create);
+      const next = await openFolderIn(current, name, shown(i), create);
       await current.close();
       current = next;
     } catch (error) {
