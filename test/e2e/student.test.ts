@@ -18,7 +18,12 @@ import { DEMO_TEMPLATE, startPlatform, type Platform } from "../../dev/platform.
 import { repoRoot } from "../../cluster/controlPlane.ts";
 import { gotoSignIn, launchBrowser } from "../support/browser.ts";
 import { eventually } from "../support/cluster.ts";
-import { environmentOf as environmentOfPage, signIn } from "../support/platformPages.ts";
+import {
+  assertNoErrorPage,
+  environmentOf as environmentOfPage,
+  pagesLoaded,
+  signIn,
+} from "../support/platformPages.ts";
 
 const artifacts = join(repoRoot, "artifacts", "e2e");
 let platform: Platform;
@@ -58,16 +63,7 @@ const environmentOf = (page: Page) => environmentOfPage(page, artifacts);
 
 test("a new student logs in, is provisioned, waits on the starting page, works in their own environment, logs out", async () => {
   const context = await browser.newContext();
-  // Every page the browser loads, by title: the starting page may be on screen only briefly (kwok
-  // makes the environment Ready quickly), too briefly to poll for.
-  const titles: string[] = [];
-  context.on("response", (response) => {
-    if (response.request().resourceType() !== "document") return;
-    void response.text().then(
-      (html) => titles.push(/<title>([^<]*)<\/title>/.exec(html)?.[1] ?? ""),
-      () => undefined,
-    );
-  });
+  const titles = pagesLoaded(context);
   const page = await login(context, "alice", "01-login.png");
 
   // Just provisioned, so not Ready yet: the starting page, which follows the status by itself.
@@ -81,11 +77,7 @@ test("a new student logs in, is provisioned, waits on the starting page, works i
   // Never an error page on the way: the Userland is Ready only once its Service routes, and a
   // connection refused just after (here: kwok's pod is Ready before the loopback stand-in listens)
   // keeps the starting page while the proxy tries again.
-  assert.deepEqual(
-    titles.filter((t) => /not answering|taking too long|could not start/.test(t)),
-    [],
-    `pages seen: ${JSON.stringify(titles)}`,
-  );
+  assertNoErrorPage(titles);
   assert.equal(env.owner, "alice");
   assert.equal(env.xUser, "alice", "the environment received X-User from the proxy");
   await page.screenshot({ path: join(artifacts, "03-environment.png"), fullPage: true });

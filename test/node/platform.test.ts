@@ -48,6 +48,7 @@ import {
 } from "../support/resources.ts";
 import { execInContainer, nodeRelays, realNode, waitForOnePodReady } from "../support/realNode.ts";
 import { run } from "../chart/support.ts";
+import { assertNoErrorPage, pagesLoaded } from "../support/platformPages.ts";
 
 // The page's globals, for the functions playwright runs in the browser (this file has no DOM types).
 declare const document: { cookie: string; querySelector(selector: string): unknown };
@@ -232,37 +233,19 @@ test("deploy/README.md's install section runs the platform's own image: every co
 });
 
 /** A fresh browser profile; beside the other tests on 2 cores a navigation may take over 30 s. */
-/** The title of every page each browser context loaded, in order. */
-const titlesSeen = new WeakMap<BrowserContext, string[]>();
+/** Every page each browser context loaded, in order (pagesLoaded). */
+const pagesSeen = new WeakMap<BrowserContext, string[]>();
 
 async function newContext(options: Parameters<Browser["newContext"]>[0] = {}): Promise<BrowserContext> {
   const context = await browser.newContext(options);
   context.setDefaultNavigationTimeout(120_000);
   context.setDefaultTimeout(60_000);
-  const titles: string[] = [];
-  titlesSeen.set(context, titles);
-  context.on("response", (response) => {
-    if (response.request().resourceType() !== "document") return;
-    void response.text().then(
-      (html) => titles.push(/<title>([^<]*)<\/title>/.exec(html)?.[1] ?? ""),
-      () => undefined,
-    );
-  });
+  pagesSeen.set(context, pagesLoaded(context));
   return context;
 }
 
-/**
- * From sign-in to the IDE a student sees the starting page and then the IDE, never an error page:
- * Ready means the Service routes, and a refusal just after keeps the starting page.
- */
-function assertNoErrorPage(context: BrowserContext): void {
-  const titles = titlesSeen.get(context) ?? [];
-  assert.deepEqual(
-    titles.filter((t) => /not answering|taking too long|could not start/.test(t)),
-    [],
-    `pages seen: ${JSON.stringify(titles)}`,
-  );
-}
+/** No error page on this context's way from sign-in to the IDE (assertNoErrorPage). */
+const noErrorPage = (context: BrowserContext): void => assertNoErrorPage(pagesSeen.get(context) ?? []);
 
 /** Signs in at the local provider as `name`, starting from `url`; returns the page once back. */
 async function signIn(context: BrowserContext, url: string, name: string): Promise<Page> {
@@ -335,7 +318,7 @@ test("a student signs in, waits on the starting page, runs a cell in their own J
   await expectOnPage(page, "#phase", "the starting page", 30_000);
   await shot(page, "jupyter-starting.png");
   await expectOnPage(page, "#notebook_list", "Jupyter's file list", 180_000);
-  assertNoErrorPage(alice);
+  noErrorPage(alice);
   const firstIde = Date.now() - signedIn;
   process.stdout.write(`# alice: sign-in → Jupyter's page: ${firstIde} ms\n`);
   assert.equal(new URL(page.url()).hostname, `jupyter.${DOMAIN}`, "Jupyter at its Template's host");
@@ -486,7 +469,7 @@ test("a student runs SQL in phpMyAdmin on their own MariaDB; another student's d
   const bob = await newContext();
   const page = await signIn(bob, url, "bob");
   await expectOnPage(page, "#pma_navigation", "phpMyAdmin", 240_000);
-  assertNoErrorPage(bob);
+  noErrorPage(bob);
   await runSql(
     page,
     "CREATE TABLE notes (t VARCHAR(64)); INSERT INTO notes VALUES ('bob was here'); SELECT * FROM notes;",
@@ -514,7 +497,7 @@ test("a student opens a terminal in VS Code (code-server) and runs a command in 
   const carol = await newContext({ viewport: { width: 1280, height: 800 } });
   const page = await signIn(carol, url, "carol");
   await expectOnPage(page, ".monaco-workbench", "VS Code's workbench", 240_000);
-  assertNoErrorPage(carol);
+  noErrorPage(carol);
   // A new terminal from the command palette, as a student finds it; its shell talks over a WebSocket.
   await page.waitForLoadState("networkidle");
   await page.keyboard.press("F1");

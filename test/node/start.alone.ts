@@ -12,6 +12,7 @@ import { repoRoot } from "../../cluster/controlPlane.ts";
 import { heldPort, type HeldPort } from "../../cluster/ports.ts";
 import { startRealPlatform, type RealPlatform } from "../../dev/realPlatform.ts";
 import { gotoSignIn, launchBrowser } from "../support/browser.ts";
+import { assertNoErrorPage, pagesLoaded } from "../support/platformPages.ts";
 
 let platform: RealPlatform;
 let browser: Browser;
@@ -48,14 +49,7 @@ after(async () => {
  */
 async function signInAndWait(url: string, name: string, selector: string): Promise<string> {
   const context = await browser.newContext();
-  const titles: string[] = [];
-  context.on("response", (response) => {
-    if (response.request().resourceType() !== "document") return;
-    void response.text().then(
-      (html) => titles.push(/<title>([^<]*)<\/title>/.exec(html)?.[1] ?? ""),
-      () => undefined,
-    );
-  });
+  const titles = pagesLoaded(context);
   try {
     const page = await context.newPage();
     page.setDefaultNavigationTimeout(120_000);
@@ -68,11 +62,7 @@ async function signInAndWait(url: string, name: string, selector: string): Promi
     await page.fill("input[name=name]", name);
     await page.click("button[type=submit]");
     await page.waitForSelector(selector, { timeout: 240_000 });
-    assert.deepEqual(
-      titles.filter((t) => /not answering|taking too long|could not start/.test(t)),
-      [],
-      `pages seen: ${JSON.stringify(titles)}`,
-    );
+    assertNoErrorPage(titles);
     return page.url();
   } finally {
     await context.close();
