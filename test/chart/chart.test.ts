@@ -47,6 +47,11 @@ interface Container {
   resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
   securityContext?: Record<string, unknown>;
   livenessProbe?: { httpGet?: { path: string; port: string | number } };
+  startupProbe?: {
+    httpGet?: { path: string; port: string | number };
+    periodSeconds?: number;
+    failureThreshold?: number;
+  };
   readinessProbe?: { httpGet?: { path: string; port: string | number } };
   lifecycle?: { preStop?: { sleep?: { seconds: number } } };
 }
@@ -359,6 +364,34 @@ test("auth, proxy and user-manager keep serving for endpointDrainSeconds after t
     proxy: undefined,
     "user-manager": undefined,
     operator: undefined,
+  });
+});
+
+test("every component's liveness probe counts only after a startup probe allows startupSeconds to start", async () => {
+  const probes = async (values: object) =>
+    Object.fromEntries(
+      deployments(parseManifests(await renderChart("userland", "ide", { ...loginValues, ...values }))).map(
+        (d) => {
+          const [container] = d.spec.template.spec.containers;
+          const startup = container?.startupProbe;
+          const liveness = container?.livenessProbe;
+          // The same endpoint: once it answers, the component has started and liveness takes over.
+          assert.deepEqual(
+            startup?.httpGet,
+            liveness?.httpGet,
+            `${d.metadata.name}: startup probes /healthz`,
+          );
+          const budget = (startup?.periodSeconds ?? 10) * (startup?.failureThreshold ?? 3);
+          return [componentOf(d), budget];
+        },
+      ),
+    );
+  assert.deepEqual(await probes({}), { auth: 120, proxy: 120, "user-manager": 120, operator: 120 });
+  assert.deepEqual(await probes({ startupSeconds: 300 }), {
+    auth: 300,
+    proxy: 300,
+    "user-manager": 300,
+    operator: 300,
   });
 });
 

@@ -182,6 +182,18 @@ lifecycle:
 {{- end }}
 {{- end -}}
 
+{{/*
+Liveness counts only once a component has started: (dict "root" $ "port" "http"), the port its
+/healthz is on. Seen on two loaded cores: auth took 40 s to listen, the liveness probe (30 s) killed
+both replicas at once and the proxy lost its session keys' source.
+*/}}
+{{- define "userland.startupProbe" -}}
+startupProbe:
+  httpGet: { path: /healthz, port: {{ .port }} }
+  periodSeconds: 2
+  failureThreshold: {{ div .root.Values.startupSeconds 2 }}
+{{- end -}}
+
 {{/* Env vars every component gets. */}}
 {{- define "userland.commonEnv" -}}
 - name: LOG_LEVEL
