@@ -47,13 +47,17 @@ function configMap(name: string, group: string, labelled = true): V1ConfigMap {
   };
 }
 
-/** A ConfigMap informer in `ns`, indexed by data.group, stopped (and `rest` closed) when the test ends. */
+/**
+ * A ConfigMap informer in `ns`, indexed by data.group, stopped (and `rest` closed) when the test
+ * ends. Its back-off starts at 50 ms instead of 1 s: the retry test then waits for no real seconds.
+ */
 function configMapInformer(t: TestContext, rest: KubeRest, ns: string) {
   const informer = new Informer<V1ConfigMap>(rest, {
     path: configMapsPath(ns),
     labelSelector: `${LABEL}=yes`,
     log,
     freeze: true,
+    retryBaseMs: 50,
   });
   informer.addIndex(BY_GROUP, (cm) => (cm.data?.group ? [namespacedKey(ns, cm.data.group)] : []));
   stopAfter(t, informer, rest);
