@@ -337,6 +337,10 @@ export class ControlPlane {
       "--audit-log-maxsize=100000",
       "--max-requests-inflight=1000",
       "--max-mutating-requests-inflight=500",
+      // Without it, a stop while clients (the controllers, kwok, an operator) hold watches waits
+      // for them until the harness's 10 s grace ends in SIGKILL; with it, the watches are ended
+      // after 1 s and the API server exits (stopApiServer: 10.0 s -> 1.1 s).
+      "--shutdown-watch-termination-grace-period=1s",
       ...(this.opts.apiServerFlags ?? []),
     ];
   }

@@ -38,6 +38,11 @@ interface InformerOptions<T> {
    * the freshly parsed object, which nothing else holds, and may change it in place.
    */
   transform?: (obj: T) => T;
+  /**
+   * The first back-off after a failure, doubled for each further one up to 30 s (default 1 s,
+   * client-go's). Only tests set it, so that a test of the retries does not wait out real seconds.
+   */
+  retryBaseMs?: number;
 }
 
 /**
@@ -304,7 +309,7 @@ export class Informer<T extends KubernetesObject> {
 
   private async retryAfterFailure(stream: Stream, error: unknown, signal: AbortSignal): Promise<void> {
     stream.retryDelayMs = Math.min(
-      stream.retryDelayMs ? stream.retryDelayMs * 2 : RETRY_BASE_MS,
+      stream.retryDelayMs ? stream.retryDelayMs * 2 : (this.opts.retryBaseMs ?? RETRY_BASE_MS),
       RETRY_MAX_MS,
     );
     const delay = stream.retryDelayMs * (0.8 + Math.random() * 0.4);

@@ -127,6 +127,10 @@ export class NodeNamespace {
   /** Ends the namespace: the kernel kills whatever still runs in it and drops its mounts. */
   async destroy(): Promise<void> {
     for (const name of [...this.inner.keys()]) await this.stopDaemon(name, 5_000);
+    // unshare ignores SIGTERM while it waits for its child, so it alone would take the whole grace
+    // and SIGKILL: tini, the namespace's init, is told instead; it ends `sleep` and exits, and
+    // unshare with it.
+    if (this.holderPid > 0 && alive(this.holderPid)) process.kill(this.holderPid, "SIGTERM");
     await this.processes.stop("namespace", 5_000);
     this.holderPid = 0;
   }

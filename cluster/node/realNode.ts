@@ -173,14 +173,16 @@ export class RealNode {
     this.started = false;
     // The kubelet first, so that it does not restart what containerd is stopping; the kernel then
     // ends every container with the namespace.
-    for (const name of [
-      "local-path-provisioner",
-      "kube-network-policies",
-      "kube-proxy",
-      "kubelet",
-      "containerd",
-    ]) {
-      await this.ns.stopDaemon(name, 5_000);
+    for (const [name, graceMs] of [
+      ["local-path-provisioner", 5_000],
+      // On SIGTERM it removes its nftables table at once, then sleeps 5 s before exiting (its
+      // main.go's "grace period"); the table is in the node's network namespace, gone with it.
+      ["kube-network-policies", 1_000],
+      ["kube-proxy", 5_000],
+      ["kubelet", 5_000],
+      ["containerd", 5_000],
+    ] as const) {
+      await this.ns.stopDaemon(name, graceMs);
     }
     await this.ns.destroy();
     await this.relays.close();

@@ -33,7 +33,8 @@ import {
 
 /**
  * An environment that keeps a file in its volume: the first start writes a random marker, every
- * start serves the volume's content on 8080 (readiness probe included).
+ * start serves the volume's content on 8080 (readiness probe included). It ends on SIGTERM, as an
+ * IDE does.
  */
 function realTemplateSpec(image: string): TemplateSpec {
   return {
@@ -49,7 +50,9 @@ function realTemplateSpec(image: string): TemplateSpec {
             command: [
               "sh",
               "-c",
-              "[ -f /home/student/marker ] || head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \\n' > /home/student/marker; exec busybox httpd -f -p 8080 -h /home/student",
+              // Not exec'd: as PID 1, httpd would ignore SIGTERM and every stop, roll-out
+              // (Recreate) and delete would wait out the 30 s grace period; the shell's trap ends it.
+              "[ -f /home/student/marker ] || head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \\n' > /home/student/marker; busybox httpd -f -p 8080 -h /home/student & trap 'kill $!; exit 0' TERM; wait",
             ],
             env: [{ name: "ROLLOUT", value: "1" }],
             ports: [{ containerPort: 8080, name: "http" }],
