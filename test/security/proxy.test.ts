@@ -67,8 +67,13 @@ test("hostile requests through the proxy never reach another user's environment"
   // A third student, outside the table's bookkeeping: the per-student limits must not touch others.
   const bobUpstream = await startUpstream(t, `${BOB}/code`);
   await createUserland(ns, `code-${BOB}`, BOB, "code");
-  // No default Template: an unknown Host is a 404, not somebody's environment.
-  const proxy = await startProxy(t, ns, keys, { PROXY_ALLOWED_ORIGINS: "https://portal.example.test" });
+  // No default Template: an unknown Host is a 404, not somebody's environment. No grace after
+  // Ready (PROXY_READY_GRACE): the Userlands here turned Ready moments ago, and the rows on the 502
+  // page need a refused connection to be one at once, not a starting page after retries.
+  const proxy = await startProxy(t, ns, keys, {
+    PROXY_ALLOWED_ORIGINS: "https://portal.example.test",
+    PROXY_READY_GRACE: "0s",
+  });
   // The same cluster behind a proxy with tiny per-student limits (issue 13 item 6).
   const limited = await startProxy(t, ns, keys, {
     PROXY_MAX_WEBSOCKETS_PER_USER: "2",
