@@ -19,6 +19,7 @@ import {
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
+import { childNames } from "../api/naming.ts";
 import type { Userland } from "../api/v1alpha1/index.ts";
 import { Informer } from "../lib/informer.ts";
 import { KubeRest, paths } from "../lib/kubeRest.ts";
@@ -428,8 +429,11 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
     /** With demoListensAfterReadyMs: each Service's port, held from the first sight of it. */
     const reserved = new Map<string, Promise<number>>();
     const ensureDemo = async (u: Userland) => {
-      const service = u.status?.service?.name;
-      if (!service || demos.has(service)) return;
+      // Named as the operator names it (api/naming.ts), so the address is published as soon as the
+      // Userland exists: its status, which also names the Service, is first written when it is
+      // Ready, and a proxy asked before the address is in its overrides answers 502 ("unresolved").
+      const service = childNames(u.spec.templateName, u.metadata.name ?? "").service;
+      if (demos.has(service)) return;
       const delayMs = opts.demoListensAfterReadyMs;
       if (delayMs === undefined) {
         if (starting.has(service)) return;
