@@ -194,7 +194,7 @@ export const settings = {
   readyGrace: {
     env: "PROXY_READY_GRACE",
     description:
-      "For this long after an environment turns Ready, a refused connection is retried for a few seconds and then shows the starting page, not the 'not answering' page (0s: never)",
+      "For this long after an environment turns Ready, a refused connection or a name not yet found is retried for a few seconds and then shows the starting page, not the 'not answering' page (0s: never)",
     parse: parse.duration,
     default: 30_000,
     show: formatDuration,

@@ -11,8 +11,20 @@ import { UserlandConditions, type Userland } from "../../api/v1alpha1/index.ts";
 /** Waits before each further attempt: four more attempts within 5 s. */
 export const READY_RETRY_DELAYS_MS: readonly number[] = [500, 1000, 1500, 2000];
 
-/** The connection was never made: nothing reached the environment. */
-const NOT_CONNECTED = new Set(["ECONNREFUSED", "EHOSTUNREACH", "UND_ERR_CONNECT_TIMEOUT"]);
+/** What the starting page says while a just-Ready environment cannot be reached yet. */
+export const WAITING_TO_ANSWER = "Waiting for your environment to answer";
+
+/**
+ * The connection was never made: nothing reached the environment. A new Service's DNS name may
+ * also lag its Ready a moment (ENOTFOUND, EAI_AGAIN).
+ */
+const NOT_CONNECTED = new Set([
+  "ECONNREFUSED",
+  "EHOSTUNREACH",
+  "UND_ERR_CONNECT_TIMEOUT",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+]);
 /** Connected, then closed before any answer: the request may have reached the environment. */
 const CLOSED_BEFORE_ANSWER = new Set(["ECONNRESET", "UND_ERR_SOCKET", "EPIPE"]);
 const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS"]);

@@ -31,7 +31,7 @@ import { HOME_PATH } from "./home.ts";
 import { isHomeHost, labelUnder, templateForHost, type ClusterView } from "./routing.ts";
 import type { RequestSessions } from "../../lib/requestSessions.ts";
 import type { Starter } from "./starter.ts";
-import { readySince } from "./readyRetry.ts";
+import { justReady, readySince, WAITING_TO_ANSWER } from "./readyRetry.ts";
 import { isStalled, progressText } from "../../lib/startProgress.ts";
 
 /** A request whose session and Template are known. */
@@ -88,6 +88,7 @@ export type RouterConfig = Pick<
   | "allowedOrigins"
   | "startOnAccess"
   | "origins"
+  | "readyGraceMs"
 >;
 
 export interface RouterDeps {
@@ -241,7 +242,14 @@ export class Router {
     const { namespace = "", name = "" } = userland.metadata;
     const service = userland.status?.service;
     const target = service && resolver.resolve(namespace, service.name, service.port);
-    if (!target) return page("unresolved", upstreamErrorPage(502, env, returnPath));
+    if (!target) {
+      // Just after Ready, the address may not be known yet (an upstream overrides file is re-read
+      // once a second): the start's last step, not an outage. The cluster's DNS resolver always
+      // gives an address; its lookups are retried with the connection (readyRetry.ts).
+      if (justReady(readySince(userland), this.deps.config.readyGraceMs))
+        return page("starting", startingPage(env, "Ready", WAITING_TO_ANSWER));
+      return page("unresolved", upstreamErrorPage(502, env, returnPath));
+    }
     return {
       kind: "forward",
       outcome: "proxied",

@@ -22,7 +22,7 @@ import { UserLimits } from "./limits.ts";
 import type { ProxyMetrics } from "./metrics.ts";
 import { serveOwnEndpoint } from "./ownEndpoints.ts";
 import { simplePage, startingPage, tooManyPage, upstreamErrorPage, type Page } from "./pages.ts";
-import { justReady, mayRetry, READY_RETRY_DELAYS_MS } from "./readyRetry.ts";
+import { justReady, mayRetry, READY_RETRY_DELAYS_MS, WAITING_TO_ANSWER } from "./readyRetry.ts";
 import { requestLog, startRecord, type RequestRecord } from "./requestLog.ts";
 import type { UpstreamResolver } from "./resolver.ts";
 import { refuseUpgrade, sendPage, sendSignIn } from "./respond.ts";
@@ -193,7 +193,7 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
             if (retryable) {
               // Still refused just after Ready: the Service is not routing yet, not a crash.
               record.outcome = "starting";
-              sendPage(req, res, startingPage(route.env, "Ready", "Waiting for your environment to answer"));
+              sendPage(req, res, startingPage(route.env, "Ready", WAITING_TO_ANSWER));
               return;
             }
             sendPage(req, res, upstreamErrorPage(kind === "timeout" ? 504 : 502, route.env, req.url ?? "/"));

@@ -71,6 +71,7 @@ function router(
       allowedOrigins: [],
       startOnAccess: options.startOnAccess ?? false,
       origins: "shared",
+      readyGraceMs: 30_000,
     },
     cluster: {
       namespace: "ns",
@@ -160,6 +161,32 @@ test("the router decides once for HTTP and WebSocket: refusals, sign-in, own end
 test("a Ready Userland whose Service has no address gets the 502 page", async () => {
   const r = router({ userlands: [userland("alice", { ...ready, service: { name: "unlisted", port: 80 } })] });
   assert.deepEqual(pageOf(await r.route(fakeRequest("/", { user: "alice" }), "http", record())), {
+    outcome: "unresolved",
+    status: 502,
+  });
+});
+
+test("just after Ready, a Service with no address yet gets the starting page; later the 502 page", async () => {
+  const readyAt = (msAgo: number) => ({
+    ...ready,
+    service: { name: "unlisted", port: 80 },
+    conditions: [
+      {
+        type: "Ready",
+        status: "True" as const,
+        reason: "Ready",
+        message: "",
+        lastTransitionTime: new Date(Date.now() - msAgo).toISOString(),
+      },
+    ],
+  });
+  const fresh = router({ userlands: [userland("alice", readyAt(1_000))] });
+  assert.deepEqual(pageOf(await fresh.route(fakeRequest("/", { user: "alice" }), "http", record())), {
+    outcome: "starting",
+    status: 503,
+  });
+  const old = router({ userlands: [userland("alice", readyAt(60_000))] });
+  assert.deepEqual(pageOf(await old.route(fakeRequest("/", { user: "alice" }), "http", record())), {
     outcome: "unresolved",
     status: 502,
   });
