@@ -2,6 +2,7 @@
  * What every sync handler works with: caches and their indexes (read), the API (write), events,
  * metrics, logs and the clock. Handlers get everything from here, nothing from the controller.
  */
+import type { UserlandStatus } from "../api/v1alpha1/index.ts";
 import type { KubeRest } from "../lib/kubeRest.ts";
 import type { Logger } from "../lib/logger.ts";
 import type { Caches } from "./caches.ts";
@@ -23,10 +24,12 @@ export interface OperatorContext {
   /** Why a Pending claim waits: its Warning Events, looked up sparingly. */
   claimEvents: ClaimEvents;
   /**
-   * By "namespace/name": the stall reason ("" for none) of the last status each Userland's sync
-   * computed, so a cause gets its Warning once even when the next sync reads an older cached status.
+   * By "namespace/name": the last status each Userland's sync computed to write. The next sync may
+   * read an older cached status; with this one a cause gets its Warning once, and a step the
+   * operator saw itself (Reachable) keeps the time it was first seen instead of taking a new one,
+   * which would be one more write, after the state had converged.
    */
-  stalls: Map<string, string>;
+  computed: Map<string, UserlandStatus>;
   log: Logger;
   now(): Date;
 }

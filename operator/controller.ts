@@ -97,7 +97,7 @@ export class Controller {
       spawns: new Spawns(),
       teachers: new Teachers({ rest, log: opts.log, ...opts.teachers }),
       claimEvents: new ClaimEvents(rest, opts.log),
-      stalls: new Map(),
+      computed: new Map(),
       log: opts.log,
       now: () => new Date(),
     };
@@ -128,7 +128,7 @@ export class Controller {
     });
     userlands.on("delete", (u) => {
       this.context.spawns.forget(u);
-      this.context.stalls.delete(namespacedKey(u.metadata.namespace, u.metadata.name));
+      this.context.computed.delete(namespacedKey(u.metadata.namespace, u.metadata.name));
       recountTemplateOf(u);
       enqueueUserland(u);
     });

@@ -44,6 +44,11 @@ export interface StartObservation {
   routable: boolean;
   /** The previous progress: times only the operator saw (VolumeBound, Reachable) are kept from it. */
   previous: StartProgress | undefined;
+  /**
+   * The progress this operator last computed to write, newer than `previous` when the cache has
+   * not caught up with that write yet: its times are kept too.
+   */
+  remembered?: StartProgress | undefined;
   now: Date;
 }
 
@@ -182,9 +187,11 @@ function startProgress(pod: V1Pod | undefined, obs: StartObservation): StartProg
   const created = timeMs(pod.metadata?.creationTimestamp);
   if (!Number.isFinite(created)) return undefined;
   const since = conditionTime(new Date(created));
-  const previous = obs.previous?.since === since ? obs.previous : undefined;
+  const sameStart = (p: StartProgress | undefined) => (p?.since === since ? p : undefined);
+  const earlier = [sameStart(obs.previous), sameStart(obs.remembered)];
   const seen = (step: StartStep) =>
-    previous?.steps.find((s) => s.step === step)?.at ?? conditionTime(obs.now);
+    earlier.map((p) => p?.steps.find((s) => s.step === step)?.at).find((at) => at !== undefined) ??
+    conditionTime(obs.now);
   const steps: StartProgress["steps"] = [];
   const at = (time: Date | string | undefined) => {
     const ms = timeMs(time);

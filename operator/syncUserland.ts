@@ -146,9 +146,10 @@ export async function syncUserland(
   const holdBackMs = firstStatusDelayMs(userland, status, deployment, now);
   if (holdBackMs === 0) {
     const key = namespacedKey(namespace, name);
-    for (const event of statusEvents(userland.status, status, ctx.stalls.get(key)))
+    const last = ctx.computed.get(key);
+    for (const event of statusEvents(userland.status, status, last && stallOf(last)))
       ctx.events[event.type](userlandRef(userland), event.reason, event.message);
-    ctx.stalls.set(key, stallOf(status));
+    ctx.computed.set(key, status);
     await writeStatus(ctx, userland, status);
   }
   const spawned = ctx.spawns.observe(userland, userland.status?.phase, status.phase, now.getTime());
@@ -221,6 +222,7 @@ async function observeStart(
     claims,
     routable,
     previous: userland.status?.progress,
+    remembered: ctx.computed.get(namespacedKey(namespace, userland.metadata.name ?? ""))?.progress,
     now,
   });
   if (diagnosis.recheckAfterMs !== undefined) rechecks.push(diagnosis.recheckAfterMs);

@@ -164,6 +164,22 @@ test("progress: each step with the time it was reached; the operator's own sight
     now: new Date(now.getTime() + 60_000),
   });
   assert.deepEqual(later.progress, d.progress, "nothing changes while nothing happens: no status write");
+
+  // The cache has not caught up with the write of d yet (no progress there): the remembered
+  // progress keeps Reachable's time, so the next sync writes nothing new after convergence.
+  const staleCache = diagnoseStart({
+    pods: [ready],
+    claims: [bound],
+    routable: true,
+    previous: undefined,
+    remembered: d.progress,
+    now: new Date(now.getTime() + 2_000),
+  });
+  assert.deepEqual(
+    staleCache.progress,
+    d.progress,
+    "a stale cache takes no new time for a step seen already",
+  );
 });
 
 test("Stalled: set with the cause, a Warning once per cause, cleared by a later success with a recovery", () => {
