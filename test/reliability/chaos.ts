@@ -18,13 +18,20 @@
 import { createReadStream, rmSync } from "node:fs";
 import { dirname } from "node:path";
 import { createInterface } from "node:readline";
-import type { V1Deployment, V1ObjectMeta, V1PersistentVolumeClaim, V1Service } from "@kubernetes/client-node";
+import type {
+  V1Deployment,
+  V1ObjectMeta,
+  V1PersistentVolumeClaim,
+  V1Pod,
+  V1Service,
+} from "@kubernetes/client-node";
 import { ANNOTATIONS, childNames, LABELS } from "../../api/naming.ts";
 import type { Template, TemplateSpec, Userland } from "../../api/v1alpha1/index.ts";
 import { statusCode } from "../../lib/kube.ts";
-import { KubeRest } from "../../lib/kubeRest.ts";
+import { KubeRest, paths } from "../../lib/kubeRest.ts";
 import { isSubset } from "../../operator/compare.ts";
 import { controllerRef, desiredChildren } from "../../operator/desired.ts";
+import { currentPod } from "../../operator/startDiagnosis.ts";
 import type { ControlPlane } from "../../cluster/controlPlane.ts";
 import type { TestCluster } from "../support/cluster.ts";
 import { operatorKubeconfig, spawnOperator, type OperatorProcess } from "../support/operator.ts";
@@ -737,12 +744,13 @@ export class Chaos {
   async inspect(): Promise<Inspection> {
     const ns = this.opts.namespace;
     const list = async <T>(path: string) => (await this.rest.list<T>(path, { timeoutMs: 120_000 })).items;
-    const [userlands, templates, deployments, services, pvcs] = await Promise.all([
+    const [userlands, templates, deployments, services, pvcs, pods] = await Promise.all([
       list<Userland>(userlandsPath(ns)),
       list<Template>(templatesPath(ns)),
       list<V1Deployment>(deploymentsPath(ns)),
       list<V1Service>(servicesPath(ns)),
       list<V1PersistentVolumeClaim>(pvcsPath(ns)),
+      list<V1Pod>(paths.namespaced("", "v1", "pods", ns)),
     ]);
     const byName = <T extends { metadata?: V1ObjectMeta }>(items: T[]) =>
       new Map(items.map((i) => [i.metadata?.name ?? "", i]));
@@ -795,6 +803,23 @@ export class Chaos {
       const readyReason = status?.conditions?.find((c) => c.type === "Ready")?.reason;
       const phase = status?.phase === "Failed" ? `Failed:${readyReason}` : status?.phase;
       if (!phases.includes(phase ?? "")) problem(`phase ${phase ?? "none"}, expected ${phases.join(" or ")}`);
+      // Such a pod is unschedulable (its claims never bind): converged means the operator has said
+      // so too (the Stalled condition), or its saying so later would be writes after convergence.
+      const pod = currentPod(
+        pods.filter((p) => p.metadata?.labels?.[LABELS.instance] === desired.names.deployment),
+      );
+      const scheduled = pod?.status?.conditions?.find((c) => c.type === "PodScheduled");
+      const stalled = status?.conditions?.find((c) => c.type === "Stalled");
+      if (
+        enabled &&
+        phase === "Starting" &&
+        scheduled?.status === "False" &&
+        scheduled.reason === "Unschedulable" &&
+        (stalled?.status !== "True" || stalled.reason !== "Unschedulable")
+      )
+        problem(
+          `its pod is unschedulable, the status says Stalled ${stalled?.status ?? "none"} ${stalled?.reason ?? ""}`,
+        );
       if (status?.service?.name !== desired.names.service)
         problem(`status.service ${status?.service?.name} ≠ ${desired.names.service}`);
     }
