@@ -804,7 +804,8 @@ export class Chaos {
       const phase = status?.phase === "Failed" ? `Failed:${readyReason}` : status?.phase;
       if (!phases.includes(phase ?? "")) problem(`phase ${phase ?? "none"}, expected ${phases.join(" or ")}`);
       // Such a pod is unschedulable (its claims never bind): converged means the operator has said
-      // so too (the Stalled condition), or its saying so later would be writes after convergence.
+      // so too, in the scheduler's current words (the Stalled condition), or its saying so later
+      // would be writes after convergence.
       const pod = currentPod(
         pods.filter((p) => p.metadata?.labels?.[LABELS.instance] === desired.names.deployment),
       );
@@ -815,10 +816,20 @@ export class Chaos {
         phase === "Starting" &&
         scheduled?.status === "False" &&
         scheduled.reason === "Unschedulable" &&
-        (stalled?.status !== "True" || stalled.reason !== "Unschedulable")
+        (stalled?.status !== "True" ||
+          stalled.reason !== "Unschedulable" ||
+          !stalled.message.includes(scheduled.message ?? ""))
       )
         problem(
-          `its pod is unschedulable, the status says Stalled ${stalled?.status ?? "none"} ${stalled?.reason ?? ""}`,
+          `its pod is unschedulable (${scheduled.message ?? ""}), the status says Stalled ${stalled?.status ?? "none"} ${stalled?.reason ?? ""}: ${stalled?.message ?? ""}`,
+        );
+      // And the start it reports (status.progress) is the current pod's: a pod replaced after the
+      // children matched (a Recreate rollout ends later) is still to be reported.
+      const since = status?.progress?.since;
+      const podCreated = pod?.metadata?.creationTimestamp;
+      if (enabled && pod && Date.parse(String(podCreated)) !== Date.parse(since ?? ""))
+        problem(
+          `status.progress is about a pod created ${since ?? "never"}, the current pod ${String(podCreated)}`,
         );
       if (status?.service?.name !== desired.names.service)
         problem(`status.service ${status?.service?.name} ≠ ${desired.names.service}`);
