@@ -52,6 +52,19 @@ const courseSpec = (
     },
   });
 
+/** `request` is refused by the API server's validation (422) with `message`. */
+const refused = (what: string, request: Promise<unknown>, message: RegExp) =>
+  assert.rejects(
+    request,
+    (error: Error) => {
+      assert.ok(error instanceof KubeError, `${what}: ${String(error)}`);
+      assert.equal(error.code, 422, `${what}: ${error.message}`);
+      assert.match(error.message, message, what);
+      return true;
+    },
+    what,
+  );
+
 /** Each course folder's pod volume and its mount in the first container, as `name: ro|rw`. */
 function courseMounts(deployment: V1Deployment | undefined): string[] {
   const pod = deployment?.spec?.template.spec;
@@ -122,18 +135,8 @@ test("the CRD refuses malformed coursework with messages that say what to fix", 
       /cannot share a mountPath/,
     ],
   ];
-  for (const [what, bad, message] of cases) {
-    await assert.rejects(
-      rest.create(templatesPath(ns), body("bad", bad)),
-      (error: Error) => {
-        assert.ok(error instanceof KubeError, `${what}: ${String(error)}`);
-        assert.equal(error.code, 422, `${what}: ${error.message}`);
-        assert.match(error.message, message, what);
-        return true;
-      },
-      what,
-    );
-  }
+  for (const [what, bad, message] of cases)
+    await refused(what, rest.create(templatesPath(ns), body("bad", bad)), message);
 });
 
 test("course folders: claims made for the Template; students read-only, teachers (RBAC) read-write, and back when the RoleBinding goes", async (t) => {
@@ -328,17 +331,6 @@ spec: { assignment: lab1, user: ann@uni.example }
   const rest = await adminRest();
   const path = (plural: string, name?: string) =>
     paths.namespaced("userland.dev", "v1alpha1", plural, ns, name);
-  const refused = async (what: string, request: Promise<unknown>, message: RegExp) =>
-    assert.rejects(
-      request,
-      (error: Error) => {
-        assert.ok(error instanceof KubeError, `${what}: ${String(error)}`);
-        assert.equal(error.code, 422, `${what}: ${error.message}`);
-        assert.match(error.message, message, what);
-        return true;
-      },
-      what,
-    );
   const assignment = (name: string, source: unknown) => ({
     apiVersion: "userland.dev/v1alpha1",
     kind: "Assignment",
