@@ -150,3 +150,41 @@ export const courseFolderNames = (templateName: string, folder: string) => ({
   claim: `${templateName}-course-${folder}`,
   podVolume: `course-${folder}`,
 });
+
+/**
+ * A Template's collection (docs/decisions/0011-coursework.md): the one claim keeping its
+ * assignments' published snapshots, hand-ins and feedback, and its layout. No student's environment
+ * mounts it; teachers' environments see `handins/` read-only and `feedback/` read-write.
+ */
+export const collectionNames = (templateName: string) => ({
+  claim: `${templateName}-collection`,
+  podVolume: "collection",
+});
+
+/**
+ * A student's folder name inside the collection: `legacyUserlandNameFor(user)`, a slug plus a hash
+ * of the exact identity (identities may hold any printable character, `/` and `..` included, so
+ * the raw one is never a path). One per person for every Template.
+ */
+export const collectionUserFolder = (user: string) => legacyUserlandNameFor(user);
+
+/** Paths inside a Template's collection claim, relative to its root. */
+export const collectionPaths = {
+  /** The snapshot of an assignment's source taken for one release (read-only once written). */
+  published: (assignment: string, release: number) => `published/${assignment}/${release}`,
+  /** One student's hand-in of one assignment (read-only once written). */
+  handIn: (assignment: string, user: string) => `handins/${assignment}/${collectionUserFolder(user)}`,
+  /** What teachers hand back to one student; copied to `<home>/assignments/<name>/feedback/`. */
+  feedback: (assignment: string, user: string) => `feedback/${assignment}/${collectionUserFolder(user)}`,
+} as const;
+
+/**
+ * One student's Submission of one Assignment: `<assignment>-<user's slug>-<hash of both>`, within
+ * Kubernetes' 253 characters and unique per pair (lookups go by spec.assignment and spec.user).
+ */
+export function submissionNameFor(assignment: string, user: string): string {
+  return fitName(
+    `${assignment}-${readablePart(user, READABLE_MAX)}-${shortHash(`${assignment}\u0000${user}`)}`,
+    253,
+  );
+}

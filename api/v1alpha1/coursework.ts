@@ -6,7 +6,7 @@
  */
 import { TEMPLATE_NAME_PATTERN } from "./template.ts";
 import { USER_MAX, USER_PATTERN } from "./userland.ts";
-import { Conditions, Type } from "./schema.ts";
+import { Conditions, StringEnum, Type } from "./schema.ts";
 
 export const ASSIGNMENTS = "assignments";
 export const SUBMISSIONS = "submissions";
@@ -32,56 +32,94 @@ const RELATIVE_PATH = {
 const SHA256 = Type.String({ pattern: "^[0-9a-f]{64}$", description: "A SHA-256, lowercase hex." });
 const TIME = { type: "string", format: "date-time" } as const;
 
-export const AssignmentSpecSchema = Type.Object({
-  templateName: Type.String({
-    pattern: TEMPLATE_NAME_PATTERN,
-    maxLength: 24,
-    description: "The class: the Template (same namespace) whose students get this assignment. Immutable.",
-    "x-kubernetes-validations": [immutable("spec.templateName")],
-  }),
-  title: Type.String({ minLength: 1, maxLength: 200, description: "Shown to students." }),
-  class: Type.Optional(
-    Type.String({
-      maxLength: 63,
-      description: "Only the Template's Userlands labelled userland.dev/class=<class>; unset: all of them.",
+export const AssignmentSpecSchema = Type.Object(
+  {
+    templateName: Type.String({
+      pattern: TEMPLATE_NAME_PATTERN,
+      maxLength: 24,
+      description: "The class: the Template (same namespace) whose students get this assignment. Immutable.",
+      "x-kubernetes-validations": [immutable("spec.templateName")],
     }),
-  ),
-  source: Type.Object(
-    {
-      folder: Type.String({
-        pattern: "^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$",
-        maxLength: 40,
-        description: "A course folder of the Template (spec.coursework.folders[].name).",
+    title: Type.String({ minLength: 1, maxLength: 200, description: "Shown to students." }),
+    class: Type.Optional(
+      Type.String({
+        maxLength: 63,
+        description: "Only the Template's Userlands labelled userland.dev/class=<class>; unset: all of them.",
       }),
-      path: Type.Unsafe<string>({
-        ...RELATIVE_PATH,
-        description: "The folder inside it whose files are handed out, e.g. week1/lab.",
+    ),
+    source: Type.Object(
+      {
+        folder: Type.String({
+          pattern: "^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$",
+          maxLength: 40,
+          description: "A course folder of the Template (spec.coursework.folders[].name).",
+        }),
+        path: Type.Unsafe<string>({
+          ...RELATIVE_PATH,
+          description: "The folder inside it whose files are handed out, e.g. week1/lab.",
+        }),
+      },
+      { description: "What is handed out: a folder inside a course folder." },
+    ),
+    release: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        default: 1,
+        description:
+          "Which version of the source is handed out. Raise it (the console's Publish again) to take a new snapshot of the source: students' files they have not changed are updated, their own edits kept.",
       }),
-    },
-    { description: "What is handed out: a folder inside a course folder." },
-  ),
-  deadline: Type.Optional(
-    Type.Unsafe<string>({
-      ...TIME,
-      description: "When work is collected from everyone who has not handed in. Unset: no deadline.",
-    }),
-  ),
-  limits: Type.Optional(
-    Type.Object({
-      maxBytes: Type.Optional(
-        Type.Integer({ minimum: 1, format: "int64", default: 104857600, description: "Per hand-in." }),
-      ),
-      maxFiles: Type.Optional(
-        Type.Integer({ minimum: 1, maximum: 100000, default: 1000, description: "Per hand-in." }),
-      ),
-    }),
-  ),
-});
+    ),
+    deadline: Type.Optional(
+      Type.Unsafe<string>({
+        ...TIME,
+        description:
+          "When hand-ins are due; later ones are late. Work is collected from everyone who has not handed in at lateUntil, or at the deadline without it. Unset: no deadline.",
+      }),
+    ),
+    lateUntil: Type.Optional(
+      Type.Unsafe<string>({
+        ...TIME,
+        description:
+          "Hand-ins are accepted, marked late, until then; work is collected from everyone else at that time. Needs a deadline before it.",
+      }),
+    ),
+    feedbackRelease: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        default: 0,
+        description:
+          "Raise it (the console's Return feedback) to copy what teachers put in the collection's feedback/<assignment>/<user>/ into that student's assignments/<name>/feedback/. 0: nothing returned yet.",
+      }),
+    ),
+    limits: Type.Optional(
+      Type.Object({
+        maxBytes: Type.Optional(
+          Type.Integer({ minimum: 1, format: "int64", default: 104857600, description: "Per hand-in." }),
+        ),
+        maxFiles: Type.Optional(
+          Type.Integer({ minimum: 1, maximum: 100000, default: 1000, description: "Per hand-in." }),
+        ),
+      }),
+    ),
+  },
+  {
+    "x-kubernetes-validations": [
+      {
+        rule: "!has(self.lateUntil) || (has(self.deadline) && timestamp(self.lateUntil) > timestamp(self.deadline))",
+        fieldPath: ".lateUntil",
+        message: "spec.lateUntil needs a spec.deadline before it",
+      },
+    ],
+  },
+);
 
 export const AssignmentStatusSchema = Type.Object({
   observedGeneration: Type.Optional(Type.Integer({ format: "int64" })),
   publishedRevision: Type.Optional(SHA256),
   publishedAt: Type.Optional(Type.Unsafe<string>({ ...TIME })),
+  publishedRelease: Type.Optional(
+    Type.Integer({ minimum: 1, description: "The spec.release whose snapshot publishedRevision is." }),
+  ),
   students: Type.Optional(Type.Integer({ minimum: 0 })),
   distributed: Type.Optional(Type.Integer({ minimum: 0 })),
   handedIn: Type.Optional(Type.Integer({ minimum: 0 })),
@@ -105,6 +143,12 @@ export const SubmissionSpecSchema = Type.Object(
       description: "The student (a Userland's spec.user). Immutable.",
       "x-kubernetes-validations": [immutable("spec.user")],
     }),
+    handInRequestedBy: Type.Optional(
+      StringEnum(["student", "deadline"], {
+        description:
+          "Who asked for the hand-in: the student (their home page's button, or kubectl) or the platform at the assignment's closing time. Set with handInRequestedAt; never changes.",
+      }),
+    ),
     handInRequestedAt: Type.Optional(
       Type.Unsafe<string>({
         ...TIME,
@@ -119,6 +163,10 @@ export const SubmissionSpecSchema = Type.Object(
         rule: "!has(oldSelf.handInRequestedAt) || (has(self.handInRequestedAt) && self.handInRequestedAt == oldSelf.handInRequestedAt)",
         message: "spec.handInRequestedAt cannot change once set: a hand-in is final",
       },
+      {
+        rule: "!has(oldSelf.handInRequestedBy) || (has(self.handInRequestedBy) && self.handInRequestedBy == oldSelf.handInRequestedBy)",
+        message: "spec.handInRequestedBy cannot change once set: a hand-in is final",
+      },
     ],
   },
 );
@@ -127,6 +175,18 @@ export const SubmissionStatusSchema = Type.Object({
   observedGeneration: Type.Optional(Type.Integer({ format: "int64" })),
   distributedRevision: Type.Optional(SHA256),
   distributedAt: Type.Optional(Type.Unsafe<string>({ ...TIME })),
+  distributedRelease: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      description: "The Assignment's release the student's copy was last updated to.",
+    }),
+  ),
+  feedbackRelease: Type.Optional(
+    Type.Integer({ minimum: 0, description: "The Assignment's feedbackRelease last copied to the student." }),
+  ),
+  feedbackFiles: Type.Optional(
+    Type.Integer({ minimum: 0, description: "Files in the feedback last returned." }),
+  ),
   keptOwnVersion: Type.Optional(
     Type.Array(Type.String({ maxLength: 1024 }), {
       maxItems: 1000,
@@ -141,6 +201,15 @@ export const SubmissionStatusSchema = Type.Object({
         bytes: Type.Integer({ minimum: 0, format: "int64" }),
         sha256: SHA256,
         late: Type.Boolean(),
+        by: StringEnum(["student", "deadline"], {
+          description: "Who asked for it (spec.handInRequestedBy).",
+        }),
+        skipped: Type.Optional(
+          Type.Integer({
+            minimum: 0,
+            description: "Entries left out: links, FIFOs, sockets, devices, files changed while read.",
+          }),
+        ),
       },
       { description: "What the platform collected: the student's receipt." },
     ),

@@ -149,6 +149,25 @@ export const CourseworkSchema = Type.Object(
         { description: "Where a student's own work lives." },
       ),
     ),
+    collection: Type.Optional(
+      Type.Object(
+        {
+          pvcSpec: Embedded<V1PersistentVolumeClaimSpec>({
+            description:
+              "The claim holding what the platform keeps of this Template's assignments, <template>-collection (core/v1 PersistentVolumeClaimSpec): published snapshots, hand-ins and teachers' feedback. No student's environment mounts it. Kept when the Template is deleted: collected work outlives students' Userlands and volumes.",
+          }),
+          mountPath: Type.Unsafe<string>({
+            ...MOUNT_PATH,
+            description:
+              "Where teachers' environments see it: <mountPath>/handins read-only, <mountPath>/feedback read-write (feedback/<assignment>/<user>/ is handed back to that student).",
+          }),
+        },
+        {
+          description:
+            "Where assignments are kept (docs/decisions/0011-coursework.md). Required for Assignments of this Template.",
+        },
+      ),
+    ),
     folders: Type.Optional(
       Type.Array(CourseFolderSchema, {
         maxItems: 8,
