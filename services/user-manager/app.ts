@@ -12,7 +12,9 @@ import { sessionVerifierFor } from "../../lib/session.ts";
 import { requestSessions } from "../../lib/requestSessions.ts";
 import { AccessReviewer, TokenAuthenticator, installAuth, type SessionAuth } from "./auth.ts";
 import { consoleConfig, type UserManagerConfig } from "./config.ts";
+import { assignmentRoutes } from "./assignments.ts";
 import { consoleRoutes } from "./console/plugin.ts";
+import { CourseworkStore } from "./courseworkStore.ts";
 import { installErrorHandlers } from "./errors.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
 import { OPENAPI_PATH, openApiRoute, registerOpenApi } from "./openapi.ts";
@@ -40,6 +42,7 @@ export async function buildApp(options: AppOptions) {
   const metrics = options.metrics ?? createMetrics();
   const served = new ServedNamespaces(config.watchNamespaces, namespace);
   const store = new UserlandStore(rest, served, log);
+  const coursework = new CourseworkStore(rest, served);
   // The teachers' console and session sign-in for the API, when the session keys are configured.
   const consoleSettings = consoleConfig(config);
   let sessions: SessionAuth | undefined;
@@ -134,9 +137,11 @@ export async function buildApp(options: AppOptions) {
     maxBytes: config.rosterMaxBytes,
     concurrency: config.kubeConcurrency,
   });
+  await app.register(assignmentRoutes, { store, coursework, ...(options.now ? { now: options.now } : {}) });
   if (consoleSettings)
     await app.register(consoleRoutes, {
       store,
+      coursework,
       config: consoleSettings,
       rosterMaxBytes: config.rosterMaxBytes,
       concurrency: config.kubeConcurrency,

@@ -23,7 +23,23 @@ import type { RequestSessions } from "../../lib/requestSessions.ts";
 import { HttpError } from "./errors.ts";
 import type { Metrics } from "./metrics.ts";
 
-export type Verb = "get" | "list" | "create" | "patch" | "delete";
+export type Verb = "get" | "list" | "create" | "update" | "patch" | "delete";
+
+/**
+ * What an access review asks about: a resource of userland.dev and, optionally, a subresource.
+ * Userlands unless a route says otherwise (the coursework routes ask about assignments,
+ * submissions and the Template's coursework).
+ */
+export interface Resource {
+  resource: string;
+  subresource?: string;
+}
+
+const USERLAND_RESOURCE: Resource = { resource: USERLANDS };
+
+/** `assignments` or `templates/coursework`, as RBAC rules spell a resource. */
+export const resourceName = (r: Resource): string =>
+  r.subresource ? `${r.resource}/${r.subresource}` : r.resource;
 
 export interface Caller {
   username: string;
@@ -39,12 +55,13 @@ declare module "fastify" {
     /** The authenticated caller; null only on public routes. */
     caller: Caller | null;
     /**
-     * Throws 403 unless the caller may `verb` Userlands (named `name`, if given) in `namespace`;
-     * without one, in the named Userland's namespace, or for no name in every namespace served.
+     * Throws 403 unless the caller may `verb` Userlands (or `resource`; named `name`, if given) in
+     * `namespace`; without one, in the named Userland's namespace, or for no name in every
+     * namespace served.
      */
-    authorize(verb: Verb, name?: string, namespace?: string): Promise<void>;
-    /** Whether the caller may `verb` Userlands (named `name`, if given); false without a caller. */
-    may(verb: Verb, name?: string, namespace?: string): Promise<boolean>;
+    authorize(verb: Verb, name?: string, namespace?: string, resource?: Resource): Promise<void>;
+    /** Whether the caller may `verb` Userlands (or `resource`; named `name`, if given); false without a caller. */
+    may(verb: Verb, name?: string, namespace?: string, resource?: Resource): Promise<boolean>;
     /**
      * Several namespaces served, on a route of scope "each": the namespaces where the caller has
      * the route's rights (at least one); null for every namespace served, or one namespace served.
@@ -204,7 +221,7 @@ export interface Decision {
   reason?: string;
 }
 
-/** "May this caller do `verb` on userlands.userland.dev here?", asked of Kubernetes RBAC. */
+/** "May this caller do `verb` on userlands.userland.dev (or `resource`) here?", asked of Kubernetes RBAC. */
 export class AccessReviewer {
   private readonly opts: AccessReviewerOptions;
   // Only grants are cached: a newly granted permission works at once, a revoked one within the TTL.
@@ -223,10 +240,11 @@ export class AccessReviewer {
     verb: Verb,
     name?: string,
     namespace = this.opts.namespace,
+    resource: Resource = USERLAND_RESOURCE,
   ): Promise<Decision> {
     const { rest, ttlMs, metrics } = this.opts;
     const all = namespace === ALL_NAMESPACES;
-    const key = JSON.stringify([namespace, callerKey(caller), verb, name ?? ""]);
+    const key = JSON.stringify([namespace, callerKey(caller), verb, name ?? "", resourceName(resource)]);
     if (this.allowed.get(key)) return { allowed: true };
     let status:
       { allowed?: boolean; denied?: boolean; reason?: string; evaluationError?: string } | undefined;
@@ -248,7 +266,8 @@ export class AccessReviewer {
               ...(all ? {} : { namespace }),
               verb,
               group: GROUP,
-              resource: USERLANDS,
+              resource: resource.resource,
+              ...(resource.subresource ? { subresource: resource.subresource } : {}),
               ...(name ? { name } : {}),
             },
           },
@@ -363,25 +382,27 @@ export function installAuth(app: FastifyInstance, opts: AuthOptions): void {
     verb: Verb,
     name?: string,
     namespace?: string,
+    resource: Resource = USERLAND_RESOURCE,
   ): Promise<void> {
     const caller = this.caller;
     if (!caller) throw new HttpError(401, "Unauthorized", "authentication required");
     for (const ns of await where(name, namespace)) {
-      const decision = await reviewer.review(caller, verb, name, ns);
+      const decision = await reviewer.review(caller, verb, name, ns, resource);
       if (decision.allowed) continue;
-      const what = name ? `userlands.${GROUP} "${name}"` : `userlands.${GROUP}`;
+      const plural = resourceName(resource);
+      const what = name ? `${plural}.${GROUP} "${name}"` : `${plural}.${GROUP}`;
       const all = ns === ALL_NAMESPACES;
       throw new HttpError(
         403,
         "Forbidden",
         `${caller.username} may not ${verb} ${what} ${all ? "in every namespace" : `in namespace "${ns}"`}: ` +
-          `a ${all ? "ClusterRole" : "Role"} bound to the caller must grant verb "${verb}" on resource "${USERLANDS}" in API group "${GROUP}"`,
+          `a ${all ? "ClusterRole" : "Role"} bound to the caller must grant verb "${verb}" on resource "${plural}" in API group "${GROUP}"`,
         {
           extra: {
             permission: {
               verb,
               group: GROUP,
-              resource: USERLANDS,
+              resource: plural,
               namespace: ns,
               ...(name ? { name } : {}),
             },
@@ -391,11 +412,17 @@ export function installAuth(app: FastifyInstance, opts: AuthOptions): void {
     }
   }
 
-  async function may(this: FastifyRequest, verb: Verb, name?: string, namespace?: string): Promise<boolean> {
+  async function may(
+    this: FastifyRequest,
+    verb: Verb,
+    name?: string,
+    namespace?: string,
+    resource: Resource = USERLAND_RESOURCE,
+  ): Promise<boolean> {
     const caller = this.caller;
     if (!caller) return false;
     for (const ns of await where(name, namespace))
-      if (!(await reviewer.review(caller, verb, name, ns)).allowed) return false;
+      if (!(await reviewer.review(caller, verb, name, ns, resource)).allowed) return false;
     return true;
   }
 

@@ -16,12 +16,17 @@ export async function registerOpenApi(app: FastifyInstance, version: string): Pr
         title: "Userland user-management API",
         version,
         description:
-          "Create, list, start, stop and delete Userlands (one browser IDE per user and Template) and import class rosters. " +
+          "Create, list, start, stop and delete Userlands (one browser IDE per user and Template), import class rosters, and run coursework (assignments, hand-ins, receipts). " +
           "Every call needs `Authorization: Bearer <Kubernetes token>`; Kubernetes RBAC on `userlands.userland.dev` decides what the caller may do.",
       },
       tags: [
         { name: "userlands", description: "One environment per user and Template" },
         { name: "rosters", description: "Bulk import of a class" },
+        {
+          name: "assignments",
+          description:
+            "Coursework: teachers' assignments and hand-in tables, students' hand-ins and receipts",
+        },
       ],
       components: {
         securitySchemes: {

@@ -6,7 +6,7 @@
  * puzzling 500 later.
  */
 import type { KubeRest } from "../../lib/kubeRest.ts";
-import { GROUP, TEMPLATES, USERLANDS } from "../../api/v1alpha1/index.ts";
+import { ASSIGNMENTS, GROUP, SUBMISSIONS, TEMPLATES, USERLANDS } from "../../api/v1alpha1/index.ts";
 
 export interface Permission {
   group: string;
@@ -46,6 +46,20 @@ export const REQUIRED_PERMISSIONS: readonly Permission[] = [
     namespaced: true,
     why: "check that a Template exists",
   },
+  ...(["get", "list", "create", "update"] as const).map((verb) => ({
+    group: GROUP,
+    resource: ASSIGNMENTS,
+    verb,
+    namespaced: true,
+    why: "create assignments and raise their release for teachers RBAC allowed",
+  })),
+  ...(["get", "list", "patch"] as const).map((verb) => ({
+    group: GROUP,
+    resource: SUBMISSIONS,
+    verb,
+    namespaced: true,
+    why: "show hand-ins and set a student's hand-in request",
+  })),
 ];
 
 /** The required permissions this client lacks (empty when all is well). */

@@ -21,6 +21,7 @@ import type { ConsoleConfig } from "../config.ts";
 import { HttpError, badRequest, fromKubeError } from "../errors.ts";
 import { invalidTemplateReason, invalidUserlandNameReason } from "../schemas.ts";
 import type { UserlandFilter, UserlandStore } from "../store.ts";
+import type { CourseworkStore } from "../courseworkStore.ts";
 import { formOf, installFormParsers } from "./forms.ts";
 import {
   actionFailedPage,
@@ -36,6 +37,7 @@ import { rosterFormPage, rosterPreviewPage, rosterResultPage, type ImportReport 
 
 export interface ConsoleOptions {
   store: UserlandStore;
+  coursework: CourseworkStore;
   config: ConsoleConfig;
   rosterMaxBytes: number;
   /** Parallel API calls of one bulk action. */

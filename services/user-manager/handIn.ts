@@ -1,0 +1,65 @@
+/**
+ * What a student's Submission means to people, decided from the objects alone (pure): the state a
+ * teacher's hand-in table shows, whether the student may still hand in, and the receipt.
+ */
+import type { Assignment, Submission } from "./courseworkStore.ts";
+
+export const HAND_IN_STATES = [
+  "not-distributed",
+  "open",
+  "handing-in",
+  "on-time",
+  "late",
+  "collected",
+  "missing",
+] as const;
+export type HandInState = (typeof HAND_IN_STATES)[number];
+
+/** How the console and the home page word each state. */
+export const STATE_LABELS: Record<HandInState, string> = {
+  "not-distributed": "not yet distributed",
+  open: "working on it",
+  "handing-in": "handing in",
+  "on-time": "on time",
+  late: "late",
+  collected: "collected at the deadline",
+  missing: "missing",
+};
+
+/** When hand-ins stop being accepted: lateUntil, else the deadline; undefined: never. */
+export function closesAt(assignment: Assignment): Date | undefined {
+  const at = assignment.spec.lateUntil ?? assignment.spec.deadline;
+  return at === undefined ? undefined : new Date(at);
+}
+
+export const isClosed = (assignment: Assignment, now: Date): boolean => {
+  const at = closesAt(assignment);
+  return at !== undefined && now.getTime() >= at.getTime();
+};
+
+/**
+ * A student's state: the receipt decides once there is one (a deadline collection that found no
+ * files is "missing": nothing was handed in); before it, a hand-in request is "handing in"; past
+ * the closing time without either, "missing"; otherwise whether their copy was handed out.
+ */
+export function handInState(
+  assignment: Assignment,
+  submission: Submission | undefined,
+  now: Date,
+): HandInState {
+  const receipt = submission?.status?.receipt;
+  if (receipt) {
+    if (receipt.by === "deadline") return receipt.files > 0 ? "collected" : "missing";
+    return receipt.late ? "late" : "on-time";
+  }
+  if (submission?.spec.handInRequestedAt) return "handing-in";
+  if (isClosed(assignment, now)) return "missing";
+  return submission?.status?.distributedRelease === undefined &&
+    submission?.status?.distributedAt === undefined
+    ? "not-distributed"
+    : "open";
+}
+
+/** Whether `submission` is handed in (asked for or collected): a hand-in is final. */
+export const handedIn = (submission: Submission): boolean =>
+  submission.spec.handInRequestedAt !== undefined || submission.status?.receipt !== undefined;
