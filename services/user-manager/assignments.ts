@@ -280,12 +280,16 @@ export const assignmentRoutes: FastifyPluginCallbackTypebox<AssignmentRouteOptio
     app.post(
       `/api/v1/templates/:template/assignments/:name/${action}`,
       {
+        // No body is an empty one (Publish again without `from`).
+        preValidation: async (request) => {
+          request.body ??= {};
+        },
         schema: {
           tags: ["assignments"],
           summary,
           description: `${description} Needs update on the assignment and on templates/coursework (the Template). With from (the value the teacher saw), 409 when it changed meanwhile.`,
           params: AssignmentParams,
-          body: Type.Optional(ReleaseBody),
+          body: ReleaseBody,
           response: { 200: AssignmentView, ...errors, 409: ErrorBody },
         },
       },

@@ -1,0 +1,71 @@
+/** The hand-in states, decided from an Assignment and a Submission alone (handIn.ts). */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import type { Assignment, Submission } from "../courseworkStore.ts";
+import { handInState, isClosed } from "../handIn.ts";
+
+const now = new Date("2026-12-01T12:00:00Z");
+const assignment = (spec: Partial<Assignment["spec"]> = {}): Assignment => ({
+  apiVersion: "userland.dev/v1alpha1",
+  kind: "Assignment",
+  metadata: { name: "week1" },
+  spec: { templateName: "lab", title: "Week 1", source: { folder: "course", path: "w1" }, ...spec },
+});
+const submission = (spec: Partial<Submission["spec"]> = {}, status?: Submission["status"]): Submission => ({
+  apiVersion: "userland.dev/v1alpha1",
+  kind: "Submission",
+  metadata: { name: "week1-alice-x" },
+  spec: { assignment: "week1", user: "alice", ...spec },
+  ...(status ? { status } : {}),
+});
+const receipt = (by: "student" | "deadline", late: boolean, files = 2) => ({
+  time: "2026-12-01T11:00:00Z",
+  files,
+  bytes: 10,
+  sha256: "b".repeat(64),
+  late,
+  by,
+});
+
+test("states: receipt first, then the request, then the closing time, then the copy", () => {
+  const open = assignment({ deadline: "2026-12-02T00:00:00Z" });
+  const closed = assignment({ deadline: "2026-11-30T00:00:00Z", lateUntil: "2026-12-01T11:59:59Z" });
+  assert.equal(handInState(open, undefined, now), "not-distributed");
+  assert.equal(handInState(open, submission(), now), "not-distributed");
+  assert.equal(handInState(open, submission({}, { distributedRelease: 1 }), now), "open");
+  assert.equal(
+    handInState(
+      open,
+      submission({ handInRequestedAt: "2026-12-01T11:00:00Z", handInRequestedBy: "student" }),
+      now,
+    ),
+    "handing-in",
+  );
+  assert.equal(handInState(open, submission({}, { receipt: receipt("student", false) }), now), "on-time");
+  assert.equal(handInState(closed, submission({}, { receipt: receipt("student", true) }), now), "late");
+  assert.equal(
+    handInState(closed, submission({}, { receipt: receipt("deadline", false) }), now),
+    "collected",
+  );
+  assert.equal(
+    handInState(closed, submission({}, { receipt: receipt("deadline", false, 0) }), now),
+    "missing",
+    "collected at the deadline, but nothing was there",
+  );
+  assert.equal(handInState(closed, submission({}, { distributedRelease: 1 }), now), "missing");
+  assert.equal(handInState(closed, undefined, now), "missing");
+});
+
+test("the closing time is lateUntil, else the deadline, else never", () => {
+  assert.equal(isClosed(assignment(), now), false);
+  assert.equal(
+    isClosed(assignment({ deadline: "2026-12-01T12:00:00Z" }), now),
+    true,
+    "at the deadline itself",
+  );
+  assert.equal(
+    isClosed(assignment({ deadline: "2026-12-01T11:00:00Z", lateUntil: "2026-12-01T13:00:00Z" }), now),
+    false,
+    "late hand-ins until lateUntil",
+  );
+});
