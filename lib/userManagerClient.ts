@@ -1,10 +1,12 @@
 /**
  * The one client of the user-management service's REST API, for the services that call it with
  * their own bearer token: the proxy (start and stop a student's environment, create one of a
- * self-service Template) and the auth service (create a Userland at first login). The token is
+ * self-service Template, a student's assignments and hand-in) and the auth service (create a
+ * Userland at first login). The token is
  * read from a file on every call: projected ServiceAccount tokens are rotated on disk.
  */
 import { readFile } from "node:fs/promises";
+import type { StudentAssignmentView } from "../services/user-manager/assignmentSchemas.ts";
 
 export interface UserManagerClientOptions {
   /** The user-manager's base URL. */
@@ -27,6 +29,14 @@ export class UserManagerError extends Error {
   }
 }
 
+/** One assignment as its student sees it: the user-manager's StudentAssignmentView. */
+export type StudentAssignment = StudentAssignmentView;
+
+/** What a hand-in came to: the student's assignment afterwards, or why it was refused. */
+export type HandInResult =
+  | { result: "handed-in"; assignment: StudentAssignment }
+  | { result: "closed" | "not-found"; message: string };
+
 export interface UserManagerClient {
   /** Starts the Userland `name` (the user-manager serves one namespace: the caller's). */
   start(name: string): Promise<void>;
@@ -41,25 +51,28 @@ export interface UserManagerClient {
     templateName: string,
     options?: { ifUserHasNone?: boolean },
   ): Promise<"created" | "exists">;
+  /** `user`'s assignments (docs/decisions/0011-coursework.md), soonest closing first. */
+  assignments(user: string): Promise<StudentAssignment[]>;
+  /** Hands in `user`'s work of the Template's Assignment `name` (final; again: the same answer). */
+  handIn(templateName: string, name: string, user: string): Promise<HandInResult>;
 }
 
 export function userManagerClient(options: UserManagerClientOptions): UserManagerClient {
   const base = new URL(options.url);
   if (!base.pathname.endsWith("/")) base.pathname += "/";
 
-  async function post(path: string, body: unknown): Promise<{ status: number; text: string }> {
-    const headers: Record<string, string> = {
-      accept: "application/json",
-      "content-type": "application/json",
-    };
+  async function post(path: string, body?: unknown): Promise<{ status: number; text: string }> {
+    const headers: Record<string, string> = { accept: "application/json" };
+    if (body !== undefined) headers["content-type"] = "application/json";
     if (options.tokenFile)
       headers.authorization = `Bearer ${(await readFile(options.tokenFile, "utf8")).trim()}`;
     let response: Response;
     try {
       response = await fetch(new URL(path, base), {
-        method: "POST",
+        // No body: a read (the callers' only GET); with one, a change.
+        method: body === undefined ? "GET" : "POST",
         headers,
-        body: JSON.stringify(body),
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
         signal: AbortSignal.timeout(options.timeoutMs ?? 10_000),
       });
     } catch (error) {
@@ -94,6 +107,27 @@ export function userManagerClient(options: UserManagerClientOptions): UserManage
       });
       if (status === 201) return "created";
       if (status === 409) return "exists";
+      throw refused(status, text);
+    },
+    async assignments(user) {
+      const { status, text } = await post(`api/v1/users/${encodeURIComponent(user)}/assignments`);
+      if (status !== 200) throw refused(status, text);
+      return (JSON.parse(text) as { items: StudentAssignment[] }).items;
+    },
+    async handIn(templateName, name, user) {
+      const path = `api/v1/templates/${encodeURIComponent(templateName)}/assignments/${encodeURIComponent(name)}/submissions/${encodeURIComponent(user)}/handin`;
+      const { status, text } = await post(path, {});
+      if (status === 200) return { result: "handed-in", assignment: JSON.parse(text) as StudentAssignment };
+      const message = () => {
+        try {
+          return String((JSON.parse(text) as { message?: unknown }).message ?? "");
+        } catch {
+          return "";
+        }
+      };
+      if (status === 409) return { result: "closed", message: message() };
+      // 404 for an unknown Template or Assignment too (400 for a name no Assignment can have).
+      if (status === 404 || status === 400) return { result: "not-found", message: message() };
       throw refused(status, text);
     },
   };

@@ -1,11 +1,12 @@
 /**
- * What a student's home page shows, from the proxy's caches only (no API call per request): every
+ * What a student's home page shows: from the proxy's caches (no API call per request), every
  * Userland of the session's user, whatever its Template, with its state and where to open it, and
- * the self-service Templates (`spec.selfService`) they hold none of yet. Nothing here looks at any
- * other user's Userlands.
+ * the self-service Templates (`spec.selfService`) they hold none of yet; and their assignments, the
+ * user-manager's answer (coursework.ts, cached briefly). Nothing here looks at any other user's Userlands.
  */
 import { progressText } from "../../lib/startProgress.ts";
 import { UserlandAnnotations, type Template, type Userland } from "../../api/v1alpha1/index.ts";
+import type { StudentAssignment } from "../../lib/userManagerClient.ts";
 import type { ProxyConfig } from "./config.ts";
 import { environmentState } from "./environment.ts";
 import type { ClientInfo } from "./headers.ts";
@@ -49,6 +50,10 @@ export interface HomeView {
   user: string;
   environments: HomeEnvironment[];
   available: SelfServiceOffer[];
+  /** The student's assignments (the user-manager's answer), soonest closing first. */
+  assignments: StudentAssignment[];
+  /** The user-manager did not answer for assignments: the page says so instead of showing none. */
+  assignmentsUnavailable: boolean;
   /** Start, Stop and Create work (the user-manager is configured). */
   canAct: boolean;
   /** The auth service's sign-out page. */
@@ -88,6 +93,7 @@ export function homeView(
   config: HomeConfig,
   client: ClientInfo,
   user: string,
+  assignments?: StudentAssignment[],
 ): HomeView {
   const environments: HomeEnvironment[] = [];
   const held = new Set<string>();
@@ -130,7 +136,15 @@ export function homeView(
     .sort((a, b) => a.title.localeCompare(b.title));
   // The auth service's pages sit beside its login page (…/login, …/logout).
   const signOutUrl = new URL("logout", config.loginUrl).href;
-  return { user, environments, available, canAct: starter.canStart, signOutUrl };
+  return {
+    user,
+    environments,
+    available,
+    assignments: assignments ?? [],
+    assignmentsUnavailable: starter.canStart && assignments === undefined,
+    canAct: starter.canStart,
+    signOutUrl,
+  };
 }
 
 /** The student's own Userland called `name`, or undefined (no such Userland, or someone else's). */

@@ -1,11 +1,14 @@
 /**
- * The student's home page: their environments (state, last use, Open / Start / Stop) and the
- * self-service Templates they may create one of. Plain HTML forms that post to the proxy's own
+ * The student's home page: their environments (state, last use, Open / Start / Stop), their
+ * assignments (Hand in, with a confirm step; the receipt) and the self-service Templates they may
+ * create one of. Plain HTML forms that post to the proxy's own
  * endpoints, so it works without JavaScript (a <noscript> refresh while something is starting);
  * with JavaScript a small inline script, allowed by its hash like the starting page's, follows
  * `GET /_userland/home` (the same view as JSON) and reloads when a state changes.
  */
+import { formatBytes } from "../../lib/formatBytes.ts";
 import { html, type Html } from "../../lib/html.ts";
+import type { StudentAssignment } from "../../lib/userManagerClient.ts";
 import { localPath } from "../../lib/localPath.ts";
 import {
   HOME_PATH,
@@ -31,6 +34,9 @@ const homeStyle = `
   button.secondary { background: transparent; color: var(--accent); }
   a { color: var(--accent); }
   .message:empty { display: none; }
+  dl.receipt { display: grid; grid-template-columns: max-content 1fr; gap: .2rem .9rem; margin: .5rem 0 0; }
+  dl.receipt dt { font-weight: 600; } dl.receipt dd { margin: 0; }
+  code.hash { word-break: break-all; font-size: .85rem; }
   a:focus-visible, button:focus-visible { outline: 3px solid var(--accent); outline-offset: 2px; }
 `;
 
@@ -43,9 +49,10 @@ const homeScript = `(function () {
   var signature = document.getElementById("home").getAttribute("data-signature");
   function sign(v) {
     return v.environments.map(function (e) { return e.name + ":" + e.state; }).join(",") + "|" +
-      v.available.map(function (a) { return a.template + ":" + a.requested; }).join(",");
+      v.available.map(function (a) { return a.template + ":" + a.requested; }).join(",") + "|" +
+      v.assignments.map(function (a) { return a.templateName + "/" + a.name + ":" + a.state; }).join(",");
   }
-  function busy() { return /:(starting|true)\\b/.test(signature); }
+  function busy() { return /:(starting|true|handing-in)\\b/.test(signature); }
   function poll() {
     fetch("${HOME_PATH}", { credentials: "same-origin", cache: "no-store", headers: { accept: "application/json" } })
       .then(function (r) { if (!r.ok) throw new Error(String(r.status)); return r.json(); })
@@ -146,12 +153,108 @@ function offerCard(offer: SelfServiceOffer, view: HomeView, returnPath: string):
   </li>`;
 }
 
+/** "2026-12-01 09:00 UTC" */
+const formatTime = (iso: string) => `${new Date(iso).toISOString().slice(0, 16).replace("T", " ")} UTC`;
+const timeOf = (iso: string) => html`<time datetime="${iso}">${formatTime(iso)}</time>`;
+
+/** The receipt: what the platform collected, as it wrote it; the student can compare the hash. */
+function receiptOf(a: StudentAssignment): Html {
+  const r = a.receipt;
+  if (!r) return html``;
+  return html`<dl class="receipt" aria-label="Receipt for ${a.title}">
+    <dt>${r.by === "deadline" ? "Collected at the deadline" : "Handed in"}</dt>
+    <dd>${timeOf(r.time)}${r.late ? html` <span class="state state-failed">late</span>` : ""}</dd>
+    <dt>Files</dt>
+    <dd>
+      ${r.files}${r.skipped > 0 ? html` <span class="muted">(${r.skipped} left out: links, pipes, devices)</span>` : ""}
+    </dd>
+    <dt>Total size</dt>
+    <dd>${formatBytes(r.bytes)} <span class="muted">(${r.bytes} bytes)</span></dd>
+    <dt>SHA-256</dt>
+    <dd><code class="hash">${r.sha256}</code></dd>
+  </dl>`;
+}
+
+function assignmentCard(a: StudentAssignment, view: HomeView, returnPath: string): Html {
+  const times = html`${a.deadline ? html`Due ${timeOf(a.deadline)}.` : "No deadline."}${
+    a.lateUntil ? html` Late hand-ins until ${timeOf(a.lateUntil)}.` : ""
+  }`;
+  const where = html`Files in <code>assignments/${a.name}/</code>.`;
+  let body: Html;
+  if (a.receipt) body = receiptOf(a);
+  else if (a.state === "handing-in")
+    body = html`<p>
+      Handed in ${a.handInRequestedAt ? timeOf(a.handInRequestedAt) : ""}: being collected; the receipt
+      appears here in a moment.
+    </p>`;
+  else if (!a.open) body = html`<p>Closed: not handed in.</p>`;
+  else
+    body = html`<p class="muted">
+        ${a.distributed ? where : "Not in your environment yet: it arrives at its next start."}
+      </p>
+      ${
+        view.canAct
+          ? html`<form method="post" action="/_userland/handin">
+              <input type="hidden" name="template" value="${a.templateName}" />
+              <input type="hidden" name="assignment" value="${a.name}" />
+              <input type="hidden" name="rd" value="${returnPath}" />
+              <button type="submit" aria-label="Hand in ${a.title}">Hand in</button>
+            </form>`
+          : ""
+      }`;
+  const feedback =
+    a.feedbackFiles && a.feedbackFiles > 0
+      ? html`<p>
+          Feedback: ${a.feedbackFiles} file${a.feedbackFiles === 1 ? "" : "s"} in
+          <code>assignments/${a.name}/feedback/</code>.
+        </p>`
+      : "";
+  return html`<li class="card" id="assignment-${a.templateName}-${a.name}" data-state="${a.state}">
+    <div class="card-head">
+      <h3>${a.title}</h3>
+      <span
+        class="state ${a.receipt && !a.receipt.late ? "state-ready" : a.open ? "state-starting" : "state-stopped"}"
+        >${a.stateLabel}</span
+      >
+    </div>
+    <p class="muted">${times}</p>
+    ${body}${feedback}
+  </li>`;
+}
+
+/** The confirm step of Hand in: a hand-in is final. */
+export function handInConfirmPage(a: StudentAssignment, returnPath: string): Page {
+  const title = `Hand in ${a.title}?`;
+  const back = localPath(returnPath) ?? HOME_PATH;
+  const body = html`<p>
+      <strong>A hand-in is final.</strong> What is in <code>assignments/${a.name}/</code> now is collected;
+      changes you make afterwards are not, and you cannot hand in again.
+    </p>
+    ${a.deadline ? html`<p class="muted">Due ${timeOf(a.deadline)}.</p>` : ""}
+    <form method="post" action="/_userland/handin" class="actions">
+      <input type="hidden" name="template" value="${a.templateName}" />
+      <input type="hidden" name="assignment" value="${a.name}" />
+      <input type="hidden" name="rd" value="${back}" />
+      <input type="hidden" name="confirm" value="yes" />
+      <button type="submit" aria-label="Yes, hand in ${a.title}">Yes, hand in</button>
+      <a href="${back}">Cancel</a>
+    </form>`;
+  return {
+    status: 200,
+    title,
+    body: document(title, body, { style: homeStyle }),
+    json: { confirm: true, assignment: a },
+  };
+}
+
 /** What the script compares to notice a change (the same as its `sign`). */
 function signature(view: HomeView): string {
   return (
     view.environments.map((e) => `${e.name}:${e.state}`).join(",") +
     "|" +
-    view.available.map((a) => `${a.template}:${String(a.requested)}`).join(",")
+    view.available.map((a) => `${a.template}:${String(a.requested)}`).join(",") +
+    "|" +
+    view.assignments.map((a) => `${a.templateName}/${a.name}:${a.state}`).join(",")
   );
 }
 
@@ -174,13 +277,25 @@ export function homePage(view: HomeView, returnPath: string, now = new Date()): 
           ${view.available.map((offer) => offerCard(offer, view, back))}
         </ul>`
     : "";
+  const assignments =
+    view.assignments.length > 0
+      ? html`<h2 id="assignments">Your assignments</h2>
+          <ul class="cards" aria-labelledby="assignments">
+            ${view.assignments.map((a) => assignmentCard(a, view, back))}
+          </ul>`
+      : view.assignmentsUnavailable
+        ? html`<h2 id="assignments">Your assignments</h2>
+            <p class="muted">Your assignments cannot be shown right now; try again in a minute.</p>`
+        : "";
   const busy =
-    view.environments.some((e) => e.state === "starting") || view.available.some((a) => a.requested);
+    view.environments.some((e) => e.state === "starting") ||
+    view.available.some((a) => a.requested) ||
+    view.assignments.some((a) => a.state === "handing-in");
   const body = html`<div id="home" data-signature="${signature(view)}">
     <p class="muted">
       Signed in as <span class="status">${view.user}</span>. <a href="${view.signOutUrl}">Sign out</a>
     </p>
-    ${environments}${available}
+    ${environments}${assignments}${available}
   </div>`;
   return {
     status: 200,

@@ -75,7 +75,7 @@ export const createMetrics = declareMetrics("userland_proxy_", (m): Omit<ProxyMe
   ),
   homeActions: m.counter(
     "userland_proxy_home_actions_total",
-    "Stop and self-service create requests sent to the user-manager from students' home pages, by action (stop, create) and result (success, exists, error).",
+    "Stop, self-service create and hand-in requests sent to the user-manager from students' home pages, by action (stop, create, handin) and result (success, exists, refused, error).",
     ["action", "result"],
   ),
   userlands: m.gauge("userland_proxy_userlands", "Userlands in the routing index."),

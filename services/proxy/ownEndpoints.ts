@@ -7,7 +7,9 @@
  * - `POST /_userland/start`: the host's Template's environment (the stopped page), or the one the
  *   form names with `userland` (the home page);
  * - `POST /_userland/stop`: the environment the form names with `userland`, or the host's;
- * - `POST /_userland/create`: the student's environment of the self-service Template `template`.
+ * - `POST /_userland/create`: the student's environment of the self-service Template `template`;
+ * - `POST /_userland/handin`: the student's own work of `assignment` (of `template`), after a
+ *   confirm page (`confirm=yes`).
  *
  * A Userland a form names counts only when its spec.user is exactly the session's user: any
  * other name is answered like a name that does not exist.
@@ -20,7 +22,8 @@ import { localPath } from "../../lib/localPath.ts";
 import { environmentInfo, environmentState, userlandKey } from "./environment.ts";
 import { originAllowed } from "./headers.ts";
 import { HOME_PATH, homeView, ownUserland, type HomeConfig } from "./home.ts";
-import { homePage } from "./homePage.ts";
+import { handInConfirmPage, homePage } from "./homePage.ts";
+import type { Coursework } from "./coursework.ts";
 import { missingPage, simplePage, type Page } from "./pages.ts";
 import type { RequestRecord } from "./requestLog.ts";
 import { prefersJson, sendJson, sendPage } from "./respond.ts";
@@ -31,11 +34,12 @@ import type { Starter } from "./starter.ts";
 export interface OwnEndpointDeps {
   cluster: ClusterView;
   starter: Starter;
+  coursework: Coursework;
   allowedOrigins: readonly string[];
   config: HomeConfig;
 }
 
-const FORM_ACTIONS = ["start", "stop", "create"] as const;
+const FORM_ACTIONS = ["start", "stop", "create", "handin"] as const;
 type FormAction = (typeof FORM_ACTIONS)[number];
 
 class FormTooLarge extends Error {}
@@ -72,7 +76,8 @@ export async function serveOwnEndpoint(
   const { session, template, client, pathname } = own;
   const read = req.method === "GET" || req.method === "HEAD";
   if (pathname === HOME_PATH && read) {
-    const view = homeView(cluster, starter, deps.config, client, session.user);
+    const assignments = await deps.coursework.of(session.user);
+    const view = homeView(cluster, starter, deps.config, client, session.user, assignments);
     // The apex's root is the home too: its forms come back to where it was shown.
     sendPage(req, res, homePage(view, own.homeAt ?? HOME_PATH));
     return;
@@ -130,13 +135,17 @@ export async function serveOwnEndpoint(
     );
     return;
   }
-  const refusal = await act(deps, own, action, form, hostUserland, record);
+  const refusal =
+    action === "handin"
+      ? await handIn(deps, own.session.user, form, returnPath, record)
+      : await act(deps, own, action, form, hostUserland, record);
   if (refusal) {
     sendPage(req, res, refusal);
     return;
   }
   if (prefersJson(req)) {
-    sendJson(res, 202, { state: action === "stop" ? "stopped" : "starting", template });
+    if (action === "handin") sendJson(res, 202, { state: "handing-in" });
+    else sendJson(res, 202, { state: action === "stop" ? "stopped" : "starting", template });
     return;
   }
   res.writeHead(303, {
@@ -177,6 +186,42 @@ async function act(
   // A start sent a moment ago may not be in the cache yet: stopped there, but about to run.
   const running = state !== "stopped" || starter.recentlyRequested(userland);
   return running && !(await starter.stop(userland, user)) ? userManagerRefused("stop") : undefined;
+}
+
+/**
+ * Hand in: always the session's own work (the form names an assignment, never a student), and only
+ * an assignment the user-manager lists for them. Without `confirm=yes` the answer is the confirm
+ * page: a hand-in is final.
+ */
+async function handIn(
+  deps: OwnEndpointDeps,
+  user: string,
+  form: URLSearchParams,
+  returnPath: string,
+  record: RequestRecord,
+): Promise<Page | undefined> {
+  const template = form.get("template") ?? "";
+  const name = form.get("assignment") ?? "";
+  record.template = template;
+  const mine = await deps.coursework.of(user);
+  if (mine === undefined) return userManagerRefused("hand in");
+  const assignment = mine.find((a) => a.templateName === template && a.name === name);
+  if (!assignment) {
+    record.outcome = "bad_request";
+    return simplePage(404, "No such assignment", "You have no assignment of that name.");
+  }
+  if (form.get("confirm") !== "yes") return handInConfirmPage(assignment, returnPath);
+  const result = await deps.coursework.handIn(user, template, name);
+  if (result.result === "handed-in") return undefined;
+  if (result.result === "error") return userManagerRefused("hand in");
+  record.outcome = "bad_request";
+  return result.result === "closed"
+    ? simplePage(
+        409,
+        "This assignment is closed",
+        `${result.message} Ask your teacher if you think this is wrong.`,
+      )
+    : simplePage(404, "No such assignment", "You have no assignment of that name.");
 }
 
 /** A self-service Template's environment for `user`, unless they hold one already. */

@@ -30,6 +30,7 @@ import { Router, type OwnEndpointRoute, type Route } from "./router.ts";
 import type { ClusterView } from "./routing.ts";
 import type { RequestSessions } from "../../lib/requestSessions.ts";
 import { serveSignedOut } from "./signedOut.ts";
+import { Coursework } from "./coursework.ts";
 import { Starter } from "./starter.ts";
 
 export type ProxyServerConfig = Pick<
@@ -95,6 +96,7 @@ interface Reply {
 export function createProxyServer(deps: ProxyDeps): RunningProxy {
   const { config, cluster, resolver, activity, metrics, log } = deps;
   const starter = new Starter(deps.userManager, metrics, log);
+  const coursework = new Coursework(deps.userManager, metrics, log);
   const router = new Router({ config, cluster, sessions: deps.sessions, resolver, starter });
   const forwarder = new Forwarder({ config, metrics, log, activity });
   const requests = requestLog({ metrics, log, accessLog: config.accessLog });
@@ -151,7 +153,7 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
       signedOut: (route) => serveSignedOut(config, cluster, req, res, route.client, route.query),
       ownEndpoint: (route) =>
         serveOwnEndpoint(
-          { cluster, starter, allowedOrigins: config.allowedOrigins, config },
+          { cluster, starter, coursework, allowedOrigins: config.allowedOrigins, config },
           req,
           res,
           route,

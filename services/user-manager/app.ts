@@ -141,7 +141,6 @@ export async function buildApp(options: AppOptions) {
   if (consoleSettings)
     await app.register(consoleRoutes, {
       store,
-      coursework,
       config: consoleSettings,
       rosterMaxBytes: config.rosterMaxBytes,
       concurrency: config.kubeConcurrency,

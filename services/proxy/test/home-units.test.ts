@@ -154,6 +154,8 @@ test("the user-manager is asked at most ten starts and stops a minute per Userla
     start: (name) => Promise.resolve(void calls.push(`start ${name}`)),
     stop: (name) => Promise.resolve(void calls.push(`stop ${name}`)),
     create: (user, t) => Promise.resolve((calls.push(`create ${user} ${t}`), "created" as const)),
+    assignments: () => Promise.reject(new Error("not used")),
+    handIn: () => Promise.reject(new Error("not used")),
   };
   const asking = new Starter(userManager, createMetrics(), createLogger("home-units", "silent"));
   const alice = userland("alice-code", "alice", "code");

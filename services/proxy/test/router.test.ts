@@ -201,6 +201,8 @@ test("start on access asks the user-manager at most once a minute per Userland",
     },
     stop: () => Promise.reject(new Error("not used")),
     create: () => Promise.reject(new Error("not used")),
+    assignments: () => Promise.reject(new Error("not used")),
+    handIn: () => Promise.reject(new Error("not used")),
   };
   const r = router({ userlands: [userland("carol", undefined, false)], startOnAccess: true, userManager });
   for (let i = 0; i < 3; i++)
@@ -215,6 +217,8 @@ test("start on access asks the user-manager at most once a minute per Userland",
       start: () => Promise.reject(new Error("down")),
       stop: () => Promise.reject(new Error("not used")),
       create: () => Promise.reject(new Error("not used")),
+      assignments: () => Promise.reject(new Error("not used")),
+      handIn: () => Promise.reject(new Error("not used")),
     },
     createMetrics(),
     log,

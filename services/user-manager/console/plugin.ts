@@ -21,7 +21,7 @@ import type { ConsoleConfig } from "../config.ts";
 import { HttpError, badRequest, fromKubeError } from "../errors.ts";
 import { invalidTemplateReason, invalidUserlandNameReason } from "../schemas.ts";
 import type { UserlandFilter, UserlandStore } from "../store.ts";
-import type { CourseworkStore } from "../courseworkStore.ts";
+import { assignmentConsoleRoutes } from "./assignmentRoutes.ts";
 import { formOf, installFormParsers } from "./forms.ts";
 import {
   actionFailedPage,
@@ -37,7 +37,6 @@ import { rosterFormPage, rosterPreviewPage, rosterResultPage, type ImportReport 
 
 export interface ConsoleOptions {
   store: UserlandStore;
-  coursework: CourseworkStore;
   config: ConsoleConfig;
   rosterMaxBytes: number;
   /** Parallel API calls of one bulk action. */
@@ -172,7 +171,7 @@ export const consoleRoutes: FastifyPluginCallback<ConsoleOptions> = (app, opts, 
   /** One request to the REST API as the teacher; its answer, parsed. */
   async function api<T>(
     request: FastifyRequest,
-    method: "POST" | "DELETE",
+    method: "GET" | "POST" | "DELETE",
     url: string,
     payload?: { contentType: string; body: string },
   ): Promise<{ status: number; body: T & { message?: string } }> {
@@ -385,6 +384,18 @@ export const consoleRoutes: FastifyPluginCallback<ConsoleOptions> = (app, opts, 
       "console: roster applied",
     );
     return send(reply, 200, rosterResultPage(viewerOf(request), name, report));
+  });
+  assignmentConsoleRoutes(app, {
+    store,
+    send,
+    viewerOf,
+    api: (request, method, url, json) =>
+      api(
+        request,
+        method,
+        url,
+        json === undefined ? undefined : { contentType: "application/json", body: JSON.stringify(json) },
+      ),
   });
   done();
 };

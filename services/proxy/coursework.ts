@@ -1,0 +1,70 @@
+/**
+ * A student's assignments on their home page and the Hand in button (docs/decisions/0011-
+ * coursework.md), through the user-manager with the proxy's own token, as Start is: the proxy
+ * asks only for the session's own user, and the user-manager's access review on
+ * submissions/handin decides that the proxy may ask at all.
+ *
+ * The home page (and its script, every 2–15 s) reads a student's assignments; the answer is kept
+ * for ASSIGNMENTS_TTL_MS per student, so a class on its home pages costs the user-manager a few
+ * requests a second, not one per poll. A hand-in forgets the student's answer at once.
+ */
+import { LRUCache } from "lru-cache";
+import type { Logger } from "../../lib/logger.ts";
+import type { HandInResult, StudentAssignment, UserManagerClient } from "../../lib/userManagerClient.ts";
+import type { ProxyMetrics } from "./metrics.ts";
+
+const ASSIGNMENTS_TTL_MS = 10_000;
+
+export class Coursework {
+  private readonly userManager: UserManagerClient | undefined;
+  private readonly metrics: ProxyMetrics;
+  private readonly log: Logger;
+  private readonly cache = new LRUCache<string, Promise<StudentAssignment[]>>({
+    max: 10_000,
+    ttl: ASSIGNMENTS_TTL_MS,
+  });
+
+  constructor(userManager: UserManagerClient | undefined, metrics: ProxyMetrics, log: Logger) {
+    this.userManager = userManager;
+    this.metrics = metrics;
+    this.log = log;
+  }
+
+  /** `user`'s assignments; undefined when the user-manager is not configured or did not answer. */
+  async of(user: string): Promise<StudentAssignment[] | undefined> {
+    if (!this.userManager) return undefined;
+    let pending = this.cache.get(user);
+    if (!pending) {
+      pending = this.userManager.assignments(user);
+      this.cache.set(user, pending);
+    }
+    try {
+      return await pending;
+    } catch (error) {
+      if (this.cache.get(user) === pending) this.cache.delete(user);
+      this.log.warn({ user, err: (error as Error).message }, "assignments could not be read");
+      return undefined;
+    }
+  }
+
+  /** Hands in `user`'s own work; "error" when the user-manager could not be asked. */
+  async handIn(user: string, template: string, name: string): Promise<HandInResult | { result: "error" }> {
+    if (!this.userManager) return { result: "error" };
+    this.cache.delete(user);
+    try {
+      const result = await this.userManager.handIn(template, name, user);
+      this.metrics.homeActions.inc({
+        action: "handin",
+        result: result.result === "handed-in" ? "success" : "refused",
+      });
+      this.log.info({ user, template, assignment: name, result: result.result }, "hand-in requested");
+      return result;
+    } catch (error) {
+      this.metrics.homeActions.inc({ action: "handin", result: "error" });
+      this.log.warn({ user, template, assignment: name, err: (error as Error).message }, "hand-in failed");
+      return { result: "error" };
+    } finally {
+      this.cache.delete(user);
+    }
+  }
+}
