@@ -120,7 +120,8 @@ export function userManagerClient(options: UserManagerClientOptions): UserManage
       if (status === 200) return { result: "handed-in", assignment: JSON.parse(text) as StudentAssignment };
       const message = () => {
         try {
-          return String((JSON.parse(text) as { message?: unknown }).message ?? "");
+          const { message } = JSON.parse(text) as { message?: unknown };
+          return typeof message === "string" ? message : "";
         } catch {
           return "";
         }

@@ -281,8 +281,9 @@ export const assignmentRoutes: FastifyPluginCallbackTypebox<AssignmentRouteOptio
       `/api/v1/templates/:template/assignments/:name/${action}`,
       {
         // No body is an empty one (Publish again without `from`).
-        preValidation: async (request) => {
+        preValidation: (request, _reply, next) => {
           request.body ??= {};
+          next();
         },
         schema: {
           tags: ["assignments"],

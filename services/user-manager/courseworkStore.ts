@@ -6,21 +6,17 @@
  * object carries the resourceVersion it was decided on: a conflict is read again and decided
  * again, never written over.
  */
-import {
-  ASSIGNMENTS,
+import { ASSIGNMENTS, GROUP, SUBMISSIONS, VERSION, API_VERSION } from "../../api/v1alpha1/index.ts";
+import type {
   AssignmentSpecSchema,
   AssignmentStatusSchema,
-  GROUP,
-  SUBMISSIONS,
   SubmissionSpecSchema,
   SubmissionStatusSchema,
-  VERSION,
-  API_VERSION,
 } from "../../api/v1alpha1/index.ts";
 import type { CustomObject } from "../../api/v1alpha1/index.ts";
 import type { Static } from "../../api/v1alpha1/schema.ts";
 import { isConflict, isNotFound } from "../../lib/kube.ts";
-import { paths, type KubeRest, type ListResult } from "../../lib/kubeRest.ts";
+import { paths, type KubeRest } from "../../lib/kubeRest.ts";
 import type { ServedNamespaces } from "../../lib/namespaces.ts";
 
 export type AssignmentSpec = Static<typeof AssignmentSpecSchema>;
@@ -163,7 +159,7 @@ export class CourseworkStore {
     do {
       const page = await this.rest.list<T>(path, { query: { limit: PAGE, continue: cont, fieldSelector } });
       items.push(...page.items);
-      cont = (page as ListResult<T>).metadata.continue || undefined;
+      cont = page.metadata.continue || undefined;
     } while (cont);
     return items;
   }

@@ -9,64 +9,17 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { submissionNameFor } from "../../../api/naming.ts";
-import { API_VERSION, type TemplateSpec } from "../../../api/v1alpha1/index.ts";
-import type { k8s } from "../../../lib/kube.ts";
-import { adminRest, createTemplate, simpleTemplateSpec } from "../../../test/support/resources.ts";
+import { API_VERSION } from "../../../api/v1alpha1/index.ts";
+import { adminRest, createTemplate } from "../../../test/support/resources.ts";
 import { assignmentsPath, submissionsPath, type Assignment, type Submission } from "../courseworkStore.ts";
-import { CONSOLE_ORIGIN, TEACHER_RULES, startConsole, type ConsoleHarness } from "./consoleSupport.ts";
+import { CONSOLE_ORIGIN, startConsole, type ConsoleHarness } from "./consoleSupport.ts";
+import {
+  courseTeacherRules,
+  courseworkTemplateSpec,
+  createSubmission,
+  reportSubmission,
+} from "./courseworkSupport.ts";
 import { admin } from "./support.ts";
-
-const claim = { accessModes: ["ReadWriteMany"], resources: { requests: { storage: "1Gi" } } };
-
-/** A Template whose students get assignments: course folders `course` and `shared`, and a collection. */
-export const courseworkTemplateSpec = (collection = true): TemplateSpec =>
-  simpleTemplateSpec("registry.invalid/jupyter:1", {
-    displayName: "Jupyter",
-    volumes: [{ name: "home", pvcSpec: { ...claim, accessModes: ["ReadWriteOnce"] } }],
-    coursework: {
-      home: { volume: "home", mountPath: "/home/jovyan" },
-      ...(collection ? { collection: { pvcSpec: claim, mountPath: "/srv/collection" } } : {}),
-      folders: [
-        { name: "course", mountPath: "/srv/course", pvcSpec: claim },
-        { name: "shared", mountPath: "/srv/shared", pvcSpec: claim },
-      ],
-    },
-  });
-
-/** A course teacher of `templates`: assignments and submissions in the namespace, the Templates' coursework. */
-export const courseTeacherRules = (templates: string[]): k8s.V1PolicyRule[] => [
-  ...TEACHER_RULES,
-  { apiGroups: ["userland.dev"], resources: ["assignments"], verbs: ["get", "list", "create", "update"] },
-  { apiGroups: ["userland.dev"], resources: ["submissions"], verbs: ["get", "list"] },
-  {
-    apiGroups: ["userland.dev"],
-    resources: ["templates/coursework"],
-    verbs: ["update"],
-    resourceNames: templates,
-  },
-];
-
-/** Stands in for the operator's Assignment controller: one Submission per student. */
-export async function createSubmission(ns: string, assignment: string, user: string): Promise<Submission> {
-  return (await adminRest()).create<Submission>(submissionsPath(ns), {
-    apiVersion: API_VERSION,
-    kind: "Submission",
-    metadata: { name: submissionNameFor(assignment, user) },
-    spec: { assignment, user },
-  });
-}
-
-/** Stands in for the operator's Submission controller: the status it reports after a copy pod. */
-export async function reportSubmission(
-  ns: string,
-  assignment: string,
-  user: string,
-  status: NonNullable<Submission["status"]>,
-): Promise<void> {
-  await (
-    await adminRest()
-  ).patch(`${submissionsPath(ns, submissionNameFor(assignment, user))}/status`, { status });
-}
 
 const HASH = "a".repeat(64);
 
