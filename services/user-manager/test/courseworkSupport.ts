@@ -1,11 +1,12 @@
 /**
  * Coursework in tests: a Template whose students get assignments, a course teacher's rules, and
  * the writes the operator's controllers would make (Submissions and their status), for tests that
- * run without the operator.
+ * run without the operator (`rest`: another API server's admin, e.g. the local platform's).
  */
 import { submissionNameFor } from "../../../api/naming.ts";
 import { API_VERSION, type TemplateSpec } from "../../../api/v1alpha1/index.ts";
 import type { k8s } from "../../../lib/kube.ts";
+import type { KubeRest } from "../../../lib/kubeRest.ts";
 import { adminRest, simpleTemplateSpec } from "../../../test/support/resources.ts";
 import { submissionsPath, type Submission } from "../courseworkStore.ts";
 import { TEACHER_RULES } from "./consoleSupport.ts";
@@ -41,8 +42,13 @@ export const courseTeacherRules = (templates: string[]): k8s.V1PolicyRule[] => [
 ];
 
 /** Stands in for the operator's Assignment controller: one Submission per student. */
-export async function createSubmission(ns: string, assignment: string, user: string): Promise<Submission> {
-  return (await adminRest()).create<Submission>(submissionsPath(ns), {
+export async function createSubmission(
+  ns: string,
+  assignment: string,
+  user: string,
+  rest?: KubeRest,
+): Promise<Submission> {
+  return (rest ?? (await adminRest())).create<Submission>(submissionsPath(ns), {
     apiVersion: API_VERSION,
     kind: "Submission",
     metadata: { name: submissionNameFor(assignment, user) },
@@ -56,8 +62,10 @@ export async function reportSubmission(
   assignment: string,
   user: string,
   status: NonNullable<Submission["status"]>,
+  rest?: KubeRest,
 ): Promise<void> {
-  await (
-    await adminRest()
-  ).patch(`${submissionsPath(ns, submissionNameFor(assignment, user))}/status`, { status });
+  await (rest ?? (await adminRest())).patch(
+    `${submissionsPath(ns, submissionNameFor(assignment, user))}/status`,
+    { status },
+  );
 }
