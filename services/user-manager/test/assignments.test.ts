@@ -343,4 +343,86 @@ test("coursework routes: teachers by RBAC, the hand-in table, students' hand-in 
       [["week0", false, "missing"]],
     );
   });
+
+  await t.test(
+    "the console's pages: only a teacher of the Template sees and acts; a refusal keeps the form",
+    async () => {
+      const tinaCookie = await h.cookie("tina@uni.example");
+      const list = await h.page("/console/assignments?template=lab", tinaCookie);
+      assert.equal(list.status, 200);
+      assert.match(list.text, /Week 1: lists/);
+      assert.match(list.text, /<option value="course"/);
+      const table = await h.page("/console/assignment?template=lab&name=week1", tinaCookie);
+      assert.equal(table.status, 200);
+      assert.match(table.text, /id="student-alice"[\s\S]*?on time/);
+
+      const form = {
+        template: "lab",
+        name: "week2",
+        title: "Week 2",
+        folder: "course",
+        path: "week2",
+        deadline: new Date(Date.now() + 24 * 3600_000).toISOString().slice(0, 16),
+        lateUntil: "",
+        zone: "Asia/Tokyo",
+        maxFiles: "",
+        maxMiB: "5",
+        class: "",
+      };
+      const refused = await h.post("/console/assignments/create", tinaCookie, { ...form, folder: "nope" });
+      assert.equal(refused.status, 400);
+      const refusedPage = await refused.text();
+      assert.match(refusedPage, /not a course folder of Template &#34;lab&#34;/);
+      assert.match(refusedPage, /value="Week 2"/, "what was typed is kept");
+      const created = await h.post("/console/assignments/create", tinaCookie, form);
+      assert.equal(created.status, 303, await created.text());
+      assert.match(
+        created.headers.get("location") ?? "",
+        /\/console\/assignment\?template=lab&name=week2&done=created/,
+      );
+      const week2 = await (await adminRest()).get<Assignment>(assignmentsPath(ns, "week2"));
+      // 09:00 in Tokyo is 00:00 UTC: the form's local time is read in the zone it names.
+      assert.equal(Date.parse(week2.spec.deadline ?? ""), Date.parse(`${form.deadline}:00+09:00`));
+      assert.equal(week2.spec.limits?.maxBytes, 5 * 1024 * 1024);
+
+      const publish = await h.post("/console/assignment/actions", tinaCookie, {
+        template: "lab",
+        name: "week2",
+        action: "publish",
+        release: "1",
+      });
+      assert.equal(publish.status, 303);
+      const twice = await h.post("/console/assignment/actions", tinaCookie, {
+        template: "lab",
+        name: "week2",
+        action: "publish",
+        release: "1",
+      });
+      assert.equal(twice.status, 409, "the same click again is not counted");
+      assert.match(await twice.text(), /release is 2 now, not 1/);
+
+      const samCookie = await h.cookie("sam@uni.example");
+      const noRights = await h.page("/console/assignments?template=lab", samCookie);
+      assert.equal(noRights.status, 403);
+      assert.match(noRights.text, /may not list assignments\.userland\.dev/);
+      const noraCookie = await h.cookie("nora@uni.example");
+      const otherTeacher = await h.post("/console/assignments/create", noraCookie, {
+        ...form,
+        name: "week3",
+      });
+      assert.equal(otherTeacher.status, 403);
+      assert.equal((await h.page("/console/assignment?template=lab&name=week1", noraCookie)).status, 403);
+      assert.equal(
+        (
+          await h.post("/console/assignment/actions", noraCookie, {
+            template: "lab",
+            name: "week1",
+            action: "feedback",
+            feedbackRelease: "1",
+          })
+        ).status,
+        403,
+      );
+    },
+  );
 });
