@@ -378,12 +378,23 @@ test("the OpenAPI document describes every endpoint", async (t) => {
   assert.match(doc.openapi, /^3\./);
   assert.deepEqual(Object.keys(doc.paths).sort(), [
     "/api/v1/rosters/import",
+    "/api/v1/templates/{template}/assignments",
+    "/api/v1/templates/{template}/assignments/{name}",
+    "/api/v1/templates/{template}/assignments/{name}/feedback",
+    "/api/v1/templates/{template}/assignments/{name}/publish",
+    "/api/v1/templates/{template}/assignments/{name}/submissions/{user}",
+    "/api/v1/templates/{template}/assignments/{name}/submissions/{user}/handin",
     "/api/v1/userlands",
     "/api/v1/userlands/{name}",
     "/api/v1/userlands/{name}/start",
     "/api/v1/userlands/{name}/stop",
+    "/api/v1/users/{user}/assignments",
     "/api/v1/users/{user}/userland",
     "/api/v1/users/{user}/userlands",
+  ]);
+  assert.deepEqual(Object.keys(doc.paths["/api/v1/templates/{template}/assignments"] ?? {}).sort(), [
+    "get",
+    "post",
   ]);
   assert.deepEqual(Object.keys(doc.paths["/api/v1/userlands"] ?? {}).sort(), ["get", "post"]);
   assert.deepEqual(Object.keys(doc.paths["/api/v1/userlands/{name}"] ?? {}).sort(), ["delete", "get"]);
