@@ -41,6 +41,21 @@ export interface UserManagerClient {
     templateName: string,
     options?: { ifUserHasNone?: boolean },
   ): Promise<"created" | "exists">;
+  /**
+   * Reports a visit to the Userland `name` (the proxy; docs/decisions/0012-visits.md): the owner's
+   * identity when the visitor may enter, "forbidden" when RBAC says no (403).
+   */
+  visit?(name: string, report: VisitReportBody): Promise<{ owner: string } | "forbidden">;
+}
+
+/** What the proxy tells the user-manager about a visit (services/user-manager/visits.ts). */
+export interface VisitReportBody {
+  /** The visitor's session token, which the user-manager verifies itself. */
+  session: string;
+  phase: "begin" | "continue" | "end";
+  firstSeen: string;
+  lastSeen: string;
+  quietSeconds: number;
 }
 
 export function userManagerClient(options: UserManagerClientOptions): UserManagerClient {
@@ -95,6 +110,12 @@ export function userManagerClient(options: UserManagerClientOptions): UserManage
       if (status === 201) return "created";
       if (status === 409) return "exists";
       throw refused(status, text);
+    },
+    async visit(name, report) {
+      const { status, text } = await post(`api/v1/userlands/${encodeURIComponent(name)}/visits`, report);
+      if (status === 403) return "forbidden";
+      if (status !== 200) throw refused(status, text);
+      return { owner: (JSON.parse(text) as { owner: string }).owner };
     },
   };
 }

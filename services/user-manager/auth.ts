@@ -223,10 +223,12 @@ export class AccessReviewer {
     verb: Verb,
     name?: string,
     namespace = this.opts.namespace,
+    /** A subresource of userlands, e.g. "visit" (docs/decisions/0012-visits.md). */
+    subresource?: string,
   ): Promise<Decision> {
     const { rest, ttlMs, metrics } = this.opts;
     const all = namespace === ALL_NAMESPACES;
-    const key = JSON.stringify([namespace, callerKey(caller), verb, name ?? ""]);
+    const key = JSON.stringify([namespace, callerKey(caller), verb, name ?? "", subresource ?? ""]);
     if (this.allowed.get(key)) return { allowed: true };
     let status:
       { allowed?: boolean; denied?: boolean; reason?: string; evaluationError?: string } | undefined;
@@ -249,6 +251,7 @@ export class AccessReviewer {
               verb,
               group: GROUP,
               resource: USERLANDS,
+              ...(subresource ? { subresource } : {}),
               ...(name ? { name } : {}),
             },
           },

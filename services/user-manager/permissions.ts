@@ -46,6 +46,13 @@ export const REQUIRED_PERMISSIONS: readonly Permission[] = [
     namespaced: true,
     why: "check that a Template exists",
   },
+  {
+    group: "",
+    resource: "events",
+    verb: "create",
+    namespaced: true,
+    why: "record teachers' visits as Events on the Userland",
+  },
 ];
 
 /** The required permissions this client lacks (empty when all is well). */

@@ -1,0 +1,134 @@
+/**
+ * Teachers' visits to a student's environment (docs/decisions/0012-visits.md): the durable record
+ * kept in the Userland's `userland.dev/visits` annotation, one home for its format. The
+ * user-manager writes it (visitRoutes), the proxy reads it from its cache for the student's home.
+ *
+ * Events expire (an hour by default), so the annotation is what a student's home lists for 30
+ * days. It stays small: at most MAX_VISITS entries, none older than VISIT_HISTORY_MS.
+ */
+
+export const VISITS_ANNOTATION = "userland.dev/visits";
+/** How long a visit stays listed on the student's home. */
+export const VISIT_HISTORY_MS = 30 * 24 * 3_600_000;
+/** Most visits kept per Userland (about 120 bytes each); the oldest go first. */
+export const MAX_VISITS = 50;
+
+/** One visit: who, from the first request to the last seen one (RFC 3339, whole seconds). */
+export interface Visit {
+  /** The visitor's identity as the auth service reports it (the session's user). */
+  visitor: string;
+  from: string;
+  to: string;
+  /** The proxy saw the quiet period pass: the visit is over. */
+  ended?: boolean;
+}
+
+export type VisitPhase = "begin" | "continue" | "end";
+
+const stamp = (d: Date) =>
+  new Date(Math.floor(d.getTime() / 1000) * 1000).toISOString().replace(".000Z", "Z");
+
+function isVisit(v: unknown): v is Visit {
+  if (typeof v !== "object" || v === null) return false;
+  const r = v as Record<string, unknown>;
+  return (
+    typeof r.visitor === "string" &&
+    typeof r.from === "string" &&
+    typeof r.to === "string" &&
+    !Number.isNaN(Date.parse(r.from)) &&
+    !Number.isNaN(Date.parse(r.to)) &&
+    (r.ended === undefined || typeof r.ended === "boolean")
+  );
+}
+
+/** The visits an annotation holds, oldest first; entries that cannot be read are left out. */
+export function parseVisits(annotation: string | undefined): Visit[] {
+  if (!annotation) return [];
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(annotation);
+  } catch {
+    return [];
+  }
+  return Array.isArray(parsed) ? parsed.filter(isVisit) : [];
+}
+
+/**
+ * Whether `visit` is still going on at `now`: not ended, and seen within `staleMs` (a proxy that
+ * died before it could end a visit leaves it open; it counts as over once that long has passed).
+ */
+export function visitIsLive(visit: Visit, now: Date, staleMs: number): boolean {
+  return visit.ended !== true && now.getTime() - Date.parse(visit.to) <= staleMs;
+}
+
+/** Whole minutes from the first request to the last one seen, at least 1. */
+export function visitMinutes(visit: Visit): number {
+  return Math.max(1, Math.round((Date.parse(visit.to) - Date.parse(visit.from)) / 60_000));
+}
+
+export interface VisitReport {
+  visitor: string;
+  phase: VisitPhase;
+  /** The visitor's first request this replica saw (begin) and the last one (every phase). */
+  firstSeen: Date;
+  lastSeen: Date;
+  /** An open entry last seen longer ago than this is over: a new visit begins. */
+  staleMs: number;
+  now: Date;
+}
+
+export interface VisitUpdate {
+  visits: Visit[];
+  /** A new entry was begun (not a replica joining a visit another one reported). */
+  started: Visit | undefined;
+  /** The entry this report ended. */
+  ended: Visit | undefined;
+  /** Whether `visits` differs from the input (nothing to write otherwise). */
+  changed: boolean;
+}
+
+/**
+ * Folds one proxy report into the list: several replicas (or one after a restart) reporting the
+ * same visitor while a visit is live extend one entry; otherwise a new one begins. The result is
+ * pruned to 30 days and MAX_VISITS.
+ */
+export function applyVisitReport(list: readonly Visit[], report: VisitReport): VisitUpdate {
+  const visits = list.map((v) => ({ ...v }));
+  let latest: Visit | undefined;
+  for (let i = visits.length - 1; i >= 0 && !latest; i--)
+    if (visits[i]?.visitor === report.visitor) latest = visits[i];
+  let started: Visit | undefined;
+  let ended: Visit | undefined;
+  let changed = false;
+  const last = stamp(report.lastSeen);
+  // The same visit while no quiet period has passed since it was last seen, also when another
+  // replica already ended it (its own share of the traffic went quiet first).
+  const current =
+    latest &&
+    (visitIsLive(latest, report.now, report.staleMs) ||
+      (report.phase !== "end" && report.lastSeen.getTime() - Date.parse(latest.to) <= report.staleMs))
+      ? latest
+      : undefined;
+  if (current) {
+    if (Date.parse(last) > Date.parse(current.to)) {
+      current.to = last;
+      changed = true;
+    }
+    if (report.phase === "end" && current.ended !== true) {
+      current.ended = true;
+      ended = current;
+      changed = true;
+    } else if (report.phase !== "end" && current.ended === true) {
+      delete current.ended;
+      changed = true;
+    }
+  } else if (report.phase !== "end") {
+    started = { visitor: report.visitor, from: stamp(report.firstSeen), to: last };
+    visits.push(started);
+    changed = true;
+  }
+  const oldest = report.now.getTime() - VISIT_HISTORY_MS;
+  const kept = visits.filter((v) => Date.parse(v.to) >= oldest).slice(-MAX_VISITS);
+  if (kept.length !== visits.length) changed = true;
+  return { visits: kept, started, ended, changed };
+}

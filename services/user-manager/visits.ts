@@ -1,0 +1,209 @@
+/**
+ * `POST /api/v1/userlands/{name}/visits`: the proxy reports a teacher's visit to a student's
+ * environment (docs/decisions/0012-visits.md). The user-manager decides whether the visitor may
+ * enter and keeps the record:
+ *
+ * - the caller is the proxy (its own token; it needs `patch` on the Userland, as for Start);
+ * - the visitor is proven by their own session token, verified here with the auth service's keys
+ *   (the proxy only relays it), and RBAC decides with an access review of `create` on
+ *   `userlands/visit` for the session's Kubernetes subject, as the console's other rights;
+ * - the visit is folded into the Userland's `userland.dev/visits` annotation (api/visits.ts) and
+ *   its beginning and end become Events on the Userland and log lines.
+ *
+ * Ending a visit needs no right: a visit that happened is recorded even after the right is gone.
+ */
+import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
+import {
+  applyVisitReport,
+  parseVisits,
+  VISITS_ANNOTATION,
+  visitMinutes,
+  type Visit,
+} from "../../api/visits.ts";
+import { Type } from "../../api/v1alpha1/schema.ts";
+import type { Userland } from "../../api/v1alpha1/index.ts";
+import { isConflict } from "../../lib/kube.ts";
+import type { Logger } from "../../lib/logger.ts";
+import type { SessionVerifier } from "../../lib/session.ts";
+import { EventRecorder, userlandRef } from "../../operator/events.ts";
+import type { KubeRest } from "../../lib/kubeRest.ts";
+import { sessionCaller, type AccessReviewer, type SessionAuth } from "./auth.ts";
+import { badRequest, HttpError, notFound } from "./errors.ts";
+import { ErrorBody, UserlandNameSchema } from "./schemas.ts";
+import type { UserlandStore } from "./store.ts";
+
+/** The RBAC subresource whose `create` lets a person into a student's environment. */
+export const VISIT_SUBRESOURCE = "visit";
+
+export interface VisitRouteOptions {
+  store: UserlandStore;
+  rest: KubeRest;
+  reviewer: AccessReviewer;
+  log: Logger;
+  /** Session verification and the subjects' prefixes; undefined: the console is off, visits too. */
+  sessions: (Pick<SessionAuth, "userPrefix" | "groupPrefix"> & { verifier: SessionVerifier }) | undefined;
+  now?: () => Date;
+}
+
+const VisitBody = Type.Object(
+  {
+    session: Type.String({
+      minLength: 1,
+      maxLength: 8192,
+      description: "The visitor's session token (the auth service's cookie value), relayed by the proxy.",
+    }),
+    phase: Type.Union([Type.Literal("begin"), Type.Literal("continue"), Type.Literal("end")]),
+    firstSeen: Type.String({ format: "date-time" }),
+    lastSeen: Type.String({ format: "date-time" }),
+    quietSeconds: Type.Integer({
+      minimum: 1,
+      maximum: 86_400,
+      description: "The proxy's quiet period: an open visit not seen for longer is over.",
+    }),
+  },
+  { additionalProperties: false },
+);
+
+const VisitAnswer = Type.Object({
+  owner: Type.String(),
+  templateName: Type.String(),
+  visitor: Type.String(),
+  visit: Type.Union([
+    Type.Object({
+      visitor: Type.String(),
+      from: Type.String(),
+      to: Type.String(),
+      ended: Type.Optional(Type.Boolean()),
+    }),
+    Type.Null(),
+  ]),
+});
+
+/** Writes with the resourceVersion read: a concurrent change (another replica's report) is read again. */
+const WRITE_ATTEMPTS = 5;
+
+export const visitRoutes: FastifyPluginCallbackTypebox<VisitRouteOptions> = (app, opts, done) => {
+  const { store, reviewer, log } = opts;
+  const now = opts.now ?? (() => new Date());
+  const events = new EventRecorder(opts.rest, "userland-user-manager", log);
+
+  app.post(
+    "/api/v1/userlands/:name/visits",
+    {
+      config: { permissions: ["patch"], nameParam: "name" },
+      schema: {
+        tags: ["userlands"],
+        summary: "Report a visit to a student's environment (the proxy)",
+        description:
+          "The proxy reports that a signed-in person other than the owner opens a student's environment. The visitor is the relayed session's " +
+          "user; RBAC must let them create userlands/visit on this Userland (begin and continue). The visit is kept in the userland.dev/visits " +
+          "annotation (at most 50, 30 days) and its beginning and end are Events on the Userland.",
+        params: Type.Object({ name: UserlandNameSchema }),
+        body: VisitBody,
+        response: {
+          200: VisitAnswer,
+          400: ErrorBody,
+          401: ErrorBody,
+          403: ErrorBody,
+          404: ErrorBody,
+          501: ErrorBody,
+        },
+      },
+    },
+    async (request) => {
+      const { name } = request.params;
+      const body = request.body;
+      if (!opts.sessions)
+        throw new HttpError(
+          501,
+          "NotImplemented",
+          "visits need the console's session keys (USER_MANAGER_SESSION_JWKS_URL or USER_MANAGER_SESSION_PUBLIC_KEYS_FILE)",
+        );
+      const session = await opts.sessions.verifier.verify(body.session);
+      if (!session)
+        throw new HttpError(401, "Unauthorized", "the visitor's session is not valid", {
+          field: "session",
+          in: "body",
+        });
+      let userland = await store.get(name);
+      if (!userland) throw notFound(`Userland "${name}" does not exist`);
+      if (userland.spec.user === session.user)
+        throw badRequest("a student opening their own environment is not a visit", "session");
+      const namespace = userland.metadata.namespace ?? "";
+      const visitor = sessionCaller(session, opts.sessions);
+      if (body.phase !== "end") {
+        const decision = await reviewer.review(visitor, "create", name, namespace, VISIT_SUBRESOURCE);
+        if (!decision.allowed) {
+          log.info({ visitor: session.user, userland: name, namespace }, "visit refused by RBAC");
+          throw new HttpError(
+            403,
+            "Forbidden",
+            `${visitor.username} may not open the environment of Userland "${name}" in namespace "${namespace}": ` +
+              `a Role bound to them must grant verb "create" on "userlands/${VISIT_SUBRESOURCE}" in API group "userland.dev"`,
+          );
+        }
+      }
+      const report = {
+        visitor: session.user,
+        phase: body.phase,
+        firstSeen: new Date(body.firstSeen),
+        lastSeen: new Date(body.lastSeen),
+        staleMs: body.quietSeconds * 1000,
+      };
+      let visit: Visit | undefined;
+      for (let attempt = 1; ; attempt++) {
+        const at = now();
+        const update = applyVisitReport(parseVisits(userland.metadata.annotations?.[VISITS_ANNOTATION]), {
+          ...report,
+          now: at,
+        });
+        visit = update.ended ?? update.started ?? update.visits.findLast((v) => v.visitor === session.user);
+        if (!update.changed) break;
+        try {
+          const written: Userland | undefined = await store.patch(name, {
+            metadata: {
+              resourceVersion: userland.metadata.resourceVersion,
+              annotations: { [VISITS_ANNOTATION]: JSON.stringify(update.visits) },
+            },
+          });
+          if (!written) throw notFound(`Userland "${name}" does not exist`);
+          if (update.started) {
+            log.info(
+              { visitor: session.user, owner: userland.spec.user, userland: name, namespace },
+              "visit began",
+            );
+            events.normal(
+              userlandRef(written),
+              "VisitStarted",
+              `${session.user} opened ${userland.spec.user}'s environment`,
+            );
+          }
+          if (update.ended) {
+            const minutes = visitMinutes(update.ended);
+            log.info(
+              { visitor: session.user, owner: userland.spec.user, userland: name, namespace, minutes },
+              "visit ended",
+            );
+            events.normal(
+              userlandRef(written),
+              "VisitEnded",
+              `${session.user}'s visit to ${userland.spec.user}'s environment ended after ${minutes} minute${minutes === 1 ? "" : "s"}`,
+            );
+          }
+          break;
+        } catch (error) {
+          if (!isConflict(error) || attempt >= WRITE_ATTEMPTS) throw error;
+          userland = await store.get(name);
+          if (!userland) throw notFound(`Userland "${name}" does not exist`);
+        }
+      }
+      return {
+        owner: userland.spec.user,
+        templateName: userland.spec.templateName,
+        visitor: session.user,
+        visit: visit ?? null,
+      };
+    },
+  );
+  done();
+};
