@@ -12,6 +12,7 @@ import type { ClientInfo } from "./headers.ts";
 import { userlandLabel } from "./origins.ts";
 import { hostForTemplate, type ClusterView } from "./routing.ts";
 import type { Starter } from "./starter.ts";
+import { homeVisits, type HomeVisit } from "./homeVisits.ts";
 
 /** `/_userland/home` on every host; also the root of the base domain when it serves no Template. */
 export const HOME_PATH = "/_userland/home";
@@ -53,11 +54,13 @@ export interface HomeView {
   canAct: boolean;
   /** The auth service's sign-out page. */
   signOutUrl: string;
+  /** Teachers' visits to these environments in the last 30 days, newest first (homeVisits.ts). */
+  visits: HomeVisit[];
 }
 
 export type HomeConfig = Pick<
   ProxyConfig,
-  "hostTemplates" | "baseDomain" | "defaultTemplate" | "origins" | "loginUrl"
+  "hostTemplates" | "baseDomain" | "defaultTemplate" | "origins" | "loginUrl" | "visitQuietMs"
 >;
 
 function detailOf(state: HomeState, phase: string, message: string, progress: string): string {
@@ -130,7 +133,16 @@ export function homeView(
     .sort((a, b) => a.title.localeCompare(b.title));
   // The auth service's pages sit beside its login page (…/login, …/logout).
   const signOutUrl = new URL("logout", config.loginUrl).href;
-  return { user, environments, available, canAct: starter.canStart, signOutUrl };
+  const mine = (cluster.userlandsOf?.(user) ?? []).filter((u) => u.spec.user === user);
+  // A visit still open a report interval (at most 30 s) after the quiet period was left open by a
+  // replica that stopped: it is over.
+  const visits = homeVisits(
+    mine,
+    (u) => titleOf(cluster.getTemplate(u.spec.templateName), u.spec.templateName),
+    new Date(),
+    config.visitQuietMs + 30_000,
+  );
+  return { user, environments, available, canAct: starter.canStart, signOutUrl, visits };
 }
 
 /** The student's own Userland called `name`, or undefined (no such Userland, or someone else's). */

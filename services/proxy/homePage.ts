@@ -15,6 +15,7 @@ import {
   type SelfServiceOffer,
 } from "./home.ts";
 import { document, inlineScript, type Page } from "./pages.ts";
+import { visitsSection, visitsSignature, VISITS_SIGN_JS } from "./homeVisits.ts";
 
 const homeStyle = `
   main { max-width: 46rem; margin: 6vh auto; }
@@ -32,6 +33,8 @@ const homeStyle = `
   a { color: var(--accent); }
   .message:empty { display: none; }
   a:focus-visible, button:focus-visible { outline: 3px solid var(--accent); outline-offset: 2px; }
+  ul.visits { padding-left: 1.2rem; } li.visit { margin: .3rem 0; }
+  li.visit-live { list-style: none; margin-left: -1.2rem; padding: .6rem .9rem; border-radius: 8px; border: 2px solid #9a6700; }
 `;
 
 /**
@@ -43,7 +46,8 @@ const homeScript = `(function () {
   var signature = document.getElementById("home").getAttribute("data-signature");
   function sign(v) {
     return v.environments.map(function (e) { return e.name + ":" + e.state; }).join(",") + "|" +
-      v.available.map(function (a) { return a.template + ":" + a.requested; }).join(",");
+      v.available.map(function (a) { return a.template + ":" + a.requested; }).join(",") + "|" +
+      ${VISITS_SIGN_JS};
   }
   function busy() { return /:(starting|true)\\b/.test(signature); }
   function poll() {
@@ -151,7 +155,9 @@ function signature(view: HomeView): string {
   return (
     view.environments.map((e) => `${e.name}:${e.state}`).join(",") +
     "|" +
-    view.available.map((a) => `${a.template}:${String(a.requested)}`).join(",")
+    view.available.map((a) => `${a.template}:${String(a.requested)}`).join(",") +
+    "|" +
+    visitsSignature(view.visits)
   );
 }
 
@@ -180,7 +186,7 @@ export function homePage(view: HomeView, returnPath: string, now = new Date()): 
     <p class="muted">
       Signed in as <span class="status">${view.user}</span>. <a href="${view.signOutUrl}">Sign out</a>
     </p>
-    ${environments}${available}
+    ${environments}${visitsSection(view.visits)}${available}
   </div>`;
   return {
     status: 200,
