@@ -13,7 +13,7 @@ export const VISIT_HISTORY_MS = 30 * 24 * 3_600_000;
 /** Most visits kept per Userland (about 120 bytes each); the oldest go first. */
 export const MAX_VISITS = 50;
 
-/** One visit: who, from the first request to the last seen one (RFC 3339, whole seconds). */
+/** One visit: who, from the first request to the last seen one (RFC 3339). */
 export interface Visit {
   /** The visitor's identity as the auth service reports it (the session's user). */
   visitor: string;
@@ -25,8 +25,11 @@ export interface Visit {
 
 export type VisitPhase = "begin" | "continue" | "end";
 
-const stamp = (d: Date) =>
-  new Date(Math.floor(d.getTime() / 1000) * 1000).toISOString().replace(".000Z", "Z");
+/**
+ * Milliseconds kept: the quiet period is compared against these times, and whole seconds would
+ * make a short one (tests) look passed up to a second early: a visit split in two.
+ */
+const stamp = (d: Date) => d.toISOString();
 
 function isVisit(v: unknown): v is Visit {
   if (typeof v !== "object" || v === null) return false;
@@ -101,12 +104,13 @@ export function applyVisitReport(list: readonly Visit[], report: VisitReport): V
   let ended: Visit | undefined;
   let changed = false;
   const last = stamp(report.lastSeen);
-  // The same visit while no quiet period has passed since it was last seen, also when another
-  // replica already ended it (its own share of the traffic went quiet first).
+  // The same visit while no quiet period passed between its last record and this report's last
+  // request (an "end" arrives a quiet period after that request), also when another replica
+  // already ended it (its own share of the traffic went quiet first).
   const current =
     latest &&
     (visitIsLive(latest, report.now, report.staleMs) ||
-      (report.phase !== "end" && report.lastSeen.getTime() - Date.parse(latest.to) <= report.staleMs))
+      report.lastSeen.getTime() - Date.parse(latest.to) <= report.staleMs)
       ? latest
       : undefined;
   if (current) {
