@@ -40,7 +40,12 @@ after(async () => {
 
 const STUDENT = "zoe";
 
-async function signIn(page: Page, url: string, user: string, landing: string | RegExp): Promise<void> {
+async function signIn(
+  page: Page,
+  url: string,
+  user: string,
+  landing: string | RegExp | ((u: URL) => boolean),
+): Promise<void> {
   await gotoSignIn(page, url);
   await page.waitForSelector("input[name=name]");
   await page.fill("input[name=name]", user);

@@ -25,5 +25,5 @@ export function openLink(row: { user: string; openUrl?: string | undefined }): H
     rel="noopener"
     aria-label="Open ${row.user}'s environment"
     >Open</a
-  >`;
+  > `;
 }
