@@ -35,6 +35,7 @@ import { justReady, readySince, WAITING_TO_ANSWER } from "./readyRetry.ts";
 import { isStalled, progressText } from "../../lib/startProgress.ts";
 import { cookieValues } from "../../lib/requestSessions.ts";
 import { VISIT_COOKIE, type VisitTracker } from "./visits.ts";
+import { visitRefusedPage } from "./visitEndpoints.ts";
 
 /** A request whose session and Template are known. */
 interface Signed {
@@ -208,7 +209,7 @@ export class Router {
             client,
             pathname,
           };
-        return this.visit(hostUserland, session, token, client, `${pathname}${parsed.search}`, record);
+        return this.visit(hostUserland, session, token, client, `${pathname}${parsed.search}`, record, true);
       }
       if (!hostUserland || hostUserland.spec.user !== session.user)
         return page("unknown_host", unknownHostPage(client.host));
@@ -222,6 +223,7 @@ export class Router {
       return { kind: "ownEndpoint", outcome: "own_endpoint", session, token, template, client, pathname };
     // Shared origins: the visit cookie names the student's environment a visitor opened here.
     const visited = perUserHost ? undefined : this.visitedUserland(req, template, session.user);
+    if (visited === "unknown") return page("visit_refused", visitRefusedPage());
     if (visited) return this.visit(visited, session, token, client, `${pathname}${parsed.search}`, record);
     const serviceWorkers = serviceWorkersAllowed(config.origins, cluster.getTemplate(template));
     if (isServiceWorkerScript(req) && !serviceWorkers)
@@ -270,15 +272,21 @@ export class Router {
    * The Userland the visit cookie names on this Template's host, when it is another user's (the
    * owner's own requests never become visits); undefined otherwise.
    */
-  private visitedUserland(req: IncomingMessage, template: string, user: string): Userland | undefined {
+  private visitedUserland(
+    req: IncomingMessage,
+    template: string,
+    user: string,
+  ): Userland | "unknown" | undefined {
     if (!this.deps.visits?.enabled) return undefined;
     const [value] = cookieValues(req.headers.cookie, VISIT_COOKIE);
     if (value === undefined) return undefined;
     // "<namespace>/<name>": both are DNS names, so the value needs no escaping.
     const [namespace = "", name = ""] = value.split("/", 2);
     const userland = this.deps.cluster.getUserland?.(name);
-    if (!userland || userland.metadata.namespace !== namespace || userland.spec.templateName !== template)
-      return undefined;
+    // Refused like one the visitor may not open: a hand-made cookie learns nothing of what exists.
+    if (!userland || userland.metadata.namespace !== namespace) return "unknown";
+    // Cookies ignore ports: on the local platform another Template's port gets it too.
+    if (userland.spec.templateName !== template) return undefined;
     return userland.spec.user === user ? undefined : userland;
   }
 
@@ -294,6 +302,8 @@ export class Router {
     client: ClientInfo,
     path: string,
     record: RequestRecord,
+    /** Per-user origins: a refusal looks like a host that names nothing, as for anyone else's. */
+    perUserHost = false,
   ): Promise<Route> {
     const owner = userland.spec.user;
     const template = userland.spec.templateName;
@@ -301,14 +311,9 @@ export class Router {
     record.userland = userlandKey(userland);
     const admission = (await this.deps.visits?.admit(userland, session.user, token)) ?? "unavailable";
     if (admission === "denied")
-      return page(
-        "visit_refused",
-        simplePage(
-          403,
-          "You may not open this environment",
-          `Opening ${owner}'s environment needs the right to visit it (verb "create" on "userlands/visit"), which you do not have. Ask an admin.`,
-        ),
-      );
+      return perUserHost
+        ? page("unknown_host", unknownHostPage(client.host))
+        : page("visit_refused", visitRefusedPage());
     if (admission === "unavailable")
       return page(
         "visit_refused",

@@ -17,7 +17,7 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:
 import { cookieValues } from "../../lib/requestSessions.ts";
 import { HOME_PATH, type HomeConfig } from "./home.ts";
 import { userlandLabel } from "./origins.ts";
-import { simplePage } from "./pages.ts";
+import { simplePage, type Page } from "./pages.ts";
 import type { RequestRecord } from "./requestLog.ts";
 import { sendPage } from "./respond.ts";
 import type { OwnEndpointRoute } from "./router.ts";
@@ -31,6 +31,18 @@ export interface VisitEndpointDeps {
   cluster: ClusterView;
   visits: VisitTracker;
   config: HomeConfig;
+}
+
+/**
+ * One refusal for an environment that does not exist and one the visitor may not open (no
+ * names): a signed-in person learns nothing of who has an environment.
+ */
+export function visitRefusedPage(): Page {
+  return simplePage(
+    403,
+    "You may not open this environment",
+    `Opening a student's environment needs the right to visit it (verb "create" on "userlands/visit" in its namespace), which you do not have, or the environment does not exist. Ask an admin. To go back to your own environment: ${LEAVE_PATH}`,
+  );
 }
 
 export const isVisitPath = (pathname: string) => pathname === VISIT_PATH || pathname === LEAVE_PATH;
@@ -63,17 +75,17 @@ export async function serveVisitEndpoint(
   deps: VisitEndpointDeps,
   req: IncomingMessage,
   res: ServerResponse,
-  own: OwnEndpointRoute,
+  route: OwnEndpointRoute,
   record: RequestRecord,
 ): Promise<void> {
   const { cluster, visits, config } = deps;
-  const { session, client } = own;
+  const { session, client } = route;
   const secure = client.proto === "https";
   if (req.method !== "GET" && req.method !== "HEAD") {
     sendPage(req, res, simplePage(405, "Not allowed", "Open this address in the browser."));
     return;
   }
-  if (own.pathname === LEAVE_PATH) {
+  if (route.pathname === LEAVE_PATH) {
     redirect(res, HOME_PATH, cookieFor("", secure, 0));
     return;
   }
@@ -90,36 +102,23 @@ export async function serveVisitEndpoint(
   const namespace = query.get("namespace");
   const userland = cluster.getUserland?.(name);
   if (!userland || (namespace !== null && userland.metadata.namespace !== namespace)) {
-    sendPage(req, res, simplePage(404, "No such environment", "There is no environment of that name."));
+    record.outcome = "visit_refused";
+    sendPage(req, res, visitRefusedPage());
     return;
   }
   record.owner = userland.spec.user;
   record.userland = `${userland.metadata.namespace ?? ""}/${name}`;
   const port = /:\d+$/.exec(client.host)?.[0] ?? "";
   const label = config.origins === "perUser" ? userlandLabel(userland) : undefined;
-  if (label && config.baseDomain) {
-    // Its own host names it: the first request there asks whether the visitor may enter.
-    redirect(res, `${client.proto}://${label}.${config.baseDomain}${port}/`);
-    return;
-  }
-  const host = hostForTemplate(userland.spec.templateName, config, client.host, port);
+  const perUserHost = label && config.baseDomain ? `${label}.${config.baseDomain}${port}` : undefined;
+  const host = perUserHost ?? hostForTemplate(userland.spec.templateName, config, client.host, port);
   if (host === undefined) {
     sendPage(req, res, simplePage(404, "Not served", "No address serves this environment's Template."));
     return;
   }
-  if (host !== client.host) {
-    redirect(
-      res,
-      `${client.proto}://${host}${VISIT_PATH}?namespace=${encodeURIComponent(userland.metadata.namespace ?? "")}&userland=${encodeURIComponent(name)}`,
-    );
-    return;
-  }
-  if (userland.spec.user === session.user) {
-    // The owner's own: no visit, and no cookie that would outlive this click.
-    redirect(res, "/", cookieFor("", secure, 0));
-    return;
-  }
-  if (req.headers["sec-fetch-site"] === "same-origin") {
+  const own = userland.spec.user === session.user;
+  // Where environments are served, a page of the same origin is not the console's click.
+  if (!own && host === client.host && req.headers["sec-fetch-site"] === "same-origin") {
     record.outcome = "forbidden_origin";
     sendPage(
       req,
@@ -132,18 +131,15 @@ export async function serveVisitEndpoint(
     );
     return;
   }
-  const admission = await visits.admit(userland, session.user, own.token);
+  // Asked before any redirect: where an environment is served says that it exists.
+  const admission = own ? "allowed" : await visits.admit(userland, session.user, route.token);
   if (admission !== "allowed") {
     record.outcome = "visit_refused";
     sendPage(
       req,
       res,
       admission === "denied"
-        ? simplePage(
-            403,
-            "You may not open this environment",
-            `Opening ${userland.spec.user}'s environment needs the right to visit it (verb "create" on "userlands/visit"), which you do not have. Ask an admin.`,
-          )
+        ? visitRefusedPage()
         : simplePage(
             502,
             "Visits are not available",
@@ -152,5 +148,20 @@ export async function serveVisitEndpoint(
     );
     return;
   }
-  redirect(res, "/", cookieFor(`${userland.metadata.namespace ?? ""}/${name}`, secure));
+  // Per-user origins: its own host names it (no cookie).
+  if (perUserHost) {
+    redirect(res, `${client.proto}://${perUserHost}/`);
+    return;
+  }
+  if (host !== client.host) {
+    const query = `namespace=${encodeURIComponent(userland.metadata.namespace ?? "")}&userland=${encodeURIComponent(name)}`;
+    redirect(res, `${client.proto}://${host}${VISIT_PATH}?${query}`);
+    return;
+  }
+  // The owner's own: no visit, and no cookie that would outlive this click.
+  redirect(
+    res,
+    "/",
+    cookieFor(own ? "" : `${userland.metadata.namespace ?? ""}/${name}`, secure, own ? 0 : undefined),
+  );
 }

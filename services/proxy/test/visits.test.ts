@@ -237,6 +237,18 @@ test("a teacher with the visit right opens a student's environment as the studen
       const forged = await get("carol", "/secret", { cookie: `${VISIT_COOKIE}=${ns}/bob-code` });
       assert.equal(forged.status, 403);
       assert.equal(upstream.seen.length, before, "carol's requests never reached bob's environment");
+      // On the home host too (no redirect that would tell where it is served), and an environment
+      // that does not exist is refused alike: a refusal names no one and tells nothing of what exists.
+      const atHome = await get("carol", visitPath, {}, APEX);
+      assert.equal(atHome.status, 403);
+      assert.equal(atHome.body, r.body);
+      assert.doesNotMatch(r.body, /bob/);
+      const nobody = await get("carol", `/_userland/visit?namespace=${ns}&userland=nobody-code`);
+      assert.equal(nobody.status, 403);
+      assert.equal(nobody.body, r.body);
+      const forgedNobody = await get("carol", "/", { cookie: `${VISIT_COOKIE}=${ns}/nobody-code` });
+      assert.equal(forgedNobody.status, 403);
+      assert.equal(forgedNobody.body, forged.body);
       const visits = parseVisits((await userland()).metadata.annotations?.[VISITS_ANNOTATION]);
       assert.deepEqual(
         visits.map((v) => v.visitor),
@@ -285,6 +297,40 @@ test("a teacher with the visit right opens a student's environment as the studen
         page.body,
         /Teacher alice opened your Test IDE on\s+<time[^>]*>\d+ \w+, \d\d:\d\d UTC<\/time>, for 1 minute\./,
       );
+    },
+  );
+
+  await t.test(
+    "per-user origins: Open goes to the environment's own host, which names it; a refusal there looks like a host naming nothing",
+    async () => {
+      const perUser = await startProxy(t, ns, keys, {
+        PROXY_USER_MANAGER_URL: um.base,
+        PROXY_USER_MANAGER_TOKEN_FILE: tokenFile,
+        PROXY_VISIT_QUIET: "1s",
+        PROXY_ORIGINS: "perUser",
+      });
+      perUser.resolver.set(ns, "bob-code-svc", upstream.url);
+      await eventually(
+        "the per-user proxy's cache to hold bob's Userland",
+        () => perUser.app.cluster.getUserland?.("bob-code") !== undefined,
+      );
+      const at = async (user: string, host: string, path: string) =>
+        send(perUser.port, { path, headers: { host, ...html, cookie: await keys.cookie(user) } });
+      const open = await at("alice", APEX, visitPath);
+      assert.equal(open.status, 303, open.body);
+      assert.equal(open.headers.location, "http://bob-code--code.apps.example.test/");
+      assert.equal(open.headers["set-cookie"], undefined, "the host names the environment: no cookie");
+      const page = await at("alice", "bob-code--code.apps.example.test", "/per-user");
+      assert.equal(page.status, 200, page.body);
+      const seen = upstream.seen.at(-1);
+      assert.equal(seen?.url, "/per-user");
+      assert.equal(seen?.headers["x-user"], "bob");
+      assert.equal(seen?.headers["x-userland-visitor"], "alice");
+      const carol = await at("carol", "bob-code--code.apps.example.test", "/");
+      const nothing = await at("carol", "nobody-code--code.apps.example.test", "/");
+      assert.equal(carol.status, 404);
+      assert.equal(nothing.status, 404);
+      assert.equal(carol.body.replace("bob-code--code", "X"), nothing.body.replace("nobody-code--code", "X"));
     },
   );
 });
