@@ -278,8 +278,12 @@ export class Router {
     user: string,
   ): Userland | "unknown" | undefined {
     if (!this.deps.visits?.enabled) return undefined;
-    const [value] = cookieValues(req.headers.cookie, VISIT_COOKIE);
+    const values = cookieValues(req.headers.cookie, VISIT_COOKIE);
+    const [value] = values;
     if (value === undefined) return undefined;
+    // A page of this origin can add a cookie of the same name with another path, which the browser
+    // sends first: two that disagree name nothing.
+    if (values.some((v) => v !== value)) return "unknown";
     // "<namespace>/<name>": both are DNS names, so the value needs no escaping.
     const [namespace = "", name = ""] = value.split("/", 2);
     const userland = this.deps.cluster.getUserland?.(name);

@@ -161,6 +161,10 @@ test("a teacher with the visit right opens a student's environment as the studen
   await t.test(
     "alice enters bob's environment: X-User is bob's, X-Userland-Visitor names alice, forged copies are gone",
     async () => {
+      // A page of the environment's own origin cannot begin a visit there (a student's script).
+      const scripted = await get("alice", visitPath, { "sec-fetch-site": "same-origin" });
+      assert.equal(scripted.status, 403);
+      assert.equal(scripted.headers["set-cookie"], undefined);
       const r = await get("alice", visitPath);
       assert.equal(r.status, 303, r.body);
       assert.equal(r.headers.location, "/");
@@ -182,6 +186,11 @@ test("a teacher with the visit right opens a student's environment as the studen
         "theme=dark",
         "neither the session nor the visit cookie reaches the environment",
       );
+      // A second visit cookie of another path (a script of this origin can set one) names nothing.
+      const planted = await get("alice", "/x", {
+        cookie: `${VISIT_COOKIE}=${ns}/other-code; ${visitCookie}`,
+      });
+      assert.equal(planted.status, 403);
     },
   );
 
