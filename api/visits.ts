@@ -1,13 +1,13 @@
 /**
  * Teachers' visits to a student's environment (docs/decisions/0012-visits.md): the durable record
- * kept in the Userland's `userland.dev/visits` annotation, one home for its format. The
+ * kept in the Userland's `userland.dev/visits` annotation (UserlandAnnotations.visits), one home
+ * for its format. The
  * user-manager writes it (visitRoutes), the proxy reads it from its cache for the student's home.
  *
  * Events expire (an hour by default), so the annotation is what a student's home lists for 30
  * days. It stays small: at most MAX_VISITS entries, none older than VISIT_HISTORY_MS.
  */
 
-export const VISITS_ANNOTATION = "userland.dev/visits";
 /** How long a visit stays listed on the student's home. */
 export const VISIT_HISTORY_MS = 30 * 24 * 3_600_000;
 /** Most visits kept per Userland (about 120 bytes each); the oldest go first. */

@@ -4,14 +4,8 @@
  * `userland.dev/visits` annotation in the proxy's cache (no API call), and a visit going on now
  * marked live. homePage.ts shows them; its script follows them through the home's JSON.
  */
-import type { Userland } from "../../api/v1alpha1/index.ts";
-import {
-  parseVisits,
-  VISIT_HISTORY_MS,
-  VISITS_ANNOTATION,
-  visitIsLive,
-  visitMinutes,
-} from "../../api/visits.ts";
+import { UserlandAnnotations, type Userland } from "../../api/v1alpha1/index.ts";
+import { parseVisits, VISIT_HISTORY_MS, visitIsLive, visitMinutes } from "../../api/visits.ts";
 import { html, type Html } from "../../lib/html.ts";
 
 export interface HomeVisit {
@@ -39,7 +33,7 @@ export function homeVisits(
   const oldest = now.getTime() - VISIT_HISTORY_MS;
   const visits: HomeVisit[] = [];
   for (const userland of userlands)
-    for (const v of parseVisits(userland.metadata.annotations?.[VISITS_ANNOTATION]))
+    for (const v of parseVisits(userland.metadata.annotations?.[UserlandAnnotations.visits]))
       if (Date.parse(v.to) >= oldest)
         visits.push({
           visitor: v.visitor,

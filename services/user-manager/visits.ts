@@ -13,15 +13,9 @@
  * Ending a visit needs no right: a visit that happened is recorded even after the right is gone.
  */
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
-import {
-  applyVisitReport,
-  parseVisits,
-  VISITS_ANNOTATION,
-  visitMinutes,
-  type Visit,
-} from "../../api/visits.ts";
+import { applyVisitReport, parseVisits, visitMinutes, type Visit } from "../../api/visits.ts";
 import { Type } from "../../api/v1alpha1/schema.ts";
-import type { Userland } from "../../api/v1alpha1/index.ts";
+import { UserlandAnnotations, type Userland } from "../../api/v1alpha1/index.ts";
 import { isConflict } from "../../lib/kube.ts";
 import type { Logger } from "../../lib/logger.ts";
 import type { SessionVerifier } from "../../lib/session.ts";
@@ -153,17 +147,20 @@ export const visitRoutes: FastifyPluginCallbackTypebox<VisitRouteOptions> = (app
       let visit: Visit | undefined;
       for (let attempt = 1; ; attempt++) {
         const at = now();
-        const update = applyVisitReport(parseVisits(userland.metadata.annotations?.[VISITS_ANNOTATION]), {
-          ...report,
-          now: at,
-        });
+        const update = applyVisitReport(
+          parseVisits(userland.metadata.annotations?.[UserlandAnnotations.visits]),
+          {
+            ...report,
+            now: at,
+          },
+        );
         visit = update.ended ?? update.started ?? update.visits.findLast((v) => v.visitor === session.user);
         if (!update.changed) break;
         try {
           const written: Userland | undefined = await store.patch(name, {
             metadata: {
               resourceVersion: userland.metadata.resourceVersion,
-              annotations: { [VISITS_ANNOTATION]: JSON.stringify(update.visits) },
+              annotations: { [UserlandAnnotations.visits]: JSON.stringify(update.visits) },
             },
           });
           if (!written) throw notFound(`Userland "${name}" does not exist`);

@@ -13,8 +13,8 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import type { Browser, Page } from "playwright-core";
 import type { Userland } from "../../api/v1alpha1/index.ts";
-import { userlandsPath } from "../../api/v1alpha1/index.ts";
-import { parseVisits, VISITS_ANNOTATION } from "../../api/visits.ts";
+import { userlandsPath, UserlandAnnotations } from "../../api/v1alpha1/index.ts";
+import { parseVisits } from "../../api/visits.ts";
 import { repoRoot } from "../../cluster/controlPlane.ts";
 import { CONSOLE_TEACHER, DEMO_TEMPLATE, startPlatform, type Platform } from "../../dev/platform.ts";
 import { gotoSignIn, launchBrowser } from "../support/browser.ts";
@@ -116,7 +116,9 @@ test("a teacher opens a student's environment from the console; the student's ho
     await student.screenshot({ path: join(screenshotsDir(), "home-visit-after.png"), fullPage: true });
 
     // The durable record and the Event, as kubectl shows them.
-    const [record] = parseVisits((await studentUserland())?.metadata.annotations?.[VISITS_ANNOTATION]);
+    const [record] = parseVisits(
+      (await studentUserland())?.metadata.annotations?.[UserlandAnnotations.visits],
+    );
     assert.equal(record?.visitor, CONSOLE_TEACHER);
     assert.equal(record?.ended, true);
     await eventually("the VisitStarted and VisitEnded Events", async () => {

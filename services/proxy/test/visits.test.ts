@@ -9,8 +9,8 @@ import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { test } from "node:test";
-import type { Userland } from "../../../api/v1alpha1/index.ts";
-import { parseVisits, VISITS_ANNOTATION } from "../../../api/visits.ts";
+import { UserlandAnnotations, type Userland } from "../../../api/v1alpha1/index.ts";
+import { parseVisits } from "../../../api/visits.ts";
 import { renderChartRbac } from "../../../cluster/chartRbac.ts";
 import { k8s } from "../../../lib/kube.ts";
 import { KubeRest } from "../../../lib/kubeRest.ts";
@@ -202,7 +202,9 @@ test("a teacher with the visit right opens a student's environment as the studen
           (e) => e.reason === "VisitStarted" && e.message === "alice opened bob's environment",
         ),
       );
-      const [visit, ...more] = parseVisits((await userland()).metadata.annotations?.[VISITS_ANNOTATION]);
+      const [visit, ...more] = parseVisits(
+        (await userland()).metadata.annotations?.[UserlandAnnotations.visits],
+      );
       assert.equal(more.length, 0);
       assert.equal(visit?.visitor, "alice");
       assert.equal(visit?.ended, undefined);
@@ -258,7 +260,7 @@ test("a teacher with the visit right opens a student's environment as the studen
       const forgedNobody = await get("carol", "/", { cookie: `${VISIT_COOKIE}=${ns}/nobody-code` });
       assert.equal(forgedNobody.status, 403);
       assert.equal(forgedNobody.body, forged.body);
-      const visits = parseVisits((await userland()).metadata.annotations?.[VISITS_ANNOTATION]);
+      const visits = parseVisits((await userland()).metadata.annotations?.[UserlandAnnotations.visits]);
       assert.deepEqual(
         visits.map((v) => v.visitor),
         ["alice"],
@@ -278,7 +280,7 @@ test("a teacher with the visit right opens a student's environment as the studen
       assert.equal((await roundTrip(opened.ws, "hi")).xUser, "bob");
       const socketAt = Date.now();
       const latest = async () =>
-        parseVisits((await userland()).metadata.annotations?.[VISITS_ANNOTATION]).at(-1);
+        parseVisits((await userland()).metadata.annotations?.[UserlandAnnotations.visits]).at(-1);
       const endedEvents = async () => (await events()).filter((e) => e.reason === "VisitEnded").length;
       // Two quiet periods with only the socket open: still the same, live visit.
       await eventually("two quiet periods to pass with the socket open", async () => {
