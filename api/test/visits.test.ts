@@ -45,7 +45,7 @@ test("a visit begins, continues (several replicas join it), ends; a later one is
   const end = applyVisitReport(visits, report("end", 0, 25 * 60, 25 * 60 + 300));
   assert.equal(end.ended?.visitor, "alice");
   assert.equal(end.visits[0]?.ended, true);
-  assert.equal(visitMinutes(end.visits[0] as Visit), 25);
+  assert.equal(visitMinutes(end.visits[0]), 25);
   assert.equal(applyVisitReport(end.visits, report("end", 0, 25 * 60, 25 * 60 + 301)).changed, false);
   // A replica still seeing requests within the quiet period reopens it rather than starting another.
   const reopened = applyVisitReport(end.visits, report("continue", 0, 25 * 60 + 100, 25 * 60 + 302));
