@@ -136,3 +136,89 @@ export function applyVisitReport(list: readonly Visit[], report: VisitReport): V
   if (kept.length !== visits.length) changed = true;
   return { visits: kept, started, ended, changed };
 }
+
+/**
+ * On a Template: `required` makes every visit to its environments wait for the student's Allow
+ * (their home page). An Allow lets that visitor begin visits for CONSENT_TTL_MS.
+ */
+export const VISIT_CONSENT_ANNOTATION = "userland.dev/visit-consent";
+export const CONSENT_TTL_MS = 3_600_000;
+/** A request the student has not answered lapses after this long (the teacher asks again). */
+export const REQUEST_TTL_MS = 10 * 60_000;
+const MAX_REQUESTS = 20;
+
+/** A visitor waiting for the student's Allow, or allowed (`allowedAt`). */
+export interface VisitRequest {
+  visitor: string;
+  requestedAt: string;
+  allowedAt?: string;
+}
+
+function isRequest(v: unknown): v is VisitRequest {
+  if (typeof v !== "object" || v === null) return false;
+  const r = v as Record<string, unknown>;
+  return (
+    typeof r.visitor === "string" &&
+    typeof r.requestedAt === "string" &&
+    !Number.isNaN(Date.parse(r.requestedAt)) &&
+    (r.allowedAt === undefined || (typeof r.allowedAt === "string" && !Number.isNaN(Date.parse(r.allowedAt))))
+  );
+}
+
+export function parseVisitRequests(annotation: string | undefined): VisitRequest[] {
+  if (!annotation) return [];
+  try {
+    const parsed: unknown = JSON.parse(annotation);
+    return Array.isArray(parsed) ? parsed.filter(isRequest) : [];
+  } catch {
+    return [];
+  }
+}
+
+const current = (r: VisitRequest, now: Date) =>
+  r.allowedAt !== undefined
+    ? now.getTime() - Date.parse(r.allowedAt) <= CONSENT_TTL_MS
+    : now.getTime() - Date.parse(r.requestedAt) <= REQUEST_TTL_MS;
+
+/** Whether `visitor` is allowed now, waits for an answer, or has asked nothing (or long ago). */
+export function consentState(
+  requests: readonly VisitRequest[],
+  visitor: string,
+  now: Date,
+): "allowed" | "pending" | "none" {
+  const mine = requests.filter((r) => r.visitor === visitor && current(r, now));
+  if (mine.some((r) => r.allowedAt !== undefined)) return "allowed";
+  return mine.length > 0 ? "pending" : "none";
+}
+
+/** The requests still current, at most MAX_REQUESTS, newest last. */
+const pruned = (requests: readonly VisitRequest[], now: Date) =>
+  requests.filter((r) => current(r, now)).slice(-MAX_REQUESTS);
+
+/** Adds a pending request of `visitor` unless one is current; `changed`: something to write. */
+export function withRequest(
+  requests: readonly VisitRequest[],
+  visitor: string,
+  now: Date,
+): { requests: VisitRequest[]; changed: boolean } {
+  const kept = pruned(requests, now);
+  if (consentState(kept, visitor, now) !== "none")
+    return { requests: kept, changed: kept.length !== requests.length };
+  return {
+    requests: [...kept, { visitor, requestedAt: now.toISOString() }].slice(-MAX_REQUESTS),
+    changed: true,
+  };
+}
+
+/** The student's Allow for `visitor`'s pending request; `found` false when there is none. */
+export function withConsent(
+  requests: readonly VisitRequest[],
+  visitor: string,
+  now: Date,
+): { requests: VisitRequest[]; found: boolean } {
+  const kept = pruned(requests, now).map((r) => ({ ...r }));
+  const pending = kept.findLast((r) => r.visitor === visitor && r.allowedAt === undefined);
+  if (!pending) return { requests: kept, found: false };
+  pending.allowedAt = now.toISOString();
+  return { requests: kept, found: true };
+}

@@ -43,9 +43,12 @@ export interface UserManagerClient {
   ): Promise<"created" | "exists">;
   /**
    * Reports a visit to the Userland `name` (the proxy; docs/decisions/0012-visits.md): the owner's
-   * identity when the visitor may enter, "forbidden" when RBAC says no (403).
+   * identity when the visitor may enter, "forbidden" when RBAC says no (403), "consent" when the
+   * student must allow it first (409).
    */
-  visit?(name: string, report: VisitReportBody): Promise<{ owner: string } | "forbidden">;
+  visit?(name: string, report: VisitReportBody): Promise<{ owner: string } | "forbidden" | "consent">;
+  /** The student's Allow for a waiting visitor (`session`: the student's own session token). */
+  allowVisit?(name: string, consent: { session: string; visitor: string }): Promise<"allowed" | "none">;
 }
 
 /** What the proxy tells the user-manager about a visit (services/user-manager/visits.ts). */
@@ -114,8 +117,19 @@ export function userManagerClient(options: UserManagerClientOptions): UserManage
     async visit(name, report) {
       const { status, text } = await post(`api/v1/userlands/${encodeURIComponent(name)}/visits`, report);
       if (status === 403) return "forbidden";
+      // The Template requires the student's Allow first (docs/decisions/0012-visits.md).
+      if (status === 409) return "consent";
       if (status !== 200) throw refused(status, text);
       return { owner: (JSON.parse(text) as { owner: string }).owner };
+    },
+    async allowVisit(name, consent) {
+      const { status, text } = await post(
+        `api/v1/userlands/${encodeURIComponent(name)}/visit-consents`,
+        consent,
+      );
+      if (status === 404) return "none";
+      if (status !== 200) throw refused(status, text);
+      return "allowed";
     },
   };
 }

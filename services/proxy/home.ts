@@ -12,7 +12,7 @@ import type { ClientInfo } from "./headers.ts";
 import { userlandLabel } from "./origins.ts";
 import { hostForTemplate, type ClusterView } from "./routing.ts";
 import type { Starter } from "./starter.ts";
-import { homeVisits, type HomeVisit } from "./homeVisits.ts";
+import { homeVisitRequests, homeVisits, type HomeVisit, type HomeVisitRequest } from "./homeVisits.ts";
 
 /** `/_userland/home` on every host; also the root of the base domain when it serves no Template. */
 export const HOME_PATH = "/_userland/home";
@@ -56,6 +56,8 @@ export interface HomeView {
   signOutUrl: string;
   /** Teachers' visits to these environments in the last 30 days, newest first (homeVisits.ts). */
   visits: HomeVisit[];
+  /** Visitors waiting for the student's Allow. */
+  visitRequests: HomeVisitRequest[];
 }
 
 export type HomeConfig = Pick<
@@ -136,13 +138,10 @@ export function homeView(
   const mine = (cluster.userlandsOf?.(user) ?? []).filter((u) => u.spec.user === user);
   // A visit still open a report interval (at most 30 s) after the quiet period was left open by a
   // replica that stopped: it is over.
-  const visits = homeVisits(
-    mine,
-    (u) => titleOf(cluster.getTemplate(u.spec.templateName), u.spec.templateName),
-    new Date(),
-    config.visitQuietMs + 30_000,
-  );
-  return { user, environments, available, canAct: starter.canStart, signOutUrl, visits };
+  const title = (u: Userland) => titleOf(cluster.getTemplate(u.spec.templateName), u.spec.templateName);
+  const visits = homeVisits(mine, title, new Date(), config.visitQuietMs + 30_000);
+  const visitRequests = homeVisitRequests(mine, title, new Date());
+  return { user, environments, available, canAct: starter.canStart, signOutUrl, visits, visitRequests };
 }
 
 /** The student's own Userland called `name`, or undefined (no such Userland, or someone else's). */

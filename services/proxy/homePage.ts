@@ -34,6 +34,8 @@ const homeStyle = `
   .message:empty { display: none; }
   a:focus-visible, button:focus-visible { outline: 3px solid var(--accent); outline-offset: 2px; }
   ul.visits { padding-left: 1.2rem; } li.visit { margin: .3rem 0; }
+  li.visit-request { list-style: none; margin-left: -1.2rem; padding: .6rem .9rem; border-radius: 8px; border: 2px solid var(--accent); display: flex; flex-wrap: wrap; gap: .75rem; align-items: center; justify-content: space-between; }
+  li.visit-request form { margin: 0; }
   li.visit-live { list-style: none; margin-left: -1.2rem; padding: .6rem .9rem; border-radius: 8px; border: 2px solid #9a6700; }
 `;
 
@@ -157,7 +159,7 @@ function signature(view: HomeView): string {
     "|" +
     view.available.map((a) => `${a.template}:${String(a.requested)}`).join(",") +
     "|" +
-    visitsSignature(view.visits)
+    visitsSignature(view.visits, view.visitRequests)
   );
 }
 
@@ -186,7 +188,7 @@ export function homePage(view: HomeView, returnPath: string, now = new Date()): 
     <p class="muted">
       Signed in as <span class="status">${view.user}</span>. <a href="${view.signOutUrl}">Sign out</a>
     </p>
-    ${environments}${visitsSection(view.visits)}${available}
+    ${environments}${visitsSection(view.visits, view.visitRequests, back)}${available}
   </div>`;
   return {
     status: 200,

@@ -5,8 +5,16 @@
  * marked live. homePage.ts shows them; its script follows them through the home's JSON.
  */
 import { UserlandAnnotations, type Userland } from "../../api/v1alpha1/index.ts";
-import { parseVisits, VISIT_HISTORY_MS, visitIsLive, visitMinutes } from "../../api/visits.ts";
+import {
+  consentState,
+  parseVisitRequests,
+  parseVisits,
+  VISIT_HISTORY_MS,
+  visitIsLive,
+  visitMinutes,
+} from "../../api/visits.ts";
 import { html, type Html } from "../../lib/html.ts";
+import { ALLOW_PATH } from "./visits.ts";
 
 export interface HomeVisit {
   visitor: string;
@@ -46,12 +54,44 @@ export function homeVisits(
   return visits.sort((a, b) => Date.parse(b.from) - Date.parse(a.from));
 }
 
-/** What the home's script compares to notice a visit beginning or ending. */
-export const visitsSignature = (visits: readonly HomeVisit[]) =>
-  visits.map((v) => `${v.visitor}@${v.from}:${String(v.live)}`).join(",");
+/** A visitor waiting for the student's Allow (a Template that asks first). */
+export interface HomeVisitRequest {
+  /** The Userland, which the Allow form names. */
+  name: string;
+  environment: string;
+  visitor: string;
+  requestedAt: string;
+}
 
-/** The same in the page's script (the JSON view's `visits`). */
-export const VISITS_SIGN_JS = `(v.visits || []).map(function (x) { return x.visitor + "@" + x.from + ":" + x.live; }).join(",")`;
+/** The requests still waiting for an answer (not allowed, not lapsed), oldest first. */
+export function homeVisitRequests(
+  userlands: readonly Userland[],
+  titleOf: (userland: Userland) => string,
+  now: Date,
+): HomeVisitRequest[] {
+  const waiting: HomeVisitRequest[] = [];
+  for (const userland of userlands) {
+    const requests = parseVisitRequests(userland.metadata.annotations?.[UserlandAnnotations.visitRequests]);
+    for (const r of requests)
+      if (r.allowedAt === undefined && consentState(requests, r.visitor, now) === "pending")
+        waiting.push({
+          name: userland.metadata.name ?? "",
+          environment: titleOf(userland),
+          visitor: r.visitor,
+          requestedAt: r.requestedAt,
+        });
+  }
+  return waiting.sort((a, b) => Date.parse(a.requestedAt) - Date.parse(b.requestedAt));
+}
+
+/** What the home's script compares to notice a visit beginning or ending, or a request coming. */
+export const visitsSignature = (visits: readonly HomeVisit[], requests: readonly HomeVisitRequest[]) =>
+  visits.map((v) => `${v.visitor}@${v.from}:${String(v.live)}`).join(",") +
+  "/" +
+  requests.map((r) => `${r.name}?${r.visitor}`).join(",");
+
+/** The same in the page's script (the JSON view's `visits` and `visitRequests`). */
+export const VISITS_SIGN_JS = `(v.visits || []).map(function (x) { return x.visitor + "@" + x.from + ":" + x.live; }).join(",") + "/" + (v.visitRequests || []).map(function (x) { return x.name + "?" + x.visitor; }).join(",")`;
 
 const dateFormat = new Intl.DateTimeFormat("en-GB", {
   day: "numeric",
@@ -68,9 +108,31 @@ function when(iso: string): string {
 
 const minutesText = (n: number) => `${n} minute${n === 1 ? "" : "s"}`;
 
-/** The home's "Visits" section: every visit of the last 30 days, a live one first and marked. */
-export function visitsSection(visits: readonly HomeVisit[]): Html | "" {
-  if (visits.length === 0) return "";
+/** A request waiting for the student, with its Allow button (a plain form, like the home's others). */
+function requestItem(r: HomeVisitRequest, returnPath: string): Html {
+  return html`<li class="visit visit-request" role="status">
+    <strong>Teacher ${r.visitor} asks to open your ${r.environment}</strong>
+    <form method="post" action="${ALLOW_PATH}">
+      <input type="hidden" name="userland" value="${r.name}" />
+      <input type="hidden" name="visitor" value="${r.visitor}" />
+      <input type="hidden" name="rd" value="${returnPath}" />
+      <button type="submit" class="primary" aria-label="Allow ${r.visitor} to open your ${r.environment}">
+        Allow
+      </button>
+    </form>
+  </li>`;
+}
+
+/**
+ * The home's "Visits" section: requests waiting for the student's Allow, then every visit of the
+ * last 30 days, a live one first and marked.
+ */
+export function visitsSection(
+  visits: readonly HomeVisit[],
+  requests: readonly HomeVisitRequest[] = [],
+  returnPath = "/",
+): Html | "" {
+  if (visits.length === 0 && requests.length === 0) return "";
   const item = (v: HomeVisit) =>
     v.live
       ? html`<li class="visit visit-live" role="status">
@@ -86,6 +148,6 @@ export function visitsSection(visits: readonly HomeVisit[]): Html | "" {
       Teachers allowed to help may open your environments; every visit of the last 30 days is listed here.
     </p>
     <ul class="visits" aria-labelledby="visits">
-      ${visits.map(item)}
+      ${requests.map((r) => requestItem(r, returnPath))}${visits.map(item)}
     </ul>`;
 }

@@ -35,7 +35,7 @@ import { justReady, readySince, WAITING_TO_ANSWER } from "./readyRetry.ts";
 import { isStalled, progressText } from "../../lib/startProgress.ts";
 import { cookieValues } from "../../lib/requestSessions.ts";
 import { VISIT_COOKIE, type VisitTracker } from "./visits.ts";
-import { visitRefusedPage } from "./visitEndpoints.ts";
+import { visitRefusedPage, waitingPage } from "./visitEndpoints.ts";
 
 /** A request whose session and Template are known. */
 interface Signed {
@@ -318,6 +318,7 @@ export class Router {
       return perUserHost
         ? page("unknown_host", unknownHostPage(client.host))
         : page("visit_refused", visitRefusedPage());
+    if (admission === "waiting") return page("visit_refused", waitingPage(owner));
     if (admission === "unavailable")
       return page(
         "visit_refused",

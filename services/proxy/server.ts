@@ -168,7 +168,19 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
       signedOut: (route) => serveSignedOut(config, cluster, req, res, route.client, route.query),
       ownEndpoint: (route) =>
         isVisitPath(route.pathname)
-          ? serveVisitEndpoint({ cluster, visits, config }, req, res, route, record)
+          ? serveVisitEndpoint(
+              {
+                cluster,
+                visits,
+                config,
+                allowedOrigins: config.allowedOrigins,
+                userManager: deps.userManager,
+              },
+              req,
+              res,
+              route,
+              record,
+            )
           : serveOwnEndpoint(
               { cluster, starter, allowedOrigins: config.allowedOrigins, config },
               req,

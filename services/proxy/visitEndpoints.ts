@@ -15,14 +15,19 @@
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import { cookieValues } from "../../lib/requestSessions.ts";
-import { HOME_PATH, type HomeConfig } from "./home.ts";
+import { HOME_PATH, ownUserland, type HomeConfig } from "./home.ts";
 import { userlandLabel } from "./origins.ts";
-import { simplePage, type Page } from "./pages.ts";
+import { document, simplePage, type Page } from "./pages.ts";
 import type { RequestRecord } from "./requestLog.ts";
 import { sendPage } from "./respond.ts";
 import type { OwnEndpointRoute } from "./router.ts";
 import { hostForTemplate, type ClusterView } from "./routing.ts";
-import { LEAVE_PATH, VISIT_COOKIE, VISIT_PATH, type VisitTracker } from "./visits.ts";
+import { ALLOW_PATH, LEAVE_PATH, VISIT_COOKIE, VISIT_PATH, type VisitTracker } from "./visits.ts";
+import { formFromOwnSite } from "../../lib/formOrigin.ts";
+import { html } from "../../lib/html.ts";
+import { localPath } from "../../lib/localPath.ts";
+import type { UserManagerClient } from "../../lib/userManagerClient.ts";
+import { originAllowed } from "./headers.ts";
 
 /** Names the visitor to the environment; the owner stays in X-User. Clients' copies are stripped (x-userland-*). */
 export const VISITOR_HEADER = "x-userland-visitor";
@@ -31,6 +36,8 @@ export interface VisitEndpointDeps {
   cluster: ClusterView;
   visits: VisitTracker;
   config: HomeConfig;
+  allowedOrigins: readonly string[];
+  userManager: UserManagerClient | undefined;
 }
 
 /**
@@ -45,7 +52,20 @@ export function visitRefusedPage(): Page {
   );
 }
 
-export const isVisitPath = (pathname: string) => pathname === VISIT_PATH || pathname === LEAVE_PATH;
+/** The visitor waits for the student's Allow; the page asks again every 3 s by itself. */
+export function waitingPage(owner: string): Page {
+  const title = `Waiting for ${owner} to allow your visit`;
+  const message = `This environment's Template asks its student first. ${owner} sees your request on their home page; this page opens the environment as soon as they click Allow.`;
+  return {
+    status: 202,
+    title,
+    body: document(title, html`<p>${message}</p>`, { refreshSeconds: 3, spinner: true }),
+    json: { state: "waiting", owner, message },
+  };
+}
+
+export const isVisitPath = (pathname: string) =>
+  pathname === VISIT_PATH || pathname === LEAVE_PATH || pathname === ALLOW_PATH;
 
 /** The visit cookie is the proxy's own: environments never see it. */
 export function withoutVisitCookie(headers: IncomingHttpHeaders): void {
@@ -81,12 +101,16 @@ export async function serveVisitEndpoint(
   const { cluster, visits, config } = deps;
   const { session, client } = route;
   const secure = client.proto === "https";
-  if (req.method !== "GET" && req.method !== "HEAD") {
+  if (req.method !== "GET" && req.method !== "HEAD" && route.pathname !== ALLOW_PATH) {
     sendPage(req, res, simplePage(405, "Not allowed", "Open this address in the browser."));
     return;
   }
   if (route.pathname === LEAVE_PATH) {
     redirect(res, HOME_PATH, cookieFor("", secure, 0));
+    return;
+  }
+  if (route.pathname === ALLOW_PATH) {
+    await allow(deps, req, res, route, record);
     return;
   }
   if (!visits.enabled) {
@@ -138,13 +162,15 @@ export async function serveVisitEndpoint(
     sendPage(
       req,
       res,
-      admission === "denied"
-        ? visitRefusedPage()
-        : simplePage(
-            502,
-            "Visits are not available",
-            "The user-management service could not be asked. Try again in a minute.",
-          ),
+      admission === "waiting"
+        ? waitingPage(userland.spec.user)
+        : admission === "denied"
+          ? visitRefusedPage()
+          : simplePage(
+              502,
+              "Visits are not available",
+              "The user-management service could not be asked. Try again in a minute.",
+            ),
     );
     return;
   }
@@ -164,4 +190,88 @@ export async function serveVisitEndpoint(
     "/",
     cookieFor(own ? "" : `${userland.metadata.namespace ?? ""}/${name}`, secure, own ? 0 : undefined),
   );
+}
+
+/** A form body of at most 4 KiB; undefined beyond. */
+async function readSmallForm(req: IncomingMessage): Promise<URLSearchParams | undefined> {
+  let size = 0;
+  const chunks: Buffer[] = [];
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > 4096) return undefined;
+    chunks.push(chunk);
+  }
+  return new URLSearchParams(Buffer.concat(chunks).toString("utf8"));
+}
+
+/**
+ * `POST /_userland/allow-visit` (`userland`, `visitor`, `rd`): the student's Allow on their home
+ * page, for their own environment only (another name is answered like one that does not exist),
+ * from this site only (lib/formOrigin.ts, as the home's other forms).
+ */
+async function allow(
+  deps: VisitEndpointDeps,
+  req: IncomingMessage,
+  res: ServerResponse,
+  route: OwnEndpointRoute,
+  record: RequestRecord,
+): Promise<void> {
+  const { session, client } = route;
+  if (req.method !== "POST") {
+    sendPage(req, res, simplePage(405, "Not allowed", "Allow a visit with the button on your home page."));
+    return;
+  }
+  if (!formFromOwnSite(req.headers, (origin) => originAllowed(origin, client, deps.allowedOrigins))) {
+    record.outcome = "forbidden_origin";
+    sendPage(req, res, simplePage(403, "Not allowed", "This form must be sent from this site."));
+    return;
+  }
+  const form = await readSmallForm(req);
+  const returnPath = localPath(form?.get("rd") ?? HOME_PATH);
+  const userland = form && ownUserland(deps.cluster, session.user, form.get("userland") ?? "");
+  const visitor = form?.get("visitor") ?? "";
+  if (!form || returnPath === undefined || visitor === "") {
+    sendPage(req, res, simplePage(400, "Bad request", "The form could not be read."));
+    return;
+  }
+  if (!userland) {
+    sendPage(req, res, simplePage(404, "No such environment", "You have no environment of that name."));
+    return;
+  }
+  record.userland = `${userland.metadata.namespace ?? ""}/${userland.metadata.name ?? ""}`;
+  let answer: "allowed" | "none" | "error";
+  try {
+    answer =
+      (await deps.userManager?.allowVisit?.(userland.metadata.name ?? "", {
+        session: route.token ?? "",
+        visitor,
+      })) ?? "error";
+  } catch {
+    answer = "error";
+  }
+  if (answer === "error") {
+    sendPage(
+      req,
+      res,
+      simplePage(
+        502,
+        "Could not allow the visit",
+        "The user-management service did not accept it. Try again in a minute.",
+      ),
+    );
+    return;
+  }
+  if (answer === "none") {
+    sendPage(
+      req,
+      res,
+      simplePage(
+        404,
+        "No one is waiting",
+        `${visitor} is not waiting to open this environment (a request lapses after 10 minutes).`,
+      ),
+    );
+    return;
+  }
+  redirect(res, returnPath);
 }

@@ -21,8 +21,11 @@ import type { UserManagerClient, VisitReportBody } from "../../lib/userManagerCl
 export const VISIT_COOKIE = "userland_visit";
 export const VISIT_PATH = "/_userland/visit";
 export const LEAVE_PATH = "/_userland/leave";
+/** The student's Allow (their home page's form). */
+export const ALLOW_PATH = "/_userland/allow-visit";
 
-export type Admission = "allowed" | "denied" | "unavailable";
+/** "waiting": RBAC allows it, and the Template asks the student's Allow first. */
+export type Admission = "allowed" | "denied" | "waiting" | "unavailable";
 
 interface OpenVisit {
   namespace: string;
@@ -161,6 +164,7 @@ export class VisitTracker {
         this.opts.log.info(fields, "visit refused");
         return "denied";
       }
+      if (answer === "consent") return "waiting";
       visit.reported = lastSeen;
       visit.allowedUntil = this.now() + this.reportMs;
       if (phase !== "continue")

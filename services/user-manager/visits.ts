@@ -13,7 +13,17 @@
  * Ending a visit needs no right: a visit that happened is recorded even after the right is gone.
  */
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
-import { applyVisitReport, parseVisits, visitMinutes, type Visit } from "../../api/visits.ts";
+import {
+  applyVisitReport,
+  consentState,
+  parseVisitRequests,
+  parseVisits,
+  VISIT_CONSENT_ANNOTATION,
+  visitMinutes,
+  withConsent,
+  withRequest,
+  type Visit,
+} from "../../api/visits.ts";
 import { Type } from "../../api/v1alpha1/schema.ts";
 import { UserlandAnnotations, type Userland } from "../../api/v1alpha1/index.ts";
 import { isConflict } from "../../lib/kube.ts";
@@ -81,6 +91,131 @@ export const visitRoutes: FastifyPluginCallbackTypebox<VisitRouteOptions> = (app
   const now = opts.now ?? (() => new Date());
   const events = new EventRecorder(opts.rest, "userland-user-manager", log);
 
+  /**
+   * Changes one annotation of the Userland `name` with `change` (undefined: nothing to write),
+   * written with the read resourceVersion; a concurrent change is read again.
+   */
+  async function updateAnnotation<T>(
+    name: string,
+    key: string,
+    change: (userland: Userland) => { value: string | undefined; result: T },
+  ): Promise<{ userland: Userland; result: T }> {
+    for (let attempt = 1; ; attempt++) {
+      const userland = await store.get(name);
+      if (!userland) throw notFound(`Userland "${name}" does not exist`);
+      const { value, result } = change(userland);
+      if (value === undefined) return { userland, result };
+      try {
+        const written = await store.patch(name, {
+          metadata: { resourceVersion: userland.metadata.resourceVersion, annotations: { [key]: value } },
+        });
+        if (!written) throw notFound(`Userland "${name}" does not exist`);
+        return { userland: written, result };
+      } catch (error) {
+        if (!isConflict(error) || attempt >= WRITE_ATTEMPTS) throw error;
+      }
+    }
+  }
+
+  /**
+   * A Template with `userland.dev/visit-consent: required`: a visit begins only once the student
+   * allowed this visitor (CONSENT_TTL_MS); until then the request is recorded for their home page
+   * and the answer is 409 ConsentRequired (the proxy shows the teacher a waiting page).
+   */
+  async function requireConsent(userland: Userland, visitor: string): Promise<void> {
+    const template = await store.getTemplate(userland.spec.templateName);
+    if (template?.metadata.annotations?.[VISIT_CONSENT_ANNOTATION] !== "required") return;
+    const name = userland.metadata.name ?? "";
+    const { userland: written, result } = await updateAnnotation(
+      name,
+      UserlandAnnotations.visitRequests,
+      (u) => {
+        const requests = parseVisitRequests(u.metadata.annotations?.[UserlandAnnotations.visitRequests]);
+        const state = consentState(requests, visitor, now());
+        if (state !== "none") return { value: undefined, result: state };
+        return {
+          value: JSON.stringify(withRequest(requests, visitor, now()).requests),
+          result: "asked" as const,
+        };
+      },
+    );
+    if (result === "allowed") return;
+    if (result === "asked") {
+      log.info(
+        { visitor, owner: userland.spec.user, userland: name },
+        "visit waits for the student's consent",
+      );
+      events.normal(
+        userlandRef(written),
+        "VisitRequested",
+        `${visitor} asks to open ${userland.spec.user}'s environment`,
+      );
+    }
+    throw new HttpError(
+      409,
+      "ConsentRequired",
+      `${userland.spec.user} must allow the visit first (their home page shows the request)`,
+      { extra: { owner: userland.spec.user } },
+    );
+  }
+
+  app.post(
+    "/api/v1/userlands/:name/visit-consents",
+    {
+      config: { permissions: ["patch"], nameParam: "name" },
+      schema: {
+        tags: ["userlands"],
+        summary: "The student allows a waiting visitor (the proxy, for the home page's Allow)",
+        description:
+          "The relayed session must be the Userland's owner's. It lets the visitor begin visits for an hour (docs/decisions/0012-visits.md).",
+        params: Type.Object({ name: UserlandNameSchema }),
+        body: Type.Object(
+          {
+            session: Type.String({ minLength: 1, maxLength: 8192 }),
+            visitor: Type.String({ minLength: 1, maxLength: 256 }),
+          },
+          { additionalProperties: false },
+        ),
+        response: {
+          200: Type.Object({ owner: Type.String(), visitor: Type.String(), allowedAt: Type.String() }),
+          401: ErrorBody,
+          403: ErrorBody,
+          404: ErrorBody,
+          501: ErrorBody,
+        },
+      },
+    },
+    async (request) => {
+      const { name } = request.params;
+      if (!opts.sessions)
+        throw new HttpError(501, "NotImplemented", "visits need the console's session keys");
+      const session = await opts.sessions.verifier.verify(request.body.session);
+      if (!session) throw new HttpError(401, "Unauthorized", "the student's session is not valid");
+      const { visitor } = request.body;
+      const { userland, result } = await updateAnnotation(name, UserlandAnnotations.visitRequests, (u) => {
+        if (u.spec.user !== session.user) return { value: undefined, result: "not-owner" as const };
+        const update = withConsent(
+          parseVisitRequests(u.metadata.annotations?.[UserlandAnnotations.visitRequests]),
+          visitor,
+          now(),
+        );
+        return update.found
+          ? { value: JSON.stringify(update.requests), result: "allowed" as const }
+          : { value: undefined, result: "none" as const };
+      });
+      if (result === "not-owner")
+        throw new HttpError(403, "Forbidden", "only the environment's own student may allow a visit");
+      if (result === "none") throw notFound(`${visitor} is not waiting to open this environment`);
+      log.info({ visitor, owner: session.user, userland: name }, "visit allowed by the student");
+      events.normal(
+        userlandRef(userland),
+        "VisitAllowed",
+        `${session.user} allowed ${visitor} to open their environment`,
+      );
+      return { owner: session.user, visitor, allowedAt: now().toISOString() };
+    },
+  );
+
   app.post(
     "/api/v1/userlands/:name/visits",
     {
@@ -100,6 +235,7 @@ export const visitRoutes: FastifyPluginCallbackTypebox<VisitRouteOptions> = (app
           401: ErrorBody,
           403: ErrorBody,
           404: ErrorBody,
+          409: ErrorBody,
           501: ErrorBody,
         },
       },
@@ -137,6 +273,7 @@ export const visitRoutes: FastifyPluginCallbackTypebox<VisitRouteOptions> = (app
           );
         }
       }
+      if (body.phase === "begin") await requireConsent(userland, session.user);
       const report = {
         visitor: session.user,
         phase: body.phase,
