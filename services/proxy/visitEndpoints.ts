@@ -15,6 +15,8 @@
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import { cookieValues } from "../../lib/requestSessions.ts";
+import { UserlandAnnotations, type Userland } from "../../api/v1alpha1/index.ts";
+import { consentState, parseVisitRequests, VISIT_CONSENT_ANNOTATION } from "../../api/visits.ts";
 import { HOME_PATH, ownUserland, type HomeConfig } from "./home.ts";
 import { userlandLabel } from "./origins.ts";
 import { document, simplePage, type Page } from "./pages.ts";
@@ -62,6 +64,14 @@ export function waitingPage(owner: string): Page {
     body: document(title, html`<p>${message}</p>`, { refreshSeconds: 3, spinner: true }),
     json: { state: "waiting", owner, message },
   };
+}
+
+/** The Template of `userland` asks its student before every visit (api/visits.ts). */
+function asksFirst(deps: VisitEndpointDeps, userland: Userland): boolean {
+  return (
+    deps.cluster.getTemplate(userland.spec.templateName)?.metadata.annotations?.[VISIT_CONSENT_ANNOTATION] ===
+    "required"
+  );
 }
 
 export const isVisitPath = (pathname: string) =>
@@ -141,8 +151,22 @@ export async function serveVisitEndpoint(
     return;
   }
   const own = userland.spec.user === session.user;
-  // Where environments are served, a page of the same origin is not the console's click.
-  if (!own && host === client.host && req.headers["sec-fetch-site"] === "same-origin") {
+  // Where environments are served, a page of the same origin is not the console's click; but the
+  // waiting page's own refresh is (a Template that asks first): it goes on only once the student
+  // allowed this visitor, which only the teacher's own click from the console can have asked.
+  if (
+    !own &&
+    host === client.host &&
+    req.headers["sec-fetch-site"] === "same-origin" &&
+    asksFirst(deps, userland)
+  ) {
+    const requests = parseVisitRequests(userland.metadata.annotations?.[UserlandAnnotations.visitRequests]);
+    if (consentState(requests, session.user, new Date()) !== "allowed") {
+      record.outcome = "visit_refused";
+      sendPage(req, res, waitingPage(userland.spec.user));
+      return;
+    }
+  } else if (!own && host === client.host && req.headers["sec-fetch-site"] === "same-origin") {
     record.outcome = "forbidden_origin";
     sendPage(
       req,

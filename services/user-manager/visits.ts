@@ -19,6 +19,7 @@ import {
   parseVisitRequests,
   parseVisits,
   VISIT_CONSENT_ANNOTATION,
+  visitIsLive,
   visitMinutes,
   withConsent,
   withRequest,
@@ -122,9 +123,17 @@ export const visitRoutes: FastifyPluginCallbackTypebox<VisitRouteOptions> = (app
    * allowed this visitor (CONSENT_TTL_MS); until then the request is recorded for their home page
    * and the answer is 409 ConsentRequired (the proxy shows the teacher a waiting page).
    */
-  async function requireConsent(userland: Userland, visitor: string): Promise<void> {
+  async function requireConsent(userland: Userland, visitor: string, quiet: number): Promise<void> {
     const template = await store.getTemplate(userland.spec.templateName);
     if (template?.metadata.annotations?.[VISIT_CONSENT_ANNOTATION] !== "required") return;
+    // A visit already going on (another replica's, or one begun before the Template asked) goes on.
+    const quietMs = quiet * 1000;
+    if (
+      parseVisits(userland.metadata.annotations?.[UserlandAnnotations.visits]).some(
+        (v) => v.visitor === visitor && visitIsLive(v, now(), quietMs),
+      )
+    )
+      return;
     const name = userland.metadata.name ?? "";
     const { userland: written, result } = await updateAnnotation(
       name,
@@ -273,7 +282,7 @@ export const visitRoutes: FastifyPluginCallbackTypebox<VisitRouteOptions> = (app
           );
         }
       }
-      if (body.phase === "begin") await requireConsent(userland, session.user);
+      if (body.phase === "begin") await requireConsent(userland, session.user, body.quietSeconds);
       const report = {
         visitor: session.user,
         phase: body.phase,

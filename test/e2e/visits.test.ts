@@ -5,7 +5,9 @@
  * the teacher opens the class in the console and clicks Open on the student's row; the student's
  * environment opens in the teacher's tab with the student's X-User and the teacher as visitor, and
  * the student's home shows the visit while it lasts and after, without the student reloading.
- * Screenshots: home-visit-live.png, home-visit-after.png, console-visit-open.png.
+ * A Template that asks first makes the teacher wait until the student clicks Allow.
+ * Screenshots: home-visit-live.png, home-visit-after.png, console-visit-open.png,
+ * visit-waiting.png, home-visit-request.png.
  */
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -13,8 +15,8 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import type { Browser, Page } from "playwright-core";
 import type { Userland } from "../../api/v1alpha1/index.ts";
-import { userlandsPath, UserlandAnnotations } from "../../api/v1alpha1/index.ts";
-import { parseVisits } from "../../api/visits.ts";
+import { templatesPath, userlandsPath, UserlandAnnotations } from "../../api/v1alpha1/index.ts";
+import { parseVisits, VISIT_CONSENT_ANNOTATION } from "../../api/visits.ts";
 import { repoRoot } from "../../cluster/controlPlane.ts";
 import { CONSOLE_TEACHER, DEMO_TEMPLATE, startPlatform, type Platform } from "../../dev/platform.ts";
 import { gotoSignIn, launchBrowser } from "../support/browser.ts";
@@ -131,5 +133,53 @@ test("a teacher opens a student's environment from the console; the student's ho
   } finally {
     await studentContext.close();
     await teacherContext.close();
+  }
+});
+
+test("a Template that asks first: the teacher waits on a page that says so until the student clicks Allow", async () => {
+  const student = "yuki";
+  await platform.rest.patch(templatesPath(platform.namespace, DEMO_TEMPLATE), {
+    metadata: { annotations: { [VISIT_CONSENT_ANNOTATION]: "required" } },
+  });
+  const home = `${platform.url}_userland/home`;
+  const studentContext = await browser.newContext({ viewport: { width: 1000, height: 760 } });
+  const studentPage = await studentContext.newPage();
+  const teacherContext = await browser.newContext({ viewport: { width: 1100, height: 800 } });
+  const teacher = await teacherContext.newPage();
+  try {
+    await signIn(studentPage, home, student, home);
+    await studentPage.locator("#home .state-ready").first().waitFor({ timeout: 60_000 });
+    const name =
+      (await platform.rest.list<Userland>(userlandsPath(platform.namespace))).items.find(
+        (u) => u.spec.user === student && u.spec.templateName === DEMO_TEMPLATE,
+      )?.metadata.name ?? "";
+    await signIn(teacher, platform.consoleUrl, CONSOLE_TEACHER, (u) =>
+      u.toString().startsWith(platform.consoleUrl),
+    );
+    await teacher.goto(`${platform.consoleUrl}class?template=${DEMO_TEMPLATE}`);
+    const [visit] = await Promise.all([
+      teacherContext.waitForEvent("page"),
+      teacher.locator(`#row-${name} a[aria-label="Open ${student}'s environment"]`).click(),
+    ]);
+    await visit.waitForSelector(`text=Waiting for ${student} to allow your visit`);
+    await visit.screenshot({ path: join(screenshotsDir(), "visit-waiting.png"), fullPage: true });
+
+    // The student's home shows the request by itself; Allow is a plain form.
+    const allow = studentPage.locator(`button[aria-label="Allow ${CONSOLE_TEACHER} to open your Demo"]`);
+    await allow.waitFor({ timeout: 30_000 });
+    await studentPage.screenshot({ path: join(screenshotsDir(), "home-visit-request.png"), fullPage: true });
+    await Promise.all([studentPage.waitForURL(home), allow.click()]);
+
+    // The waiting page asks again by itself and opens the environment.
+    await visit.waitForSelector("#owner", { timeout: 30_000 });
+    assert.equal(await visit.textContent("#owner"), student);
+    assert.equal(await visit.textContent("#visitor"), CONSOLE_TEACHER);
+    await studentPage.locator("li.visit-live").waitFor({ timeout: 30_000 });
+  } finally {
+    await studentContext.close();
+    await teacherContext.close();
+    await platform.rest.patch(templatesPath(platform.namespace, DEMO_TEMPLATE), {
+      metadata: { annotations: { [VISIT_CONSENT_ANNOTATION]: null } },
+    });
   }
 });

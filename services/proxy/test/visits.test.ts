@@ -10,12 +10,18 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { test } from "node:test";
 import { UserlandAnnotations, type Userland } from "../../../api/v1alpha1/index.ts";
-import { parseVisits } from "../../../api/visits.ts";
+import { parseVisits, VISIT_CONSENT_ANNOTATION } from "../../../api/visits.ts";
 import { renderChartRbac } from "../../../cluster/chartRbac.ts";
 import { k8s } from "../../../lib/kube.ts";
 import { KubeRest } from "../../../lib/kubeRest.ts";
 import { eventually, serviceAccountToken, testCluster } from "../../../test/support/cluster.ts";
-import { adminRest, createUserland, markReady, userlandsPath } from "../../../test/support/resources.ts";
+import {
+  adminRest,
+  createUserland,
+  markReady,
+  templatesPath,
+  userlandsPath,
+} from "../../../test/support/resources.ts";
 import { isolatedValues } from "../../../test/chart/support.ts";
 import {
   CONSOLE_ORIGIN,
@@ -307,6 +313,80 @@ test("a teacher with the visit right opens a student's environment as the studen
       assert.match(
         page.body,
         /Teacher alice opened your Test IDE on\s+<time[^>]*>\d+ \w+, \d\d:\d\d UTC<\/time>, for 1 minute\./,
+      );
+    },
+  );
+
+  await t.test(
+    "a Template that asks first: the teacher waits, the student's home shows the request, Allow lets the teacher in",
+    async () => {
+      await admin.patch(templatesPath(ns, "code"), {
+        metadata: { annotations: { [VISIT_CONSENT_ANNOTATION]: "required" } },
+      });
+      t.after(() =>
+        admin.patch(templatesPath(ns, "code"), {
+          metadata: { annotations: { [VISIT_CONSENT_ANNOTATION]: null } },
+        }),
+      );
+      const before = upstream.seen.length;
+      const waiting = await get("alice", visitPath);
+      assert.equal(waiting.status, 202, waiting.body);
+      assert.match(waiting.body, /Waiting for bob to allow your visit/);
+      assert.match(waiting.body, /http-equiv="refresh"/);
+      assert.equal(waiting.headers["set-cookie"], undefined);
+      assert.equal(upstream.seen.length, before, "nothing reached the environment");
+      await eventually("bob's home to show the request", async () =>
+        (await home("bob")).visitRequests.some((r) => r.name === "bob-code" && r.visitor === "alice"),
+      );
+      assert.match(
+        (await get("bob", "/_userland/home", {}, APEX)).body,
+        /Teacher alice asks to open your Test IDE/,
+      );
+      const allow = async (user: string, headers: Record<string, string>) =>
+        send(proxy.port, {
+          method: "POST",
+          path: "/_userland/allow-visit",
+          headers: {
+            host: APEX,
+            cookie: await keys.cookie(user),
+            "content-type": "application/x-www-form-urlencoded",
+            ...html,
+            ...headers,
+          },
+          body: new URLSearchParams({
+            userland: "bob-code",
+            visitor: "alice",
+            rd: "/_userland/home",
+          }).toString(),
+        });
+      const sameOrigin = { "sec-fetch-site": "same-origin", origin: "null" };
+      assert.equal(
+        (await allow("bob", { "sec-fetch-site": "cross-site", origin: "https://evil.example" })).status,
+        403,
+      );
+      assert.equal((await allow("carol", sameOrigin)).status, 404, "only the student allows");
+      assert.equal((await get("alice", visitPath)).status, 202, "still waiting");
+      // The waiting page's own refresh is a same-origin navigation: it waits too, it is not refused.
+      const refresh = { "sec-fetch-site": "same-origin" };
+      assert.equal((await get("alice", visitPath, refresh)).status, 202);
+      const allowed = await allow("bob", sameOrigin);
+      assert.equal(allowed.status, 303, allowed.body);
+      assert.equal(allowed.headers.location, "/_userland/home");
+      // Once the proxy's cache has the Allow, the refresh goes on into the environment.
+      await eventually(
+        "the waiting page's refresh to go on",
+        async () => (await get("alice", visitPath, refresh)).status === 303,
+      );
+      const enter = await get("alice", visitPath, refresh);
+      assert.equal(enter.status, 303, enter.body);
+      assert.match(String(enter.headers["set-cookie"]), new RegExp(`^${VISIT_COOKIE}=${ns}/bob-code;`));
+      await eventually("the VisitRequested and VisitAllowed Events", async () => {
+        const reasons = (await events()).map((e) => e.reason);
+        return reasons.includes("VisitRequested") && reasons.includes("VisitAllowed");
+      });
+      await eventually(
+        "bob's home to drop the answered request",
+        async () => (await home("bob")).visitRequests.length === 0,
       );
     },
   );
