@@ -3,6 +3,12 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import {
   applyVisitReport,
+  CONSENT_TTL_MS,
+  consentState,
+  parseVisitRequests,
+  REQUEST_TTL_MS,
+  withConsent,
+  withRequest,
   MAX_VISITS,
   parseVisits,
   VISIT_HISTORY_MS,
@@ -102,4 +108,20 @@ test("parseVisits reads what it can: a hand-edited or broken annotation is no cr
     ),
     [{ visitor: "a", from: "2026-12-03T10:42:00Z", to: "2026-12-03T10:50:00Z" }],
   );
+});
+
+test("consent: a request waits, an Allow lets that visitor in for an hour, an unanswered one lapses", () => {
+  const asked = withRequest([], "alice", at(0));
+  assert.equal(asked.changed, true);
+  assert.equal(consentState(asked.requests, "alice", at(1)), "pending");
+  assert.equal(consentState(asked.requests, "bob", at(1)), "none");
+  assert.equal(withRequest(asked.requests, "alice", at(2)).changed, false, "asking again writes nothing");
+  assert.equal(consentState(asked.requests, "alice", at(REQUEST_TTL_MS / 1000 + 1)), "none", "lapsed");
+  assert.equal(withConsent([], "alice", at(3)).found, false, "nothing to allow");
+  const allowed = withConsent(asked.requests, "alice", at(60));
+  assert.equal(allowed.found, true);
+  assert.equal(consentState(allowed.requests, "alice", at(61)), "allowed");
+  assert.equal(consentState(allowed.requests, "alice", at(60 + CONSENT_TTL_MS / 1000 + 1)), "none");
+  assert.deepEqual(parseVisitRequests(JSON.stringify(allowed.requests)), allowed.requests);
+  assert.deepEqual(parseVisitRequests('[{"visitor":"a","requestedAt":"nope"}]'), []);
 });

@@ -7,8 +7,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { UserlandAnnotations, type Userland } from "../../../api/v1alpha1/index.ts";
-import { parseVisits } from "../../../api/visits.ts";
-import { adminRest, createUserland, userlandsPath } from "../../../test/support/resources.ts";
+import { parseVisits, VISIT_CONSENT_ANNOTATION } from "../../../api/visits.ts";
+import { adminRest, createUserland, templatesPath, userlandsPath } from "../../../test/support/resources.ts";
 import { startConsole } from "./consoleSupport.ts";
 import { startUserManager } from "./support.ts";
 
@@ -83,6 +83,48 @@ test("visit reports: the caller needs patch, the visitor's own session needs cre
     // But a new visit without the group is refused.
     assert.equal((await report(await body("alice", "begin", []))).status, 403);
   });
+});
+
+test("a Template that asks first: 409 until the student's own session allows; nobody else can allow", async (t) => {
+  const um = await startConsole(t);
+  await createUserland(um.ns, "bob-code", "bob", "code");
+  await (
+    await adminRest()
+  ).patch(templatesPath(um.ns, "code"), {
+    metadata: { annotations: { [VISIT_CONSENT_ANNOTATION]: "required" } },
+  });
+  await um.appoint({ user: "alice" }, VISIT_RULES);
+  const token = async (user: string) => {
+    const cookie = await um.cookie(user);
+    return cookie.slice(cookie.indexOf("=") + 1);
+  };
+  const begin = async () =>
+    um.call("POST", "/api/v1/userlands/bob-code/visits", {
+      token: um.teacher,
+      body: {
+        session: await token("alice"),
+        phase: "begin",
+        firstSeen: new Date().toISOString(),
+        lastSeen: new Date().toISOString(),
+        quietSeconds: 300,
+      },
+    });
+  const allow = async (user: string) =>
+    um.call("POST", "/api/v1/userlands/bob-code/visit-consents", {
+      token: um.teacher,
+      body: { session: await token(user), visitor: "alice" },
+    });
+  const first = await begin();
+  assert.equal(first.status, 409, first.text);
+  assert.equal(first.json.error, "ConsentRequired");
+  assert.equal((await begin()).status, 409, "still waiting");
+  assert.equal((await allow("alice")).status, 403, "the visitor cannot allow themselves");
+  assert.equal((await allow("carol")).status, 403, "nor anyone but the student");
+  const allowed = await allow("bob");
+  assert.equal(allowed.status, 200, allowed.text);
+  const entered = await begin();
+  assert.equal(entered.status, 200, entered.text);
+  assert.equal(entered.json.owner, "bob");
 });
 
 test("without the console's session keys, visits are not available (501)", async (t) => {
