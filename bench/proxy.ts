@@ -107,6 +107,7 @@ async function runUserland(upstreamPort: number, publicJwks: string): Promise<nu
       timeouts: { headersMs: 20_000, requestMs: 5 * 60_000 },
       // One benchmark user opens every connection: no per-student cap in the way.
       limits: { websocketsPerUser: 100_000, requestsPerUser: 100_000 },
+      visitQuietMs: 300_000,
     },
     cluster: {
       namespace: "bench",

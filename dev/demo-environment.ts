@@ -28,6 +28,7 @@ document.getElementById("ping").onclick = () => ws.send("hello from " + document
 function environmentPage(
   owner: { userland: string; user: string; template: string },
   received: string,
+  visitor: string | undefined,
 ): string {
   return pageDocument({
     title: `${owner.user}'s environment`,
@@ -35,6 +36,7 @@ function environmentPage(
     heading: html`Demo environment of <span id="owner">${owner.user}</span>`,
     body: html`<p>Userland <code>${owner.userland}</code>, Template <code>${owner.template}</code>.</p>
       <p>X-User received: <strong id="x-user">${received}</strong></p>
+      ${visitor ? html`<p>Visited by: <strong id="visitor">${visitor}</strong> (X-Userland-Visitor)</p>` : ""}
       <p>This page stands in for an IDE. WebSocket echo: <button id="ping">send</button></p>
       <div id="log"></div>`,
     end: echoScript,
@@ -59,7 +61,10 @@ export async function startDemoEnvironment(
         .end(JSON.stringify({ ...owner, xUser: received, path: req.url }));
       return;
     }
-    res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(environmentPage(owner, received));
+    const visitor = req.headers["x-userland-visitor"];
+    res
+      .writeHead(200, { "content-type": "text/html; charset=utf-8" })
+      .end(environmentPage(owner, received, Array.isArray(visitor) ? visitor.join(", ") : visitor));
   });
   const wss = new WebSocketServer({ server });
   wss.on("connection", (socket, req) => {

@@ -75,6 +75,8 @@ export interface PlatformOptions {
    * (connections are refused until then). Unset: it listens as soon as it is published.
    */
   demoListensAfterReadyMs?: number;
+  /** PROXY_VISIT_QUIET (default 5m): tests of a teacher's visit end it sooner. */
+  visitQuiet?: string;
 }
 
 /** A credentials file the platform wrote for a component. */
@@ -140,6 +142,8 @@ const demoTemplate = {
 const RELEASE = "userland";
 /** The chart's ClusterRole for teachers (rbac.teacherRoleName), and the local teacher's ServiceAccount. */
 const TEACHER = "userland-teacher";
+/** The chart's ClusterRole for opening students' environments (rbac.visitorRoleName, its default). */
+const VISITOR = "userland-environment-visitor";
 /** Who signs in at the local identity provider as a teacher (the console); bound as userland:<name>. */
 export const CONSOLE_TEACHER = "teacher";
 
@@ -229,6 +233,15 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       subjects: [
         { kind: "ServiceAccount", name: TEACHER, namespace: NAMESPACE },
         // The console's teacher: the session user with the user-manager's default prefix.
+        { kind: "User", name: `userland:${CONSOLE_TEACHER}`, apiGroup: "rbac.authorization.k8s.io" },
+      ],
+    });
+    // The console's teacher may also open students' environments (the class table's Open), a
+    // right of its own: the chart's visitor ClusterRole (docs/decisions/0012-visits.md).
+    await rest.create(paths.namespaced("rbac.authorization.k8s.io", "v1", "rolebindings", NAMESPACE), {
+      metadata: { name: `${TEACHER}-visits` },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: VISITOR },
+      subjects: [
         { kind: "User", name: `userland:${CONSOLE_TEACHER}`, apiGroup: "rbac.authorization.k8s.io" },
       ],
     });
@@ -343,6 +356,8 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
         USER_MANAGER_SESSION_PUBLIC_KEYS_FILE: publicFile,
         USER_MANAGER_LOGIN_URL: `${authUrl}/login`,
         USER_MANAGER_CONSOLE_URL: `${userManagerUrl}/console/`,
+        // The console is on a port of its own here, not beside the proxy as in the chart.
+        USER_MANAGER_VISIT_URL: `${url}/_userland/visit`,
       },
       { USER_MANAGER_PORT: sockets.userManager },
     );
@@ -400,6 +415,7 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
         // user-manager lets it because the proxy may patch Userlands.
         PROXY_USER_MANAGER_TOKEN_FILE: await tokenFile("proxy"),
         PROXY_ACTIVITY_FLUSH: "10s",
+        ...(opts.visitQuiet ? { PROXY_VISIT_QUIET: opts.visitQuiet } : {}),
       },
       { PROXY_PORT: sockets.proxy },
     );

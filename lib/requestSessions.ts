@@ -25,7 +25,9 @@ const CACHE_MAX = 10_000;
 const MAX_COOKIES_TRIED = 3;
 
 /** A request's session, or why it has none: `conflicting` when its cookies name different users or are too many. */
-export type SessionLookup = { session: Session } | { session: undefined; conflicting: boolean };
+export type SessionLookup =
+  /** `token`: the cookie value it was read from (relayed when the user-manager must verify it itself). */
+  { session: Session; token?: string } | { session: undefined; conflicting: boolean };
 
 export interface RequestSessions {
   fromRequest(req: IncomingMessage): Promise<SessionLookup>;
@@ -49,14 +51,15 @@ export function requestSessions(verifier: SessionVerifier, cookieName = SESSION_
       if (tokens.length > MAX_COOKIES_TRIED) return { session: undefined, conflicting: true };
       const now = Date.now();
       let found: Session | undefined;
+      let foundToken = "";
       for (const token of tokens) {
         const session = await check(token, now);
         if (!session) continue;
         if (found && found.user !== session.user) return { session: undefined, conflicting: true };
         // The latest expiry of the same user's sessions: which one is used does not matter otherwise.
-        if (!found || session.exp > found.exp) found = session;
+        if (!found || session.exp > found.exp) [found, foundToken] = [session, token];
       }
-      return found ? { session: found } : { session: undefined, conflicting: false };
+      return found ? { session: found, token: foundToken } : { session: undefined, conflicting: false };
     },
   };
 }

@@ -55,6 +55,24 @@ export interface UserManagerClient {
   assignments(user: string): Promise<StudentAssignment[]>;
   /** Hands in `user`'s work of the Template's Assignment `name` (final; again: the same answer). */
   handIn(templateName: string, name: string, user: string): Promise<HandInResult>;
+  /**
+   * Reports a visit to the Userland `name` (the proxy; docs/decisions/0012-visits.md): the owner's
+   * identity when the visitor may enter, "forbidden" when RBAC says no (403), "consent" when the
+   * student must allow it first (409).
+   */
+  visit?(name: string, report: VisitReportBody): Promise<{ owner: string } | "forbidden" | "consent">;
+  /** The student's Allow for a waiting visitor (`session`: the student's own session token). */
+  allowVisit?(name: string, consent: { session: string; visitor: string }): Promise<"allowed" | "none">;
+}
+
+/** What the proxy tells the user-manager about a visit (services/user-manager/visits.ts). */
+export interface VisitReportBody {
+  /** The visitor's session token, which the user-manager verifies itself. */
+  session: string;
+  phase: "begin" | "continue" | "end";
+  firstSeen: string;
+  lastSeen: string;
+  quietSeconds: number;
 }
 
 export function userManagerClient(options: UserManagerClientOptions): UserManagerClient {
@@ -130,6 +148,23 @@ export function userManagerClient(options: UserManagerClientOptions): UserManage
       // 404 for an unknown Template or Assignment too (400 for a name no Assignment can have).
       if (status === 404 || status === 400) return { result: "not-found", message: message() };
       throw refused(status, text);
+    },
+    async visit(name, report) {
+      const { status, text } = await post(`api/v1/userlands/${encodeURIComponent(name)}/visits`, report);
+      if (status === 403) return "forbidden";
+      // The Template requires the student's Allow first (docs/decisions/0012-visits.md).
+      if (status === 409) return "consent";
+      if (status !== 200) throw refused(status, text);
+      return { owner: (JSON.parse(text) as { owner: string }).owner };
+    },
+    async allowVisit(name, consent) {
+      const { status, text } = await post(
+        `api/v1/userlands/${encodeURIComponent(name)}/visit-consents`,
+        consent,
+      );
+      if (status === 404) return "none";
+      if (status !== 200) throw refused(status, text);
+      return "allowed";
     },
   };
 }

@@ -180,6 +180,10 @@ export const UserlandAnnotations = {
   stoppedReason: "userland.dev/stopped-reason",
   /** Who created the Userland through the user-manager (a Kubernetes user name), for audits. */
   createdBy: "userland.dev/created-by",
+  /** Teachers' visits of the last 30 days (JSON, at most 50; api/visits.ts), written by the user-manager. */
+  visits: "userland.dev/visits",
+  /** Visits waiting for (or given) the student's Allow (JSON, api/visits.ts), written by the user-manager. */
+  visitRequests: "userland.dev/visit-requests",
 } as const;
 
 /**

@@ -233,6 +233,14 @@ export const settings = {
     default: 30_000,
     show: formatDuration,
   },
+  visitQuiet: {
+    env: "PROXY_VISIT_QUIET",
+    description:
+      "A teacher's visit to a student's environment ends once it has sent nothing for this long (open WebSockets count as activity); visits need PROXY_USER_MANAGER_URL",
+    parse: parse.positiveDuration,
+    default: 300_000,
+    show: formatDuration,
+  },
   userManagerUrl: {
     env: "PROXY_USER_MANAGER_URL",
     description:
@@ -295,6 +303,7 @@ export interface ProxyConfig {
   timeouts: ServerTimeouts;
   limits: { websocketsPerUser: number; requestsPerUser: number };
   activityFlushMs: number;
+  visitQuietMs: number;
   userManager: { url: URL; tokenFile: string | undefined } | undefined;
   startOnAccess: boolean;
   accessLog: boolean;
@@ -348,6 +357,7 @@ export function loadProxyConfig(env: NodeJS.ProcessEnv = process.env): ProxyConf
     timeouts: { headersMs: c.headersTimeout, requestMs: c.requestTimeout },
     limits: { websocketsPerUser: c.maxWebSocketsPerUser, requestsPerUser: c.maxRequestsPerUser },
     activityFlushMs: c.activityFlush,
+    visitQuietMs: c.visitQuiet,
     userManager: c.userManagerUrl ? { url: c.userManagerUrl, tokenFile: c.userManagerTokenFile } : undefined,
     startOnAccess: c.startOnAccess,
     accessLog: c.accessLog,

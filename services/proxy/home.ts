@@ -13,6 +13,7 @@ import type { ClientInfo } from "./headers.ts";
 import { userlandLabel } from "./origins.ts";
 import { hostForTemplate, type ClusterView } from "./routing.ts";
 import type { Starter } from "./starter.ts";
+import { homeVisitRequests, homeVisits, type HomeVisit, type HomeVisitRequest } from "./homeVisits.ts";
 
 /** `/_userland/home` on every host; also the root of the base domain when it serves no Template. */
 export const HOME_PATH = "/_userland/home";
@@ -58,11 +59,15 @@ export interface HomeView {
   canAct: boolean;
   /** The auth service's sign-out page. */
   signOutUrl: string;
+  /** Teachers' visits to these environments in the last 30 days, newest first (homeVisits.ts). */
+  visits: HomeVisit[];
+  /** Visitors waiting for the student's Allow. */
+  visitRequests: HomeVisitRequest[];
 }
 
 export type HomeConfig = Pick<
   ProxyConfig,
-  "hostTemplates" | "baseDomain" | "defaultTemplate" | "origins" | "loginUrl"
+  "hostTemplates" | "baseDomain" | "defaultTemplate" | "origins" | "loginUrl" | "visitQuietMs"
 >;
 
 function detailOf(state: HomeState, phase: string, message: string, progress: string): string {
@@ -136,6 +141,12 @@ export function homeView(
     .sort((a, b) => a.title.localeCompare(b.title));
   // The auth service's pages sit beside its login page (…/login, …/logout).
   const signOutUrl = new URL("logout", config.loginUrl).href;
+  const mine = (cluster.userlandsOf?.(user) ?? []).filter((u) => u.spec.user === user);
+  // A visit still open a report interval (at most 30 s) after the quiet period was left open by a
+  // replica that stopped: it is over.
+  const title = (u: Userland) => titleOf(cluster.getTemplate(u.spec.templateName), u.spec.templateName);
+  const visits = homeVisits(mine, title, new Date(), config.visitQuietMs + 30_000);
+  const visitRequests = homeVisitRequests(mine, title, new Date());
   return {
     user,
     environments,
@@ -144,6 +155,8 @@ export function homeView(
     assignmentsUnavailable: starter.canStart && assignments === undefined,
     canAct: starter.canStart,
     signOutUrl,
+    visits,
+    visitRequests,
   };
 }
 

@@ -18,6 +18,7 @@ import {
   type SelfServiceOffer,
 } from "./home.ts";
 import { document, inlineScript, type Page } from "./pages.ts";
+import { visitsSection, visitsSignature, VISITS_SIGN_JS } from "./homeVisits.ts";
 
 const homeStyle = `
   main { max-width: 46rem; margin: 6vh auto; }
@@ -38,6 +39,10 @@ const homeStyle = `
   dl.receipt dt { font-weight: 600; } dl.receipt dd { margin: 0; }
   code.hash { word-break: break-all; font-size: .85rem; }
   a:focus-visible, button:focus-visible { outline: 3px solid var(--accent); outline-offset: 2px; }
+  ul.visits { padding-left: 1.2rem; } li.visit { margin: .3rem 0; }
+  li.visit-request { list-style: none; margin-left: -1.2rem; padding: .6rem .9rem; border-radius: 8px; border: 2px solid var(--accent); display: flex; flex-wrap: wrap; gap: .75rem; align-items: center; justify-content: space-between; }
+  li.visit-request form { margin: 0; }
+  li.visit-live { list-style: none; margin-left: -1.2rem; padding: .6rem .9rem; border-radius: 8px; border: 2px solid #9a6700; }
 `;
 
 /**
@@ -50,7 +55,9 @@ const homeScript = `(function () {
   function sign(v) {
     return v.environments.map(function (e) { return e.name + ":" + e.state; }).join(",") + "|" +
       v.available.map(function (a) { return a.template + ":" + a.requested; }).join(",") + "|" +
-      v.assignments.map(function (a) { return a.templateName + "/" + a.name + ":" + a.state; }).join(",");
+      v.assignments.map(function (a) { return a.templateName + "/" + a.name + ":" + a.state; }).join(",") + "|" +
+
+      ${VISITS_SIGN_JS};
   }
   function busy() { return /:(starting|true|handing-in)\\b/.test(signature); }
   function poll() {
@@ -254,7 +261,9 @@ function signature(view: HomeView): string {
     "|" +
     view.available.map((a) => `${a.template}:${String(a.requested)}`).join(",") +
     "|" +
-    view.assignments.map((a) => `${a.templateName}/${a.name}:${a.state}`).join(",")
+    view.assignments.map((a) => `${a.templateName}/${a.name}:${a.state}`).join(",") +
+    "|" +
+    visitsSignature(view.visits, view.visitRequests)
   );
 }
 
@@ -295,7 +304,7 @@ export function homePage(view: HomeView, returnPath: string, now = new Date()): 
     <p class="muted">
       Signed in as <span class="status">${view.user}</span>. <a href="${view.signOutUrl}">Sign out</a>
     </p>
-    ${environments}${assignments}${available}
+    ${environments}${assignments}${visitsSection(view.visits, view.visitRequests, back)}${available}
   </div>`;
   return {
     status: 200,

@@ -23,7 +23,11 @@ export type RouteOutcome =
   /** PROXY_ORIGINS=perUser: the Template's host sends the student on to their environment's own host. */
   | "per_user_host"
   /** A service worker's script on a shared origin whose Template has not opted in. */
-  | "forbidden_service_worker";
+  | "forbidden_service_worker"
+  /** A teacher's visit to a student's environment: forwarded (visits.ts). */
+  | "visit"
+  /** A visit RBAC refused, or the user-manager could not be asked. */
+  | "visit_refused";
 
 export type UpstreamError = "refused" | "reset" | "timeout" | "other";
 

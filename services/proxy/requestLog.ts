@@ -17,6 +17,8 @@ export interface RequestRecord {
   peer: string | undefined;
   outcome?: RouteOutcome;
   user?: string;
+  /** A visit: the environment's owner (`user` is the visitor). */
+  owner?: string;
   template?: string;
   /** "<namespace>/<name>" */
   userland?: string;
@@ -53,6 +55,7 @@ export function requestLog(options: { metrics: ProxyMetrics; log: Logger; access
           status,
           ms: Math.round((performance.now() - record.start) * 10) / 10,
           user: record.user,
+          owner: record.owner,
           template: record.template,
           userland: record.userland,
           outcome: record.outcome,

@@ -33,10 +33,15 @@ import type { RequestSessions } from "../../lib/requestSessions.ts";
 import type { Starter } from "./starter.ts";
 import { justReady, readySince, WAITING_TO_ANSWER } from "./readyRetry.ts";
 import { isStalled, progressText } from "../../lib/startProgress.ts";
+import { cookieValues } from "../../lib/requestSessions.ts";
+import { VISIT_COOKIE, type VisitTracker } from "./visits.ts";
+import { visitRefusedPage, waitingPage } from "./visitEndpoints.ts";
 
 /** A request whose session and Template are known. */
 interface Signed {
   session: Session;
+  /** The session's cookie value (visits relay it to the user-manager, which verifies it itself). */
+  token?: string | undefined;
   template: string;
   client: ClientInfo;
 }
@@ -65,7 +70,7 @@ export type Route =
   /** The session's own environment, ready, at `target`. */
   | (Signed & {
       kind: "forward";
-      outcome: "proxied";
+      outcome: "proxied" | "visit";
       target: URL;
       /** The path and query as routed here: exactly what the environment gets (see `route`). */
       path: string;
@@ -75,6 +80,8 @@ export type Route =
       serviceWorkers: boolean;
       /** When it turned Ready (readyRetry.ts): a refusal just after is not an outage. */
       readySince: number | undefined;
+      /** A teacher's visit (visits.ts): the environment's owner, whom `X-User` names; else undefined. */
+      visitOf?: string;
     });
 
 export type OwnEndpointRoute = Extract<Route, { kind: "ownEndpoint" }>;
@@ -97,6 +104,8 @@ export interface RouterDeps {
   sessions: RequestSessions;
   resolver: UpstreamResolver;
   starter: Starter;
+  /** Teachers' visits; absent: none (unit tests). */
+  visits?: VisitTracker | undefined;
 }
 
 export function isOwnPath(pathname: string): boolean {
@@ -109,8 +118,21 @@ const page = (outcome: RouteOutcome, p: Page): Route => ({ kind: "page", outcome
  * The base domain's own host when it serves no Template: the student's home at its root and the
  * proxy's own endpoints; nothing else is there.
  */
-function homeHostRoute(kind: RequestKind, session: Session, client: ClientInfo, pathname: string): Route {
-  const own = { kind: "ownEndpoint", outcome: "own_endpoint", session, client, template: undefined } as const;
+function homeHostRoute(
+  kind: RequestKind,
+  session: Session,
+  token: string | undefined,
+  client: ClientInfo,
+  pathname: string,
+): Route {
+  const own = {
+    kind: "ownEndpoint",
+    outcome: "own_endpoint",
+    session,
+    token,
+    client,
+    template: undefined,
+  } as const;
   if (kind === "http" && pathname === "/") return { ...own, pathname: HOME_PATH, homeAt: "/" };
   if (kind === "http" && isOwnPath(pathname)) return { ...own, pathname };
   return page(
@@ -166,11 +188,29 @@ export class Router {
         simplePage(503, "Starting up", "The platform is starting; try again in a few seconds."),
       );
     const { pathname } = parsed;
-    if (homeHost) return homeHostRoute(kind, session, client, pathname);
+    const { token } = lookup;
+    if (homeHost) return homeHostRoute(kind, session, token, client, pathname);
     let hostUserland: Userland | undefined;
     if (perUserHost) {
       hostUserland = userlandForLabel(label, (name) => cluster.getUserland?.(name));
-      // Another student's host and a host that names nothing look the same.
+      // Another student's host and a host that names nothing look the same, unless the session's
+      // user may visit it (RBAC, asked through the user-manager).
+      if (hostUserland && hostUserland.spec.user !== session.user && this.deps.visits?.enabled) {
+        record.template = hostUserland.spec.templateName;
+        if (kind === "websocket" && !originAllowed(req.headers.origin, client, config.allowedOrigins))
+          return page("forbidden_origin", foreignWebSocketPage());
+        if (isOwnPath(pathname))
+          return {
+            kind: "ownEndpoint",
+            outcome: "own_endpoint",
+            session,
+            token,
+            template: undefined,
+            client,
+            pathname,
+          };
+        return this.visit(hostUserland, session, token, client, `${pathname}${parsed.search}`, record, true);
+      }
       if (!hostUserland || hostUserland.spec.user !== session.user)
         return page("unknown_host", unknownHostPage(client.host));
       template = hostUserland.spec.templateName;
@@ -180,7 +220,11 @@ export class Router {
     if (kind === "websocket" && !originAllowed(req.headers.origin, client, config.allowedOrigins))
       return page("forbidden_origin", foreignWebSocketPage());
     if (isOwnPath(pathname))
-      return { kind: "ownEndpoint", outcome: "own_endpoint", session, template, client, pathname };
+      return { kind: "ownEndpoint", outcome: "own_endpoint", session, token, template, client, pathname };
+    // Shared origins: the visit cookie names the student's environment a visitor opened here.
+    const visited = perUserHost ? undefined : this.visitedUserland(req, template, session.user);
+    if (visited === "unknown") return page("visit_refused", visitRefusedPage());
+    if (visited) return this.visit(visited, session, token, client, `${pathname}${parsed.search}`, record);
     const serviceWorkers = serviceWorkersAllowed(config.origins, cluster.getTemplate(template));
     if (isServiceWorkerScript(req) && !serviceWorkers)
       return page(
@@ -222,6 +266,86 @@ export class Router {
       };
     }
     return route;
+  }
+
+  /**
+   * The Userland the visit cookie names on this Template's host, when it is another user's (the
+   * owner's own requests never become visits); undefined otherwise.
+   */
+  private visitedUserland(
+    req: IncomingMessage,
+    template: string,
+    user: string,
+  ): Userland | "unknown" | undefined {
+    if (!this.deps.visits?.enabled) return undefined;
+    const values = cookieValues(req.headers.cookie, VISIT_COOKIE);
+    const [value] = values;
+    if (value === undefined) return undefined;
+    // A page of this origin can add a cookie of the same name with another path, which the browser
+    // sends first: two that disagree name nothing.
+    if (values.some((v) => v !== value)) return "unknown";
+    // "<namespace>/<name>": both are DNS names, so the value needs no escaping.
+    const [namespace = "", name = ""] = value.split("/", 2);
+    const userland = this.deps.cluster.getUserland?.(name);
+    // Refused like one the visitor may not open: a hand-made cookie learns nothing of what exists.
+    if (!userland || userland.metadata.namespace !== namespace) return "unknown";
+    // Cookies ignore ports: on the local platform another Template's port gets it too.
+    if (userland.spec.templateName !== template) return undefined;
+    return userland.spec.user === user ? undefined : userland;
+  }
+
+  /**
+   * A visit to another student's environment: RBAC decides (through the user-manager, on the
+   * visitor's own session), then it is forwarded like the owner's own traffic, with the owner in
+   * `X-User` and the visitor beside it. A visitor is never offered the owner's Start button.
+   */
+  private async visit(
+    userland: Userland,
+    session: Session,
+    token: string | undefined,
+    client: ClientInfo,
+    path: string,
+    record: RequestRecord,
+    /** Per-user origins: a refusal looks like a host that names nothing, as for anyone else's. */
+    perUserHost = false,
+  ): Promise<Route> {
+    const owner = userland.spec.user;
+    const template = userland.spec.templateName;
+    record.owner = owner;
+    record.userland = userlandKey(userland);
+    const admission = (await this.deps.visits?.admit(userland, session.user, token)) ?? "unavailable";
+    if (admission === "denied")
+      return perUserHost
+        ? page("unknown_host", unknownHostPage(client.host))
+        : page("visit_refused", visitRefusedPage());
+    if (admission === "waiting") return page("visit_refused", waitingPage(owner));
+    if (admission === "unavailable")
+      return page(
+        "visit_refused",
+        simplePage(
+          502,
+          "Visits are not available",
+          "The user-management service could not be asked whether you may open this environment. Try again in a minute.",
+        ),
+      );
+    if (environmentState(userland) !== "ready")
+      return page(
+        "starting",
+        simplePage(
+          503,
+          `${owner}'s environment is not running`,
+          "It opens here once it is running again; its student starts it from their home page.",
+        ),
+      );
+    const route = await this.resolveTarget(
+      { session, template, client },
+      path,
+      "/",
+      record,
+      serviceWorkersAllowed(this.deps.config.origins, this.deps.cluster.getTemplate(template)),
+      userland,
+    );
+    return route.kind === "forward" ? { ...route, outcome: "visit", visitOf: owner } : route;
   }
 
   /** The session user's environment for the Template: where to forward, or the page to show. */

@@ -32,6 +32,8 @@ import type { RequestSessions } from "../../lib/requestSessions.ts";
 import { serveSignedOut } from "./signedOut.ts";
 import { Coursework } from "./coursework.ts";
 import { Starter } from "./starter.ts";
+import { isVisitPath, serveVisitEndpoint, VISITOR_HEADER, withoutVisitCookie } from "./visitEndpoints.ts";
+import { VisitTracker } from "./visits.ts";
 
 export type ProxyServerConfig = Pick<
   ProxyConfig,
@@ -50,6 +52,7 @@ export type ProxyServerConfig = Pick<
   | "accessLog"
   | "timeouts"
   | "limits"
+  | "visitQuietMs"
 >;
 
 export interface ProxyDeps {
@@ -79,6 +82,8 @@ export interface RunningProxy {
   close(graceMs?: number): Promise<void>;
   /** Requests and WebSockets in flight (for tests and shutdown). */
   inFlight(): { requests: number; websockets: number };
+  /** Teachers' visits as this replica sees them. */
+  visits: VisitTracker;
 }
 
 /** How a Route is answered on one kind of connection. */
@@ -97,7 +102,8 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
   const { config, cluster, resolver, activity, metrics, log } = deps;
   const starter = new Starter(deps.userManager, metrics, log);
   const coursework = new Coursework(deps.userManager, metrics, log);
-  const router = new Router({ config, cluster, sessions: deps.sessions, resolver, starter });
+  const visits = new VisitTracker({ userManager: deps.userManager, quietMs: config.visitQuietMs, log });
+  const router = new Router({ config, cluster, sessions: deps.sessions, resolver, starter, visits });
   const forwarder = new Forwarder({ config, metrics, log, activity });
   const requests = requestLog({ metrics, log, accessLog: config.accessLog });
   const limits = new UserLimits(config.limits);
@@ -125,7 +131,18 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
           return reply.page(tooManyPage(record.kind, limits.limit(record.kind)));
         }
         reply.onEnd(release);
-        prepareUpstreamHeaders(req.headers, route.session.user, route.client, SESSION_COOKIE);
+        const { namespace, name } = route.userland;
+        if (route.visitOf === undefined) {
+          prepareUpstreamHeaders(req.headers, route.session.user, route.client, SESSION_COOKIE);
+        } else {
+          // The environment is its owner's: X-User stays theirs; the visitor is named beside it.
+          prepareUpstreamHeaders(req.headers, route.visitOf, route.client, SESSION_COOKIE);
+          req.headers[VISITOR_HEADER] = route.session.user;
+          visits.touch(namespace, route.userland.name, route.session.user);
+          if (record.kind === "websocket")
+            reply.onEnd(visits.socketOpened(namespace, name, route.session.user));
+        }
+        withoutVisitCookie(req.headers);
         // The environment gets the path that was routed, not a second parse of the raw target.
         req.url = route.path;
         activity.touch(route.userland.namespace, route.userland.name);
@@ -152,13 +169,27 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
       },
       signedOut: (route) => serveSignedOut(config, cluster, req, res, route.client, route.query),
       ownEndpoint: (route) =>
-        serveOwnEndpoint(
-          { cluster, starter, coursework, allowedOrigins: config.allowedOrigins, config },
-          req,
-          res,
-          route,
-          record,
-        ),
+        isVisitPath(route.pathname)
+          ? serveVisitEndpoint(
+              {
+                cluster,
+                visits,
+                config,
+                allowedOrigins: config.allowedOrigins,
+                userManager: deps.userManager,
+              },
+              req,
+              res,
+              route,
+              record,
+            )
+          : serveOwnEndpoint(
+              { cluster, starter, coursework, allowedOrigins: config.allowedOrigins, config },
+              req,
+              res,
+              route,
+              record,
+            ),
       forward: (route) => {
         // Read before the first attempt: forwarding takes the framing headers off.
         const hasBody =
@@ -305,8 +336,10 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
       server.closeAllConnections();
       await closed;
       forwarder.close();
+      visits.stop();
       await admin.close();
     },
     inFlight: () => ({ requests: inFlightRequests, websockets: forwarder.websockets }),
+    visits,
   };
 }

@@ -8,7 +8,7 @@ import { fastifyService } from "../../lib/fastifyService.ts";
 import { fastifyTimeoutOptions } from "../../lib/serverTimeouts.ts";
 import type { KubeRest } from "../../lib/kubeRest.ts";
 import { createLogger, type Logger } from "../../lib/logger.ts";
-import { sessionVerifierFor } from "../../lib/session.ts";
+import { sessionVerifierFor, type SessionVerifier } from "../../lib/session.ts";
 import { requestSessions } from "../../lib/requestSessions.ts";
 import { AccessReviewer, TokenAuthenticator, installAuth, type SessionAuth } from "./auth.ts";
 import { consoleConfig, type UserManagerConfig } from "./config.ts";
@@ -21,6 +21,7 @@ import { OPENAPI_PATH, openApiRoute, registerOpenApi } from "./openapi.ts";
 import { rosterRoutes } from "./rosterImport.ts";
 import { ALL_NAMESPACES, ServedNamespaces } from "../../lib/namespaces.ts";
 import { UserlandStore } from "./store.ts";
+import { visitRoutes } from "./visits.ts";
 import { userlandRoutes } from "./userlands.ts";
 
 export const API_VERSION = "1.0.0";
@@ -46,8 +47,9 @@ export async function buildApp(options: AppOptions) {
   // The teachers' console and session sign-in for the API, when the session keys are configured.
   const consoleSettings = consoleConfig(config);
   let sessions: SessionAuth | undefined;
+  let verifier: SessionVerifier | undefined;
   if (consoleSettings) {
-    const verifier = await sessionVerifierFor(consoleSettings.keys, log);
+    verifier = await sessionVerifierFor(consoleSettings.keys, log);
     sessions = {
       sessions: requestSessions(verifier),
       userPrefix: consoleSettings.userPrefix,
@@ -87,6 +89,12 @@ export async function buildApp(options: AppOptions) {
   installErrorHandlers(app);
   await registerOpenApi(app, API_VERSION);
 
+  const reviewer = new AccessReviewer({
+    rest,
+    namespace: served.single ?? namespace,
+    ttlMs: config.authzCacheTtl,
+    metrics,
+  });
   installAuth(app, {
     namespaces: served.all ? [ALL_NAMESPACES] : served.names,
     locate: served.single === undefined ? (name) => store.namespaceOf(name) : undefined,
@@ -99,12 +107,7 @@ export async function buildApp(options: AppOptions) {
       audiences: config.tokenAudiences,
       metrics,
     }),
-    reviewer: new AccessReviewer({
-      rest,
-      namespace: served.single ?? namespace,
-      ttlMs: config.authzCacheTtl,
-      metrics,
-    }),
+    reviewer,
     sessions,
   });
 
@@ -138,6 +141,14 @@ export async function buildApp(options: AppOptions) {
     concurrency: config.kubeConcurrency,
   });
   await app.register(assignmentRoutes, { store, coursework, ...(options.now ? { now: options.now } : {}) });
+  await app.register(visitRoutes, {
+    store,
+    rest,
+    reviewer,
+    log,
+    sessions: sessions && verifier ? { ...sessions, verifier } : undefined,
+    ...(options.now ? { now: options.now } : {}),
+  });
   if (consoleSettings)
     await app.register(consoleRoutes, {
       store,

@@ -135,6 +135,13 @@ export const settings = {
     parse: parse.httpUrl,
     default: undefined,
   },
+  visitUrl: {
+    env: "USER_MANAGER_VISIT_URL",
+    description:
+      "The proxy's visit address the console's Open links go to (docs/decisions/0012-visits.md); default: /_userland/visit on the console's origin, where the chart routes everything but /console and /api/v1 to the proxy",
+    parse: parse.httpUrl,
+    default: undefined,
+  },
   sessionUserPrefix: {
     env: "USER_MANAGER_SESSION_USER_PREFIX",
     description:
@@ -168,6 +175,8 @@ export interface ConsoleConfig {
   userPrefix: string;
   groupPrefix: string;
   classLabel: string;
+  /** The proxy's /_userland/visit: where Open sends a teacher. */
+  visitUrl: URL;
 }
 
 /** Which of the console's settings are given: judged alike from the raw variables and the parsed ones. */
@@ -231,6 +240,7 @@ export function consoleConfig(c: UserManagerConfig): ConsoleConfig | undefined {
     userPrefix: c.sessionUserPrefix,
     groupPrefix: c.sessionGroupPrefix,
     classLabel: c.classLabel,
+    visitUrl: c.visitUrl ?? new URL("/_userland/visit", url.origin),
   };
 }
 

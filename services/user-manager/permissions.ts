@@ -60,6 +60,13 @@ export const REQUIRED_PERMISSIONS: readonly Permission[] = [
     namespaced: true,
     why: "show hand-ins and set a student's hand-in request",
   })),
+  {
+    group: "",
+    resource: "events",
+    verb: "create",
+    namespaced: true,
+    why: "record teachers' visits as Events on the Userland",
+  },
 ];
 
 /** The required permissions this client lacks (empty when all is well). */

@@ -149,6 +149,7 @@ export function isolatedValues(
       templateAdminRoleName: `${namespace}-template-admin`,
       teacherRoleName: `${namespace}-teacher`,
       courseTeacherRoleName: `${namespace}-course-teacher`,
+      visitorRoleName: `${namespace}-environment-visitor`,
       ...(rbac as Record<string, unknown> | undefined),
     },
     ...rest,

@@ -39,7 +39,8 @@ const LEASE = "userland-operator"; // values: operator.leaseName
 const ACTIVITY = "userland.dev/last-activity";
 
 const COMPONENTS = ["operator", "user-manager", "proxy", "auth"] as const;
-type Who = (typeof COMPONENTS)[number] | "template-admin" | "teacher" | "course-teacher";
+type Who =
+  (typeof COMPONENTS)[number] | "template-admin" | "teacher" | "course-teacher" | "environment-visitor";
 
 interface Ctx {
   ns: string;
@@ -347,6 +348,55 @@ const rows: Row[] = [
     does: "cannot read a course folder's claim",
     expect: "rbac-forbidden",
     request: (c) => c.as["course-teacher"].list(pvcsPath(c.ns)),
+  },
+  // --- environment visitors: open students' environments, nothing else (0012-visits.md) ------------
+  // userlands/visit has no handler either: allowed means 404 past RBAC. The user-manager asks RBAC
+  // this question for the visitor's session user; here the visitor is a ServiceAccount.
+  {
+    who: "environment-visitor",
+    does: "passes RBAC for create on userlands/visit (404 from the API, not 403)",
+    expect: "allowed",
+    request: (c) =>
+      expectPastRbac(c.as["environment-visitor"].create(userlandsPath(c.ns, "alice") + "/visit", {})),
+  },
+  {
+    who: "teacher",
+    does: "is no environment visitor: create on userlands/visit",
+    expect: "rbac-forbidden",
+    request: (c) => c.as.teacher.create(userlandsPath(c.ns, "alice") + "/visit", {}),
+  },
+  {
+    who: "environment-visitor",
+    does: "cannot read Userlands",
+    expect: "rbac-forbidden",
+    request: (c) => c.as["environment-visitor"].list(userlandsPath(c.ns)),
+  },
+  {
+    who: "environment-visitor",
+    does: "cannot change a Userland",
+    expect: "rbac-forbidden",
+    request: (c) =>
+      c.as["environment-visitor"].patch(userlandsPath(c.ns, "alice"), { spec: { enabled: false } }),
+  },
+  {
+    who: "user-manager",
+    does: "can record an Event (a teacher's visit)",
+    expect: "allowed",
+    request: (c) =>
+      c.as["user-manager"].create(`/api/v1/namespaces/${c.ns}/events`, {
+        apiVersion: "v1",
+        kind: "Event",
+        metadata: { name: "alice.visit-test" },
+        involvedObject: {
+          apiVersion: "userland.dev/v1alpha1",
+          kind: "Userland",
+          name: "alice",
+          namespace: c.ns,
+        },
+        type: "Normal",
+        reason: "VisitStarted",
+        message: "rbac test",
+      }),
   },
   {
     who: "operator",
@@ -818,9 +868,16 @@ async function setUp(t: TestContext, prefix: string): Promise<Ctx & { objects: K
   await rbac("template-admin", `${ns}-template-admin`);
   await rbac("teacher", `${ns}-teacher`);
   await rbac("course-teacher", `${ns}-course-teacher`);
+  await rbac("environment-visitor", `${ns}-environment-visitor`);
   const cluster = await testCluster();
   const as = {} as Record<Who, KubeRest>;
-  for (const who of [...COMPONENTS, "template-admin", "teacher", "course-teacher"] as const) {
+  for (const who of [
+    ...COMPONENTS,
+    "template-admin",
+    "teacher",
+    "course-teacher",
+    "environment-visitor",
+  ] as const) {
     const token = await serviceAccountToken(ns, serviceAccount(who));
     as[who] = new KubeRest(cluster.kubeConfigForToken(token, ns), `rbac-test-${who}`);
   }

@@ -54,6 +54,7 @@ const config = (extra: Partial<HomeConfig> = {}): HomeConfig => ({
   defaultTemplate: undefined,
   origins: "shared",
   loginUrl: new URL("https://auth.ide.example.org/login"),
+  visitQuietMs: 300_000,
   ...extra,
 });
 

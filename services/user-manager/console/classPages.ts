@@ -70,6 +70,8 @@ export interface Row {
   /** The start cannot get further by itself: the detail says why, and stands out. */
   stalled: boolean;
   lastActivity: Date | undefined;
+  /** The proxy's address that opens this environment for a visitor (console/visitLink.ts). */
+  openUrl?: string;
 }
 
 const ago = (then: Date, now: Date): string => {
@@ -79,6 +81,8 @@ const ago = (then: Date, now: Date): string => {
   if (s < 36 * 3600) return `${Math.round(s / 3600)} h ago`;
   return `${Math.round(s / 86400)} days ago`;
 };
+
+import { openLink } from "./visitLink.ts";
 
 export interface ClassView {
   template: string;
@@ -139,7 +143,7 @@ export function classPage(viewer: Viewer, view: ClassView): string {
               }
             </td>
             <td class="actions">
-              <button
+              ${openLink(r)}<button
                 type="submit"
                 name="row"
                 value="start:${r.name}"

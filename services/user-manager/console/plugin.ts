@@ -22,6 +22,7 @@ import { HttpError, badRequest, fromKubeError } from "../errors.ts";
 import { invalidTemplateReason, invalidUserlandNameReason } from "../schemas.ts";
 import type { UserlandFilter, UserlandStore } from "../store.ts";
 import { assignmentConsoleRoutes } from "./assignmentRoutes.ts";
+import { visitUrl } from "./visitLink.ts";
 import { formOf, installFormParsers } from "./forms.ts";
 import {
   actionFailedPage,
@@ -235,7 +236,7 @@ export const consoleRoutes: FastifyPluginCallback<ConsoleOptions> = (app, opts, 
     if (items.length === 0 && !(await store.getTemplate(name)))
       throw new HttpError(404, "NotFound", `Template "${name}" does not exist in ${store.where}`);
     const rows: Row[] = items
-      .map((u) => rowOf(u))
+      .map((u) => ({ ...rowOf(u), openUrl: visitUrl(config.visitUrl, u) }))
       .sort((a, b) => a.user.localeCompare(b.user) || a.name.localeCompare(b.name));
     const done = query.done;
     const count = Number(query.count);

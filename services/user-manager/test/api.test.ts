@@ -388,6 +388,8 @@ test("the OpenAPI document describes every endpoint", async (t) => {
     "/api/v1/userlands/{name}",
     "/api/v1/userlands/{name}/start",
     "/api/v1/userlands/{name}/stop",
+    "/api/v1/userlands/{name}/visit-consents",
+    "/api/v1/userlands/{name}/visits",
     "/api/v1/users/{user}/assignments",
     "/api/v1/users/{user}/userland",
     "/api/v1/users/{user}/userlands",

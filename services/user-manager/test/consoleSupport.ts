@@ -113,6 +113,8 @@ export async function startConsole(t: TestContext, opts: HarnessOptions = {}): P
     });
     const first = rules[0];
     if (!first) return;
+    // "userlands", or a subresource such as "userlands/visit".
+    const [resource = "userlands", subresource] = (first.resources?.[0] ?? "userlands").split("/");
     await eventually(`the Role for ${k8sSubject.name} to take effect`, async () => {
       const review = await admin.create<{ status?: { allowed?: boolean } }>(
         `/apis/authorization.k8s.io/v1/namespaces/${h.ns}/localsubjectaccessreviews`,
@@ -126,7 +128,8 @@ export async function startConsole(t: TestContext, opts: HarnessOptions = {}): P
             resourceAttributes: {
               namespace: h.ns,
               group: "userland.dev",
-              resource: "userlands",
+              resource,
+              ...(subresource ? { subresource } : {}),
               verb: first.verbs[0],
               name: first.resourceNames?.[0],
             },

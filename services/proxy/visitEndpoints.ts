@@ -1,0 +1,301 @@
+/**
+ * The two endpoints of a teacher's visit (docs/decisions/0012-visits.md), on every host:
+ *
+ * - `GET /_userland/visit?namespace=<ns>&userland=<name>` (the console's Open): sends the visitor
+ *   to the environment's own address. With shared origins that is the Template's host, where this
+ *   endpoint asks whether the visitor may enter (RBAC, through the user-manager) and then sets the
+ *   host-only visit cookie naming the environment and sends the browser to `/`; with per-user
+ *   origins it is the environment's own host, which names it (no cookie).
+ * - `GET /_userland/leave`: drops the visit cookie and goes to the visitor's home.
+ *
+ * The cookie grants nothing: every request with it is checked (router.ts, visits.ts). A page of
+ * the same origin (another student's environment the teacher opened) must not switch the teacher
+ * into a third environment without their click, so a visit is begun only by a navigation that
+ * did not come from this origin (`Sec-Fetch-Site`).
+ */
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
+import { cookieValues } from "../../lib/requestSessions.ts";
+import { UserlandAnnotations, type Userland } from "../../api/v1alpha1/index.ts";
+import { consentState, parseVisitRequests, VISIT_CONSENT_ANNOTATION } from "../../api/visits.ts";
+import { HOME_PATH, ownUserland, type HomeConfig } from "./home.ts";
+import { userlandLabel } from "./origins.ts";
+import { document, simplePage, type Page } from "./pages.ts";
+import type { RequestRecord } from "./requestLog.ts";
+import { sendPage } from "./respond.ts";
+import type { OwnEndpointRoute } from "./router.ts";
+import { hostForTemplate, type ClusterView } from "./routing.ts";
+import { ALLOW_PATH, LEAVE_PATH, VISIT_COOKIE, VISIT_PATH, type VisitTracker } from "./visits.ts";
+import { formFromOwnSite } from "../../lib/formOrigin.ts";
+import { html } from "../../lib/html.ts";
+import { localPath } from "../../lib/localPath.ts";
+import type { UserManagerClient } from "../../lib/userManagerClient.ts";
+import { originAllowed } from "./headers.ts";
+
+/** Names the visitor to the environment; the owner stays in X-User. Clients' copies are stripped (x-userland-*). */
+export const VISITOR_HEADER = "x-userland-visitor";
+
+export interface VisitEndpointDeps {
+  cluster: ClusterView;
+  visits: VisitTracker;
+  config: HomeConfig;
+  allowedOrigins: readonly string[];
+  userManager: UserManagerClient | undefined;
+}
+
+/**
+ * One refusal for an environment that does not exist and one the visitor may not open (no
+ * names): a signed-in person learns nothing of who has an environment.
+ */
+export function visitRefusedPage(): Page {
+  return simplePage(
+    403,
+    "You may not open this environment",
+    `Opening a student's environment needs the right to visit it (verb "create" on "userlands/visit" in its namespace), which you do not have, or the environment does not exist. Ask an admin. To go back to your own environment: ${LEAVE_PATH}`,
+  );
+}
+
+/** The visitor waits for the student's Allow; the page asks again every 3 s by itself. */
+export function waitingPage(owner: string): Page {
+  const title = `Waiting for ${owner} to allow your visit`;
+  const message = `This environment's Template asks its student first. ${owner} sees your request on their home page; this page opens the environment as soon as they click Allow.`;
+  return {
+    status: 202,
+    title,
+    body: document(title, html`<p>${message}</p>`, { refreshSeconds: 3, spinner: true }),
+    json: { state: "waiting", owner, message },
+  };
+}
+
+/** The Template of `userland` asks its student before every visit (api/visits.ts). */
+function asksFirst(deps: VisitEndpointDeps, userland: Userland): boolean {
+  return (
+    deps.cluster.getTemplate(userland.spec.templateName)?.metadata.annotations?.[VISIT_CONSENT_ANNOTATION] ===
+    "required"
+  );
+}
+
+export const isVisitPath = (pathname: string) =>
+  pathname === VISIT_PATH || pathname === LEAVE_PATH || pathname === ALLOW_PATH;
+
+/** The visit cookie is the proxy's own: environments never see it. */
+export function withoutVisitCookie(headers: IncomingHttpHeaders): void {
+  if (headers.cookie === undefined || cookieValues(headers.cookie, VISIT_COOKIE).length === 0) return;
+  const kept = headers.cookie
+    .split(";")
+    .map((pair) => pair.trim())
+    .filter((pair) => pair !== "" && (pair.split("=", 1)[0] ?? "").trim() !== VISIT_COOKIE);
+  if (kept.length > 0) headers.cookie = kept.join("; ");
+  else delete headers.cookie;
+}
+
+function redirect(res: ServerResponse, location: string, cookie?: string): void {
+  res.writeHead(303, {
+    location,
+    "cache-control": "no-store",
+    "content-length": 0,
+    ...(cookie ? { "set-cookie": cookie } : {}),
+  });
+  res.end();
+}
+
+const cookieFor = (value: string, secure: boolean, maxAge?: number) =>
+  `${VISIT_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Lax${secure ? "; Secure" : ""}${maxAge === undefined ? "" : `; Max-Age=${maxAge}`}`;
+
+export async function serveVisitEndpoint(
+  deps: VisitEndpointDeps,
+  req: IncomingMessage,
+  res: ServerResponse,
+  route: OwnEndpointRoute,
+  record: RequestRecord,
+): Promise<void> {
+  const { cluster, visits, config } = deps;
+  const { session, client } = route;
+  const secure = client.proto === "https";
+  if (req.method !== "GET" && req.method !== "HEAD" && route.pathname !== ALLOW_PATH) {
+    sendPage(req, res, simplePage(405, "Not allowed", "Open this address in the browser."));
+    return;
+  }
+  if (route.pathname === LEAVE_PATH) {
+    redirect(res, HOME_PATH, cookieFor("", secure, 0));
+    return;
+  }
+  if (route.pathname === ALLOW_PATH) {
+    await allow(deps, req, res, route, record);
+    return;
+  }
+  if (!visits.enabled) {
+    sendPage(
+      req,
+      res,
+      simplePage(404, "Visits are off", "This platform does not let teachers open environments."),
+    );
+    return;
+  }
+  const query = new URL(req.url ?? "/", "http://proxy.invalid").searchParams;
+  const name = query.get("userland") ?? "";
+  const namespace = query.get("namespace");
+  const userland = cluster.getUserland?.(name);
+  if (!userland || (namespace !== null && userland.metadata.namespace !== namespace)) {
+    record.outcome = "visit_refused";
+    sendPage(req, res, visitRefusedPage());
+    return;
+  }
+  record.owner = userland.spec.user;
+  record.userland = `${userland.metadata.namespace ?? ""}/${name}`;
+  const port = /:\d+$/.exec(client.host)?.[0] ?? "";
+  const label = config.origins === "perUser" ? userlandLabel(userland) : undefined;
+  const perUserHost = label && config.baseDomain ? `${label}.${config.baseDomain}${port}` : undefined;
+  const host = perUserHost ?? hostForTemplate(userland.spec.templateName, config, client.host, port);
+  if (host === undefined) {
+    sendPage(req, res, simplePage(404, "Not served", "No address serves this environment's Template."));
+    return;
+  }
+  const own = userland.spec.user === session.user;
+  // Where environments are served, a page of the same origin is not the console's click; but the
+  // waiting page's own refresh is (a Template that asks first): it goes on only once the student
+  // allowed this visitor, which only the teacher's own click from the console can have asked.
+  if (
+    !own &&
+    host === client.host &&
+    req.headers["sec-fetch-site"] === "same-origin" &&
+    asksFirst(deps, userland)
+  ) {
+    const requests = parseVisitRequests(userland.metadata.annotations?.[UserlandAnnotations.visitRequests]);
+    if (consentState(requests, session.user, new Date()) !== "allowed") {
+      record.outcome = "visit_refused";
+      sendPage(req, res, waitingPage(userland.spec.user));
+      return;
+    }
+  } else if (!own && host === client.host && req.headers["sec-fetch-site"] === "same-origin") {
+    record.outcome = "forbidden_origin";
+    sendPage(
+      req,
+      res,
+      simplePage(
+        403,
+        "Open it from the console",
+        "A page of this site cannot open another environment for you.",
+      ),
+    );
+    return;
+  }
+  // Asked before any redirect: where an environment is served says that it exists.
+  const admission = own ? "allowed" : await visits.admit(userland, session.user, route.token);
+  if (admission !== "allowed") {
+    record.outcome = "visit_refused";
+    sendPage(
+      req,
+      res,
+      admission === "waiting"
+        ? waitingPage(userland.spec.user)
+        : admission === "denied"
+          ? visitRefusedPage()
+          : simplePage(
+              502,
+              "Visits are not available",
+              "The user-management service could not be asked. Try again in a minute.",
+            ),
+    );
+    return;
+  }
+  // Per-user origins: its own host names it (no cookie).
+  if (perUserHost) {
+    redirect(res, `${client.proto}://${perUserHost}/`);
+    return;
+  }
+  if (host !== client.host) {
+    const query = `namespace=${encodeURIComponent(userland.metadata.namespace ?? "")}&userland=${encodeURIComponent(name)}`;
+    redirect(res, `${client.proto}://${host}${VISIT_PATH}?${query}`);
+    return;
+  }
+  // The owner's own: no visit, and no cookie that would outlive this click.
+  redirect(
+    res,
+    "/",
+    cookieFor(own ? "" : `${userland.metadata.namespace ?? ""}/${name}`, secure, own ? 0 : undefined),
+  );
+}
+
+/** A form body of at most 4 KiB; undefined beyond. */
+async function readSmallForm(req: IncomingMessage): Promise<URLSearchParams | undefined> {
+  let size = 0;
+  const chunks: Buffer[] = [];
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > 4096) return undefined;
+    chunks.push(chunk);
+  }
+  return new URLSearchParams(Buffer.concat(chunks).toString("utf8"));
+}
+
+/**
+ * `POST /_userland/allow-visit` (`userland`, `visitor`, `rd`): the student's Allow on their home
+ * page, for their own environment only (another name is answered like one that does not exist),
+ * from this site only (lib/formOrigin.ts, as the home's other forms).
+ */
+async function allow(
+  deps: VisitEndpointDeps,
+  req: IncomingMessage,
+  res: ServerResponse,
+  route: OwnEndpointRoute,
+  record: RequestRecord,
+): Promise<void> {
+  const { session, client } = route;
+  if (req.method !== "POST") {
+    sendPage(req, res, simplePage(405, "Not allowed", "Allow a visit with the button on your home page."));
+    return;
+  }
+  if (!formFromOwnSite(req.headers, (origin) => originAllowed(origin, client, deps.allowedOrigins))) {
+    record.outcome = "forbidden_origin";
+    sendPage(req, res, simplePage(403, "Not allowed", "This form must be sent from this site."));
+    return;
+  }
+  const form = await readSmallForm(req);
+  const returnPath = localPath(form?.get("rd") ?? HOME_PATH);
+  const userland = form && ownUserland(deps.cluster, session.user, form.get("userland") ?? "");
+  const visitor = form?.get("visitor") ?? "";
+  if (!form || returnPath === undefined || visitor === "") {
+    sendPage(req, res, simplePage(400, "Bad request", "The form could not be read."));
+    return;
+  }
+  if (!userland) {
+    sendPage(req, res, simplePage(404, "No such environment", "You have no environment of that name."));
+    return;
+  }
+  record.userland = `${userland.metadata.namespace ?? ""}/${userland.metadata.name ?? ""}`;
+  let answer: "allowed" | "none" | "error";
+  try {
+    answer =
+      (await deps.userManager?.allowVisit?.(userland.metadata.name ?? "", {
+        session: route.token ?? "",
+        visitor,
+      })) ?? "error";
+  } catch {
+    answer = "error";
+  }
+  if (answer === "error") {
+    sendPage(
+      req,
+      res,
+      simplePage(
+        502,
+        "Could not allow the visit",
+        "The user-management service did not accept it. Try again in a minute.",
+      ),
+    );
+    return;
+  }
+  if (answer === "none") {
+    sendPage(
+      req,
+      res,
+      simplePage(
+        404,
+        "No one is waiting",
+        `${visitor} is not waiting to open this environment (a request lapses after 10 minutes).`,
+      ),
+    );
+    return;
+  }
+  redirect(res, returnPath);
+}
