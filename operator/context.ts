@@ -30,6 +30,8 @@ export interface OperatorContext {
    * which would be one more write, after the state had converged.
    */
   computed: Map<string, UserlandStatus>;
+  /** Copy pods (operator/coursework/): the image they run (unset: no copies) and the namespaces whose deny-all policy exists. */
+  coursework: { image: string; policies: Set<string> };
   log: Logger;
   now(): Date;
 }

@@ -40,6 +40,7 @@ async function start(config: OperatorConfig, log: Logger) {
       metrics,
       freezeCache: config.freezeCache,
       teachers: { userPrefix: config.sessionUserPrefix, ttlMs: config.teacherCacheTtl },
+      copyImage: config.copyImage,
     });
   let controller: Controller | undefined;
   let culler: Culler | undefined;

@@ -1,12 +1,12 @@
 /**
  * Assignment and Submission: a class's work handed out and handed in (docs/decisions/0011-
- * coursework.md). Only the objects exist so far: no controller converges them yet, so their status
- * stays empty. An Assignment is a teacher's; a Submission is one student's copy of one assignment,
+ * coursework.md), converged by the operator (operator/coursework/). An Assignment is a teacher's; a Submission is one student's copy of one assignment,
  * whose status (what was distributed, the hand-in receipt) only the platform writes.
  */
 import { TEMPLATE_NAME_PATTERN } from "./template.ts";
 import { USER_MAX, USER_PATTERN } from "./userland.ts";
-import { Conditions, StringEnum, Type } from "./schema.ts";
+import type { CustomObject } from "./group.ts";
+import { Conditions, StringEnum, Type, type Static } from "./schema.ts";
 
 export const ASSIGNMENTS = "assignments";
 export const SUBMISSIONS = "submissions";
@@ -216,3 +216,26 @@ export const SubmissionStatusSchema = Type.Object({
   ),
   conditions: Type.Optional(Conditions),
 });
+
+export type AssignmentSpec = Static<typeof AssignmentSpecSchema>;
+export type AssignmentStatus = Static<typeof AssignmentStatusSchema>;
+export type Assignment = CustomObject<"Assignment", AssignmentSpec, AssignmentStatus>;
+export type SubmissionSpec = Static<typeof SubmissionSpecSchema>;
+export type SubmissionStatus = Static<typeof SubmissionStatusSchema>;
+export type Submission = CustomObject<"Submission", SubmissionSpec, SubmissionStatus>;
+
+/** Condition types the operator writes on Assignments (operator/coursework/syncAssignment.ts). */
+export const AssignmentConditions = {
+  /** True once spec.release's snapshot is in the collection; False says what is missing or failed. */
+  Published: "Published",
+} as const;
+
+/** Condition types the operator writes on Submissions (operator/coursework/syncSubmission.ts). */
+export const SubmissionConditions = {
+  /** True when the student's copy is the published release; False says why it is not (yet). */
+  Distributed: "Distributed",
+  /** Set once a hand-in is requested: True with the receipt, False with the reason (for the student). */
+  HandedIn: "HandedIn",
+  /** Set once feedback is returned: True, or False with the reason. */
+  FeedbackReturned: "FeedbackReturned",
+} as const;
