@@ -91,7 +91,7 @@ const condition = (
 test("an Assignment is published by a locked-down copy pod, read again after an operator restart; every student gets a Submission, a copy into their volume (on their running environment's node), a hand-in and, at the closing time, the platform's request", async (t) => {
   const ns = await testNamespace(t, "asgn");
   const rest = await adminRest();
-  let operator = await startOperator(t, ns, { env: { OPERATOR_COPY_IMAGE: IMAGE } });
+  const operator = await startOperator(t, ns, { env: { OPERATOR_COPY_IMAGE: IMAGE } });
   await createTemplate(ns, "lab", courseworkSpec());
   await createUserland(ns, "alice", "alice", "lab", false);
   await createUserland(ns, "bob", "bob", "lab", false);
@@ -177,7 +177,7 @@ test("an Assignment is published by a locked-down copy pod, read again after an 
     sha256: SHA("a"),
     skipped: [],
   });
-  operator = await startOperator(t, ns, { env: { OPERATOR_COPY_IMAGE: IMAGE } });
+  await startOperator(t, ns, { env: { OPERATOR_COPY_IMAGE: IMAGE } });
   const published = await eventually("the published release", async () => {
     const a = await rest.get<Assignment>(assignmentsPath(ns, "a1"));
     return a.status?.publishedRelease === 1 && a;
