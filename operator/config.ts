@@ -67,6 +67,14 @@ export const operatorSettings = {
     default: "",
     show: () => "unset",
   },
+  copyRetry: {
+    env: "OPERATOR_COPY_RETRY",
+    description:
+      "How long after a failed copy (over a limit, refused, failed) it is tried again; the wait doubles with each failure in a row, up to 10m",
+    parse: parse.duration,
+    show: formatDuration,
+    default: 60_000,
+  },
   httpAddress: {
     env: "OPERATOR_HTTP_ADDRESS",
     description: "Address for /healthz, /readyz and /metrics",

@@ -31,6 +31,7 @@ import { ExponentialFailureRateLimiter, WorkQueue } from "./workqueue.ts";
 import { syncAssignment } from "./coursework/syncAssignment.ts";
 import { syncSubmission } from "./coursework/syncSubmission.ts";
 import { assignmentKey, registerCourseworkHandlers, submissionKey } from "./coursework/wiring.ts";
+import { FAILED_COPY_RETRY_MS } from "./coursework/copyRuns.ts";
 
 export interface ControllerOptions {
   rest: KubeRest;
@@ -44,6 +45,8 @@ export interface ControllerOptions {
   teachers: { userPrefix: string; ttlMs: number };
   /** The image copy pods run (operator/coursework/); empty: Assignments say it is unset. */
   copyImage?: string;
+  /** A failed copy's first wait before it runs again (doubling per failure in a row). */
+  copyRetryMs?: number;
 }
 
 /** Keys: "U/<namespace>/<name>" for a Userland, "T/<namespace>/<name>" for a Template. */
@@ -106,7 +109,11 @@ export class Controller {
       teachers: new Teachers({ rest, log: opts.log, ...opts.teachers }),
       claimEvents: new ClaimEvents(rest, opts.log),
       computed: new Map(),
-      coursework: { image: opts.copyImage ?? "", policies: new Set() },
+      coursework: {
+        image: opts.copyImage ?? "",
+        retryMs: opts.copyRetryMs ?? FAILED_COPY_RETRY_MS,
+        policies: new Set(),
+      },
       log: opts.log,
       now: () => new Date(),
     };

@@ -41,6 +41,7 @@ async function start(config: OperatorConfig, log: Logger) {
       freezeCache: config.freezeCache,
       teachers: { userPrefix: config.sessionUserPrefix, ttlMs: config.teacherCacheTtl },
       copyImage: config.copyImage,
+      copyRetryMs: config.copyRetry,
     });
   let controller: Controller | undefined;
   let culler: Culler | undefined;

@@ -32,6 +32,23 @@ const RELATIVE_PATH = {
 const SHA256 = Type.String({ pattern: "^[0-9a-f]{64}$", description: "A SHA-256, lowercase hex." });
 const TIME = { type: "string", format: "date-time" } as const;
 
+/** A copy job failing again and again: counted so its next try waits longer (operator/coursework/copyRuns.ts). */
+const FAILED_COPIES = Type.Object(
+  {
+    pod: Type.String({
+      maxLength: 253,
+      description: "The copy pod of the job (one name per job and release).",
+    }),
+    podUid: Type.String({ maxLength: 64, description: "Its last failed run, counted once." }),
+    count: Type.Integer({ minimum: 1, description: "Failed runs in a row." }),
+    retryAt: Type.Unsafe<string>({ ...TIME, description: "When it runs again." }),
+  },
+  {
+    description:
+      "The job that keeps failing: it runs again OPERATOR_COPY_RETRY (1 min) after a failure, doubling with each failure in a row, at most every 10 min. Cleared once a copy succeeds.",
+  },
+);
+
 export const AssignmentSpecSchema = Type.Object(
   {
     templateName: Type.String({
@@ -125,6 +142,7 @@ export const AssignmentStatusSchema = Type.Object({
   handedIn: Type.Optional(Type.Integer({ minimum: 0 })),
   late: Type.Optional(Type.Integer({ minimum: 0 })),
   missing: Type.Optional(Type.Integer({ minimum: 0 })),
+  failedCopies: Type.Optional(FAILED_COPIES),
   conditions: Type.Optional(Conditions),
 });
 
@@ -214,6 +232,7 @@ export const SubmissionStatusSchema = Type.Object({
       { description: "What the platform collected: the student's receipt." },
     ),
   ),
+  failedCopies: Type.Optional(FAILED_COPIES),
   conditions: Type.Optional(Conditions),
 });
 
@@ -223,6 +242,7 @@ export type Assignment = CustomObject<"Assignment", AssignmentSpec, AssignmentSt
 export type SubmissionSpec = Static<typeof SubmissionSpecSchema>;
 export type SubmissionStatus = Static<typeof SubmissionStatusSchema>;
 export type Submission = CustomObject<"Submission", SubmissionSpec, SubmissionStatus>;
+export type FailedCopies = Static<typeof FAILED_COPIES>;
 
 /** Condition types the operator writes on Assignments (operator/coursework/syncAssignment.ts). */
 export const AssignmentConditions = {

@@ -2,12 +2,16 @@
  * Running one copy job for an Assignment or a Submission, level-triggered: the pod's name is
  * derived from its owner, job and generation, so a sync (or an operator restarted mid-copy) finds
  * the pod it made and reads it instead of running the copy again. Only a finished pod's termination
- * message is a result; a successful pod is deleted once its result is in status, a failed one after
- * FAILED_COPY_RETRY_MS, when the next sync runs it again.
+ * message is a result; a successful pod is deleted once its result is in status. A failed one is kept
+ * until its job may run again: OPERATOR_COPY_RETRY (FAILED_COPY_RETRY_MS) after the failure, doubling
+ * with each failure in a row up to MAX_COPY_RETRY_MS, so a folder that stays over a limit costs one
+ * pod every 10 minutes, not one a minute forever. The count lives in the owner's status
+ * (`failedCopies`, keyed by the pod's name and counted once per pod uid), so it survives restarts.
  */
 import type { V1Pod } from "@kubernetes/client-node";
 import { isAlreadyExists, isNotFound } from "../../lib/kubeRest.ts";
-import { timeMs } from "../conditions.ts";
+import type { FailedCopies } from "../../api/v1alpha1/index.ts";
+import { conditionTime, timeMs } from "../conditions.ts";
 import type { OperatorContext } from "../context.ts";
 import { resources } from "../resources.ts";
 import {
@@ -19,15 +23,41 @@ import {
   type CopyPodInput,
 } from "./copyPods.ts";
 
-/** A failed copy is tried again after this long (a student may fix an over-limit folder meanwhile). */
+/** A failed copy's first wait (a student may fix an over-limit folder meanwhile); OPERATOR_COPY_RETRY. */
 export const FAILED_COPY_RETRY_MS = 60_000;
+/** The longest wait between two runs of a job that keeps failing. */
+export const MAX_COPY_RETRY_MS = 10 * 60_000;
 
 export type CopyRun =
   | { state: "running" }
-  | (CopyOutcome & { pod: V1Pod; /** When a failed job may run again (ms from now). */ retryInMs?: number });
+  | (Extract<CopyOutcome, { ok: true }> & { pod: V1Pod })
+  | (Extract<CopyOutcome, { ok: false }> & {
+      pod: V1Pod;
+      /** The owner's new status.failedCopies. */
+      failedCopies: FailedCopies;
+      /** When the job may run again (ms from now; 0: now, its pod is deleted). */
+      retryInMs: number;
+    });
 
-/** Reads the job's pod, creating it when there is none; never runs a job twice at once. */
-export async function runCopy(ctx: OperatorContext, input: CopyPodInput): Promise<CopyRun> {
+/** The wait after `count` failures in a row: `firstMs` doubling, at most MAX_COPY_RETRY_MS. */
+export function copyRetryDelay(firstMs: number, count: number): number {
+  return Math.min(MAX_COPY_RETRY_MS, firstMs * 2 ** Math.min(count - 1, 30));
+}
+
+/** What a failed copy's condition adds: how often it failed and when it runs again. */
+export function retryNote(failed: FailedCopies): string {
+  return ` (failed ${failed.count === 1 ? "once" : `${failed.count} times in a row`}; trying again at ${failed.retryAt})`;
+}
+
+/**
+ * Reads the job's pod, creating it when there is none; never runs a job twice at once. `failed` is
+ * the owner's status.failedCopies: the count of this job's earlier failures.
+ */
+export async function runCopy(
+  ctx: OperatorContext,
+  input: CopyPodInput,
+  failed: FailedCopies | undefined,
+): Promise<CopyRun> {
   const pod = ctx.caches.copyPods.get(input.name, input.namespace);
   if (!pod) {
     await ensureCopyNetworkPolicy(ctx, input.namespace);
@@ -43,8 +73,22 @@ export async function runCopy(ctx: OperatorContext, input: CopyPodInput): Promis
   const outcome = copyOutcome(pod, ctx.now());
   if (!outcome) return { state: "running" };
   if (outcome.ok) return { ...outcome, pod };
-  const retryInMs = timeMs(outcome.finishedAt) + FAILED_COPY_RETRY_MS - ctx.now().getTime();
-  return { ...outcome, pod, retryInMs: Math.max(0, retryInMs) };
+  const uid = pod.metadata?.uid ?? "";
+  const count = failed?.pod !== input.name ? 1 : failed.podUid === uid ? failed.count : failed.count + 1;
+  const retryAt = timeMs(outcome.finishedAt) + copyRetryDelay(ctx.coursework.retryMs, count);
+  const failedCopies = { pod: input.name, podUid: uid, count, retryAt: conditionTime(new Date(retryAt)) };
+  const retryInMs = Math.max(0, retryAt - ctx.now().getTime());
+  // Its time has come: the pod goes, and its deletion brings the owner back to run the job again.
+  if (retryInMs === 0) await deleteCopyPod(ctx, pod);
+  return { ...outcome, pod, failedCopies, retryInMs };
+}
+
+/** A status for a merge patch: `failedCopies` gone since `previous` is removed (null), not left as it was. */
+export function withCleared<S extends { failedCopies?: FailedCopies }>(
+  previous: S,
+  status: S,
+): S | (Omit<S, "failedCopies"> & { failedCopies: null }) {
+  return previous.failedCopies && !status.failedCopies ? { ...status, failedCopies: null } : status;
 }
 
 /** Deletes a finished pod (its result is in status). */

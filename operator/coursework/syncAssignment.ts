@@ -23,7 +23,7 @@ import { conditionTime, findCondition, setCondition, timeMs, type ConditionInput
 import type { OperatorContext } from "../context.ts";
 import { resources } from "../resources.ts";
 import { copyPodName } from "./copyPods.ts";
-import { deleteCopyPod, runCopy } from "./copyRuns.ts";
+import { deleteCopyPod, retryNote, runCopy, withCleared } from "./copyRuns.ts";
 
 /** Label on a Userland that puts it in a class (Assignment spec.class). */
 export const CLASS_LABEL = "userland.dev/class";
@@ -135,7 +135,9 @@ export async function syncAssignment(
   Object.assign(status, counts(submissions, status.publishedRelease, closed));
 
   if (stableJson(previous) !== stableJson(status))
-    await ctx.rest.patch(resources.Assignment.path(namespace, name, "status"), { status });
+    await ctx.rest.patch(resources.Assignment.path(namespace, name, "status"), {
+      status: withCleared(previous, status),
+    });
   if (finishedPod) await deleteCopyPod(ctx, finishedPod);
   return againAfterMs === undefined ? {} : { againAfterMs };
 }
@@ -160,32 +162,36 @@ async function publish(
       },
     };
   const templateName = template.metadata.name ?? "";
-  const run = await runCopy(ctx, {
-    name: copyPodName("publish", a.metadata.uid ?? "", release),
-    namespace: a.metadata.namespace ?? "",
-    job: "publish",
-    owner: assignmentOwner(a),
-    image: ctx.coursework.image,
-    template,
-    args: [
-      "handin",
-      `${SOURCE_MOUNT}/${a.spec.source.path}`,
-      `${PUBLISHED_MOUNT}/${collectionPaths.published(name, release).slice("published/".length)}`,
-    ],
-    mounts: [
-      {
-        claim: courseFolderNames(templateName, a.spec.source.folder).claim,
-        mountPath: SOURCE_MOUNT,
-        readOnly: true,
-      },
-      {
-        claim: collectionNames(templateName).claim,
-        mountPath: PUBLISHED_MOUNT,
-        subPath: "published",
-        readOnly: false,
-      },
-    ],
-  });
+  const run = await runCopy(
+    ctx,
+    {
+      name: copyPodName("publish", a.metadata.uid ?? "", release),
+      namespace: a.metadata.namespace ?? "",
+      job: "publish",
+      owner: assignmentOwner(a),
+      image: ctx.coursework.image,
+      template,
+      args: [
+        "handin",
+        `${SOURCE_MOUNT}/${a.spec.source.path}`,
+        `${PUBLISHED_MOUNT}/${collectionPaths.published(name, release).slice("published/".length)}`,
+      ],
+      mounts: [
+        {
+          claim: courseFolderNames(templateName, a.spec.source.folder).claim,
+          mountPath: SOURCE_MOUNT,
+          readOnly: true,
+        },
+        {
+          claim: collectionNames(templateName).claim,
+          mountPath: PUBLISHED_MOUNT,
+          subPath: "published",
+          readOnly: false,
+        },
+      ],
+    },
+    status.failedCopies,
+  );
   if (run.state === "running")
     return {
       condition: {
@@ -196,17 +202,18 @@ async function publish(
       },
     };
   if (!run.ok) {
-    if (run.retryInMs === 0) await deleteCopyPod(ctx, run.pod);
+    status.failedCopies = run.failedCopies;
     return {
       condition: {
         type,
         status: "False",
         reason: "PublishFailed",
-        message: `Release ${release} of ${a.spec.source.folder}/${a.spec.source.path}: ${run.message}`,
+        message: `Release ${release} of ${a.spec.source.folder}/${a.spec.source.path}: ${run.message}${retryNote(run.failedCopies)}`,
       },
       retryInMs: run.retryInMs === 0 ? undefined : run.retryInMs,
     };
   }
+  delete status.failedCopies;
   const sha256 = run.result.sha256;
   status.publishedRevision = typeof sha256 === "string" ? sha256 : undefined;
   status.publishedRelease = release;

@@ -24,7 +24,7 @@ import { setCondition, timeMs, type ConditionInput } from "../conditions.ts";
 import type { OperatorContext } from "../context.ts";
 import { resources } from "../resources.ts";
 import { copyPodName, countOf, type CopyJob, type CopyMount } from "./copyPods.ts";
-import { deleteCopyPod, runCopy } from "./copyRuns.ts";
+import { deleteCopyPod, retryNote, runCopy, withCleared } from "./copyRuns.ts";
 import type { CourseworkSyncResult } from "./syncAssignment.ts";
 
 const HOME_MOUNT = "/home-claim";
@@ -99,7 +99,9 @@ export async function syncSubmission(
   }
   status.conditions = conditions;
   if (stableJson(previous) !== stableJson(status))
-    await ctx.rest.patch(resources.Submission.path(namespace, name, "status"), { status });
+    await ctx.rest.patch(resources.Submission.path(namespace, name, "status"), {
+      status: withCleared(previous, status),
+    });
   if (finishedPod) await deleteCopyPod(ctx, finishedPod);
   return againAfterMs === undefined ? {} : { againAfterMs };
 }
@@ -186,43 +188,49 @@ async function copy(
     },
   };
   const type = conditionOf(job);
-  const run = await runCopy(ctx, {
-    name: copyPodName(job, s.metadata.uid ?? "", generationOf(job, a)),
-    namespace: s.metadata.namespace ?? "",
-    job,
-    owner: {
-      apiVersion: API_VERSION,
-      kind: "Submission",
-      name: s.metadata.name ?? "",
-      uid: s.metadata.uid ?? "",
-      controller: true,
+  const run = await runCopy(
+    ctx,
+    {
+      name: copyPodName(job, s.metadata.uid ?? "", generationOf(job, a)),
+      namespace: s.metadata.namespace ?? "",
+      job,
+      owner: {
+        apiVersion: API_VERSION,
+        kind: "Submission",
+        name: s.metadata.name ?? "",
+        uid: s.metadata.uid ?? "",
+        controller: true,
+      },
+      image: ctx.coursework.image,
+      template,
+      args: plan[job].args,
+      mounts: plan[job].mounts,
+      nodeName,
     },
-    image: ctx.coursework.image,
-    template,
-    args: plan[job].args,
-    mounts: plan[job].mounts,
-    nodeName,
-  });
+    status.failedCopies,
+  );
   if (run.state === "running")
     return { condition: { type, status: "False", reason: "Copying", message: `The ${job} copy is running` } };
   if (!run.ok) {
     // No feedback folder for this student: nothing to return for this feedback release.
     if (job === "feedback" && run.kind === "refused") {
+      delete status.failedCopies;
       status.feedbackRelease = a.spec.feedbackRelease ?? 0;
       status.feedbackFiles = 0;
       return {
         condition: { type, status: "True", reason: "NoFeedback", message: run.message },
-        finishedPod: run.pod,
+        ...(run.retryInMs === 0 ? {} : { finishedPod: run.pod }),
       };
     }
-    if (run.retryInMs === 0) await deleteCopyPod(ctx, run.pod);
+    status.failedCopies = run.failedCopies;
     const reason =
       run.kind === "limit" ? "OverLimit" : run.kind === "refused" ? "NothingToCopy" : "CopyFailed";
     return {
-      condition: { type, status: "False", reason, message: run.message },
+      condition: { type, status: "False", reason, message: `${run.message}${retryNote(run.failedCopies)}` },
       retryInMs: run.retryInMs === 0 ? undefined : run.retryInMs,
     };
   }
+  delete status.failedCopies;
   const result = run.result;
   if (job === "handin") {
     const requested = s.spec.handInRequestedAt ?? run.finishedAt;
