@@ -229,15 +229,18 @@ async function publish(
   };
 }
 
-/** One Submission per student of the Template (of the class, when set); students who join later get theirs. */
+/**
+ * One Submission per student of the Template (of the class, when set); students who join later get
+ * theirs. The Template's teachers (RBAC, operator/teachers.ts: the answer their environments' mounts
+ * already use, cached) are not students: they would get the handout and be collected at the closing
+ * time and counted as missing. A Submission made before its person became a teacher stays.
+ */
 async function ensureSubmissions(ctx: OperatorContext, a: Assignment, template: Template): Promise<void> {
   const namespace = a.metadata.namespace ?? "";
   const name = a.metadata.name ?? "";
+  const templateName = template.metadata.name ?? "";
   const users = new Set<string>();
-  for (const u of ctx.caches.userlands.byIndex(
-    Index.byTemplate,
-    namespacedKey(namespace, template.metadata.name),
-  )) {
+  for (const u of ctx.caches.userlands.byIndex(Index.byTemplate, namespacedKey(namespace, templateName))) {
     if (u.metadata.deletionTimestamp) continue;
     if (a.spec.class !== undefined && u.metadata.labels?.[CLASS_LABEL] !== a.spec.class) continue;
     users.add(u.spec.user);
@@ -245,6 +248,7 @@ async function ensureSubmissions(ctx: OperatorContext, a: Assignment, template: 
   for (const user of users) {
     const submissionName = submissionNameFor(name, user);
     if (ctx.caches.submissions.get(submissionName, namespace)) continue;
+    if (await ctx.teachers.isTeacher(namespace, templateName, user)) continue;
     const body: Submission = {
       apiVersion: API_VERSION,
       kind: "Submission",

@@ -20,6 +20,7 @@ import {
 import { paths, type KubeRest } from "../../lib/kubeRest.ts";
 import { eventually, testNamespace } from "../../test/support/cluster.ts";
 import { startOperator } from "../../test/support/operator.ts";
+import { copyRetryDelay } from "../coursework/copyRuns.ts";
 import {
   adminRest,
   createTemplate,
@@ -389,6 +390,16 @@ test("an Assignment says what keeps it from being published: no Template, a Temp
   await expect("nothere", "TemplateNotFound", /Template "missing" does not exist/);
   await expect("nocollection", "CourseworkNotSet", /needs spec\.coursework\.collection/);
   await expect("nofolder", "SourceFolderNotFound", /no course folder "other"/);
+  // Someone else's claim holds the collection's name: nothing is published into it.
+  await rest.create(paths.namespaced("", "v1", "persistentvolumeclaims", ns), {
+    apiVersion: "v1",
+    kind: "PersistentVolumeClaim",
+    metadata: { name: "taken-collection" },
+    spec: claimSpec,
+  });
+  await createTemplate(ns, "taken", courseworkSpec());
+  await rest.create(assignmentsPath(ns), assignment("taken", "taken"));
+  await expect("taken", "CollectionUnavailable", /Template "taken": .*taken-collection/);
   assert.deepEqual(await copyPods(rest, ns, "publish"), []);
 
   const other = await testNamespace(t, "asgn-noimg");
@@ -400,4 +411,187 @@ test("an Assignment says what keeps it from being published: no Template, a Temp
     return condition(got, "Published")?.reason === "CopyImageUnset" && got;
   });
   assert.match(condition(a, "Published")?.message ?? "", /OPERATOR_COPY_IMAGE/);
+});
+
+test("failed copies say why and back off: PublishFailed tried again after 1 s then 2 s (OPERATOR_COPY_RETRY doubling), CopyFailed, NothingToCopy, NoEnvironment, the feedback job and NoFeedback", async (t) => {
+  const ns = await testNamespace(t, "asgn-fail");
+  const rest = await adminRest();
+  await startOperator(t, ns, { env: { OPERATOR_COPY_IMAGE: IMAGE, OPERATOR_COPY_RETRY: "1s" } });
+  await createTemplate(ns, "lab", courseworkSpec());
+  await createUserland(ns, "alice", "alice", "lab", false);
+  await createUserland(ns, "bob", "bob", "lab", false);
+  // An admin's Submission for someone with no environment of the Template (kubectl create).
+  await rest.create(submissionsPath(ns), {
+    apiVersion: "userland.dev/v1alpha1",
+    kind: "Submission",
+    metadata: { name: submissionNameFor("a1", "dave") },
+    spec: { assignment: "a1", user: "dave" },
+  });
+  await rest.create(assignmentsPath(ns), assignment("a1", "lab"));
+  const getA = () => rest.get<Assignment>(assignmentsPath(ns, "a1"));
+  const getS = (user: string) => rest.get<Submission>(submissionsPath(ns, submissionNameFor("a1", user)));
+  const podOf = (job: string, what: string, not?: string) =>
+    eventually(`${what}`, async () =>
+      (await copyPods(rest, ns, job)).find((p) => !p.status?.phase && p.metadata?.uid !== not),
+    );
+  const failure = { error: { kind: "failed", message: "EIO: i/o error, read" } };
+
+  // The publish copy fails: PublishFailed with the message and when it runs again (1 s later).
+  const first = await podOf("publish", "the publish pod");
+  await finish(rest, first, 1, failure);
+  const once = await eventually("PublishFailed", async () => {
+    const a = await getA();
+    return condition(a, "Published")?.reason === "PublishFailed" && a;
+  });
+  assert.match(
+    condition(once, "Published")?.message ?? "",
+    /^Release 1 of course\/week1: EIO: i\/o error, read \(failed once; trying again at \S+Z\)$/,
+  );
+  assert.equal(once.status?.failedCopies?.count, 1);
+  assert.equal(once.status?.failedCopies?.pod, first.metadata?.name);
+  // Again after 1 s, under the same name; its failure doubles the wait.
+  const second = await podOf("publish", "the publish pod run again", first.metadata?.uid);
+  assert.equal(second.metadata?.name, first.metadata?.name);
+  await finish(rest, second, 1, failure);
+  const twice = await eventually("two failures counted", async () => {
+    const a = await getA();
+    return a.status?.failedCopies?.count === 2 && a;
+  });
+  const finishedAt = (await rest.get<V1Pod>(podsPath(ns, second.metadata?.name))).status
+    ?.containerStatuses?.[0]?.state?.terminated?.finishedAt;
+  assert.equal(
+    Date.parse(twice.status?.failedCopies?.retryAt ?? "") - Date.parse(String(finishedAt)),
+    2000,
+    "the second wait is twice the first",
+  );
+  assert.match(condition(twice, "Published")?.message ?? "", /\(failed 2 times in a row; trying again at /);
+  const third = await podOf("publish", "the publish pod a third time", second.metadata?.uid);
+  await finish(rest, third, 0, { files: [], bytes: 0, sha256: SHA("a"), skipped: [] });
+  const published = await eventually("published", async () => {
+    const a = await getA();
+    return a.status?.publishedRelease === 1 && a;
+  });
+  assert.equal(published.status?.failedCopies, undefined, "cleared by the success");
+
+  // dave has no Userland: nothing can reach his work.
+  const dave = await eventually("dave: NoEnvironment", async () => {
+    const s = await getS("dave");
+    return condition(s, "Distributed")?.reason === "NoEnvironment" && s;
+  });
+  assert.match(condition(dave, "Distributed")?.message ?? "", /dave has no Userland of Template "lab"/);
+
+  // alice's copy fails (CopyFailed); bob's is refused (NothingToCopy, e.g. his folder is a link).
+  const home = (userland: string) => childNames("lab", userland).pvc("home");
+  const distributeOf = (userland: string, not?: string) =>
+    eventually(`${userland}'s distribute pod`, async () =>
+      (await copyPods(rest, ns, "distribute")).find(
+        (p) =>
+          !p.status?.phase &&
+          p.metadata?.uid !== not &&
+          p.spec?.volumes?.some((v) => v.persistentVolumeClaim?.claimName === home(userland)),
+      ),
+    );
+  const aliceFailed = await distributeOf("alice");
+  await finish(rest, aliceFailed, 1, { error: { kind: "failed", message: "ENOSPC: no space left" } });
+  await finish(rest, await distributeOf("bob"), 4, {
+    error: { kind: "refused", message: "assignments/a1 is a symbolic link" },
+  });
+  const expectCondition = async (user: string, type: string, reason: string, message: RegExp) => {
+    const s = await eventually(`${user}: ${reason}`, async () => {
+      const got = await getS(user);
+      return condition(got, type)?.reason === reason && got;
+    });
+    assert.match(condition(s, type)?.message ?? "", message);
+    return s;
+  };
+  await expectCondition("alice", "Distributed", "CopyFailed", /^ENOSPC: no space left \(failed once; trying/);
+  await expectCondition(
+    "bob",
+    "Distributed",
+    "NothingToCopy",
+    /^assignments\/a1 is a symbolic link \(failed once/,
+  );
+
+  // alice's retry succeeds; bob hands in instead. Feedback: bob's is returned, alice has none.
+  await finish(rest, await distributeOf("alice", aliceFailed.metadata?.uid), 0, {
+    revision: SHA("a"),
+    files: 0,
+    written: [],
+    updated: [],
+    unchanged: 0,
+    kept: [],
+    skipped: [],
+  });
+  await eventually("alice's copy", async () => (await getS("alice")).status?.distributedRelease === 1);
+  await rest.patch(submissionsPath(ns, submissionNameFor("a1", "bob")), {
+    spec: { handInRequestedAt: "2026-01-01T00:00:00Z", handInRequestedBy: "student" },
+  });
+  const [handin] = await eventually("bob's hand-in pod", async () => {
+    const pods = await copyPods(rest, ns, "handin");
+    return pods.length > 0 && pods;
+  });
+  assert.ok(handin);
+  await finish(rest, handin, 0, { files: [], bytes: 0, sha256: SHA("b"), skipped: [] });
+  await eventually("bob's receipt", async () => (await getS("bob")).status?.receipt);
+
+  await rest.patch(assignmentsPath(ns, "a1"), { spec: { feedbackRelease: 1 } });
+  const feedbackPods = await eventually("two feedback pods", async () => {
+    const pods = await copyPods(rest, ns, "feedback");
+    return pods.length === 2 && pods;
+  });
+  const byClaim = (userland: string) =>
+    feedbackPods.find((p) =>
+      p.spec?.volumes?.some((v) => v.persistentVolumeClaim?.claimName === home(userland)),
+    );
+  const bobFeedback = byClaim("bob");
+  const aliceFeedback = byClaim("alice");
+  assert.ok(bobFeedback && aliceFeedback);
+  assert.deepEqual(bobFeedback.spec?.containers[0]?.command?.slice(2), [
+    "distribute",
+    `/collection/a1/${collectionUserFolder("bob")}`,
+    "/home-claim/assignments/a1/feedback",
+  ]);
+  assert.deepEqual(
+    bobFeedback.spec?.containers[0]?.volumeMounts?.map((m) => [
+      m.mountPath,
+      m.subPath ?? "",
+      m.readOnly ?? false,
+    ]),
+    [
+      ["/collection", "feedback", true],
+      ["/home-claim", "", false],
+    ],
+  );
+  await finish(rest, bobFeedback, 0, {
+    revision: SHA("c"),
+    files: 2,
+    written: ["comments.txt", "grade.txt"],
+    updated: [],
+    unchanged: 0,
+    kept: [],
+    skipped: [],
+  });
+  const bob = await expectCondition(
+    "bob",
+    "FeedbackReturned",
+    "Returned",
+    /^2 files in assignments\/a1\/feedback\/$/,
+  );
+  assert.deepEqual([bob.status?.feedbackRelease, bob.status?.feedbackFiles], [1, 2]);
+  await finish(rest, aliceFeedback, 4, {
+    error: { kind: "refused", message: "/collection/a1/alice: no such folder" },
+  });
+  const alice = await expectCondition("alice", "FeedbackReturned", "NoFeedback", /no such folder/);
+  assert.deepEqual([alice.status?.feedbackRelease, alice.status?.feedbackFiles], [1, 0]);
+  await eventually(
+    "finished feedback pods deleted",
+    async () => (await copyPods(rest, ns, "feedback")).length === 0,
+  );
+});
+
+test("a copy that keeps failing waits OPERATOR_COPY_RETRY, doubling, at most 10 minutes", () => {
+  assert.deepEqual(
+    [1, 2, 3, 4, 5, 50].map((n) => copyRetryDelay(60_000, n)),
+    [60_000, 120_000, 240_000, 480_000, 600_000, 600_000],
+  );
 });
