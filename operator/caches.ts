@@ -55,6 +55,8 @@ export const Index = {
   assignmentsByTemplate: "assignmentsByTemplate",
   /** On submissions: their Assignment. */
   byAssignment: "byAssignment",
+  /** On copyPods: the uid of the Assignment or Submission that owns each one. */
+  byOwnerUid: "byOwnerUid",
 } as const;
 
 /** The Userland a child belongs to: its name annotation, or the controller reference if a hand edit removed the annotation. */
@@ -156,6 +158,9 @@ export function createCaches(opts: CacheOptions): Caches {
   caches.submissions.addIndex(Index.byAssignment, (s) => [
     namespacedKey(s.metadata.namespace, s.spec.assignment),
   ]);
+  caches.copyPods.addIndex(Index.byOwnerUid, (pod) =>
+    (pod.metadata?.ownerReferences ?? []).filter((r) => r.controller).map((r) => r.uid),
+  );
   caches.userlands.addIndex(Index.byTemplate, (u) => [
     namespacedKey(u.metadata.namespace, u.spec.templateName),
   ]);

@@ -13,6 +13,7 @@ import { isAlreadyExists, isNotFound } from "../../lib/kubeRest.ts";
 import type { FailedCopies } from "../../api/v1alpha1/index.ts";
 import { conditionTime, timeMs } from "../conditions.ts";
 import type { OperatorContext } from "../context.ts";
+import { Index } from "../caches.ts";
 import { resources } from "../resources.ts";
 import {
   copyNetworkPolicy,
@@ -91,7 +92,25 @@ export function withCleared<S extends { failedCopies?: FailedCopies }>(
   return previous.failedCopies && !status.failedCopies ? { ...status, failedCopies: null } : status;
 }
 
-/** Deletes a finished pod (its result is in status). */
+/**
+ * Deletes the owner's finished copy pods but `current` (the pod of the job its cached status still
+ * asks for). A pod is deleted only once a sync reads its result back from the cache, never in the
+ * sync that wrote it: the deletion's event can come before the status update's, and a sync reading
+ * the old status would find no pod and run the copy again (a second publish then fails on its own
+ * snapshot). This also removes a failed pod whose job was overtaken (a new release, a hand-in).
+ */
+export async function deleteFinishedCopyPods(
+  ctx: OperatorContext,
+  ownerUid: string,
+  current: string | undefined,
+): Promise<void> {
+  for (const pod of ctx.caches.copyPods.byIndex(Index.byOwnerUid, ownerUid)) {
+    if (pod.metadata?.name === current || pod.metadata?.deletionTimestamp) continue;
+    if (copyOutcome(pod, ctx.now())) await deleteCopyPod(ctx, pod);
+  }
+}
+
+/** Deletes a pod (its result is in status, or its job is to run again). */
 export async function deleteCopyPod(ctx: OperatorContext, pod: V1Pod): Promise<void> {
   try {
     await ctx.rest.delete(resources.Pod.path(pod.metadata?.namespace ?? "", pod.metadata?.name), {

@@ -4,7 +4,6 @@
  * Template (optionally of one class), request every outstanding hand-in at the closing time
  * (lateUntil, else the deadline), and count the Submissions in status.
  */
-import type { V1Pod } from "@kubernetes/client-node";
 import { collectionNames, collectionPaths, courseFolderNames, submissionNameFor } from "../../api/naming.ts";
 import {
   API_VERSION,
@@ -23,7 +22,7 @@ import { conditionTime, findCondition, setCondition, timeMs, type ConditionInput
 import type { OperatorContext } from "../context.ts";
 import { resources } from "../resources.ts";
 import { copyPodName } from "./copyPods.ts";
-import { deleteCopyPod, retryNote, runCopy, withCleared } from "./copyRuns.ts";
+import { deleteFinishedCopyPods, retryNote, runCopy, withCleared } from "./copyRuns.ts";
 
 /** Label on a Userland that puts it in a class (Assignment spec.class). */
 export const CLASS_LABEL = "userland.dev/class";
@@ -106,9 +105,16 @@ export async function syncAssignment(
   const soonest = (ms: number | undefined) => {
     if (ms !== undefined) againAfterMs = againAfterMs === undefined ? ms : Math.min(againAfterMs, ms);
   };
+  const release = assignment.spec.release ?? 1;
+  await deleteFinishedCopyPods(
+    ctx,
+    assignment.metadata.uid ?? "",
+    previous.publishedRelease === release
+      ? undefined
+      : copyPodName("publish", assignment.metadata.uid ?? "", release),
+  );
   const problem = assignmentProblem(ctx, assignment, template);
   let published: ConditionInput;
-  let finishedPod: V1Pod | undefined;
   if (problem || !template) {
     published = {
       type: AssignmentConditions.Published,
@@ -118,7 +124,6 @@ export async function syncAssignment(
   } else {
     const step = await publish(ctx, assignment, template, status);
     published = step.condition;
-    finishedPod = step.finishedPod;
     soonest(step.retryInMs);
     await ensureSubmissions(ctx, assignment, template);
   }
@@ -138,7 +143,6 @@ export async function syncAssignment(
     await ctx.rest.patch(resources.Assignment.path(namespace, name, "status"), {
       status: withCleared(previous, status),
     });
-  if (finishedPod) await deleteCopyPod(ctx, finishedPod);
   return againAfterMs === undefined ? {} : { againAfterMs };
 }
 
@@ -148,7 +152,7 @@ async function publish(
   a: Assignment,
   template: Template,
   status: AssignmentStatus,
-): Promise<{ condition: ConditionInput; finishedPod?: V1Pod; retryInMs?: number }> {
+): Promise<{ condition: ConditionInput; retryInMs?: number }> {
   const release = a.spec.release ?? 1;
   const name = a.metadata.name ?? "";
   const type = AssignmentConditions.Published;
@@ -225,7 +229,6 @@ async function publish(
       reason: "Published",
       message: `Release ${release} is published (sha256 ${status.publishedRevision ?? "?"})`,
     },
-    finishedPod: run.pod,
   };
 }
 

@@ -6,7 +6,6 @@
  * into `…/<name>/feedback/`. A running environment's claim may be ReadWriteOnce and attached to its
  * node: the copy goes to that node; a stopped one's claim is free.
  */
-import type { V1Pod } from "@kubernetes/client-node";
 import { childNames, collectionNames, collectionUserFolder } from "../../api/naming.ts";
 import {
   API_VERSION,
@@ -24,7 +23,7 @@ import { setCondition, timeMs, type ConditionInput } from "../conditions.ts";
 import type { OperatorContext } from "../context.ts";
 import { resources } from "../resources.ts";
 import { copyPodName, countOf, type CopyJob, type CopyMount } from "./copyPods.ts";
-import { deleteCopyPod, retryNote, runCopy, withCleared } from "./copyRuns.ts";
+import { deleteFinishedCopyPods, retryNote, runCopy, withCleared } from "./copyRuns.ts";
 import type { CourseworkSyncResult } from "./syncAssignment.ts";
 
 const HOME_MOUNT = "/home-claim";
@@ -72,7 +71,8 @@ export async function syncSubmission(
   const set = (c: ConditionInput) => (conditions = setCondition(conditions, c));
 
   const job = nextJob(submission, assignment);
-  let finishedPod: V1Pod | undefined;
+  const uid = submission.metadata.uid ?? "";
+  await deleteFinishedCopyPods(ctx, uid, job && copyPodName(job, uid, generationOf(job, assignment)));
   let againAfterMs: number | undefined;
   const userland = ctx.caches.userlands
     .byIndex(Index.byTemplate, namespacedKey(namespace, template.metadata.name))
@@ -93,7 +93,6 @@ export async function syncSubmission(
     } else {
       const step = await copy(ctx, job, submission, assignment, template, claim, where.nodeName, status);
       set(step.condition);
-      finishedPod = step.finishedPod;
       againAfterMs = step.retryInMs;
     }
   }
@@ -102,7 +101,6 @@ export async function syncSubmission(
     await ctx.rest.patch(resources.Submission.path(namespace, name, "status"), {
       status: withCleared(previous, status),
     });
-  if (finishedPod) await deleteCopyPod(ctx, finishedPod);
   return againAfterMs === undefined ? {} : { againAfterMs };
 }
 
@@ -140,7 +138,7 @@ async function copy(
   homeClaim: string,
   nodeName: string | undefined,
   status: SubmissionStatus,
-): Promise<{ condition: ConditionInput; finishedPod?: V1Pod; retryInMs?: number }> {
+): Promise<{ condition: ConditionInput; retryInMs?: number }> {
   const assignmentName = a.metadata.name ?? "";
   const userFolder = collectionUserFolder(s.spec.user);
   const collection = collectionNames(template.metadata.name ?? "").claim;
@@ -219,7 +217,6 @@ async function copy(
       status.feedbackFiles = 0;
       return {
         condition: { type, status: "True", reason: "NoFeedback", message: run.message },
-        ...(run.retryInMs === 0 ? {} : { finishedPod: run.pod }),
       };
     }
     status.failedCopies = run.failedCopies;
@@ -251,7 +248,6 @@ async function copy(
         reason: "Collected",
         message: `${status.receipt.files} files, ${status.receipt.bytes} bytes collected${status.receipt.skipped ? `; ${status.receipt.skipped} entries left out (links, FIFOs, devices or files changed while read)` : ""}`,
       },
-      finishedPod: run.pod,
     };
   }
   if (job === "distribute") {
@@ -270,7 +266,6 @@ async function copy(
         reason: "Distributed",
         message: `Release ${status.distributedRelease} is in assignments/${assignmentName}/${kept.length ? `; ${countOf(result, "kept")} files kept as the student changed them` : ""}`,
       },
-      finishedPod: run.pod,
     };
   }
   status.feedbackRelease = a.spec.feedbackRelease ?? 0;
@@ -282,6 +277,5 @@ async function copy(
       reason: "Returned",
       message: `${status.feedbackFiles} files in assignments/${assignmentName}/feedback/`,
     },
-    finishedPod: run.pod,
   };
 }

@@ -62,6 +62,8 @@ async function copyPods(rest: KubeRest, ns: string, job: string): Promise<V1Pod[
   return list.items.filter((p) => !p.metadata?.deletionTimestamp);
 }
 
+const finished = (pod: V1Pod) => pod.status?.phase === "Succeeded" || pod.status?.phase === "Failed";
+
 /** Finishes a copy pod as the kubelet would: its container terminated with `exitCode` and `message`. */
 async function finish(rest: KubeRest, pod: V1Pod, exitCode: number, result: object): Promise<void> {
   const now = new Date().toISOString().replace(/\.\d+Z$/, "Z");
@@ -306,7 +308,12 @@ test("an Assignment is published by a locked-down copy pod, read again after an 
     const s = await rest.get<Submission>(submissionsPath(ns, aliceName));
     return condition(s, "HandedIn")?.reason === "OverLimit" && s;
   });
-  assert.equal(condition(over, "HandedIn")?.message, "more than 1000 files: hand in fewer");
+  // The message is copy.ts's, for the student, and says when the platform tries again.
+  assert.match(
+    condition(over, "HandedIn")?.message ?? "",
+    /^more than 1000 files: hand in fewer \(failed once; trying again at \S+Z\)$/,
+  );
+  assert.equal(over.status?.failedCopies?.count, 1);
   assert.equal(over.status?.receipt, undefined);
 
   // The closing time passes: the platform asks for bob's and carol's hand-ins, not alice's again.
@@ -382,7 +389,8 @@ test("an Assignment says what keeps it from being published: no Template, a Temp
   const expect = async (name: string, reason: string, message: RegExp) => {
     const a = await eventually(`${name}: ${reason}`, async () => {
       const got = await rest.get<Assignment>(assignmentsPath(ns, name));
-      return condition(got, "Published")?.reason === reason && got;
+      const published = condition(got, "Published");
+      return published?.reason === reason && message.test(published.message) && got;
     });
     assert.equal(condition(a, "Published")?.status, "False");
     assert.match(condition(a, "Published")?.message ?? "", message);
@@ -413,10 +421,11 @@ test("an Assignment says what keeps it from being published: no Template, a Temp
   assert.match(condition(a, "Published")?.message ?? "", /OPERATOR_COPY_IMAGE/);
 });
 
-test("failed copies say why and back off: PublishFailed tried again after 1 s then 2 s (OPERATOR_COPY_RETRY doubling), CopyFailed, NothingToCopy, NoEnvironment, the feedback job and NoFeedback", async (t) => {
+test("failed copies say why and back off: PublishFailed tried again after 2 s then 4 s (OPERATOR_COPY_RETRY doubling), CopyFailed, NothingToCopy, NoEnvironment, the feedback job and NoFeedback", async (t) => {
   const ns = await testNamespace(t, "asgn-fail");
   const rest = await adminRest();
-  await startOperator(t, ns, { env: { OPERATOR_COPY_IMAGE: IMAGE, OPERATOR_COPY_RETRY: "1s" } });
+  // 2 s: a pod's finishedAt has whole seconds, so the first wait the test can see is at least 1 s.
+  await startOperator(t, ns, { env: { OPERATOR_COPY_IMAGE: IMAGE, OPERATOR_COPY_RETRY: "2s" } });
   await createTemplate(ns, "lab", courseworkSpec());
   await createUserland(ns, "alice", "alice", "lab", false);
   await createUserland(ns, "bob", "bob", "lab", false);
@@ -432,11 +441,11 @@ test("failed copies say why and back off: PublishFailed tried again after 1 s th
   const getS = (user: string) => rest.get<Submission>(submissionsPath(ns, submissionNameFor("a1", user)));
   const podOf = (job: string, what: string, not?: string) =>
     eventually(`${what}`, async () =>
-      (await copyPods(rest, ns, job)).find((p) => !p.status?.phase && p.metadata?.uid !== not),
+      (await copyPods(rest, ns, job)).find((p) => !finished(p) && p.metadata?.uid !== not),
     );
   const failure = { error: { kind: "failed", message: "EIO: i/o error, read" } };
 
-  // The publish copy fails: PublishFailed with the message and when it runs again (1 s later).
+  // The publish copy fails: PublishFailed with the message and when it runs again (2 s later).
   const first = await podOf("publish", "the publish pod");
   await finish(rest, first, 1, failure);
   const once = await eventually("PublishFailed", async () => {
@@ -449,7 +458,7 @@ test("failed copies say why and back off: PublishFailed tried again after 1 s th
   );
   assert.equal(once.status?.failedCopies?.count, 1);
   assert.equal(once.status?.failedCopies?.pod, first.metadata?.name);
-  // Again after 1 s, under the same name; its failure doubles the wait.
+  // Again after 2 s, under the same name; its failure doubles the wait.
   const second = await podOf("publish", "the publish pod run again", first.metadata?.uid);
   assert.equal(second.metadata?.name, first.metadata?.name);
   await finish(rest, second, 1, failure);
@@ -461,7 +470,7 @@ test("failed copies say why and back off: PublishFailed tried again after 1 s th
     ?.containerStatuses?.[0]?.state?.terminated?.finishedAt;
   assert.equal(
     Date.parse(twice.status?.failedCopies?.retryAt ?? "") - Date.parse(String(finishedAt)),
-    2000,
+    4000,
     "the second wait is twice the first",
   );
   assert.match(condition(twice, "Published")?.message ?? "", /\(failed 2 times in a row; trying again at /);
@@ -486,7 +495,7 @@ test("failed copies say why and back off: PublishFailed tried again after 1 s th
     eventually(`${userland}'s distribute pod`, async () =>
       (await copyPods(rest, ns, "distribute")).find(
         (p) =>
-          !p.status?.phase &&
+          !finished(p) &&
           p.metadata?.uid !== not &&
           p.spec?.volumes?.some((v) => v.persistentVolumeClaim?.claimName === home(userland)),
       ),
