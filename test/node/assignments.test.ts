@@ -1,9 +1,9 @@
 /**
  * A whole assignment cycle on the real node with Kubernetes objects alone, as an admin runs it with
  * kubectl (docs/decisions/0011-coursework.md): the test creates and patches the Assignment and the
- * Submissions through the API; the operator (with the chart's OPERATOR_COPY_IMAGE: the platform's
- * image, built from the Dockerfile and put into the node's containerd) runs real copy pods that
- * mount local-path claims. The harness execs into environments (as `kubectl exec` would) to act as
+ * Submissions through the API; the operator (a process of the test, as in the other node tests,
+ * with OPERATOR_COPY_IMAGE set as the chart sets it: the platform's image, built from the
+ * Dockerfile and put into the node's containerd) runs real copy pods that mount local-path claims. The harness execs into environments (as `kubectl exec` would) to act as
  * the teacher and the students and to recompute every hash with coreutils; no platform component
  * execs.
  *
