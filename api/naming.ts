@@ -24,6 +24,12 @@ export const LABELS = {
    * annotation, not the `template` label, which selects students' claims.
    */
   courseFolder: "userland.dev/course-folder",
+  /**
+   * On the operator's copy pods (operator/coursework/copyPods.ts): their job (publish, distribute,
+   * handin, feedback). They carry no managed-by label, so no policy meant for environments selects
+   * them; the deny-all NetworkPolicy for copy pods selects this label.
+   */
+  copy: "userland.dev/copy",
 } as const;
 
 /** Annotations on the children the operator creates. */

@@ -7,7 +7,8 @@
 import { existsSync, writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { archiveTree } from "./files/archive.ts";
-import { UnsafePathError } from "./files/beneath.ts";
+import { dirname, resolve } from "node:path";
+import { openFolder, UnsafePathError } from "./files/beneath.ts";
 import { copyTree, DestinationExistsError } from "./files/copy.ts";
 import { distribute } from "./files/distribute.ts";
 import { DEFAULT_LIMITS, formatBytes, LimitError, parseBytes, type Limits } from "./files/limits.ts";
@@ -20,8 +21,8 @@ opening a FIFO, socket or device (they are listed as skipped, with the reason), 
 limits below with a message for the student.
 
 Commands:
-  handin <from> <to>       Copy the folder <from> into the new folder <to> (it must not exist), made
-                           read-only; prints the receipt: each file's size and SHA-256, the total,
+  handin <from> <to>       Copy the folder <from> into the new folder <to> (it must not exist; its
+                           missing parents are made, never through a link), made read-only; prints the receipt: each file's size and SHA-256, the total,
                            the SHA-256 of the sorted manifest (as sha256sum prints it) and what was
                            skipped.
   distribute <from> <to>   Publish the assignment folder <from> into a student's folder <to> by
@@ -136,6 +137,9 @@ async function main(): Promise<number> {
   // archive's stdout is the zip: its report goes to stderr.
   const report = args.command === "archive" ? process.stderr : process.stdout;
   try {
+    // The operator's copy pods hand in to <collection>/<assignment>/<student>: the assignment's
+    // folder may not exist yet.
+    if (args.command === "handin") await (await openFolder(dirname(resolve(args.to)), true)).close();
     const result =
       args.command === "handin"
         ? await copyTree(args.from, args.to, args.limits)

@@ -12,7 +12,7 @@ import type {
   V1Service,
 } from "@kubernetes/client-node";
 import { ANNOTATIONS, LABELS, MANAGED_BY } from "../api/naming.ts";
-import type { Template, Userland } from "../api/v1alpha1/index.ts";
+import type { Assignment, Submission, Template, Userland } from "../api/v1alpha1/index.ts";
 import { Informer, namespacedKey, withoutManagedFields } from "../lib/informer.ts";
 import type { k8s } from "../lib/kube.ts";
 import type { KubeRest } from "../lib/kubeRest.ts";
@@ -30,6 +30,10 @@ export interface Caches {
   endpointSlices: Informer<V1EndpointSlice>;
   /** Userlands' pods (they carry the Deployment's labels): where a start is and why it stalls. */
   pods: Informer<V1Pod>;
+  assignments: Informer<Assignment>;
+  submissions: Informer<Submission>;
+  /** The operator's copy pods (operator/coursework/copyPods.ts), by their copy label. */
+  copyPods: Informer<V1Pod>;
 }
 
 /** The label the EndpointSlice controller puts on every slice: the Service it belongs to. */
@@ -47,6 +51,12 @@ export const Index = {
   byService: "byService",
   /** On pods: the Deployment (instance label) each one belongs to. */
   byInstance: "byInstance",
+  /** On assignments: their Template. */
+  assignmentsByTemplate: "assignmentsByTemplate",
+  /** On submissions: their Assignment. */
+  byAssignment: "byAssignment",
+  /** On copyPods: the uid of the Assignment or Submission that owns each one. */
+  byOwnerUid: "byOwnerUid",
 } as const;
 
 /** The Userland a child belongs to: its name annotation, or the controller reference if a hand edit removed the annotation. */
@@ -96,12 +106,18 @@ function podSummary(pod: V1Pod): V1Pod {
       labels: m.labels,
       creationTimestamp: m.creationTimestamp,
       deletionTimestamp: m.deletionTimestamp,
+      // A copy pod's owner: the Assignment or Submission it reports to.
+      ownerReferences: m.ownerReferences,
     },
+    // Where it runs: a copy into a running environment's claim goes to the same node.
+    spec: { nodeName: pod.spec?.nodeName, containers: [] },
     status: {
       phase: s.phase,
       conditions: s.conditions,
       containerStatuses: s.containerStatuses,
       initContainerStatuses: s.initContainerStatuses,
+      reason: s.reason,
+      message: s.message,
     },
   };
 }
@@ -132,7 +148,19 @@ export function createCaches(opts: CacheOptions): Caches {
     // caches the slices of the operator's Services and no others.
     endpointSlices: informer<V1EndpointSlice>(resources.EndpointSlice, withoutManagedFields, owned),
     pods: informer<V1Pod>(resources.Pod, podSummary, owned),
+    assignments: informer<Assignment>(resources.Assignment, withoutAppliedCopy),
+    submissions: informer<Submission>(resources.Submission, withoutAppliedCopy),
+    copyPods: informer<V1Pod>(resources.Pod, podSummary, LABELS.copy),
   };
+  caches.assignments.addIndex(Index.assignmentsByTemplate, (a) => [
+    namespacedKey(a.metadata.namespace, a.spec.templateName),
+  ]);
+  caches.submissions.addIndex(Index.byAssignment, (s) => [
+    namespacedKey(s.metadata.namespace, s.spec.assignment),
+  ]);
+  caches.copyPods.addIndex(Index.byOwnerUid, (pod) =>
+    (pod.metadata?.ownerReferences ?? []).filter((r) => r.controller).map((r) => r.uid),
+  );
   caches.userlands.addIndex(Index.byTemplate, (u) => [
     namespacedKey(u.metadata.namespace, u.spec.templateName),
   ]);

@@ -52,6 +52,29 @@ export const operatorSettings = {
     show: formatDuration,
     default: 60_000,
   },
+  copyImage: {
+    env: "OPERATOR_COPY_IMAGE",
+    description:
+      "The image of the pods that copy coursework (node coursework/copy.ts: publish, distribute, hand-in, feedback): the platform's own; unset, Assignments report CopyImageUnset and nothing is copied",
+    parse: (raw: string): string => {
+      // A reference as Kubernetes takes it: no spaces, no scheme; a tag or digest is the admin's choice.
+      if (!/^[a-z0-9][a-z0-9._\-/:@]*$/i.test(raw) || raw.includes("://"))
+        throw new Error(
+          `expected an image reference such as registry.example.org/userland:1.2.3, got ${JSON.stringify(raw)}`,
+        );
+      return raw;
+    },
+    default: "",
+    show: () => "unset",
+  },
+  copyRetry: {
+    env: "OPERATOR_COPY_RETRY",
+    description:
+      "How long after a failed copy (over a limit, refused, failed) it is tried again; the wait doubles with each failure in a row, up to 10m",
+    parse: parse.duration,
+    show: formatDuration,
+    default: 60_000,
+  },
   httpAddress: {
     env: "OPERATOR_HTTP_ADDRESS",
     description: "Address for /healthz, /readyz and /metrics",

@@ -30,6 +30,11 @@ export interface OperatorContext {
    * which would be one more write, after the state had converged.
    */
   computed: Map<string, UserlandStatus>;
+  /**
+   * Copy pods (operator/coursework/): the image they run (unset: no copies), a failed copy's first
+   * wait before it runs again, and the namespaces whose deny-all policy exists.
+   */
+  coursework: { image: string; retryMs: number; policies: Set<string> };
   log: Logger;
   now(): Date;
 }

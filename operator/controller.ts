@@ -28,6 +28,10 @@ import { Teachers } from "./teachers.ts";
 import { syncTemplate } from "./syncTemplate.ts";
 import { syncUserland } from "./syncUserland.ts";
 import { ExponentialFailureRateLimiter, WorkQueue } from "./workqueue.ts";
+import { syncAssignment } from "./coursework/syncAssignment.ts";
+import { syncSubmission } from "./coursework/syncSubmission.ts";
+import { assignmentKey, registerCourseworkHandlers, submissionKey } from "./coursework/wiring.ts";
+import { FAILED_COPY_RETRY_MS } from "./coursework/copyRuns.ts";
 
 export interface ControllerOptions {
   rest: KubeRest;
@@ -39,6 +43,10 @@ export interface ControllerOptions {
   freezeCache?: boolean;
   /** The session user prefix and how long RBAC's answers on teachers are used (operator/teachers.ts). */
   teachers: { userPrefix: string; ttlMs: number };
+  /** The image copy pods run (operator/coursework/); empty: Assignments say it is unset. */
+  copyImage?: string;
+  /** A failed copy's first wait before it runs again (doubling per failure in a row). */
+  copyRetryMs?: number;
 }
 
 /** Keys: "U/<namespace>/<name>" for a Userland, "T/<namespace>/<name>" for a Template. */
@@ -46,6 +54,9 @@ const userlandKey = (namespace: string, name: string) => `U/${namespace}/${name}
 const templateKey = (namespace: string, name: string) => `T/${namespace}/${name}`;
 
 const RECOUNT_DELAY_MS = 1000;
+
+/** A key's kind by its first letter (operator/coursework/wiring.ts makes A and S keys). */
+const KINDS: Record<string, string> = { T: "Template", U: "Userland", A: "Assignment", S: "Submission" };
 
 /** After this many failed attempts in a row a key waits for the next change or resync. */
 const MAX_RETRIES = 15;
@@ -98,6 +109,11 @@ export class Controller {
       teachers: new Teachers({ rest, log: opts.log, ...opts.teachers }),
       claimEvents: new ClaimEvents(rest, opts.log),
       computed: new Map(),
+      coursework: {
+        image: opts.copyImage ?? "",
+        retryMs: opts.copyRetryMs ?? FAILED_COPY_RETRY_MS,
+        policies: new Set(),
+      },
       log: opts.log,
       now: () => new Date(),
     };
@@ -110,6 +126,7 @@ export class Controller {
 
   private registerHandlers(): void {
     const { userlands, templates, deployments, services, pvcs, endpointSlices, pods } = this.caches;
+    const coursework = registerCourseworkHandlers(this.caches, this.queue);
     const enqueueUserland = (u: Userland) =>
       this.queue.add(userlandKey(u.metadata.namespace ?? "", u.metadata.name ?? ""));
     // Template status counts its Userlands: a Userland that comes, goes or switches Template
@@ -140,6 +157,7 @@ export class Controller {
       const name = t.metadata.name ?? "";
       this.queue.add(templateKey(namespace, name));
       if (!fanOut) return;
+      coursework.onTemplate(namespace, name);
       for (const u of userlands.byIndex(Index.byTemplate, namespacedKey(namespace, name))) enqueueUserland(u);
     };
     // A Template that comes or goes may shadow, or stop shadowing, one of its name elsewhere.
@@ -229,6 +247,10 @@ export class Controller {
       this.queue.add(templateKey(t.metadata.namespace ?? "", t.metadata.name ?? ""));
     for (const u of this.caches.userlands.list())
       this.queue.add(userlandKey(u.metadata.namespace ?? "", u.metadata.name ?? ""));
+    for (const a of this.caches.assignments.list())
+      this.queue.add(assignmentKey(a.metadata.namespace ?? "", a.metadata.name ?? ""));
+    for (const s of this.caches.submissions.list())
+      this.queue.add(submissionKey(s.metadata.namespace ?? "", s.metadata.name ?? ""));
   }
 
   /** Finishes the reconciles in progress, then stops the informers. */
@@ -262,12 +284,25 @@ export class Controller {
     else this.blockedRetry.forget(key);
   }
 
+  /** Assignments and Submissions: synced again at a closing time or a failed copy's retry. */
+  private async syncCourseworkKey(
+    key: string,
+    sync: typeof syncAssignment,
+    namespace: string,
+    name: string,
+  ): Promise<void> {
+    const { againAfterMs } = await sync(this.context, namespace, name);
+    if (againAfterMs !== undefined) this.queue.addAfter(key, againAfterMs);
+  }
+
   private async process(key: string): Promise<void> {
     const [kindCode, namespace = "", name = ""] = key.split("/");
-    const kind = kindCode === "T" ? "Template" : "Userland";
+    const kind = KINDS[kindCode ?? ""] ?? "Userland";
     const end = this.opts.metrics.reconcileDuration.startTimer({ kind });
     try {
       if (kind === "Template") await this.syncTemplateKey(key, namespace, name);
+      else if (kind === "Assignment") await this.syncCourseworkKey(key, syncAssignment, namespace, name);
+      else if (kind === "Submission") await this.syncCourseworkKey(key, syncSubmission, namespace, name);
       else await this.syncUserlandKey(key, namespace, name);
       this.queue.forget(key);
       this.opts.metrics.reconciles.inc({ kind, result: "success" });

@@ -4,7 +4,7 @@
  * read-only for students, read-write for the Template's teachers (operator/teachers.ts).
  */
 import type { V1PersistentVolumeClaim, V1Volume, V1VolumeMount } from "@kubernetes/client-node";
-import { ANNOTATIONS, courseFolderNames, LABELS, MANAGED_BY } from "../api/naming.ts";
+import { ANNOTATIONS, collectionNames, courseFolderNames, LABELS, MANAGED_BY } from "../api/naming.ts";
 import { API_VERSION, TemplateConditions, type Template } from "../api/v1alpha1/index.ts";
 import type { ConditionInput } from "./conditions.ts";
 import type { OperatorContext } from "./context.ts";
@@ -12,8 +12,20 @@ import { templateRef } from "./events.ts";
 import { isAlreadyExists, isInvalid } from "../lib/kubeRest.ts";
 import { resources } from "./resources.ts";
 
+/**
+ * Whether the Template has claims its environments mount by role: course folders, or the
+ * collection (teachers see its hand-ins and feedback). Both wait for the Template's claim check and
+ * ask RBAC who teaches.
+ */
 export const hasCourseFolders = (template: Template | undefined): boolean =>
-  (template?.spec.coursework?.folders?.length ?? 0) > 0;
+  (template?.spec.coursework?.folders?.length ?? 0) > 0 ||
+  template?.spec.coursework?.collection !== undefined;
+
+/** The course-folder label value of the collection's claim: not a folder, so no folder's claim name matches it. */
+export const COLLECTION_LABEL_VALUE = "collection";
+
+/** Where teachers' environments see the collection (docs/decisions/0011-coursework.md). */
+export const COLLECTION_SUBPATHS = { handins: "handins", feedback: "feedback" } as const;
 
 /**
  * The pod volumes and the container mounts of the folders (pure). Students get both
@@ -29,16 +41,43 @@ export function courseFolderMounts(
   const templateName = template.metadata.name ?? "";
   const readOnly = teacher ? {} : { readOnly: true };
   const folders = template.spec.coursework?.folders ?? [];
+  const collection = template.spec.coursework?.collection;
+  // Teachers only: students never mount the collection (other students' hand-ins are on it).
+  const teacherCollection = teacher && collection !== undefined;
+  const names = collectionNames(templateName);
   return {
-    volumes: folders.map((f) => {
-      const names = courseFolderNames(templateName, f.name);
-      return { name: names.podVolume, persistentVolumeClaim: { claimName: names.claim, ...readOnly } };
-    }),
-    mounts: folders.map((f) => ({
-      name: courseFolderNames(templateName, f.name).podVolume,
-      mountPath: f.mountPath,
-      ...readOnly,
-    })),
+    volumes: [
+      ...folders.map((f) => {
+        const folder = courseFolderNames(templateName, f.name);
+        return { name: folder.podVolume, persistentVolumeClaim: { claimName: folder.claim, ...readOnly } };
+      }),
+      ...(teacherCollection
+        ? [{ name: names.podVolume, persistentVolumeClaim: { claimName: names.claim } }]
+        : []),
+    ],
+    mounts: [
+      ...folders.map((f) => ({
+        name: courseFolderNames(templateName, f.name).podVolume,
+        mountPath: f.mountPath,
+        ...readOnly,
+      })),
+      // Hand-ins are evidence: read-only even for teachers. Feedback is theirs to write.
+      ...(teacherCollection
+        ? [
+            {
+              name: names.podVolume,
+              mountPath: `${collection.mountPath.replace(/\/+$/, "")}/${COLLECTION_SUBPATHS.handins}`,
+              subPath: COLLECTION_SUBPATHS.handins,
+              readOnly: true,
+            },
+            {
+              name: names.podVolume,
+              mountPath: `${collection.mountPath.replace(/\/+$/, "")}/${COLLECTION_SUBPATHS.feedback}`,
+              subPath: COLLECTION_SUBPATHS.feedback,
+            },
+          ]
+        : []),
+    ],
   };
 }
 
@@ -48,34 +87,54 @@ export function courseFolderMounts(
  */
 export function desiredCourseClaims(template: Template): V1PersistentVolumeClaim[] {
   const templateName = template.metadata.name ?? "";
-  return (template.spec.coursework?.folders ?? []).map((f) => ({
-    apiVersion: "v1",
-    kind: "PersistentVolumeClaim",
-    metadata: {
-      name: courseFolderNames(templateName, f.name).claim,
-      namespace: template.metadata.namespace,
-      // The managed-by label puts the claim in the operator's label-selected claim cache. No
-      // userland.dev/template label: the admin guide deletes students' kept claims by it.
-      labels: { [LABELS.managedBy]: MANAGED_BY, [LABELS.courseFolder]: f.name },
-      annotations: { [ANNOTATIONS.courseTemplate]: templateName },
-      // No blockOwnerDeletion: nothing needs the Template to wait for its claims, and setting it
-      // would need rights on templates/finalizers.
-      ...((f.reclaimPolicy ?? "Retain") === "Delete"
-        ? {
-            ownerReferences: [
-              {
-                apiVersion: API_VERSION,
-                kind: "Template",
-                name: templateName,
-                uid: template.metadata.uid ?? "",
-                controller: true,
-              },
-            ],
-          }
-        : {}),
-    },
-    spec: structuredClone(f.pvcSpec),
-  }));
+  const collection = template.spec.coursework?.collection;
+  // The collection is always Retain: collected work outlives the Template, its Userlands and volumes.
+  const collectionClaim: V1PersistentVolumeClaim[] = collection
+    ? [
+        {
+          apiVersion: "v1",
+          kind: "PersistentVolumeClaim",
+          metadata: {
+            name: collectionNames(templateName).claim,
+            namespace: template.metadata.namespace,
+            labels: { [LABELS.managedBy]: MANAGED_BY, [LABELS.courseFolder]: COLLECTION_LABEL_VALUE },
+            annotations: { [ANNOTATIONS.courseTemplate]: templateName },
+          },
+          spec: structuredClone(collection.pvcSpec),
+        },
+      ]
+    : [];
+  return [
+    ...(template.spec.coursework?.folders ?? []).map((f) => ({
+      apiVersion: "v1",
+      kind: "PersistentVolumeClaim",
+      metadata: {
+        name: courseFolderNames(templateName, f.name).claim,
+        namespace: template.metadata.namespace,
+        // The managed-by label puts the claim in the operator's label-selected claim cache. No
+        // userland.dev/template label: the admin guide deletes students' kept claims by it.
+        labels: { [LABELS.managedBy]: MANAGED_BY, [LABELS.courseFolder]: f.name },
+        annotations: { [ANNOTATIONS.courseTemplate]: templateName },
+        // No blockOwnerDeletion: nothing needs the Template to wait for its claims, and setting it
+        // would need rights on templates/finalizers.
+        ...((f.reclaimPolicy ?? "Retain") === "Delete"
+          ? {
+              ownerReferences: [
+                {
+                  apiVersion: API_VERSION,
+                  kind: "Template",
+                  name: templateName,
+                  uid: template.metadata.uid ?? "",
+                  controller: true,
+                },
+              ],
+            }
+          : {}),
+      },
+      spec: structuredClone(f.pvcSpec),
+    })),
+    ...collectionClaim,
+  ];
 }
 
 /**
@@ -163,7 +222,7 @@ export async function ensureCourseFolders(
     type: TemplateConditions.CourseFoldersReady,
     status: "True",
     reason: "ClaimsExist",
-    message: `Every course folder has its claim: ${claims.map((c) => c.metadata?.name).join(", ")}`,
+    message: `Every course folder (and the collection) has its claim: ${claims.map((c) => c.metadata?.name).join(", ")}`,
     observedGeneration: generation,
   };
 }

@@ -162,15 +162,19 @@ export function desiredChildren(
 
 /** Every container sees every course folder; a pod volume of the same name is the Template's mistake. */
 function addCourseFolders(podSpec: V1PodSpec, template: Template, teacher: boolean): void {
+  // Named as a teacher would get them, so a student's probe (the Template's validation) finds a
+  // clash with the collection's volume too.
+  const { volumes: names } = courseFolderMounts(template, true);
   const { volumes, mounts } = courseFolderMounts(template, teacher);
-  if (volumes.length === 0) return;
-  const taken = volumes.find((v) => podSpec.volumes?.some((p) => p.name === v.name));
+  if (names.length === 0) return;
+  const taken = names.find((v) => podSpec.volumes?.some((p) => p.name === v.name));
   if (taken) {
     throw new TemplateError(
       "CourseFolderVolumeName",
       `the pod template has a volume named ${taken.name}, the name of a course folder's volume: rename it`,
     );
   }
+  if (volumes.length === 0) return;
   podSpec.volumes = [...(podSpec.volumes ?? []), ...volumes];
   podSpec.containers = podSpec.containers.map((c) => ({
     ...c,

@@ -40,6 +40,8 @@ async function start(config: OperatorConfig, log: Logger) {
       metrics,
       freezeCache: config.freezeCache,
       teachers: { userPrefix: config.sessionUserPrefix, ttlMs: config.teacherCacheTtl },
+      copyImage: config.copyImage,
+      copyRetryMs: config.copyRetry,
     });
   let controller: Controller | undefined;
   let culler: Culler | undefined;

@@ -2,7 +2,7 @@
  * The API resources the operator reads and writes, and their paths: the one place that spells out
  * a group, version and plural. Template and Userland take theirs from api/.
  */
-import { GROUP, TEMPLATES, USERLANDS, VERSION } from "../api/v1alpha1/index.ts";
+import { ASSIGNMENTS, GROUP, SUBMISSIONS, TEMPLATES, USERLANDS, VERSION } from "../api/v1alpha1/index.ts";
 import { paths } from "../lib/kubeRest.ts";
 
 export interface Resource {
@@ -24,6 +24,9 @@ const resource = (group: string, version: string, plural: string): Resource => (
 export const resources = {
   Template: resource(GROUP, VERSION, TEMPLATES),
   Userland: resource(GROUP, VERSION, USERLANDS),
+  Assignment: resource(GROUP, VERSION, ASSIGNMENTS),
+  Submission: resource(GROUP, VERSION, SUBMISSIONS),
+  NetworkPolicy: resource("networking.k8s.io", "v1", "networkpolicies"),
   Deployment: resource("apps", "v1", "deployments"),
   Service: resource("", "v1", "services"),
   PersistentVolumeClaim: resource("", "v1", "persistentvolumeclaims"),

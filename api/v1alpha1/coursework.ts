@@ -1,12 +1,12 @@
 /**
  * Assignment and Submission: a class's work handed out and handed in (docs/decisions/0011-
- * coursework.md). Only the objects exist so far: no controller converges them yet, so their status
- * stays empty. An Assignment is a teacher's; a Submission is one student's copy of one assignment,
+ * coursework.md), converged by the operator (operator/coursework/). An Assignment is a teacher's; a Submission is one student's copy of one assignment,
  * whose status (what was distributed, the hand-in receipt) only the platform writes.
  */
 import { TEMPLATE_NAME_PATTERN } from "./template.ts";
 import { USER_MAX, USER_PATTERN } from "./userland.ts";
-import { Conditions, StringEnum, Type } from "./schema.ts";
+import type { CustomObject } from "./group.ts";
+import { Conditions, StringEnum, Type, type Static } from "./schema.ts";
 
 export const ASSIGNMENTS = "assignments";
 export const SUBMISSIONS = "submissions";
@@ -31,6 +31,23 @@ const RELATIVE_PATH = {
 
 const SHA256 = Type.String({ pattern: "^[0-9a-f]{64}$", description: "A SHA-256, lowercase hex." });
 const TIME = { type: "string", format: "date-time" } as const;
+
+/** A copy job failing again and again: counted so its next try waits longer (operator/coursework/copyRuns.ts). */
+const FAILED_COPIES = Type.Object(
+  {
+    pod: Type.String({
+      maxLength: 253,
+      description: "The copy pod of the job (one name per job and release).",
+    }),
+    podUid: Type.String({ maxLength: 64, description: "Its last failed run, counted once." }),
+    count: Type.Integer({ minimum: 1, description: "Failed runs in a row." }),
+    retryAt: Type.Unsafe<string>({ ...TIME, description: "When it runs again." }),
+  },
+  {
+    description:
+      "The job that keeps failing: it runs again OPERATOR_COPY_RETRY (1 min) after a failure, doubling with each failure in a row, at most every 10 min. Cleared once a copy succeeds.",
+  },
+);
 
 export const AssignmentSpecSchema = Type.Object(
   {
@@ -125,6 +142,7 @@ export const AssignmentStatusSchema = Type.Object({
   handedIn: Type.Optional(Type.Integer({ minimum: 0 })),
   late: Type.Optional(Type.Integer({ minimum: 0 })),
   missing: Type.Optional(Type.Integer({ minimum: 0 })),
+  failedCopies: Type.Optional(FAILED_COPIES),
   conditions: Type.Optional(Conditions),
 });
 
@@ -214,5 +232,30 @@ export const SubmissionStatusSchema = Type.Object({
       { description: "What the platform collected: the student's receipt." },
     ),
   ),
+  failedCopies: Type.Optional(FAILED_COPIES),
   conditions: Type.Optional(Conditions),
 });
+
+export type AssignmentSpec = Static<typeof AssignmentSpecSchema>;
+export type AssignmentStatus = Static<typeof AssignmentStatusSchema>;
+export type Assignment = CustomObject<"Assignment", AssignmentSpec, AssignmentStatus>;
+export type SubmissionSpec = Static<typeof SubmissionSpecSchema>;
+export type SubmissionStatus = Static<typeof SubmissionStatusSchema>;
+export type Submission = CustomObject<"Submission", SubmissionSpec, SubmissionStatus>;
+export type FailedCopies = Static<typeof FAILED_COPIES>;
+
+/** Condition types the operator writes on Assignments (operator/coursework/syncAssignment.ts). */
+export const AssignmentConditions = {
+  /** True once spec.release's snapshot is in the collection; False says what is missing or failed. */
+  Published: "Published",
+} as const;
+
+/** Condition types the operator writes on Submissions (operator/coursework/syncSubmission.ts). */
+export const SubmissionConditions = {
+  /** True when the student's copy is the published release; False says why it is not (yet). */
+  Distributed: "Distributed",
+  /** Set once a hand-in is requested: True with the receipt, False with the reason (for the student). */
+  HandedIn: "HandedIn",
+  /** Set once feedback is returned: True, or False with the reason. */
+  FeedbackReturned: "FeedbackReturned",
+} as const;

@@ -116,3 +116,39 @@ test("each folder's claim is named <template>-course-<folder>, labelled for the 
     { apiVersion: "userland.dev/v1alpha1", kind: "Template", name: "jupyter", uid: "t-1", controller: true },
   ]);
 });
+
+test("the collection: a Retain claim <template>-collection; teachers see handins read-only and feedback read-write, students never mount it", () => {
+  const collection = { pvcSpec, mountPath: "/srv/collection/" };
+  const withCollection = template({ ...folders, collection });
+  const claim = desiredCourseClaims(withCollection).find((c) => c.metadata?.name === "jupyter-collection");
+  assert.ok(claim);
+  assert.equal(
+    claim.metadata?.ownerReferences,
+    undefined,
+    "always Retain: collected work outlives the Template",
+  );
+  assert.equal(claim.metadata?.annotations?.["userland.dev/course-template"], "jupyter");
+
+  const student = desiredChildren(userland, withCollection).deployment.spec?.template.spec;
+  assert.equal(
+    student?.volumes?.some((v) => v.persistentVolumeClaim?.claimName === "jupyter-collection"),
+    false,
+  );
+  const teacher = desiredChildren(userland, withCollection, { teacher: true }).deployment.spec?.template.spec;
+  assert.deepEqual(
+    teacher?.volumes?.find((v) => v.name === "collection"),
+    { name: "collection", persistentVolumeClaim: { claimName: "jupyter-collection" } },
+  );
+  assert.deepEqual(
+    teacher?.containers[0]?.volumeMounts?.filter((m) => m.name === "collection"),
+    [
+      { name: "collection", mountPath: "/srv/collection/handins", subPath: "handins", readOnly: true },
+      { name: "collection", mountPath: "/srv/collection/feedback", subPath: "feedback" },
+    ],
+  );
+  // A pod volume named like the collection's is refused even for a student (the Template's validation probe).
+  assert.throws(
+    () => desiredChildren(userland, template({ collection }, [{ name: "collection", emptyDir: {} }])),
+    (e: Error) => e instanceof TemplateError && /volume named collection/.test(e.message),
+  );
+});

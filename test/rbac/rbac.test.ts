@@ -657,8 +657,8 @@ const rows: Row[] = [
   },
   {
     who: "operator",
-    does: "cannot create a Pod directly",
-    expect: "rbac-forbidden",
+    does: "can create a Pod (coursework's copy pods, docs/decisions/0011-coursework.md)",
+    expect: "allowed",
     request: (c) =>
       c.as.operator.create(podsPath(c.ns), {
         apiVersion: "v1",
@@ -666,6 +666,12 @@ const rows: Row[] = [
         metadata: { name: "op-pod" },
         spec: { containers: [{ name: "x", image: "registry.invalid/x:1" }] },
       }),
+  },
+  {
+    who: "operator",
+    does: "cannot exec into a Pod (copy pods report through their termination message)",
+    expect: "rbac-forbidden",
+    request: (c) => c.as.operator.create(`${podsPath(c.ns)}/op-pod/exec?command=true&stdout=true`, {}),
   },
 
   // --- proxy: reads, and reports activity through one annotation ------------------------------------

@@ -1,0 +1,212 @@
+/**
+ * Copy pods (docs/decisions/0011-coursework.md): short-lived pods of the platform's own image that
+ * run `node coursework/copy.ts …` on a student's claim or the Template's collection, and report
+ * only through their container's termination message. Building one and reading its result are pure;
+ * the sync handlers create, read and delete them.
+ *
+ * Least rights: no ServiceAccount token, no Service links, the deny-all NetworkPolicy below, the
+ * Template pod's user and group (files a student gets are theirs), a read-only root file system,
+ * no capabilities, no privilege escalation, CPU and memory limits and a deadline. Every claim is
+ * mounted read-only unless the job writes it.
+ */
+import type {
+  V1NetworkPolicy,
+  V1OwnerReference,
+  V1Pod,
+  V1PodSecurityContext,
+  V1Volume,
+  V1VolumeMount,
+} from "@kubernetes/client-node";
+import { LABELS, shortHash } from "../../api/naming.ts";
+import type { Template } from "../../api/v1alpha1/index.ts";
+
+export type CopyJob = "publish" | "distribute" | "handin" | "feedback";
+
+/** How long a copy may take, start-up and waiting for its node included; then Kubernetes stops it. */
+export const COPY_DEADLINE_SECONDS = 900;
+
+/** The user (and group) copies run as when the Template's pod names none: the usual first user. */
+export const DEFAULT_COPY_USER = 1000;
+
+/** The NetworkPolicy the operator keeps in each namespace it runs copy pods in. */
+export const COPY_NETWORK_POLICY = "userland-copy-pods-deny-all";
+
+/** Deterministic: after a restart the operator finds the pod it made for this job and reads it. */
+export function copyPodName(job: CopyJob, ownerUid: string, generation: number): string {
+  return `userland-${job}-${shortHash(`${ownerUid}/${job}/${generation}`, 16)}`;
+}
+
+/** A claim a copy pod mounts: read-only unless the job writes it; `subPath` limits it to one folder. */
+export interface CopyMount {
+  claim: string;
+  mountPath: string;
+  readOnly: boolean;
+  subPath?: string;
+}
+
+export interface CopyPodInput {
+  name: string;
+  namespace: string;
+  job: CopyJob;
+  owner: V1OwnerReference;
+  image: string;
+  template: Template;
+  /** `coursework/copy.ts` arguments after the program. */
+  args: string[];
+  mounts: CopyMount[];
+  /** The node of the running environment whose ReadWriteOnce claim is mounted (it cannot move). */
+  nodeName?: string;
+}
+
+/** The Template pod's user, group and fsGroup: distributed files belong to the student's user. */
+export function copySecurityContext(template: Template): V1PodSecurityContext {
+  const pod = template.spec.template.spec.securityContext ?? {};
+  const user = pod.runAsUser ?? DEFAULT_COPY_USER;
+  return {
+    runAsNonRoot: true,
+    runAsUser: user === 0 ? DEFAULT_COPY_USER : user,
+    runAsGroup: pod.runAsGroup ?? DEFAULT_COPY_USER,
+    ...(pod.fsGroup !== undefined
+      ? { fsGroup: pod.fsGroup, fsGroupChangePolicy: pod.fsGroupChangePolicy ?? "OnRootMismatch" }
+      : {}),
+    seccompProfile: { type: "RuntimeDefault" },
+  };
+}
+
+export function copyPod(input: CopyPodInput): V1Pod {
+  const templatePod = input.template.spec.template.spec;
+  // One pod volume per claim; each mount of it says its own mode.
+  const claims = [...new Set(input.mounts.map((m) => m.claim))];
+  const volumes: V1Volume[] = claims.map((claim, i) => ({
+    name: `claim-${i}`,
+    persistentVolumeClaim: {
+      claimName: claim,
+      ...(input.mounts.every((m) => m.claim !== claim || m.readOnly) ? { readOnly: true } : {}),
+    },
+  }));
+  const volumeMounts: V1VolumeMount[] = input.mounts.map((m) => ({
+    name: `claim-${claims.indexOf(m.claim)}`,
+    mountPath: m.mountPath,
+    ...(m.subPath ? { subPath: m.subPath } : {}),
+    ...(m.readOnly ? { readOnly: true } : {}),
+  }));
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: {
+      name: input.name,
+      namespace: input.namespace,
+      labels: { [LABELS.copy]: input.job },
+      ownerReferences: [input.owner],
+    },
+    spec: {
+      restartPolicy: "Never",
+      automountServiceAccountToken: false,
+      enableServiceLinks: false,
+      activeDeadlineSeconds: COPY_DEADLINE_SECONDS,
+      terminationGracePeriodSeconds: 5,
+      securityContext: copySecurityContext(input.template),
+      // Where the Template's environments may run, the copies may too.
+      ...(templatePod.nodeSelector ? { nodeSelector: { ...templatePod.nodeSelector } } : {}),
+      ...(templatePod.tolerations ? { tolerations: structuredClone(templatePod.tolerations) } : {}),
+      ...(input.nodeName
+        ? { nodeName: input.nodeName }
+        : templatePod.affinity
+          ? { affinity: structuredClone(templatePod.affinity) }
+          : {}),
+      containers: [
+        {
+          name: "copy",
+          image: input.image,
+          command: ["node", "coursework/copy.ts", ...input.args],
+          terminationMessagePolicy: "File",
+          securityContext: {
+            allowPrivilegeEscalation: false,
+            readOnlyRootFilesystem: true,
+            runAsNonRoot: true,
+            capabilities: { drop: ["ALL"] },
+          },
+          resources: {
+            requests: { cpu: "100m", memory: "128Mi" },
+            limits: { cpu: "1", memory: "1Gi" },
+          },
+          volumeMounts,
+        },
+      ],
+      volumes,
+    },
+  };
+}
+
+/** Denies copy pods all traffic: they read and write volumes only. */
+export function copyNetworkPolicy(namespace: string): V1NetworkPolicy {
+  return {
+    apiVersion: "networking.k8s.io/v1",
+    kind: "NetworkPolicy",
+    metadata: { name: COPY_NETWORK_POLICY, namespace },
+    spec: {
+      podSelector: { matchExpressions: [{ key: LABELS.copy, operator: "Exists" }] },
+      policyTypes: ["Ingress", "Egress"],
+    },
+  };
+}
+
+/** What copy.ts reported, read from a finished pod (undefined while it runs). */
+export type CopyOutcome =
+  | { state: "done"; ok: true; result: Record<string, unknown>; finishedAt: string }
+  | {
+      state: "done";
+      ok: false;
+      /** copy.ts's kind (limit, refused, failed, usage) or the pod's reason (DeadlineExceeded…). */
+      kind: string;
+      message: string;
+      finishedAt: string;
+    };
+
+const EXIT_KINDS: Record<number, string> = { 1: "failed", 2: "usage", 3: "limit", 4: "refused" };
+
+export function copyOutcome(pod: V1Pod, now: Date): CopyOutcome | undefined {
+  const phase = pod.status?.phase;
+  if (phase !== "Succeeded" && phase !== "Failed") return undefined;
+  const terminated = pod.status?.containerStatuses?.find((c) => c.name === "copy")?.state?.terminated;
+  const finishedAt = String(terminated?.finishedAt ?? now.toISOString()).replace(/\.\d+Z$/, "Z");
+  let parsed: Record<string, unknown> | undefined;
+  try {
+    const value: unknown = JSON.parse(terminated?.message ?? "");
+    if (value && typeof value === "object" && !Array.isArray(value))
+      parsed = value as Record<string, unknown>;
+  } catch {
+    parsed = undefined;
+  }
+  if (terminated?.exitCode === 0 && parsed && !("error" in parsed))
+    return { state: "done", ok: true, result: parsed, finishedAt };
+  const error = parsed?.error as { kind?: unknown; message?: unknown } | undefined;
+  if (typeof error?.message === "string")
+    return {
+      state: "done",
+      ok: false,
+      kind: typeof error.kind === "string" ? error.kind : "failed",
+      message: error.message,
+      finishedAt,
+    };
+  // No message of copy.ts's: the pod never ran it to the end (deadline, eviction, a missing claim).
+  const exit = terminated?.exitCode;
+  return {
+    state: "done",
+    ok: false,
+    kind: pod.status?.reason ?? (exit !== undefined ? (EXIT_KINDS[exit] ?? "failed") : "failed"),
+    message:
+      pod.status?.message ??
+      (exit !== undefined
+        ? `the copy exited with code ${exit}${terminated?.reason ? ` (${terminated.reason})` : ""}`
+        : "the copy pod failed before its copy ran"),
+    finishedAt,
+  };
+}
+
+/** A list's length plus what fitJson cut from it (coursework/files/report.ts). */
+export function countOf(result: Record<string, unknown>, key: string): number {
+  const list = result[key];
+  const omitted = (result.omitted as Record<string, number> | undefined)?.[key] ?? 0;
+  return (Array.isArray(list) ? list.length : 0) + omitted;
+}

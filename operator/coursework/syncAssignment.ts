@@ -1,0 +1,299 @@
+/**
+ * The Assignment sync handler (docs/decisions/0011-coursework.md): publish each new spec.release as
+ * a snapshot in the Template's collection (a copy pod), keep one Submission per student of the
+ * Template (optionally of one class), request every outstanding hand-in at the closing time
+ * (lateUntil, else the deadline), and count the Submissions in status.
+ */
+import { collectionNames, collectionPaths, courseFolderNames, submissionNameFor } from "../../api/naming.ts";
+import {
+  API_VERSION,
+  AssignmentConditions,
+  TemplateConditions,
+  type Assignment,
+  type AssignmentStatus,
+  type Submission,
+  type Template,
+} from "../../api/v1alpha1/index.ts";
+import { namespacedKey } from "../../lib/informer.ts";
+import { isAlreadyExists, isInvalid } from "../../lib/kubeRest.ts";
+import { Index } from "../caches.ts";
+import { stableJson } from "../compare.ts";
+import { conditionTime, findCondition, setCondition, timeMs, type ConditionInput } from "../conditions.ts";
+import type { OperatorContext } from "../context.ts";
+import { resources } from "../resources.ts";
+import { copyPodName } from "./copyPods.ts";
+import { deleteFinishedCopyPods, retryNote, runCopy, withCleared } from "./copyRuns.ts";
+
+/** Label on a Userland that puts it in a class (Assignment spec.class). */
+export const CLASS_LABEL = "userland.dev/class";
+
+export interface CourseworkSyncResult {
+  /** Sync again after this long: a closing time, or a failed copy's retry. */
+  againAfterMs?: number;
+}
+
+const SOURCE_MOUNT = "/source";
+const PUBLISHED_MOUNT = "/published";
+
+export const assignmentOwner = (a: Assignment) => ({
+  apiVersion: API_VERSION,
+  kind: "Assignment",
+  name: a.metadata.name ?? "",
+  uid: a.metadata.uid ?? "",
+  controller: true,
+});
+
+/** When outstanding work is collected: lateUntil, else the deadline; undefined without a deadline. */
+export function closingTime(a: Assignment): string | undefined {
+  return a.spec.lateUntil ?? a.spec.deadline;
+}
+
+/** What keeps the Assignment from being published, as a Published=False condition (undefined: nothing). */
+export function assignmentProblem(
+  ctx: OperatorContext,
+  a: Assignment,
+  template: Template | undefined,
+): { reason: string; message: string } | undefined {
+  const t = a.spec.templateName;
+  if (!template)
+    return { reason: "TemplateNotFound", message: `Template "${t}" does not exist in this namespace` };
+  const coursework = template.spec.coursework;
+  const unset = [
+    ...(coursework?.home ? [] : ["spec.coursework.home (where a student's work lives)"]),
+    ...(coursework?.collection
+      ? []
+      : ["spec.coursework.collection (the claim keeping published copies, hand-ins and feedback)"]),
+  ];
+  if (unset.length > 0)
+    return { reason: "CourseworkNotSet", message: `Template "${t}" needs ${unset.join(" and ")}` };
+  if (!coursework?.folders?.some((f) => f.name === a.spec.source.folder))
+    return {
+      reason: "SourceFolderNotFound",
+      message: `Template "${t}" has no course folder "${a.spec.source.folder}" (spec.coursework.folders)`,
+    };
+  const claims = findCondition(template.status?.conditions, TemplateConditions.CourseFoldersReady);
+  if (claims?.status !== "True")
+    return {
+      reason: "CollectionUnavailable",
+      message: claims
+        ? `Template "${t}": ${claims.message}`
+        : `Template "${t}"'s claims have not been checked yet`,
+    };
+  if (!ctx.coursework.image)
+    return {
+      reason: "CopyImageUnset",
+      message:
+        "The operator has no OPERATOR_COPY_IMAGE: set it to the platform's image (the chart sets its own)",
+    };
+  return undefined;
+}
+
+export async function syncAssignment(
+  ctx: OperatorContext,
+  namespace: string,
+  name: string,
+): Promise<CourseworkSyncResult> {
+  const assignment = ctx.caches.assignments.get(name, namespace);
+  if (!assignment || assignment.metadata.deletionTimestamp) return {};
+  const template = ctx.caches.templates.get(assignment.spec.templateName, namespace);
+  const previous = assignment.status ?? {};
+  const status: AssignmentStatus = {
+    ...previous,
+    observedGeneration: assignment.metadata.generation,
+  };
+  let againAfterMs: number | undefined;
+  const soonest = (ms: number | undefined) => {
+    if (ms !== undefined) againAfterMs = againAfterMs === undefined ? ms : Math.min(againAfterMs, ms);
+  };
+  const release = assignment.spec.release ?? 1;
+  await deleteFinishedCopyPods(
+    ctx,
+    assignment.metadata.uid ?? "",
+    previous.publishedRelease === release
+      ? undefined
+      : copyPodName("publish", assignment.metadata.uid ?? "", release),
+  );
+  const problem = assignmentProblem(ctx, assignment, template);
+  let published: ConditionInput;
+  if (problem || !template) {
+    published = {
+      type: AssignmentConditions.Published,
+      status: "False",
+      ...(problem ?? { reason: "", message: "" }),
+    };
+  } else {
+    const step = await publish(ctx, assignment, template, status);
+    published = step.condition;
+    soonest(step.retryInMs);
+    await ensureSubmissions(ctx, assignment, template);
+  }
+  status.conditions = setCondition(previous.conditions, {
+    ...published,
+    observedGeneration: assignment.metadata.generation,
+  });
+
+  const submissions = ctx.caches.submissions.byIndex(Index.byAssignment, namespacedKey(namespace, name));
+  const closing = closingTime(assignment);
+  const closed = closing !== undefined && timeMs(closing) <= ctx.now().getTime();
+  if (closing !== undefined && !closed) soonest(timeMs(closing) - ctx.now().getTime());
+  if (closed && !problem) await requestOutstandingHandIns(ctx, submissions, closing);
+  Object.assign(status, counts(submissions, status.publishedRelease, closed));
+
+  if (stableJson(previous) !== stableJson(status))
+    await ctx.rest.patch(resources.Assignment.path(namespace, name, "status"), {
+      status: withCleared(previous, status),
+    });
+  return againAfterMs === undefined ? {} : { againAfterMs };
+}
+
+/** The snapshot of spec.release: a copy pod's hand-in of the source into the collection. */
+async function publish(
+  ctx: OperatorContext,
+  a: Assignment,
+  template: Template,
+  status: AssignmentStatus,
+): Promise<{ condition: ConditionInput; retryInMs?: number }> {
+  const release = a.spec.release ?? 1;
+  const name = a.metadata.name ?? "";
+  const type = AssignmentConditions.Published;
+  if (status.publishedRelease === release)
+    return {
+      condition: {
+        type,
+        status: "True",
+        reason: "Published",
+        message: `Release ${release} is published (sha256 ${status.publishedRevision ?? "?"})`,
+      },
+    };
+  const templateName = template.metadata.name ?? "";
+  const run = await runCopy(
+    ctx,
+    {
+      name: copyPodName("publish", a.metadata.uid ?? "", release),
+      namespace: a.metadata.namespace ?? "",
+      job: "publish",
+      owner: assignmentOwner(a),
+      image: ctx.coursework.image,
+      template,
+      args: [
+        "handin",
+        `${SOURCE_MOUNT}/${a.spec.source.path}`,
+        `${PUBLISHED_MOUNT}/${collectionPaths.published(name, release).slice("published/".length)}`,
+      ],
+      mounts: [
+        {
+          claim: courseFolderNames(templateName, a.spec.source.folder).claim,
+          mountPath: SOURCE_MOUNT,
+          readOnly: true,
+        },
+        {
+          claim: collectionNames(templateName).claim,
+          mountPath: PUBLISHED_MOUNT,
+          subPath: "published",
+          readOnly: false,
+        },
+      ],
+    },
+    status.failedCopies,
+  );
+  if (run.state === "running")
+    return {
+      condition: {
+        type,
+        status: "False",
+        reason: "Publishing",
+        message: `Taking the snapshot of ${a.spec.source.folder}/${a.spec.source.path} for release ${release}`,
+      },
+    };
+  if (!run.ok) {
+    status.failedCopies = run.failedCopies;
+    return {
+      condition: {
+        type,
+        status: "False",
+        reason: "PublishFailed",
+        message: `Release ${release} of ${a.spec.source.folder}/${a.spec.source.path}: ${run.message}${retryNote(run.failedCopies)}`,
+      },
+      retryInMs: run.retryInMs === 0 ? undefined : run.retryInMs,
+    };
+  }
+  delete status.failedCopies;
+  const sha256 = run.result.sha256;
+  status.publishedRevision = typeof sha256 === "string" ? sha256 : undefined;
+  status.publishedRelease = release;
+  status.publishedAt = run.finishedAt;
+  return {
+    condition: {
+      type,
+      status: "True",
+      reason: "Published",
+      message: `Release ${release} is published (sha256 ${status.publishedRevision ?? "?"})`,
+    },
+  };
+}
+
+/**
+ * One Submission per student of the Template (of the class, when set); students who join later get
+ * theirs. The Template's teachers (RBAC, operator/teachers.ts: the answer their environments' mounts
+ * already use, cached) are not students: they would get the handout and be collected at the closing
+ * time and counted as missing. A Submission made before its person became a teacher stays.
+ */
+async function ensureSubmissions(ctx: OperatorContext, a: Assignment, template: Template): Promise<void> {
+  const namespace = a.metadata.namespace ?? "";
+  const name = a.metadata.name ?? "";
+  const templateName = template.metadata.name ?? "";
+  const users = new Set<string>();
+  for (const u of ctx.caches.userlands.byIndex(Index.byTemplate, namespacedKey(namespace, templateName))) {
+    if (u.metadata.deletionTimestamp) continue;
+    if (a.spec.class !== undefined && u.metadata.labels?.[CLASS_LABEL] !== a.spec.class) continue;
+    users.add(u.spec.user);
+  }
+  for (const user of users) {
+    const submissionName = submissionNameFor(name, user);
+    if (ctx.caches.submissions.get(submissionName, namespace)) continue;
+    if (await ctx.teachers.isTeacher(namespace, templateName, user)) continue;
+    const body: Submission = {
+      apiVersion: API_VERSION,
+      kind: "Submission",
+      metadata: { name: submissionName, namespace, ownerReferences: [assignmentOwner(a)] },
+      spec: { assignment: name, user },
+    };
+    try {
+      await ctx.rest.create(resources.Submission.path(namespace), body);
+    } catch (error) {
+      if (!isAlreadyExists(error)) throw error;
+    }
+  }
+}
+
+/** At the closing time, the platform asks for every hand-in nobody asked for. */
+async function requestOutstandingHandIns(
+  ctx: OperatorContext,
+  submissions: readonly Submission[],
+  closing: string,
+): Promise<void> {
+  const at = conditionTime(new Date(timeMs(closing)));
+  for (const s of submissions) {
+    if (s.spec.handInRequestedAt !== undefined || s.metadata.deletionTimestamp) continue;
+    try {
+      await ctx.rest.patch(resources.Submission.path(s.metadata.namespace ?? "", s.metadata.name), {
+        spec: { handInRequestedAt: at, handInRequestedBy: "deadline" },
+      });
+    } catch (error) {
+      // The student's own request got there first: it is final, and theirs stands.
+      if (!isInvalid(error)) throw error;
+    }
+  }
+}
+
+function counts(submissions: readonly Submission[], release: number | undefined, closed: boolean) {
+  const received = submissions.filter((s) => s.status?.receipt !== undefined);
+  return {
+    students: submissions.length,
+    distributed: submissions.filter((s) => release !== undefined && s.status?.distributedRelease === release)
+      .length,
+    handedIn: received.length,
+    late: received.filter((s) => s.status?.receipt?.late).length,
+    missing: closed ? submissions.length - received.length : 0,
+  };
+}

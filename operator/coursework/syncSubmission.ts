@@ -1,0 +1,281 @@
+/**
+ * The Submission sync handler (docs/decisions/0011-coursework.md): one student's copy of one
+ * Assignment, converged by copy pods that mount the student's home claim, one job at a time, in
+ * this order: (a) the hand-in once requested (a snapshot into the collection and its receipt),
+ * (b) the published release into `<home>/assignments/<name>/` (nbgitpuller's rule), (c) feedback
+ * into `…/<name>/feedback/`. A running environment's claim may be ReadWriteOnce and attached to its
+ * node: the copy goes to that node; a stopped one's claim is free.
+ */
+import { childNames, collectionNames, collectionUserFolder } from "../../api/naming.ts";
+import {
+  API_VERSION,
+  SubmissionConditions,
+  type Assignment,
+  type Submission,
+  type SubmissionStatus,
+  type Template,
+  type Userland,
+} from "../../api/v1alpha1/index.ts";
+import { namespacedKey } from "../../lib/informer.ts";
+import { Index } from "../caches.ts";
+import { stableJson } from "../compare.ts";
+import { setCondition, timeMs, type ConditionInput } from "../conditions.ts";
+import type { OperatorContext } from "../context.ts";
+import { resources } from "../resources.ts";
+import { copyPodName, countOf, type CopyJob, type CopyMount } from "./copyPods.ts";
+import { deleteFinishedCopyPods, retryNote, runCopy, withCleared } from "./copyRuns.ts";
+import type { CourseworkSyncResult } from "./syncAssignment.ts";
+
+const HOME_MOUNT = "/home-claim";
+const COLLECTION_MOUNT = "/collection";
+/** At most this many kept paths go into status (the CRD's maxItems). */
+const MAX_KEPT = 1000;
+
+/** Where a copy into the student's claim can run now, or why it waits. */
+type Placement = { nodeName?: string } | { wait: string };
+
+function placement(ctx: OperatorContext, userland: Userland, deployment: string, claim: string): Placement {
+  const namespace = userland.metadata.namespace ?? "";
+  if (!ctx.caches.pvcs.get(claim, namespace))
+    return {
+      wait: "The student's volume does not exist yet: it is made when their environment first starts",
+    };
+  const pods = ctx.caches.pods
+    .byIndex(Index.byInstance, namespacedKey(namespace, deployment))
+    .filter((p) => p.status?.phase !== "Succeeded" && p.status?.phase !== "Failed");
+  if (pods.length === 0) return {};
+  const nodes = new Set(pods.map((p) => p.spec?.nodeName));
+  const [node] = nodes;
+  // Being scheduled, or moving between nodes: where the claim will be is not known yet.
+  if (nodes.size !== 1 || node === undefined)
+    return { wait: "The student's environment is being placed on a node; the copy follows it there" };
+  return { nodeName: node };
+}
+
+export async function syncSubmission(
+  ctx: OperatorContext,
+  namespace: string,
+  name: string,
+): Promise<CourseworkSyncResult> {
+  const submission = ctx.caches.submissions.get(name, namespace);
+  if (!submission || submission.metadata.deletionTimestamp) return {};
+  const assignment = ctx.caches.assignments.get(submission.spec.assignment, namespace);
+  const template = assignment && ctx.caches.templates.get(assignment.spec.templateName, namespace);
+  const home = template?.spec.coursework?.home;
+  // The Assignment's Published condition says what is missing; nothing can be copied without it.
+  if (!assignment || !template || !home || !template.spec.coursework?.collection || !ctx.coursework.image)
+    return {};
+  const previous = submission.status ?? {};
+  const status: SubmissionStatus = { ...previous, observedGeneration: submission.metadata.generation };
+  let conditions = previous.conditions ?? [];
+  const set = (c: ConditionInput) => (conditions = setCondition(conditions, c));
+
+  const job = nextJob(submission, assignment);
+  const uid = submission.metadata.uid ?? "";
+  await deleteFinishedCopyPods(ctx, uid, job && copyPodName(job, uid, generationOf(job, assignment)));
+  let againAfterMs: number | undefined;
+  const userland = ctx.caches.userlands
+    .byIndex(Index.byTemplate, namespacedKey(namespace, template.metadata.name))
+    .find((u) => u.spec.user === submission.spec.user && !u.metadata.deletionTimestamp);
+  if (job && !userland) {
+    set({
+      type: conditionOf(job),
+      status: "False",
+      reason: "NoEnvironment",
+      message: `${submission.spec.user} has no Userland of Template "${template.metadata.name}": their work cannot be reached`,
+    });
+  } else if (job && userland) {
+    const names = childNames(template.metadata.name ?? "", userland.metadata.name ?? "");
+    const claim = names.pvc(home.volume);
+    const where = placement(ctx, userland, names.deployment, claim);
+    if ("wait" in where) {
+      set({ type: conditionOf(job), status: "False", reason: "WaitingForVolume", message: where.wait });
+    } else {
+      const step = await copy(ctx, job, submission, assignment, template, claim, where.nodeName, status);
+      set(step.condition);
+      againAfterMs = step.retryInMs;
+    }
+  }
+  status.conditions = conditions;
+  if (stableJson(previous) !== stableJson(status))
+    await ctx.rest.patch(resources.Submission.path(namespace, name, "status"), {
+      status: withCleared(previous, status),
+    });
+  return againAfterMs === undefined ? {} : { againAfterMs };
+}
+
+/** The one job due now, by priority: the hand-in, then the published release, then feedback. */
+export function nextJob(s: Submission, a: Assignment): Exclude<CopyJob, "publish"> | undefined {
+  const status = s.status ?? {};
+  const handIn = s.spec.handInRequestedAt !== undefined;
+  if (handIn && !status.receipt) return "handin";
+  const published = a.status?.publishedRelease;
+  if (!handIn && published !== undefined && status.distributedRelease !== published) return "distribute";
+  if ((a.spec.feedbackRelease ?? 0) > (status.feedbackRelease ?? 0)) return "feedback";
+  return undefined;
+}
+
+const conditionOf = (job: Exclude<CopyJob, "publish">): string =>
+  job === "handin"
+    ? SubmissionConditions.HandedIn
+    : job === "distribute"
+      ? SubmissionConditions.Distributed
+      : SubmissionConditions.FeedbackReturned;
+
+/** Generation of a job: a new one (a new release, new feedback) is a new pod. */
+function generationOf(job: Exclude<CopyJob, "publish">, a: Assignment): number {
+  if (job === "distribute") return a.status?.publishedRelease ?? 0;
+  if (job === "feedback") return a.spec.feedbackRelease ?? 0;
+  return 1;
+}
+
+async function copy(
+  ctx: OperatorContext,
+  job: Exclude<CopyJob, "publish">,
+  s: Submission,
+  a: Assignment,
+  template: Template,
+  homeClaim: string,
+  nodeName: string | undefined,
+  status: SubmissionStatus,
+): Promise<{ condition: ConditionInput; retryInMs?: number }> {
+  const assignmentName = a.metadata.name ?? "";
+  const userFolder = collectionUserFolder(s.spec.user);
+  const collection = collectionNames(template.metadata.name ?? "").claim;
+  const studentFolder = `${HOME_MOUNT}/assignments/${assignmentName}`;
+  const home = (readOnly: boolean): CopyMount => ({ claim: homeClaim, mountPath: HOME_MOUNT, readOnly });
+  const limits = a.spec.limits ?? {};
+  const plan: Record<typeof job, { args: string[]; mounts: CopyMount[] }> = {
+    handin: {
+      args: [
+        "handin",
+        studentFolder,
+        `${COLLECTION_MOUNT}/${assignmentName}/${userFolder}`,
+        "--max-bytes",
+        String(limits.maxBytes ?? 104857600),
+        "--max-files",
+        String(limits.maxFiles ?? 1000),
+      ],
+      mounts: [
+        home(true),
+        { claim: collection, mountPath: COLLECTION_MOUNT, subPath: "handins", readOnly: false },
+      ],
+    },
+    distribute: {
+      args: ["distribute", COLLECTION_MOUNT, studentFolder],
+      mounts: [
+        {
+          claim: collection,
+          mountPath: COLLECTION_MOUNT,
+          subPath: `published/${assignmentName}/${a.status?.publishedRelease ?? 0}`,
+          readOnly: true,
+        },
+        home(false),
+      ],
+    },
+    feedback: {
+      args: [
+        "distribute",
+        `${COLLECTION_MOUNT}/${assignmentName}/${userFolder}`,
+        `${studentFolder}/feedback`,
+      ],
+      mounts: [
+        { claim: collection, mountPath: COLLECTION_MOUNT, subPath: "feedback", readOnly: true },
+        home(false),
+      ],
+    },
+  };
+  const type = conditionOf(job);
+  const run = await runCopy(
+    ctx,
+    {
+      name: copyPodName(job, s.metadata.uid ?? "", generationOf(job, a)),
+      namespace: s.metadata.namespace ?? "",
+      job,
+      owner: {
+        apiVersion: API_VERSION,
+        kind: "Submission",
+        name: s.metadata.name ?? "",
+        uid: s.metadata.uid ?? "",
+        controller: true,
+      },
+      image: ctx.coursework.image,
+      template,
+      args: plan[job].args,
+      mounts: plan[job].mounts,
+      nodeName,
+    },
+    status.failedCopies,
+  );
+  if (run.state === "running")
+    return { condition: { type, status: "False", reason: "Copying", message: `The ${job} copy is running` } };
+  if (!run.ok) {
+    // No feedback folder for this student: nothing to return for this feedback release.
+    if (job === "feedback" && run.kind === "refused") {
+      delete status.failedCopies;
+      status.feedbackRelease = a.spec.feedbackRelease ?? 0;
+      status.feedbackFiles = 0;
+      return {
+        condition: { type, status: "True", reason: "NoFeedback", message: run.message },
+      };
+    }
+    status.failedCopies = run.failedCopies;
+    const reason =
+      run.kind === "limit" ? "OverLimit" : run.kind === "refused" ? "NothingToCopy" : "CopyFailed";
+    return {
+      condition: { type, status: "False", reason, message: `${run.message}${retryNote(run.failedCopies)}` },
+      retryInMs: run.retryInMs === 0 ? undefined : run.retryInMs,
+    };
+  }
+  delete status.failedCopies;
+  const result = run.result;
+  if (job === "handin") {
+    const requested = s.spec.handInRequestedAt ?? run.finishedAt;
+    const deadline = a.spec.deadline;
+    status.receipt = {
+      time: run.finishedAt,
+      files: countOf(result, "files"),
+      bytes: typeof result.bytes === "number" ? result.bytes : 0,
+      sha256: String(result.sha256),
+      late: deadline !== undefined && timeMs(requested) > timeMs(deadline),
+      by: s.spec.handInRequestedBy ?? "student",
+      skipped: countOf(result, "skipped"),
+    };
+    return {
+      condition: {
+        type,
+        status: "True",
+        reason: "Collected",
+        message: `${status.receipt.files} files, ${status.receipt.bytes} bytes collected${status.receipt.skipped ? `; ${status.receipt.skipped} entries left out (links, FIFOs, devices or files changed while read)` : ""}`,
+      },
+    };
+  }
+  if (job === "distribute") {
+    const kept = Array.isArray(result.kept) ? (result.kept as { path?: unknown }[]) : [];
+    status.distributedRevision = String(result.revision);
+    status.distributedRelease = a.status?.publishedRelease;
+    status.distributedAt = run.finishedAt;
+    status.keptOwnVersion = kept
+      .map((k) => k.path)
+      .filter((p): p is string => typeof p === "string")
+      .slice(0, MAX_KEPT);
+    return {
+      condition: {
+        type,
+        status: "True",
+        reason: "Distributed",
+        message: `Release ${status.distributedRelease} is in assignments/${assignmentName}/${kept.length ? `; ${countOf(result, "kept")} files kept as the student changed them` : ""}`,
+      },
+    };
+  }
+  status.feedbackRelease = a.spec.feedbackRelease ?? 0;
+  status.feedbackFiles = typeof result.files === "number" ? result.files : 0;
+  return {
+    condition: {
+      type,
+      status: "True",
+      reason: "Returned",
+      message: `${status.feedbackFiles} files in assignments/${assignmentName}/feedback/`,
+    },
+  };
+}

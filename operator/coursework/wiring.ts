@@ -1,0 +1,107 @@
+/**
+ * Informer events → queue keys for coursework: what an Assignment's and a Submission's sync read
+ * changed, so their key is queued (the sync handlers read everything else from the caches).
+ */
+import { LABELS, submissionNameFor } from "../../api/naming.ts";
+import type { Assignment, Submission, Userland } from "../../api/v1alpha1/index.ts";
+import { namespacedKey } from "../../lib/informer.ts";
+import type { k8s } from "../../lib/kube.ts";
+import { Index, owningUserland, type Caches } from "../caches.ts";
+import type { WorkQueue } from "../workqueue.ts";
+import { CLASS_LABEL } from "./syncAssignment.ts";
+
+/** Keys: "A/<namespace>/<name>" for an Assignment, "S/<namespace>/<name>" for a Submission. */
+export const assignmentKey = (namespace: string, name: string) => `A/${namespace}/${name}`;
+export const submissionKey = (namespace: string, name: string) => `S/${namespace}/${name}`;
+
+/** Submission counts in an Assignment's status: batched, as Template recounts are. */
+const RECOUNT_DELAY_MS = 1000;
+
+/** What Submissions depend on in an Assignment: a recount of its status changes none of it. */
+const assignmentFingerprint = (a: Assignment): string =>
+  `${a.metadata.uid}/${a.metadata.generation}/${a.status?.publishedRelease}`;
+
+export function registerCourseworkHandlers(
+  caches: Caches,
+  queue: WorkQueue,
+): {
+  /** Queue every Assignment of a Template, and their Submissions (its spec or claims changed). */
+  onTemplate: (namespace: string, template: string) => void;
+} {
+  const { assignments, submissions, userlands, deployments, pods, pvcs, copyPods } = caches;
+  const enqueueSubmissionsOf = (a: Assignment) => {
+    for (const s of submissions.byIndex(
+      Index.byAssignment,
+      namespacedKey(a.metadata.namespace, a.metadata.name),
+    ))
+      queue.add(submissionKey(s.metadata.namespace ?? "", s.metadata.name ?? ""));
+  };
+  const assignmentsOf = (namespace: string, template: string) =>
+    assignments.byIndex(Index.assignmentsByTemplate, namespacedKey(namespace, template));
+
+  const onAssignment = (a: Assignment, old?: Assignment) => {
+    queue.add(assignmentKey(a.metadata.namespace ?? "", a.metadata.name ?? ""));
+    if (!old || assignmentFingerprint(old) !== assignmentFingerprint(a)) enqueueSubmissionsOf(a);
+  };
+  assignments.on("add", (a) => onAssignment(a));
+  assignments.on("update", (a, old) => onAssignment(a, old));
+
+  const onSubmission = (s: Submission) => {
+    const namespace = s.metadata.namespace ?? "";
+    queue.add(submissionKey(namespace, s.metadata.name ?? ""));
+    queue.addAfter(assignmentKey(namespace, s.spec.assignment), RECOUNT_DELAY_MS);
+  };
+  submissions.on("add", onSubmission);
+  submissions.on("update", onSubmission);
+  submissions.on("delete", onSubmission);
+
+  // A student's environment came, went, stopped or moved: their Submissions may copy now, and a
+  // new student (or one who joined the class) gets a Submission.
+  const onStudent = (u: Userland, classChanged: boolean) => {
+    const namespace = u.metadata.namespace ?? "";
+    for (const a of assignmentsOf(namespace, u.spec.templateName)) {
+      if (classChanged) queue.add(assignmentKey(namespace, a.metadata.name ?? ""));
+      queue.add(submissionKey(namespace, submissionNameFor(a.metadata.name ?? "", u.spec.user)));
+    }
+  };
+  userlands.on("add", (u) => onStudent(u, true));
+  userlands.on("delete", (u) => onStudent(u, true));
+  userlands.on("update", (u, old) =>
+    onStudent(u, old?.metadata.labels?.[CLASS_LABEL] !== u.metadata.labels?.[CLASS_LABEL]),
+  );
+  const onStudentChild = (child: k8s.KubernetesObject) => {
+    const owner = owningUserland(child);
+    const u = owner && userlands.get(owner, child.metadata?.namespace);
+    if (u) onStudent(u, false);
+  };
+  // A pod names its Deployment; the Deployment names its Userland.
+  const onPod = (pod: k8s.KubernetesObject) => {
+    const instance = pod.metadata?.labels?.[LABELS.instance];
+    const deployment = instance && deployments.get(instance, pod.metadata?.namespace);
+    if (deployment) onStudentChild(deployment);
+  };
+  pods.on("add", onPod);
+  pods.on("update", onPod);
+  pods.on("delete", onPod);
+  pvcs.on("add", onStudentChild);
+
+  // A copy pod reports to its owner.
+  const onCopyPod = (pod: k8s.KubernetesObject) => {
+    const owner = pod.metadata?.ownerReferences?.find((r) => r.controller);
+    const namespace = pod.metadata?.namespace ?? "";
+    if (owner?.kind === "Assignment") queue.add(assignmentKey(namespace, owner.name));
+    if (owner?.kind === "Submission") queue.add(submissionKey(namespace, owner.name));
+  };
+  copyPods.on("add", onCopyPod);
+  copyPods.on("update", onCopyPod);
+  copyPods.on("delete", onCopyPod);
+
+  return {
+    onTemplate: (namespace, template) => {
+      for (const a of assignmentsOf(namespace, template)) {
+        queue.add(assignmentKey(namespace, a.metadata.name ?? ""));
+        enqueueSubmissionsOf(a);
+      }
+    },
+  };
+}
