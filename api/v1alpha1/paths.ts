@@ -1,5 +1,6 @@
-/** Template's and Userland's plurals and REST paths: the one place that spells them out. */
+/** The custom resources' REST paths: the one place that spells them out. */
 import { paths } from "../../lib/kubeRest.ts";
+import { ASSIGNMENTS, SUBMISSIONS } from "./coursework.ts";
 import { GROUP, VERSION } from "./group.ts";
 
 export const TEMPLATES = "templates";
@@ -12,3 +13,11 @@ export const templatesPath = (namespace: string, name?: string, subresource?: st
 /** The collection path in `namespace`, or one Userland's path (and a subresource's, e.g. "status"). */
 export const userlandsPath = (namespace: string, name?: string, subresource?: string): string =>
   paths.namespaced(GROUP, VERSION, USERLANDS, namespace, name, subresource);
+
+/** The collection path in `namespace`, or one Assignment's path (and a subresource's). */
+export const assignmentsPath = (namespace: string, name?: string, subresource?: string): string =>
+  paths.namespaced(GROUP, VERSION, ASSIGNMENTS, namespace, name, subresource);
+
+/** The collection path in `namespace`, or one Submission's path (and a subresource's). */
+export const submissionsPath = (namespace: string, name?: string, subresource?: string): string =>
+  paths.namespaced(GROUP, VERSION, SUBMISSIONS, namespace, name, subresource);

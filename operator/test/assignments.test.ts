@@ -9,10 +9,8 @@ import { test } from "node:test";
 import type { V1NetworkPolicy, V1Pod } from "@kubernetes/client-node";
 import { childNames, collectionUserFolder, submissionNameFor } from "../../api/naming.ts";
 import {
-  ASSIGNMENTS,
-  GROUP,
-  SUBMISSIONS,
-  VERSION,
+  assignmentsPath,
+  submissionsPath,
   type Assignment,
   type Submission,
   type TemplateSpec,
@@ -32,10 +30,6 @@ const IMAGE = "registry.invalid/userland:test";
 const claimSpec = { accessModes: ["ReadWriteMany"], resources: { requests: { storage: "1Gi" } } };
 const SHA = (c: string) => c.repeat(64);
 
-const assignmentsPath = (ns: string, name?: string, sub?: string) =>
-  paths.namespaced(GROUP, VERSION, ASSIGNMENTS, ns, name, sub);
-const submissionsPath = (ns: string, name?: string, sub?: string) =>
-  paths.namespaced(GROUP, VERSION, SUBMISSIONS, ns, name, sub);
 const podsPath = (ns: string, name?: string, sub?: string) =>
   paths.namespaced("", "v1", "pods", ns, name, sub);
 

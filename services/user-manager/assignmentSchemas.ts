@@ -2,7 +2,7 @@
 import { StringEnum, Type, type Static } from "../../api/v1alpha1/schema.ts";
 import { COURSE_FOLDER_NAME_PATTERN } from "../../api/v1alpha1/index.ts";
 import type { Userland } from "../../api/v1alpha1/index.ts";
-import type { Assignment, Submission } from "./courseworkStore.ts";
+import type { Assignment, Submission } from "../../api/v1alpha1/index.ts";
 import {
   HAND_IN_STATES,
   STATE_LABELS,

@@ -33,7 +33,8 @@ import {
   toHandInRow,
   toStudentView,
 } from "./assignmentSchemas.ts";
-import type { Assignment, AssignmentSpec, CourseworkStore, Submission } from "./courseworkStore.ts";
+import type { Assignment, AssignmentSpec, Submission } from "../../api/v1alpha1/index.ts";
+import type { CourseworkStore } from "./courseworkStore.ts";
 import { HttpError, badRequest, conflict, notFound } from "./errors.ts";
 import { closesAt, handedIn, isClosed } from "./handIn.ts";
 import { ErrorBody, TemplateNameSchema, UserSchema } from "./schemas.ts";

@@ -6,32 +6,24 @@
  * object carries the resourceVersion it was decided on: a conflict is read again and decided
  * again, never written over.
  */
-import { ASSIGNMENTS, GROUP, SUBMISSIONS, VERSION, API_VERSION } from "../../api/v1alpha1/index.ts";
-import type {
-  AssignmentSpecSchema,
-  AssignmentStatusSchema,
-  SubmissionSpecSchema,
-  SubmissionStatusSchema,
+import {
+  assignmentsPath,
+  submissionsPath,
+  API_VERSION,
+  GROUP,
+  SUBMISSIONS,
+  VERSION,
+  type Assignment,
+  type AssignmentSpec,
+  type Submission,
 } from "../../api/v1alpha1/index.ts";
-import type { CustomObject } from "../../api/v1alpha1/index.ts";
-import type { Static } from "../../api/v1alpha1/schema.ts";
 import { isConflict, isNotFound } from "../../lib/kube.ts";
-import { paths, type KubeRest } from "../../lib/kubeRest.ts";
+import type { KubeRest } from "../../lib/kubeRest.ts";
 import type { ServedNamespaces } from "../../lib/namespaces.ts";
-
-export type AssignmentSpec = Static<typeof AssignmentSpecSchema>;
-export type Assignment = CustomObject<"Assignment", AssignmentSpec, Static<typeof AssignmentStatusSchema>>;
-export type SubmissionSpec = Static<typeof SubmissionSpecSchema>;
-export type Submission = CustomObject<"Submission", SubmissionSpec, Static<typeof SubmissionStatusSchema>>;
 
 /** Times a decision is read and made again after the object changed under it. */
 const CONFLICT_ATTEMPTS = 5;
 const PAGE = 500;
-
-export const assignmentsPath = (namespace: string, name?: string) =>
-  paths.namespaced(GROUP, VERSION, ASSIGNMENTS, namespace, name);
-export const submissionsPath = (namespace: string, name?: string) =>
-  paths.namespaced(GROUP, VERSION, SUBMISSIONS, namespace, name);
 
 /** A field selector value, escaped as the API server unescapes it (apimachinery fields.EscapeValue). */
 const escapeField = (value: string) => value.replace(/[\\,=]/g, (c) => `\\${c}`);

@@ -2,7 +2,7 @@
  * What a student's Submission means to people, decided from the objects alone (pure): the state a
  * teacher's hand-in table shows, whether the student may still hand in, and the receipt.
  */
-import type { Assignment, Submission } from "./courseworkStore.ts";
+import type { Assignment, Submission } from "../../api/v1alpha1/index.ts";
 
 export const HAND_IN_STATES = [
   "not-distributed",

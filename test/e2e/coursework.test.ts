@@ -16,7 +16,7 @@ import { templatesPath, userlandsPath } from "../../api/v1alpha1/index.ts";
 import { repoRoot } from "../../cluster/controlPlane.ts";
 import { CONSOLE_TEACHER, startPlatform, type Platform } from "../../dev/platform.ts";
 import { paths } from "../../lib/kubeRest.ts";
-import { assignmentsPath, type Assignment } from "../../services/user-manager/courseworkStore.ts";
+import { assignmentsPath, type Assignment } from "../../api/v1alpha1/index.ts";
 import {
   courseworkTemplateSpec,
   createSubmission,

@@ -17,10 +17,8 @@ import { test } from "node:test";
 import type { V1Pod } from "@kubernetes/client-node";
 import { childNames, collectionUserFolder, LABELS, submissionNameFor } from "../../api/naming.ts";
 import {
-  ASSIGNMENTS,
-  GROUP,
-  SUBMISSIONS,
-  VERSION,
+  assignmentsPath,
+  submissionsPath,
   type Assignment,
   type Submission,
   type TemplateSpec,
@@ -88,11 +86,6 @@ function labTemplate(image: string): TemplateSpec {
     },
   };
 }
-
-const assignmentsPath = (ns: string, name?: string) =>
-  paths.namespaced(GROUP, VERSION, ASSIGNMENTS, ns, name);
-const submissionsPath = (ns: string, name?: string) =>
-  paths.namespaced(GROUP, VERSION, SUBMISSIONS, ns, name);
 
 type Conditioned = { status?: { conditions?: { type: string; reason: string; message: string }[] } };
 const condition = (o: Conditioned, type: string) => o.status?.conditions?.find((c) => c.type === type);

@@ -13,7 +13,7 @@ import { submissionNameFor } from "../../../api/naming.ts";
 import { API_VERSION } from "../../../api/v1alpha1/index.ts";
 import { serviceAccountToken } from "../../../test/support/cluster.ts";
 import { adminRest, createTemplate, createUserland } from "../../../test/support/resources.ts";
-import { assignmentsPath, submissionsPath, type Submission } from "../../user-manager/courseworkStore.ts";
+import { assignmentsPath, submissionsPath, type Submission } from "../../../api/v1alpha1/index.ts";
 import {
   courseworkTemplateSpec,
   createSubmission,

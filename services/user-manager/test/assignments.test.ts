@@ -11,7 +11,12 @@ import { test } from "node:test";
 import { submissionNameFor } from "../../../api/naming.ts";
 import { API_VERSION } from "../../../api/v1alpha1/index.ts";
 import { adminRest, createTemplate } from "../../../test/support/resources.ts";
-import { assignmentsPath, submissionsPath, type Assignment, type Submission } from "../courseworkStore.ts";
+import {
+  assignmentsPath,
+  submissionsPath,
+  type Assignment,
+  type Submission,
+} from "../../../api/v1alpha1/index.ts";
 import { CONSOLE_ORIGIN, startConsole, type ConsoleHarness } from "./consoleSupport.ts";
 import {
   courseTeacherRules,

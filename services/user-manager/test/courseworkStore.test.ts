@@ -7,7 +7,8 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { KubeError, type KubeRest } from "../../../lib/kubeRest.ts";
 import { ServedNamespaces } from "../../../lib/namespaces.ts";
-import { CourseworkStore, type Assignment } from "../courseworkStore.ts";
+import type { Assignment } from "../../../api/v1alpha1/index.ts";
+import { CourseworkStore } from "../courseworkStore.ts";
 
 const assignment = (release: number, resourceVersion: string): Assignment => ({
   apiVersion: "userland.dev/v1alpha1",

@@ -8,7 +8,7 @@ import { API_VERSION, type TemplateSpec } from "../../../api/v1alpha1/index.ts";
 import type { k8s } from "../../../lib/kube.ts";
 import type { KubeRest } from "../../../lib/kubeRest.ts";
 import { adminRest, simpleTemplateSpec } from "../../../test/support/resources.ts";
-import { submissionsPath, type Submission } from "../courseworkStore.ts";
+import { submissionsPath, type Submission } from "../../../api/v1alpha1/index.ts";
 import { TEACHER_RULES } from "./consoleSupport.ts";
 
 const claim = { accessModes: ["ReadWriteMany"], resources: { requests: { storage: "1Gi" } } };

@@ -1,7 +1,7 @@
 /** The hand-in states, decided from an Assignment and a Submission alone (handIn.ts). */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { Assignment, Submission } from "../courseworkStore.ts";
+import type { Assignment, Submission } from "../../../api/v1alpha1/index.ts";
 import { handInState, isClosed } from "../handIn.ts";
 
 const now = new Date("2026-12-01T12:00:00Z");
