@@ -11,6 +11,11 @@ import { createHash } from "node:crypto";
 
 export const LABELS = {
   managedBy: "app.kubernetes.io/managed-by",
+  /**
+   * On a Userland: the class (section) it belongs to. An Assignment's spec.class selects by it; the
+   * console groups by it (the user-manager's USER_MANAGER_CLASS_LABEL, this by default).
+   */
+  class: "userland.dev/class",
   /** The Userland that owns a child (its name, shortened with a hash if longer than a label value). */
   userland: "userland.dev/userland",
   template: "userland.dev/template",

@@ -4,7 +4,13 @@
  * Template (optionally of one class), request every outstanding hand-in at the closing time
  * (lateUntil, else the deadline), and count the Submissions in status.
  */
-import { collectionNames, collectionPaths, courseFolderNames, submissionNameFor } from "../../api/naming.ts";
+import {
+  collectionNames,
+  collectionPaths,
+  courseFolderNames,
+  LABELS,
+  submissionNameFor,
+} from "../../api/naming.ts";
 import {
   API_VERSION,
   AssignmentConditions,
@@ -25,7 +31,6 @@ import { copyPodName } from "./copyPods.ts";
 import { deleteFinishedCopyPods, retryNote, runCopy, withCleared } from "./copyRuns.ts";
 
 /** Label on a Userland that puts it in a class (Assignment spec.class). */
-export const CLASS_LABEL = "userland.dev/class";
 
 export interface CourseworkSyncResult {
   /** Sync again after this long: a closing time, or a failed copy's retry. */
@@ -147,6 +152,14 @@ export async function syncAssignment(
 }
 
 /** The snapshot of spec.release: a copy pod's hand-in of the source into the collection. */
+/** The Published condition of a release whose snapshot was taken. */
+const published = (release: number, revision: string | undefined): ConditionInput => ({
+  type: AssignmentConditions.Published,
+  status: "True",
+  reason: "Published",
+  message: `Release ${release} is published (sha256 ${revision ?? "?"})`,
+});
+
 async function publish(
   ctx: OperatorContext,
   a: Assignment,
@@ -158,12 +171,7 @@ async function publish(
   const type = AssignmentConditions.Published;
   if (status.publishedRelease === release)
     return {
-      condition: {
-        type,
-        status: "True",
-        reason: "Published",
-        message: `Release ${release} is published (sha256 ${status.publishedRevision ?? "?"})`,
-      },
+      condition: published(release, status.publishedRevision),
     };
   const templateName = template.metadata.name ?? "";
   const run = await runCopy(
@@ -223,12 +231,7 @@ async function publish(
   status.publishedRelease = release;
   status.publishedAt = run.finishedAt;
   return {
-    condition: {
-      type,
-      status: "True",
-      reason: "Published",
-      message: `Release ${release} is published (sha256 ${status.publishedRevision ?? "?"})`,
-    },
+    condition: published(release, status.publishedRevision),
   };
 }
 
@@ -245,7 +248,7 @@ async function ensureSubmissions(ctx: OperatorContext, a: Assignment, template: 
   const users = new Set<string>();
   for (const u of ctx.caches.userlands.byIndex(Index.byTemplate, namespacedKey(namespace, templateName))) {
     if (u.metadata.deletionTimestamp) continue;
-    if (a.spec.class !== undefined && u.metadata.labels?.[CLASS_LABEL] !== a.spec.class) continue;
+    if (a.spec.class !== undefined && u.metadata.labels?.[LABELS.class] !== a.spec.class) continue;
     users.add(u.spec.user);
   }
   for (const user of users) {

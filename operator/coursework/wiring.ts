@@ -8,7 +8,6 @@ import { namespacedKey } from "../../lib/informer.ts";
 import type { k8s } from "../../lib/kube.ts";
 import { Index, owningUserland, type Caches } from "../caches.ts";
 import type { WorkQueue } from "../workqueue.ts";
-import { CLASS_LABEL } from "./syncAssignment.ts";
 
 /** Keys: "A/<namespace>/<name>" for an Assignment, "S/<namespace>/<name>" for a Submission. */
 export const assignmentKey = (namespace: string, name: string) => `A/${namespace}/${name}`;
@@ -67,7 +66,7 @@ export function registerCourseworkHandlers(
   userlands.on("add", (u) => onStudent(u, true));
   userlands.on("delete", (u) => onStudent(u, true));
   userlands.on("update", (u, old) =>
-    onStudent(u, old?.metadata.labels?.[CLASS_LABEL] !== u.metadata.labels?.[CLASS_LABEL]),
+    onStudent(u, old?.metadata.labels?.[LABELS.class] !== u.metadata.labels?.[LABELS.class]),
   );
   const onStudentChild = (child: k8s.KubernetesObject) => {
     const owner = owningUserland(child);

@@ -15,6 +15,7 @@
  */
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyRequest } from "fastify";
+import { LABELS } from "../../api/naming.ts";
 import type { Template, Userland } from "../../api/v1alpha1/index.ts";
 import { ASSIGNMENTS, SUBMISSIONS, TEMPLATES } from "../../api/v1alpha1/index.ts";
 import { Type } from "../../api/v1alpha1/schema.ts";
@@ -54,7 +55,6 @@ export const COURSEWORK_RESOURCE: Resource = { resource: TEMPLATES, subresource:
 export const HANDIN_RESOURCE: Resource = { resource: SUBMISSIONS, subresource: "handin" };
 
 /** The label the operator narrows an Assignment's class by (the CRD's spec.class). */
-const CLASS_LABEL = "userland.dev/class";
 
 const TemplateParams = Type.Object({ template: TemplateNameSchema });
 const AssignmentParams = Type.Object({ template: TemplateNameSchema, name: AssignmentNameSchema });
@@ -255,7 +255,7 @@ export const assignmentRoutes: FastifyPluginCallbackTypebox<AssignmentRouteOptio
       const byUser = new Map<string, { userland?: Userland; submission?: Submission }>();
       for (const u of userlands) {
         if (u.spec.templateName !== templateName) continue;
-        if (klass !== undefined && u.metadata.labels?.[CLASS_LABEL] !== klass) continue;
+        if (klass !== undefined && u.metadata.labels?.[LABELS.class] !== klass) continue;
         byUser.set(u.spec.user, { ...byUser.get(u.spec.user), userland: u });
       }
       for (const s of submissions)

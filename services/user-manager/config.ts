@@ -2,6 +2,7 @@
  * The user-manager's settings (environment variables), validated together at start-up so a broken
  * deployment gets one message naming every variable to fix.
  */
+import { LABELS } from "../../api/naming.ts";
 import { watchNamespacesSetting } from "../../lib/namespaces.ts";
 import { formatDuration } from "../../api/duration.ts";
 import {
@@ -160,7 +161,7 @@ export const settings = {
     env: "USER_MANAGER_CLASS_LABEL",
     description: "Label on Userlands by whose value the console narrows a Template's Userlands to one class",
     parse: labelKey,
-    default: "userland.dev/class",
+    default: LABELS.class,
   },
 } satisfies Settings;
 
