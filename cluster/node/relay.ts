@@ -16,6 +16,22 @@ import { NodeNamespace } from "./namespace.ts";
 /** Connections a relay's socat end may have waiting to be accepted. */
 const BACKLOG = 512;
 
+/**
+ * socat's connect to the target inside is non-blocking (`connect-timeout` makes it so), and this
+ * bounds it. With socat's default blocking connect, a first SYN that the node's kube-proxy rejects
+ * (a Service whose endpoint it has not programmed yet, a moment after the Userland turns Ready)
+ * leaves the ICMP "port unreachable" on the socket's error queue while the kernel retries the SYN
+ * and connects a second later (Linux's tcp_v4_err queues an ICMP error on a connecting socket's
+ * error queue, IP_RECVERR or not, and only notes it softly while connect() holds the socket). From
+ * then on select() calls the socket readable for good; socat
+ * 1.7's blocking read() waits there for an answer that is not coming and stops relaying the other
+ * way: the connection's first request is answered, the next one is never sent on. Non-blocking,
+ * the refusal is a refusal: the client's connection is closed before any answer, as a pod's would
+ * be refused. Measured: 2 of 10 Jupyter kernel starts hung so (test/node/ide.alone.ts), each after a
+ * 1 s connect; reproduced in a namespace of its own by test/harness/relay.test.ts.
+ */
+const CONNECT_TIMEOUT_S = 30;
+
 export class Relays {
   private readonly dir: string;
   private readonly ns: NodeNamespace;
@@ -62,7 +78,7 @@ export class Relays {
     // socat's default listen backlog is 5: a class signing in at once would be reset.
     await this.ns.startDaemon(name, "socat", [
       `UNIX-LISTEN:${socket},fork,unlink-early,backlog=${BACKLOG}`,
-      `TCP:${target}`,
+      `TCP:${target},connect-timeout=${CONNECT_TIMEOUT_S}`,
     ]);
     // Until socat has bound its socket, a connection through the relay would be reset.
     await waitFor(`the relay to ${target}`, () => existsSync(socket), 10_000, {

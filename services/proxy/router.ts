@@ -5,7 +5,7 @@
  * chooses whose environment is reached.
  */
 import type { IncomingMessage } from "node:http";
-import { UserlandAnnotations, type Userland } from "../../api/v1alpha1/index.ts";
+import { UserlandAnnotations, type StartProgress, type Userland } from "../../api/v1alpha1/index.ts";
 import type { Session } from "../../lib/session.ts";
 import type { ProxyConfig } from "./config.ts";
 import { environmentInfo, environmentState, userlandKey } from "./environment.ts";
@@ -80,6 +80,8 @@ export type Route =
       serviceWorkers: boolean;
       /** When it turned Ready (readyRetry.ts): a refusal just after is not an outage. */
       readySince: number | undefined;
+      /** How its start went (status.progress), for the starting page a refusal just after Ready keeps. */
+      progress: StartProgress | undefined;
       /** A teacher's visit (visits.ts): the environment's owner, whom `X-User` names; else undefined. */
       visitOf?: string;
     });
@@ -371,7 +373,12 @@ export class Router {
       // once a second): the start's last step, not an outage. The cluster's DNS resolver always
       // gives an address; its lookups are retried with the connection (readyRetry.ts).
       if (justReady(readySince(userland), this.deps.config.readyGraceMs))
-        return page("starting", startingPage(env, "Ready", WAITING_TO_ANSWER));
+        return page(
+          "starting",
+          startingPage(env, "Ready", WAITING_TO_ANSWER, {
+            progress: progressText(userland.status?.progress, new Date()),
+          }),
+        );
       return page("unresolved", upstreamErrorPage(502, env, returnPath));
     }
     return {
@@ -384,6 +391,7 @@ export class Router {
       env,
       serviceWorkers,
       readySince: readySince(userland),
+      progress: userland.status?.progress,
     };
   }
 

@@ -29,6 +29,7 @@ import { refuseUpgrade, sendPage, sendSignIn } from "./respond.ts";
 import { Router, type OwnEndpointRoute, type Route } from "./router.ts";
 import type { ClusterView } from "./routing.ts";
 import type { RequestSessions } from "../../lib/requestSessions.ts";
+import { progressText } from "../../lib/startProgress.ts";
 import { serveSignedOut } from "./signedOut.ts";
 import { Coursework } from "./coursework.ts";
 import { Starter } from "./starter.ts";
@@ -226,7 +227,13 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
             if (retryable) {
               // Still refused just after Ready: the Service is not routing yet, not a crash.
               record.outcome = "starting";
-              sendPage(req, res, startingPage(route.env, "Ready", WAITING_TO_ANSWER));
+              sendPage(
+                req,
+                res,
+                startingPage(route.env, "Ready", WAITING_TO_ANSWER, {
+                  progress: progressText(route.progress, new Date()),
+                }),
+              );
               return;
             }
             sendPage(req, res, upstreamErrorPage(kind === "timeout" ? 504 : 502, route.env, req.url ?? "/"));

@@ -67,6 +67,37 @@ export async function exposeFromNode(t: TestContext, target: string): Promise<nu
   return relays.expose(target);
 }
 
+/**
+ * Waits until the real node's kube-proxy sends `clusterIP`:`port` (TCP) to an endpoint: the
+ * Service's element in its nftables map `service-ips`. A Userland turns Ready when the Service's
+ * EndpointSlice has a ready address; kube-proxy programs that a moment later (about a second here),
+ * and until then it rejects a connection to the Service (`no-endpoint-services`). The proxy rides
+ * that moment out itself (services/proxy/readyRetry.ts); a test that dials the Service straight
+ * waits for it here.
+ */
+export async function waitForServiceRouting(
+  clusterIP: string,
+  port: number,
+  timeoutMs = 30_000,
+): Promise<void> {
+  await eventually(
+    `the real node's kube-proxy to route ${clusterIP}:${port}`,
+    async () =>
+      (
+        await inNode("nft", [
+          "get",
+          "element",
+          "ip",
+          "kube-proxy",
+          "service-ips",
+          `{ ${clusterIP} . tcp . ${port} }`,
+        ])
+      ).code === 0,
+    timeoutMs,
+    100,
+  );
+}
+
 /** Runs `argv` in a running container of a pod, like `kubectl exec`; resolves with its outcome. */
 export async function execInContainer(
   pod: V1Pod,

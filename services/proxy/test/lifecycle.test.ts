@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { test, type TestContext } from "node:test";
 import { childNames } from "../../../api/naming.ts";
 import { UserlandAnnotations } from "../../../api/v1alpha1/index.ts";
+import { progressText } from "../../../lib/startProgress.ts";
 import { heldPort } from "../../../cluster/ports.ts";
 import { eventually, testNamespace } from "../../../test/support/cluster.ts";
 import { installCrds, startOperator } from "../../../test/support/operator.ts";
@@ -223,7 +224,10 @@ test("just after Ready, a refused connection is tried again, then shows the star
   const keys = await testKeys(t);
   await createTemplate(ns, "code", simpleTemplateSpec("registry.invalid/code:1", { displayName: "VS Code" }));
   await createUserland(ns, "alice", "alice", "code");
-  await waitForPhase(ns, "alice", "Ready");
+  const ready = await waitForPhase(ns, "alice", "Ready");
+  // How the start went, as the student read it while waiting: the page kept after Ready says it too.
+  const progress = progressText(ready.status?.progress, new Date());
+  assert.match(progress, /placed on a node \d+ s, .*answering \d+ s/);
   const proxy = await startProxy(t, ns, keys, { PROXY_READY_GRACE: "10m" });
   // Nothing listens there yet: the Service does not route to the pod.
   const held = await heldPort();
@@ -244,6 +248,7 @@ test("just after Ready, a refused connection is tried again, then shows the star
   assert.equal(refused.status, 503);
   assert.match(refused.body, /Your VS Code environment is starting/);
   assert.match(refused.body, /Waiting for your environment to answer/);
+  assert.ok(refused.body.includes(`<p class="muted" id="progress">${progress}</p>`), refused.body);
   assert.doesNotMatch(refused.body, /not answering/);
   assert.equal(await refusals(), 5, "the first attempt and four more");
   assert.ok(Date.now() - started < 8000, "the retries are bounded (about 5 s)");

@@ -167,9 +167,20 @@ test("a Ready Userland whose Service has no address gets the 502 page", async ()
 });
 
 test("just after Ready, a Service with no address yet gets the starting page; later the 502 page", async () => {
+  const since = new Date(Date.now() - 20_000).toISOString();
+  const at = (s: number) => new Date(Date.parse(since) + s * 1000).toISOString();
   const readyAt = (msAgo: number) => ({
     ...ready,
     service: { name: "unlisted", port: 80 },
+    progress: {
+      since,
+      steps: [
+        { step: "Scheduled" as const, at: at(1) },
+        { step: "ContainerStarted" as const, at: at(13) },
+        { step: "AppReady" as const, at: at(16) },
+        { step: "Reachable" as const, at: at(17) },
+      ],
+    },
     conditions: [
       {
         type: "Ready",
@@ -181,10 +192,13 @@ test("just after Ready, a Service with no address yet gets the starting page; la
     ],
   });
   const fresh = router({ userlands: [userland("alice", readyAt(1_000))] });
-  assert.deepEqual(pageOf(await fresh.route(fakeRequest("/", { user: "alice" }), "http", record())), {
-    outcome: "starting",
-    status: 503,
-  });
+  const starting = await fresh.route(fakeRequest("/", { user: "alice" }), "http", record());
+  assert.deepEqual(pageOf(starting), { outcome: "starting", status: 503 });
+  // The start's progress, as the student read it while waiting, stays on the page.
+  assert.equal(
+    starting.kind === "page" && starting.page.json?.progress,
+    "placed on a node 1 s, image pulled, container started 12 s, app ready 3 s, answering 1 s",
+  );
   const old = router({ userlands: [userland("alice", readyAt(60_000))] });
   assert.deepEqual(pageOf(await old.route(fakeRequest("/", { user: "alice" }), "http", record())), {
     outcome: "unresolved",
