@@ -176,6 +176,10 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
   /** Each demo's address by Service name, published to the proxy (with demoListensAfterReadyMs, before it listens). */
   const addresses = new Map<string, string>();
   const heldPorts: HeldPort[] = [];
+  /** Demo starts not finished yet (delayed by demoListensAfterReadyMs, or listening): stop waits for them. */
+  const delayedStarts = new Set<NodeJS.Timeout>();
+  const pendingStarts = new Set<Promise<void>>();
+  let stopping = false;
   let idp: DevIdentityProvider | undefined;
   let informer: Informer<Userland> | undefined;
   const relays: { close(): Promise<void> }[] = [];
@@ -187,6 +191,10 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
     log: (line) => log(`control plane: ${line}`),
   });
   const stop = async () => {
+    // A demo whose delayed start fired after this would listen on with nothing to close it, and
+    // keep the process (a test file's) alive.
+    stopping = true;
+    for (const timer of delayedStarts) clearTimeout(timer);
     await informer?.stop();
     for (const { child } of children.reverse()) child.kill("SIGTERM");
     await Promise.all(
@@ -194,6 +202,7 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
         child.exitCode === null ? new Promise((r) => child.once("exit", r)) : Promise.resolve(),
       ),
     );
+    await Promise.allSettled(pendingStarts);
     for (const demo of demos.values()) await demo.close();
     for (const held of heldPorts) held.release();
     for (const relay of relays) await relay.close();
@@ -433,8 +442,9 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       renameSync(`${overridesFile}.tmp`, overridesFile);
     };
     const starting = new Set<string>();
-    const startDemo = (u: Userland, service: string, port?: number) =>
-      startDemoEnvironment(
+    const startDemo = (u: Userland, service: string, port?: number): Promise<void> => {
+      if (stopping) return Promise.resolve();
+      const started = startDemoEnvironment(
         { userland: u.metadata.name ?? "", user: u.spec.user, template: u.spec.templateName },
         port,
       ).then((demo) => {
@@ -442,6 +452,9 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
         addresses.set(service, demo.url);
         publish();
       });
+      pendingStarts.add(started);
+      return started.finally(() => pendingStarts.delete(started));
+    };
     /** With demoListensAfterReadyMs: each Service's port, held from the first sight of it. */
     const reserved = new Map<string, Promise<number>>();
     const ensureDemo = async (u: Userland) => {
@@ -470,7 +483,13 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       const listenOn = await port;
       if (u.status?.phase !== "Ready" || starting.has(service)) return;
       starting.add(service);
-      setTimeout(() => void startDemo(u, service, listenOn), delayMs);
+      const timer = setTimeout(() => {
+        delayedStarts.delete(timer);
+        startDemo(u, service, listenOn).catch((error: unknown) =>
+          log(`demo environment: ${(error as Error).message}`),
+        );
+      }, delayMs);
+      delayedStarts.add(timer);
     };
     const onUserland = (u: Userland) =>
       void ensureDemo(u).catch((error: unknown) => log(`demo environment: ${(error as Error).message}`));

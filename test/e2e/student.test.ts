@@ -33,6 +33,11 @@ before(async () => {
   mkdirSync(artifacts, { recursive: true });
   platform = await startPlatform({
     dir: join(repoRoot, ".userland", `e2e-${randomBytes(3).toString("hex")}`),
+    // kwok makes a pod Ready at once: on a loaded machine a new student's environment was up before
+    // the browser's first page, and the starting page this test walks through never came. Demo
+    // environments that answer only a while after Ready make the wait certain (test/e2e/starting.test.ts
+    // checks that wait itself).
+    demoListensAfterReadyMs: 7_000,
   });
   browser = await launchBrowser();
 });

@@ -163,6 +163,11 @@ export interface ChaosReport {
   stable: boolean;
   /** Operator writes in the quiet window after convergence (Lease renewals excluded). */
   quietWrites: string[];
+  /**
+   * For each Userland whose status the operator wrote in the quiet window: its status at
+   * convergence and after, so a late write names the fact it reported.
+   */
+  quietStatusChanges: string[];
   audit: AuditSummary;
   /** Operator exits the chaos did not cause. */
   unexpectedExits: string[];
@@ -288,6 +293,7 @@ export class Chaos {
       final: { userlands: 0, mismatches: [], orphans: [], keptPvcs: 0 },
       stable: false,
       quietWrites: [],
+      quietStatusChanges: [],
       audit: {
         operatorWrites: 0,
         operatorWritesByResource: {},
@@ -326,12 +332,23 @@ export class Chaos {
       if (result.seconds !== undefined) {
         this.log(`converged in ${result.seconds.toFixed(1)} s; quiet window`);
         const quietStarted = new Date();
+        const statusesAtConvergence = await this.userlandStatuses();
         await sleep((o.quietSeconds ?? 5) * 1000);
         const after = await this.inspect();
         report.stable = after.mismatches.length === 0 && after.orphans.length === 0;
         if (!report.stable) report.final = after;
         await sleep(2000); // the audit log is written in batches of up to 1 s
         report.quietWrites = (await this.readAudit(quietStarted)).operatorWriteRequests;
+        if (report.quietWrites.length > 0) {
+          const statusesAfter = await this.userlandStatuses();
+          for (const write of report.quietWrites) {
+            const name = /\/userlands\/([^/]+)\/status$/.exec(write)?.[1];
+            if (name === undefined) continue;
+            report.quietStatusChanges.push(
+              `${name}: at convergence ${statusesAtConvergence.get(name) ?? "(none)"}; after ${statusesAfter.get(name) ?? "(none)"}`,
+            );
+          }
+        }
       }
       const audit = await this.readAudit(runStarted);
       report.audit = audit.summary;
@@ -741,6 +758,12 @@ export class Chaos {
   }
 
   /** Compares the whole namespace with what the current Userlands and Templates ask for. */
+  /** Every Userland's status as JSON, by name: what a write after convergence changed. */
+  private async userlandStatuses(): Promise<Map<string, string>> {
+    const list = await this.rest.list<Userland>(userlandsPath(this.opts.namespace), { timeoutMs: 120_000 });
+    return new Map(list.items.map((u) => [u.metadata.name ?? "", JSON.stringify(u.status ?? {})]));
+  }
+
   async inspect(): Promise<Inspection> {
     const ns = this.opts.namespace;
     const list = async <T>(path: string) => (await this.rest.list<T>(path, { timeoutMs: 120_000 })).items;
@@ -1037,6 +1060,7 @@ export function formatReport(r: ChaosReport): string {
     ...a.pvcDeletesByOperator.slice(0, 10).map((d) => `  PVC deleted by the operator: ${d}`),
     ...a.pvcDeletesByOthers.slice(0, 10).map((d) => `  PVC deleted by someone else: ${d}`),
     ...r.quietWrites.slice(0, 10).map((w) => `  write after convergence: ${w}`),
+    ...r.quietStatusChanges.slice(0, 5).map((c) => `  status written after convergence: ${c}`),
     ...r.unexpectedExits.slice(0, 3).map((e) => `  unexpected exit: ${e}`),
   ];
   if (examples.length > 0) out.push("", "Examples:", ...examples);
