@@ -331,8 +331,8 @@ async function within<T>(
   }
 }
 
-/** A datetime-local value with seconds, in UTC (the form's default zone). */
-const formTime = (ms: number) => new Date(ms).toISOString().slice(0, 19);
+/** A datetime-local value, in UTC (the form's zone below). */
+const formTime = (ms: number) => new Date(ms).toISOString().slice(0, 16);
 
 const ROW = (user: string) => `#student-${user}`;
 
@@ -372,19 +372,19 @@ test(
     // The console's form: a deadline a few minutes away, late hand-ins a little longer.
     const tessConsole = await open(teacher, `${CONSOLE}assignments?template=${TEMPLATE}`, TEACHER);
     await expectOnPage(tessConsole, "#f-name", "the console's new-assignment form");
-    const deadlineAt = Date.now() + 240_000;
+    // Whole minutes: datetime-local's default step (60 s) makes the browser refuse seconds.
+    const deadlineAt = Math.ceil((Date.now() + 240_000) / 60_000) * 60_000;
     await tessConsole.fill("#f-name", ASSIGNMENT);
     await tessConsole.fill("#f-title", TITLE);
     await tessConsole.selectOption("#f-folder", "course");
     await tessConsole.fill("#f-path", "week1");
     await tessConsole.fill("#f-deadline", formTime(deadlineAt));
-    await tessConsole.fill("#f-lateUntil", formTime(deadlineAt + 75_000));
+    await tessConsole.fill("#f-lateUntil", formTime(deadlineAt + 60_000));
     await tessConsole.fill("#f-zone", "UTC");
     await shot(tessConsole, "console-new");
-    await Promise.all([
-      tessConsole.waitForURL(/\/console\/assignment\?.*done=created/),
-      tessConsole.getByRole("button", { name: "Create and publish" }).click(),
-    ]);
+    await tessConsole.getByRole("button", { name: "Create and publish" }).click();
+    await expectOnPage(tessConsole, "#counts", "the new assignment's page");
+    assert.match(tessConsole.url(), /\/console\/assignment\?.*done=created/);
     const created = await (await adminRest()).get<Assignment>(assignmentsPath(NAMESPACE, ASSIGNMENT));
     const deadline = Date.parse(created.spec.deadline ?? "");
     const closing = Date.parse(created.spec.lateUntil ?? "");
