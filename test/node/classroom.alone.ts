@@ -22,13 +22,18 @@
  * artifacts/node/classroom-*.png.
  */
 import assert from "node:assert/strict";
-import { createHash } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import type { Browser, BrowserContext, Page } from "playwright-core";
-import { collectionUserFolder, submissionNameFor, userlandNameFor } from "../../api/naming.ts";
+import {
+  childNames,
+  collectionUserFolder,
+  LABELS,
+  submissionNameFor,
+  userlandNameFor,
+} from "../../api/naming.ts";
 import {
   assignmentsPath,
   submissionsPath,
@@ -56,7 +61,7 @@ import { gotoSignIn, launchBrowser } from "../support/browser.ts";
 import { eventually, testCluster } from "../support/cluster.ts";
 import { expectOnPage as expectOnPageIn, jupyterApi } from "../support/nodeBrowser.ts";
 import { adminRest, createTemplate, createUserland, waitForPhase } from "../support/resources.ts";
-import { nodeRelays, realNode } from "../support/realNode.ts";
+import { execInContainer, nodeRelays, realNode, waitForOnePodReady } from "../support/realNode.ts";
 
 const NAMESPACE = "classroom";
 const DOMAIN = NODE_PLATFORM_DOMAIN;
@@ -231,43 +236,25 @@ async function fileText(page: Page, path: string): Promise<string> {
 }
 
 /**
- * coursework/README.md's hash of a collected folder, recomputed from what the page's Jupyter reads:
- * sha256sum's lines ("<hex>  <path>") for every file sorted by path, hashed. Also the file count.
+ * coursework/README.md's check of a collected folder, with coreutils in the teacher's own
+ * environment (where the teacher sees it read-only), as `kubectl exec` would: its hash, file count
+ * and bytes. Not through Jupyter's contents API: it hides dot files, which a hand-in keeps.
  */
-async function manifestHash(
-  page: Page,
-  dir: string,
-): Promise<{ sha256: string; files: number; bytes: number }> {
-  const files: [string, Buffer][] = [];
-  const walk = async (path: string): Promise<void> => {
-    const got = await jupyterApi(page, "GET", `/api/contents/${path}?content=1`);
-    assert.equal(got.status, 200, `listing ${path}`);
-    for (const entry of (got.json as { content: Entry[] }).content) {
-      if (entry.type === "directory") await walk(entry.path);
-      else {
-        const raw = await jupyterApi(
-          page,
-          "GET",
-          `/api/contents/${entry.path}?content=1&type=file&format=base64`,
-        );
-        assert.equal(raw.status, 200, `reading ${entry.path}`);
-        files.push([
-          entry.path.slice(dir.length + 1),
-          Buffer.from((raw.json as { content: string }).content, "base64"),
-        ]);
-      }
-    }
-  };
-  await walk(dir);
-  files.sort(([a], [b]) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
-  const lines = files
-    .map(([p, bytes]) => `${createHash("sha256").update(bytes).digest("hex")}  ${p}\n`)
-    .join("");
-  return {
-    sha256: createHash("sha256").update(lines).digest("hex"),
-    files: files.length,
-    bytes: files.reduce((n, [, b]) => n + b.length, 0),
-  };
+async function collectedCopy(dir: string): Promise<{ sha256: string; files: number; bytes: number }> {
+  const userland = userlandNameFor(TEACHER, TEMPLATE);
+  const pod = await waitForOnePodReady(
+    NAMESPACE,
+    `${LABELS.instance}=${childNames(TEMPLATE, userland).deployment}`,
+  );
+  const script =
+    `cd '${dir}' && find . -type f -printf '%P\\0' | LC_ALL=C sort -z | xargs -0r sha256sum | sha256sum | cut -d' ' -f1 && ` +
+    `find . -type f | wc -l && find . -type f -printf '%s\\n' | awk '{ n += $1 } END { print n + 0 }' && ` +
+    `find . -type f | LC_ALL=C sort`;
+  const result = await execInContainer(pod, ["sh", "-euc", script]);
+  assert.equal(result.code, 0, `${script}\n${result.stderr}`);
+  const [sha256 = "", files = "", bytes = "", ...names] = result.stdout.trim().split("\n");
+  process.stdout.write(`# collected ${dir}: ${names.join(" ")}\n`);
+  return { sha256, files: Number(files), bytes: Number(bytes) };
 }
 
 /** What a home page's receipt says. */
@@ -373,7 +360,7 @@ test(
     const tessConsole = await open(teacher, `${CONSOLE}assignments?template=${TEMPLATE}`, TEACHER);
     await expectOnPage(tessConsole, "#f-name", "the console's new-assignment form");
     // Whole minutes: datetime-local's default step (60 s) makes the browser refuse seconds.
-    const deadlineAt = Math.ceil((Date.now() + 240_000) / 60_000) * 60_000;
+    const deadlineAt = Math.ceil((Date.now() + 120_000) / 60_000) * 60_000;
     await tessConsole.fill("#f-name", ASSIGNMENT);
     await tessConsole.fill("#f-title", TITLE);
     await tessConsole.selectOption("#f-folder", "course");
@@ -523,7 +510,7 @@ test(
     // The collected copies, read in the teacher's Jupyter (read-only) and hashed again here.
     for (const user of STUDENTS) {
       const dir = `collection/handins/${ASSIGNMENT}/${collectionUserFolder(user)}`;
-      const recomputed = await manifestHash(tessJupyter, dir);
+      const recomputed = await collectedCopy(`/home/jovyan/${dir}`);
       assert.deepEqual(
         recomputed,
         { sha256: receipts[user].sha256, files: receipts[user].files, bytes: receipts[user].bytes },
