@@ -545,7 +545,7 @@ test(
       180_000,
     );
     assert.equal(await fileText(ann, "work/assignments/week1/feedback/notes.md"), "Well sorted, ann.\n");
-    await homes.ann.reload({ waitUntil: "domcontentloaded" });
+    // Her home page, open all along, shows it by itself (its script polls every 15 s).
     await expectOnPage(
       homes.ann,
       `#assignment-${TEMPLATE}-${ASSIGNMENT} :text('Feedback: 1 file')`,
