@@ -12,6 +12,8 @@
  */
 import { execFile } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
+import { createServer, request } from "node:http";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import type { AppsV1Api, CoreV1Api } from "@kubernetes/client-node";
@@ -107,6 +109,8 @@ export interface PlatformHosts {
   domain: string;
   proxyPort: number;
   authPort: number;
+  /** The base domain's port: the proxy, or with `console` the Ingress's path routing (ingressStandIn). */
+  basePort: number;
   /** The 127.0.0.1 port for a URL's host (the provider keeps its own port), or undefined. */
   portFor(url: URL): number | undefined;
   /** chromium's --host-resolver-rules for the same map; nothing else resolves. */
@@ -124,29 +128,91 @@ export async function serviceAddress(core: CoreV1Api, namespace: string, compone
   return `${service.spec.clusterIP}:80`;
 }
 
-/** Relays from 127.0.0.1 to the proxy's and the auth service's Services. */
+/**
+ * What the chart's Ingress does on the base domain (charts/userland/templates/ingress.yaml): /console
+ * and /api/v1 go to the user-manager, everything else to the proxy. A plain HTTP forwarder on
+ * 127.0.0.1 (no upgrades: the base domain serves pages and JSON only; Templates' hosts, where
+ * WebSockets are, keep their direct relay to the proxy). Resolves with its port and a close().
+ */
+export async function ingressStandIn(
+  proxyPort: number,
+  userManagerPort: number,
+): Promise<{ port: number; close(): Promise<void> }> {
+  const server = createServer((req, res) => {
+    const path = req.url ?? "/";
+    const toUserManager = /^\/(console|api\/v1)(\/|\?|$)/.test(path);
+    const upstream = request(
+      {
+        host: "127.0.0.1",
+        port: toUserManager ? userManagerPort : proxyPort,
+        method: req.method,
+        path,
+        headers: req.headers,
+      },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.rawHeaders);
+        answer.pipe(res);
+      },
+    );
+    upstream.on("error", (error) => {
+      if (!res.headersSent) res.writeHead(502, { "content-type": "text/plain" });
+      res.end(`ingress stand-in: ${error.message}`);
+    });
+    req.pipe(upstream);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => resolve());
+  });
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/**
+ * Relays from 127.0.0.1 to the proxy's and the auth service's Services; with `console`, also to
+ * the user-manager's, behind ingressStandIn on the base domain (the teachers' console at
+ * http://<domain>/console/, as the chart's Ingress serves it). `close` stops the stand-in (the
+ * relays close with `relays`).
+ */
 export async function exposePlatform(
   relays: Relays,
   core: CoreV1Api,
   namespace: string,
   domain = NODE_PLATFORM_DOMAIN,
-): Promise<PlatformHosts> {
+  opts: { console?: boolean } = {},
+): Promise<PlatformHosts & { close(): Promise<void> }> {
   const proxyPort = await relays.expose(await serviceAddress(core, namespace, "proxy"));
   const authPort = await relays.expose(await serviceAddress(core, namespace, "auth"));
+  const ingress = opts.console
+    ? await ingressStandIn(
+        proxyPort,
+        await relays.expose(await serviceAddress(core, namespace, "user-manager")),
+      )
+    : undefined;
+  const basePort = ingress?.port ?? proxyPort;
   return {
     domain,
     proxyPort,
     authPort,
+    basePort,
     portFor(url) {
       if (url.hostname === `auth.${domain}`) return authPort;
-      if (url.hostname === domain || url.hostname.endsWith(`.${domain}`)) return proxyPort;
+      if (url.hostname === domain) return basePort;
+      if (url.hostname.endsWith(`.${domain}`)) return proxyPort;
       if (url.hostname === MACHINE_HOST) return Number(url.port);
       return undefined;
     },
-    // First match wins: auth, then every Template host, then the provider.
+    // First match wins: auth, then every Template host, then the base domain, then the provider.
     resolverRules:
       `MAP auth.${domain} 127.0.0.1:${authPort}, MAP *.${domain} 127.0.0.1:${proxyPort}, ` +
-      `MAP ${domain} 127.0.0.1:${proxyPort}, MAP ${MACHINE_HOST} 127.0.0.1, MAP * ~NOTFOUND`,
+      `MAP ${domain} 127.0.0.1:${basePort}, MAP ${MACHINE_HOST} 127.0.0.1, MAP * ~NOTFOUND`,
+    close: async () => ingress?.close(),
   };
 }
 

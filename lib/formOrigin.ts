@@ -4,10 +4,14 @@
  * with the student's cookies.
  *
  * Browsers send `Origin` on every POST, but as "null" when the page's referrer policy is
- * `no-referrer` (every page of the platform's: chromium sends `Origin: null` for a form on its
- * own site then). Current browsers also send `Sec-Fetch-Site`, which no referrer policy changes,
- * so it decides when the Origin is "null" or missing. A request with neither header is not from a
- * browser page (curl, API clients), so forgery does not apply to it.
+ * `no-referrer`, or `same-origin` and the form posts to another origin. The pages with forms (the
+ * proxy's, the console's) are `same-origin`: their own forms carry their real Origin. Current
+ * browsers also send `Sec-Fetch-Site`, which no referrer policy changes, so it decides when the
+ * Origin is "null" or missing; but only to https and loopback origins: on a plain-http site (the
+ * chart's `publicScheme: http`) a `no-referrer` page's own form arrives with `Origin: null` and
+ * nothing else, and is refused (the real-node browser test found the console's forms refused so).
+ * A request with neither header is not from a browser page (curl, API clients), so forgery does
+ * not apply to it.
  */
 import type { IncomingHttpHeaders } from "node:http";
 

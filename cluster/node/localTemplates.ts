@@ -55,7 +55,12 @@ export async function localTemplate(file: string, node: ContainerdTarget): Promi
     container.imagePullPolicy = "Never";
   }
   Object.assign(podSpec, onRealNode);
-  for (const volume of [...(template.spec.volumes ?? []), ...(template.spec.coursework?.folders ?? [])])
+  const coursework = template.spec.coursework;
+  for (const volume of [
+    ...(template.spec.volumes ?? []),
+    ...(coursework?.folders ?? []),
+    ...(coursework?.collection ? [coursework.collection] : []),
+  ])
     volume.pvcSpec.storageClassName = LOCAL_PATH_STORAGE_CLASS;
   return template;
 }

@@ -55,7 +55,7 @@ const homeScript = `(function () {
   function sign(v) {
     return v.environments.map(function (e) { return e.name + ":" + e.state; }).join(",") + "|" +
       v.available.map(function (a) { return a.template + ":" + a.requested; }).join(",") + "|" +
-      v.assignments.map(function (a) { return a.templateName + "/" + a.name + ":" + a.state; }).join(",") + "|" +
+      v.assignments.map(function (a) { return a.templateName + "/" + a.name + ":" + a.state + ":" + (a.feedbackFiles || 0); }).join(",") + "|" +
 
       ${VISITS_SIGN_JS};
   }
@@ -261,7 +261,8 @@ function signature(view: HomeView): string {
     "|" +
     view.available.map((a) => `${a.template}:${String(a.requested)}`).join(",") +
     "|" +
-    view.assignments.map((a) => `${a.templateName}/${a.name}:${a.state}`).join(",") +
+    // Feedback comes back without a change of state: counted in, so the page shows it by itself.
+    view.assignments.map((a) => `${a.templateName}/${a.name}:${a.state}:${a.feedbackFiles ?? 0}`).join(",") +
     "|" +
     visitsSignature(view.visits, view.visitRequests)
   );

@@ -75,7 +75,7 @@ export function pageHeaders(script?: InlineScript): Record<string, string> {
     "content-type": "text/html; charset=utf-8",
     "cache-control": "no-store",
     "x-content-type-options": "nosniff",
-    "referrer-policy": "no-referrer",
+    "referrer-policy": "same-origin",
     "content-security-policy":
       `default-src 'none'; style-src 'unsafe-inline'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'` +
       (script ? `; script-src '${script.hash}'` : ""),

@@ -12,7 +12,8 @@ import { sessionVerifierFor, type SessionVerifier } from "../../lib/session.ts";
 import { requestSessions } from "../../lib/requestSessions.ts";
 import { AccessReviewer, TokenAuthenticator, installAuth, type SessionAuth } from "./auth.ts";
 import { consoleConfig, type UserManagerConfig } from "./config.ts";
-import { assignmentRoutes } from "./assignments.ts";
+import { assignmentRoutes, COURSEWORK_RESOURCE } from "./assignments.ts";
+import { SESSION_USER_PREFIX_DEFAULT } from "../../lib/sessionSubjects.ts";
 import { consoleRoutes } from "./console/plugin.ts";
 import { CourseworkStore } from "./courseworkStore.ts";
 import { installErrorHandlers } from "./errors.ts";
@@ -140,7 +141,23 @@ export async function buildApp(options: AppOptions) {
     maxBytes: config.rosterMaxBytes,
     concurrency: config.kubeConcurrency,
   });
-  await app.register(assignmentRoutes, { store, coursework, ...(options.now ? { now: options.now } : {}) });
+  // The operator's rule for who teaches a Template (0011): the session user's name, no groups.
+  const teacherPrefix = consoleSettings?.userPrefix ?? SESSION_USER_PREFIX_DEFAULT;
+  await app.register(assignmentRoutes, {
+    store,
+    coursework,
+    teaches: async (user, template, ns) =>
+      (
+        await reviewer.review(
+          { username: teacherPrefix + user, groups: [] },
+          "update",
+          template,
+          ns,
+          COURSEWORK_RESOURCE,
+        )
+      ).allowed,
+    ...(options.now ? { now: options.now } : {}),
+  });
   await app.register(visitRoutes, {
     store,
     rest,

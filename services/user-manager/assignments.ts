@@ -44,6 +44,12 @@ import type { UserlandStore } from "./store.ts";
 export interface AssignmentRouteOptions {
   store: UserlandStore;
   coursework: CourseworkStore;
+  /**
+   * Whether `user` teaches `template` (RBAC, as the operator decides it: update on
+   * templates/coursework for the session user, groups not counted). The operator gives teachers
+   * no Submission; the hand-in table leaves them out too.
+   */
+  teaches?: (user: string, template: string, namespace: string) => Promise<boolean>;
   now?: () => Date;
 }
 
@@ -235,7 +241,7 @@ export const assignmentRoutes: FastifyPluginCallbackTypebox<AssignmentRouteOptio
         tags: ["assignments"],
         summary: "One assignment's hand-in table (teachers)",
         description:
-          "Every student of the class (the Template's Userlands, of its class when the assignment names one, and anyone holding a Submission) with their state, receipt and the files they kept their own version of. " +
+          "Every student of the class (the Template's Userlands, of its class when the assignment names one, but not its teachers, and anyone holding a Submission) with their state, receipt and the files they kept their own version of. " +
           "Needs get on the assignment, list on submissions.userland.dev and update on templates/coursework (the Template).",
         params: AssignmentParams,
         response: { 200: HandInTable, ...errors },
@@ -261,6 +267,12 @@ export const assignmentRoutes: FastifyPluginCallbackTypebox<AssignmentRouteOptio
       for (const s of submissions)
         if (s.spec.assignment === name)
           byUser.set(s.spec.user, { ...byUser.get(s.spec.user), submission: s });
+      // A Userland without a Submission is a student the operator has not reached yet, or a
+      // teacher, who gets none: asked of RBAC for these few only (the real-node test found the
+      // teacher listed as a student "not yet distributed").
+      if (opts.teaches)
+        for (const [user, entry] of [...byUser.entries()])
+          if (!entry.submission && (await opts.teaches(user, templateName, namespace))) byUser.delete(user);
       const at = now();
       const students = [...byUser.entries()]
         .map(([user, { userland, submission }]) => toHandInRow(a, user, userland, submission, at))

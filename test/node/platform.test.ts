@@ -49,9 +49,9 @@ import {
 import { execInContainer, nodeRelays, realNode, waitForOnePodReady } from "../support/realNode.ts";
 import { run } from "../chart/support.ts";
 import { assertNoErrorPage, pagesLoaded } from "../support/platformPages.ts";
+import { expectOnPage as expectOnPageIn, jupyterApi } from "../support/nodeBrowser.ts";
 
 // The page's globals, for the functions playwright runs in the browser (this file has no DOM types).
-declare const document: { cookie: string; querySelector(selector: string): unknown };
 declare const window: unknown;
 
 const NAMESPACE = "ide";
@@ -265,37 +265,9 @@ async function shot(page: Page, file: string): Promise<void> {
   await page.screenshot({ path: join(artifacts, file) });
 }
 
-/** Waits for `ready` on the page; on failure leaves a screenshot and says what the page showed. */
-async function expectOnPage(page: Page, selector: string, what: string, timeout = 120_000): Promise<void> {
-  try {
-    await page.waitForSelector(selector, { timeout });
-  } catch (error) {
-    await page.screenshot({ path: join(artifacts, `failed-${Date.now()}.png`) }).catch(() => undefined);
-    const body = ((await page.textContent("body").catch(() => "")) ?? "").slice(0, 400);
-    throw new Error(`${what}: not on ${page.url()} (${body})`, { cause: error });
-  }
-}
-
-/** In a Jupyter page: the JSON of a REST call with the page's XSRF token, as the notebook makes it. */
-function jupyterApi(
-  page: Page,
-  method: string,
-  path: string,
-  body?: unknown,
-): Promise<{ status: number; json: unknown }> {
-  return page.evaluate(
-    async ({ method, path, body }) => {
-      const xsrf = /_xsrf=([^;]+)/.exec(document.cookie)?.[1] ?? "";
-      const response = await fetch(path, {
-        method,
-        headers: { "x-xsrftoken": decodeURIComponent(xsrf), "content-type": "application/json" },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      return { status: response.status, json: await response.json().catch(() => null) };
-    },
-    { method, path, body },
-  );
-}
+/** Waits for `selector` on the page; on failure leaves a screenshot in artifacts/node/. */
+const expectOnPage = (page: Page, selector: string, what: string, timeout = 120_000) =>
+  expectOnPageIn(page, selector, what, timeout, artifacts);
 
 async function environmentPod(user: string, template: string): Promise<V1Pod> {
   const userland = await getUserland(NAMESPACE, userlandNameFor(user, template));

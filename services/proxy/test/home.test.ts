@@ -30,7 +30,7 @@ const CODE_HOST = "code.example.test";
 const html = { accept: "text/html,application/xhtml+xml" };
 const json = { accept: "application/json" };
 
-/** What a browser sends with a form from the page it is on (the pages' referrer policy makes Origin "null"). */
+/** What a browser sends with a form from a no-referrer page of the site over https: Origin "null", Sec-Fetch-Site. */
 const sameOrigin: Record<string, string> = { "sec-fetch-site": "same-origin", origin: "null" };
 
 const listUserlands = async (ns: string) =>

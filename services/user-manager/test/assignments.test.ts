@@ -204,6 +204,8 @@ test("coursework routes: teachers by RBAC, the hand-in table, students' hand-in 
     receipt: { ...receipt, time: new Date().toISOString(), late: true, by: "student" },
   });
   await reportSubmission(ns, "week1", "carol", { distributedRelease: 2, keptOwnVersion: ["notes.md"] });
+  // The teacher's own environment of lab: the operator gives teachers no Submission.
+  await admin.createUserland(ns, "tina-lab", "tina@uni.example", "lab");
 
   await t.test(
     "the hand-in table: every student of the class with state, receipt and kept files",
@@ -224,7 +226,7 @@ test("coursework routes: teachers by RBAC, the hand-in table, students' hand-in 
           ["carol", "open"],
           ["dave", "not-distributed"],
         ],
-        "zoe, of another Template, is not in it",
+        "zoe, of another Template, and tina, who teaches lab, are not in it",
       );
       assert.deepEqual(rows[1]?.keptOwnVersion, ["lab.ipynb"]);
       assert.deepEqual(rows[0]?.receipt, {

@@ -262,7 +262,7 @@ test("a cookie-authenticated write from another origin is refused; a bearer toke
   assert.equal(del.status, 403);
   assert.ok(await admin.tryGetUserland(h.ns, "ada-code"));
 
-  // The console's own pages: Origin "null" (no-referrer) with Sec-Fetch-Site same-origin is ours.
+  // A no-referrer page of the console (an older one, still open): Origin "null" with Sec-Fetch-Site same-origin is ours.
   const own = await h.post(
     "/console/class/actions",
     cookie,
