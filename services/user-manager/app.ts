@@ -13,6 +13,8 @@ import { requestSessions } from "../../lib/requestSessions.ts";
 import { AccessReviewer, TokenAuthenticator, installAuth, type SessionAuth } from "./auth.ts";
 import { consoleConfig, type UserManagerConfig } from "./config.ts";
 import { assignmentRoutes } from "./assignments.ts";
+import { ArchiveTransfers } from "./archiveTransfer.ts";
+import { downloadRoutes } from "./downloads.ts";
 import { consoleRoutes } from "./console/plugin.ts";
 import { CourseworkStore } from "./courseworkStore.ts";
 import { installErrorHandlers } from "./errors.ts";
@@ -141,6 +143,7 @@ export async function buildApp(options: AppOptions) {
     concurrency: config.kubeConcurrency,
   });
   await app.register(assignmentRoutes, { store, coursework, ...(options.now ? { now: options.now } : {}) });
+  await app.register(downloadRoutes, { store, coursework, transfers: new ArchiveTransfers(rest) });
   await app.register(visitRoutes, {
     store,
     rest,
