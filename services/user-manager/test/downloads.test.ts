@@ -7,78 +7,17 @@
  * the real pod is dialled on the node in test/node/downloads.test.ts) and reporting it Serving.
  */
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { test, type TestContext } from "node:test";
-import { fileURLToPath } from "node:url";
-import { API_VERSION, archivesPath, assignmentsPath, type Archive } from "../../../api/v1alpha1/index.ts";
+import { test } from "node:test";
+import { API_VERSION, archivesPath, assignmentsPath } from "../../../api/v1alpha1/index.ts";
 import { extract, scratch, sha256sumOfFolder } from "../../../coursework/files/test/scratch.ts";
 import { eventually } from "../../../test/support/cluster.ts";
 import { adminRest, createTemplate } from "../../../test/support/resources.ts";
+import { standIn } from "./archiveStandIn.ts";
 import { startConsole } from "./consoleSupport.ts";
 import { courseTeacherRules, courseworkTemplateSpec } from "./courseworkSupport.ts";
 import { admin } from "./support.ts";
-
-const program = fileURLToPath(new URL("../../../coursework/copy.ts", import.meta.url));
-
-/** Stands in for the operator and the archive pod: serves each new Archive's folder once on loopback. */
-function standIn(t: TestContext, ns: string, folderOf: (a: Archive) => string | { fail: string }) {
-  const seen: Archive[] = [];
-  let stopped = false;
-  const loop = (async () => {
-    const rest = await adminRest();
-    while (!stopped) {
-      const { items } = await rest.list<Archive>(archivesPath(ns));
-      for (const a of items) {
-        if (seen.some((s) => s.metadata.uid === a.metadata.uid)) continue;
-        seen.push(a);
-        const folder = folderOf(a);
-        if (typeof folder !== "string") {
-          await rest.patch(archivesPath(ns, a.metadata.name, "status"), {
-            status: { phase: "Failed", message: folder.fail },
-          });
-          continue;
-        }
-        const child = spawn(
-          process.execPath,
-          [
-            program,
-            "serve-archive",
-            folder,
-            "--host",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--token-sha256",
-            a.spec.tokenSha256,
-          ],
-          { stdio: ["ignore", "ignore", "pipe"] },
-        );
-        t.after(() => {
-          if (child.exitCode === null) child.kill("SIGKILL");
-        });
-        let stderr = "";
-        const port = await new Promise<number>((resolve) =>
-          child.stderr.on("data", (chunk: Buffer) => {
-            stderr += chunk.toString();
-            const m = /listening on (\d+)/.exec(stderr);
-            if (m) resolve(Number(m[1]));
-          }),
-        );
-        await rest.patch(archivesPath(ns, a.metadata.name, "status"), {
-          status: { phase: "Serving", pod: "stand-in", podIP: "127.0.0.1", port },
-        });
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  })();
-  t.after(async () => {
-    stopped = true;
-    await loop;
-  });
-  return seen;
-}
 
 async function download(url: string, headers: Record<string, string>, into: string) {
   const response = await fetch(url, { headers });
