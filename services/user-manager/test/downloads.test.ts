@@ -14,6 +14,7 @@ import { API_VERSION, archivesPath, assignmentsPath } from "../../../api/v1alpha
 import { extract, scratch, sha256sumOfFolder } from "../../../coursework/files/test/scratch.ts";
 import { eventually } from "../../../test/support/cluster.ts";
 import { adminRest, createTemplate } from "../../../test/support/resources.ts";
+import { assignmentUrl } from "../console/assignmentPages.ts";
 import { standIn } from "./archiveStandIn.ts";
 import { startConsole } from "./consoleSupport.ts";
 import { courseTeacherRules, courseworkTemplateSpec } from "./courseworkSupport.ts";
@@ -117,6 +118,12 @@ test("downloads: a student's home through the proxy's right, a teacher's hand-in
   });
 
   await t.test("a teacher's download holds every hand-in, a folder per student", async () => {
+    const page = await h.page(assignmentUrl("lab", "a1"), await h.cookie("tina@uni.example"));
+    assert.equal(page.status, 200, page.text);
+    assert.match(
+      page.text,
+      /href="\/api\/v1\/templates\/lab\/assignments\/a1\/archive"\s+download\s*>Download all hand-ins</,
+    );
     const zip = join(dir, "a1.zip");
     const r = await download(
       `${h.base}/api/v1/templates/lab/assignments/a1/archive`,
