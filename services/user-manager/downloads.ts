@@ -62,7 +62,7 @@ export const downloadRoutes: FastifyPluginCallbackTypebox<DownloadRouteOptions> 
   ) {
     const transfer = await transfers.start(namespace, source, request.caller?.username ?? "");
     request.log.info({ by: request.caller?.username, archive: transfer.archive, source }, "download started");
-    reply.raw.once("close", () => {
+    const end = () => {
       // A browser that leaves mid-way closes the pod's connection too: the pod ends, the Archive goes.
       if (!transfer.body.complete) transfer.body.destroy();
       transfer
@@ -73,7 +73,13 @@ export const downloadRoutes: FastifyPluginCallbackTypebox<DownloadRouteOptions> 
             "Archive not deleted",
           ),
         );
-    });
+    };
+    // The caller may have left while the pod started: nobody will read the zip.
+    if (reply.raw.destroyed) {
+      end();
+      return reply;
+    }
+    reply.raw.once("close", end);
     return reply
       .header("content-type", "application/zip")
       .header("content-disposition", `attachment; filename="${filename}"`)
