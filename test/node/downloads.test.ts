@@ -106,7 +106,7 @@ async function serveArchive(ns: string, name: string, source: Archive["spec"]["s
 
 const MANIFEST = `find . -type f -printf '%P\\0' | LC_ALL=C sort -z | xargs -0r sha256sum | sha256sum | cut -d' ' -f1`;
 
-test("a student's home downloaded on the real node: a read-only archive pod serves it once, only to the archive clients, and the zip holds exactly their files", async (t) => {
+test("downloads on the real node: a read-only archive pod serves a student's home once, only to the archive clients, the zip holding exactly their files; an assignment's hand-ins, a folder per student, as the receipt says", async (t) => {
   const node = await realNode();
   const image = await buildPlatformImage();
   await importImage(join(node.binDir, "ctr"), node.containerdSocket, image);
