@@ -5,6 +5,9 @@
 import type { V1CustomResourceDefinition } from "@kubernetes/client-node";
 import { stringify } from "yaml";
 import {
+  ARCHIVES,
+  ArchiveSpecSchema,
+  ArchiveStatusSchema,
   ASSIGNMENTS,
   AssignmentSpecSchema,
   AssignmentStatusSchema,
@@ -28,7 +31,7 @@ import { toOpenAPI, type TSchema } from "./v1alpha1/schema.ts";
 
 /**
  * The category every CRD belongs to: `kubectl get userland-all` lists Templates, Userlands,
- * Assignments and Submissions together.
+ * Assignments, Submissions and Archives together.
  * It must be no kind's name, plural, singular or short name: kubectl expands a category before a
  * resource name, so a category named `userland` made `kubectl get userland NAME` fail ("you must
  * specify only one resource") and `kubectl delete userland --all` delete Templates too.
@@ -143,6 +146,24 @@ const definitions: ResourceDefinition[] = [
       { name: "Late", type: "boolean", jsonPath: ".status.receipt.late" },
       { name: "Files", type: "integer", jsonPath: ".status.receipt.files", priority: 1 },
       { name: "SHA-256", type: "string", jsonPath: ".status.receipt.sha256", priority: 1 },
+      AGE_COLUMN,
+    ],
+  },
+  {
+    kind: "Archive",
+    plural: ARCHIVES,
+    singular: "archive",
+    shortNames: ["arch"],
+    description:
+      "One download: a student's home or an assignment's hand-ins as a zip, served once by an archive pod to the holder of a token (docs/decisions/0011-coursework.md).",
+    spec: ArchiveSpecSchema,
+    status: ArchiveStatusSchema,
+    printerColumns: [
+      { name: "User", type: "string", jsonPath: ".spec.source.home.user" },
+      { name: "Assignment", type: "string", jsonPath: ".spec.source.handins.assignment" },
+      { name: "Requested By", type: "string", jsonPath: ".spec.requestedBy" },
+      { name: "Phase", type: "string", jsonPath: ".status.phase" },
+      { name: "Files", type: "integer", jsonPath: ".status.summary.files", priority: 1 },
       AGE_COLUMN,
     ],
   },

@@ -1,6 +1,7 @@
 /**
  * The program the platform's short-lived copying pods run (`node coursework/copy.ts …`): a hand-in
- * snapshot, an assignment's distribution, or a folder as a zip. The work is done by coursework/files/;
+ * snapshot, an assignment's distribution, or a folder as a zip (on stdout, or served once over HTTP
+ * by an archive pod). The work is done by coursework/files/;
  * this file reads the arguments and reports the result: JSON on stdout (stderr for `archive`, whose
  * stdout is the zip) and, shortened to Kubernetes' 4096 bytes, in the termination message.
  */
@@ -13,6 +14,7 @@ import { copyTree, DestinationExistsError } from "./files/copy.ts";
 import { distribute } from "./files/distribute.ts";
 import { DEFAULT_LIMITS, formatBytes, LimitError, parseBytes, type Limits } from "./files/limits.ts";
 import { fitJson } from "./files/report.ts";
+import { serveArchiveOnce, WaitExpiredError } from "./serveArchive.ts";
 
 const HELP = `Usage: node coursework/copy.ts <command> <folders…> [options]
 
@@ -31,23 +33,34 @@ Commands:
                            kept and listed; nothing is deleted. <to>/.userland-assignment.json
                            records what was delivered.
   archive <from>           Write the folder <from> as a zip to stdout; prints the summary to stderr.
+  serve-archive <from>     Serve the folder <from> as a zip once, over HTTP: GET /archive.zip with
+                           "Authorization: Bearer <token>" whose SHA-256 is --token-sha256 streams
+                           it; a wrong or missing token is a 401 (and uses nothing up), any request
+                           after the first right one a 410. Exits once that one answer is written
+                           (a limit or a refused folder is answered 413/422 with the message), or
+                           after --wait when nobody came; prints the summary. An archive pod's job.
 
 Options:
   --max-files N            Files and folders in <from>, at most (default ${DEFAULT_LIMITS.maxFiles})
   --max-bytes SIZE         Bytes of all files together, e.g. 100MiB (default ${formatBytes(DEFAULT_LIMITS.maxBytes)})
   --max-depth N            Folders inside folders (default ${DEFAULT_LIMITS.maxDepth})
   --max-path-length N      Bytes of a path inside <from> (default ${DEFAULT_LIMITS.maxPathLength})
-  --store                  archive: store the files without compressing them
+  --store                  archive, serve-archive: store the files without compressing them
+  --token-sha256 HEX       serve-archive: the SHA-256 (64 hex digits) of the one caller's token
+  --port N                 serve-archive: the port to listen on (default 8080; 0: any)
+  --host ADDRESS           serve-archive: the address to listen on (default 0.0.0.0)
+  --wait SECONDS           serve-archive: how long to wait for the caller (default 600)
   --termination-log PATH   Where the shortened result goes, when the file exists
                            (default /dev/termination-log)
   -h, --help               This text
 
 Exit codes: 0 done (skipped and kept entries are listed in the result); 1 failed (an I/O error);
 2 invalid arguments; 3 the folder passes a limit (the message names it); 4 refused: a folder's path
-is missing, goes through a symbolic link or names no folder, or <to> exists already (handin).
+is missing, goes through a symbolic link or names no folder, or <to> exists already (handin);
+5 serve-archive: nobody fetched the archive within --wait.
 `;
 
-const EXIT = { failed: 1, usage: 2, limit: 3, refused: 4 } as const;
+const EXIT = { failed: 1, usage: 2, limit: 3, refused: 4, unclaimed: 5 } as const;
 
 class UsageError extends Error {}
 
@@ -71,6 +84,10 @@ function parse(argv: string[]) {
         "max-depth": { type: "string" },
         "max-path-length": { type: "string" },
         store: { type: "boolean" },
+        "token-sha256": { type: "string" },
+        port: { type: "string" },
+        host: { type: "string" },
+        wait: { type: "string" },
         "termination-log": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
@@ -81,14 +98,29 @@ function parse(argv: string[]) {
   const { values, positionals } = parsed;
   if (values.help) return { help: true as const };
   const [command, ...folders] = positionals;
-  const arity = { handin: 2, distribute: 2, archive: 1 } as const;
-  if (command === undefined) throw new UsageError("name a command: handin, distribute or archive");
+  const arity = { handin: 2, distribute: 2, archive: 1, "serve-archive": 1 } as const;
+  if (command === undefined)
+    throw new UsageError("name a command: handin, distribute, archive or serve-archive");
   if (!Object.hasOwn(arity, command)) throw new UsageError(`unknown command ${JSON.stringify(command)}`);
   const wanted = arity[command as keyof typeof arity];
   if (folders.length !== wanted || folders.some((f) => f === "")) {
     throw new UsageError(`${command} takes ${wanted === 1 ? "one folder" : "two folders: <from> <to>"}`);
   }
-  if (values.store && command !== "archive") throw new UsageError("--store applies to archive only");
+  const serving = command === "serve-archive";
+  if (values.store && command !== "archive" && !serving)
+    throw new UsageError("--store applies to archive and serve-archive only");
+  for (const flag of ["token-sha256", "port", "host", "wait"] as const) {
+    if (values[flag] !== undefined && !serving)
+      throw new UsageError(`--${flag} applies to serve-archive only`);
+  }
+  const tokenSha256 = values["token-sha256"] ?? "";
+  if (serving && !/^[0-9a-f]{64}$/.test(tokenSha256))
+    throw new UsageError(
+      "serve-archive needs --token-sha256: the token's SHA-256 as 64 lowercase hex digits",
+    );
+  const port = values.port === undefined ? 8080 : Number(values.port);
+  if (!/^\d{1,5}$/.test(values.port ?? "8080") || port > 65535)
+    throw new UsageError(`--port must be a port number, got ${JSON.stringify(values.port)}`);
   let maxBytes = DEFAULT_LIMITS.maxBytes;
   if (values["max-bytes"] !== undefined) {
     try {
@@ -114,6 +146,10 @@ function parse(argv: string[]) {
     to: folders[1] ?? "",
     limits,
     store: values.store ?? false,
+    tokenSha256,
+    port,
+    host: values.host ?? "0.0.0.0",
+    waitSeconds: positiveInteger("wait", values.wait, 600),
     terminationLog: values["termination-log"] ?? "/dev/termination-log",
   };
 }
@@ -145,7 +181,18 @@ async function main(): Promise<number> {
         ? await copyTree(args.from, args.to, args.limits)
         : args.command === "distribute"
           ? await distribute(args.from, args.to, args.limits)
-          : await archiveTree(args.from, args.limits, process.stdout, { compress: !args.store });
+          : args.command === "archive"
+            ? await archiveTree(args.from, args.limits, process.stdout, { compress: !args.store })
+            : await serveArchiveOnce({
+                root: args.from,
+                limits: args.limits,
+                compress: !args.store,
+                host: args.host,
+                port: args.port,
+                tokenSha256: args.tokenSha256,
+                waitMs: args.waitSeconds * 1000,
+                onListening: (port) => process.stderr.write(`copy serve-archive: listening on ${port}\n`),
+              });
     report.write(`${JSON.stringify(result)}\n`);
     terminate(args.terminationLog, result);
     return 0;
@@ -155,7 +202,9 @@ async function main(): Promise<number> {
         ? (["limit", EXIT.limit] as const)
         : error instanceof UnsafePathError || error instanceof DestinationExistsError
           ? (["refused", EXIT.refused] as const)
-          : (["failed", EXIT.failed] as const);
+          : error instanceof WaitExpiredError
+            ? (["unclaimed", EXIT.unclaimed] as const)
+            : (["failed", EXIT.failed] as const);
     const failure = {
       error: {
         kind,

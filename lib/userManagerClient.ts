@@ -6,6 +6,8 @@
  * read from a file on every call: projected ServiceAccount tokens are rotated on disk.
  */
 import { readFile } from "node:fs/promises";
+import { Readable } from "node:stream";
+import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import type { StudentAssignmentView } from "../services/user-manager/assignmentSchemas.ts";
 
 export interface UserManagerClientOptions {
@@ -56,6 +58,11 @@ export interface UserManagerClient {
   /** Hands in `user`'s work of the Template's Assignment `name` (final; again: the same answer). */
   handIn(templateName: string, name: string, user: string): Promise<HandInResult>;
   /**
+   * `user`'s home volume of a Template as a zip, streamed (docs/decisions/0011-coursework.md,
+   * "Downloads"); `abort` ends the transfer (the student left).
+   */
+  downloadHome?(user: string, templateName: string): Promise<Download>;
+  /**
    * Reports a visit to the Userland `name` (the proxy; docs/decisions/0012-visits.md): the owner's
    * identity when the visitor may enter, "forbidden" when RBAC says no (403), "consent" when the
    * student must allow it first (409).
@@ -64,6 +71,17 @@ export interface UserManagerClient {
   /** The student's Allow for a waiting visitor (`session`: the student's own session token). */
   allowVisit?(name: string, consent: { session: string; visitor: string }): Promise<"allowed" | "none">;
 }
+
+/** A zip on its way: read `body` at the receiver's pace. */
+export interface Download {
+  body: Readable;
+  /** The user-manager's Content-Disposition. */
+  disposition: string;
+  abort(): void;
+}
+
+/** The user-manager waits up to 2 minutes for an archive pod; the body then takes as long as it takes. */
+const DOWNLOAD_START_TIMEOUT_MS = 150_000;
 
 /** What the proxy tells the user-manager about a visit (services/user-manager/visits.ts). */
 export interface VisitReportBody {
@@ -148,6 +166,38 @@ export function userManagerClient(options: UserManagerClientOptions): UserManage
       // 404 for an unknown Template or Assignment too (400 for a name no Assignment can have).
       if (status === 404 || status === 400) return { result: "not-found", message: message() };
       throw refused(status, text);
+    },
+    async downloadHome(user, templateName) {
+      const headers: Record<string, string> = {};
+      if (options.tokenFile)
+        headers.authorization = `Bearer ${(await readFile(options.tokenFile, "utf8")).trim()}`;
+      const controller = new AbortController();
+      const timer = setTimeout(() => controller.abort(), DOWNLOAD_START_TIMEOUT_MS);
+      let response: Response;
+      try {
+        response = await fetch(
+          new URL(
+            `api/v1/users/${encodeURIComponent(user)}/archive?template=${encodeURIComponent(templateName)}`,
+            base,
+          ),
+          { headers, signal: controller.signal },
+        );
+      } catch (error) {
+        throw new UserManagerError(0, `user-manager unreachable: ${(error as Error).message}`, "", {
+          cause: error,
+        });
+      } finally {
+        clearTimeout(timer);
+      }
+      if (response.status !== 200 || !response.body) {
+        const text = await response.text().catch(() => "");
+        throw refused(response.status, text);
+      }
+      return {
+        body: Readable.fromWeb(response.body as WebReadableStream<Uint8Array>),
+        disposition: response.headers.get("content-disposition") ?? 'attachment; filename="work.zip"',
+        abort: () => controller.abort(),
+      };
     },
     async visit(name, report) {
       const { status, text } = await post(`api/v1/userlands/${encodeURIComponent(name)}/visits`, report);

@@ -12,7 +12,7 @@ import type {
   V1Service,
 } from "@kubernetes/client-node";
 import { ANNOTATIONS, LABELS, MANAGED_BY } from "../api/naming.ts";
-import type { Assignment, Submission, Template, Userland } from "../api/v1alpha1/index.ts";
+import type { Archive, Assignment, Submission, Template, Userland } from "../api/v1alpha1/index.ts";
 import { Informer, namespacedKey, withoutManagedFields } from "../lib/informer.ts";
 import type { k8s } from "../lib/kube.ts";
 import type { KubeRest } from "../lib/kubeRest.ts";
@@ -32,6 +32,8 @@ export interface Caches {
   pods: Informer<V1Pod>;
   assignments: Informer<Assignment>;
   submissions: Informer<Submission>;
+  /** Downloads served once by archive pods (operator/coursework/syncArchive.ts). */
+  archives: Informer<Archive>;
   /** The operator's copy pods (operator/coursework/copyPods.ts), by their copy label. */
   copyPods: Informer<V1Pod>;
 }
@@ -113,6 +115,8 @@ function podSummary(pod: V1Pod): V1Pod {
     spec: { nodeName: pod.spec?.nodeName, containers: [] },
     status: {
       phase: s.phase,
+      // Where an archive pod listens (operator/coursework/syncArchive.ts).
+      podIP: s.podIP,
       conditions: s.conditions,
       containerStatuses: s.containerStatuses,
       initContainerStatuses: s.initContainerStatuses,
@@ -150,6 +154,7 @@ export function createCaches(opts: CacheOptions): Caches {
     pods: informer<V1Pod>(resources.Pod, podSummary, owned),
     assignments: informer<Assignment>(resources.Assignment, withoutAppliedCopy),
     submissions: informer<Submission>(resources.Submission, withoutAppliedCopy),
+    archives: informer<Archive>(resources.Archive, withoutAppliedCopy),
     copyPods: informer<V1Pod>(resources.Pod, podSummary, LABELS.copy),
   };
   caches.assignments.addIndex(Index.assignmentsByTemplate, (a) => [

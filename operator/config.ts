@@ -6,6 +6,27 @@ import { formatDuration } from "../api/duration.ts";
 import { loadConfig, parse, type ConfigOf, type Settings } from "../lib/config.ts";
 import { watchNamespacesSetting } from "../lib/namespaces.ts";
 import { SESSION_USER_PREFIX_DEFAULT, subjectPrefix } from "../lib/sessionSubjects.ts";
+import type { ArchiveClients } from "./coursework/copyPods.ts";
+
+const LABEL_KEY = /^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
+
+/** `<namespace>:<label>=<value>[,…]`: the pods allowed to fetch from archive pods. */
+function parseArchiveClients(raw: string): ArchiveClients {
+  const usage =
+    "expected <namespace>:<label>=<value>[,<label>=<value>…], e.g. userland:app.kubernetes.io/component=user-manager";
+  const [namespace, selector, ...rest] = raw.split(":");
+  if (!namespace || !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(namespace) || !selector || rest.length > 0)
+    throw new Error(`${usage}, got ${JSON.stringify(raw)}`);
+  const labels: Record<string, string> = {};
+  for (const pair of selector.split(",")) {
+    const [key = "", value, ...more] = pair.split("=");
+    if (value === undefined || more.length > 0 || !LABEL_KEY.test(key) || !LABEL_VALUE.test(value))
+      throw new Error(`${usage}: ${JSON.stringify(pair)} is not <label>=<value>`);
+    labels[key] = value;
+  }
+  return { namespace, labels };
+}
 
 export const operatorSettings = {
   namespace: {
@@ -66,6 +87,13 @@ export const operatorSettings = {
     },
     default: "",
     show: () => "unset",
+  },
+  archiveClients: {
+    env: "OPERATOR_ARCHIVE_CLIENTS",
+    description:
+      "The pods that may fetch downloads from archive pods, as <namespace>:<label>=<value>[,<label>=<value>…]: the user-manager's (the chart sets it); unset, Archives fail with ArchiveClientsUnset",
+    parse: parseArchiveClients,
+    default: undefined,
   },
   copyRetry: {
     env: "OPERATOR_COPY_RETRY",

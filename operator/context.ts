@@ -2,6 +2,7 @@
  * What every sync handler works with: caches and their indexes (read), the API (write), events,
  * metrics, logs and the clock. Handlers get everything from here, nothing from the controller.
  */
+import type { ArchiveClients } from "./coursework/copyPods.ts";
 import type { UserlandStatus } from "../api/v1alpha1/index.ts";
 import type { KubeRest } from "../lib/kubeRest.ts";
 import type { Logger } from "../lib/logger.ts";
@@ -32,9 +33,10 @@ export interface OperatorContext {
   computed: Map<string, UserlandStatus>;
   /**
    * Copy pods (operator/coursework/): the image they run (unset: no copies), a failed copy's first
-   * wait before it runs again, and the namespaces whose deny-all policy exists.
+   * wait before it runs again, the namespaces whose deny-all policy exists, and who may fetch from
+   * archive pods.
    */
-  coursework: { image: string; retryMs: number; policies: Set<string> };
+  coursework: { image: string; retryMs: number; policies: Set<string>; archiveClients?: ArchiveClients };
   log: Logger;
   now(): Date;
 }

@@ -30,8 +30,10 @@ import { syncUserland } from "./syncUserland.ts";
 import { ExponentialFailureRateLimiter, WorkQueue } from "./workqueue.ts";
 import { syncAssignment } from "./coursework/syncAssignment.ts";
 import { syncSubmission } from "./coursework/syncSubmission.ts";
-import { assignmentKey, registerCourseworkHandlers, submissionKey } from "./coursework/wiring.ts";
+import { archiveKey, assignmentKey, registerCourseworkHandlers, submissionKey } from "./coursework/wiring.ts";
 import { FAILED_COPY_RETRY_MS } from "./coursework/copyRuns.ts";
+import type { ArchiveClients } from "./coursework/copyPods.ts";
+import { syncArchive } from "./coursework/syncArchive.ts";
 
 export interface ControllerOptions {
   rest: KubeRest;
@@ -45,6 +47,8 @@ export interface ControllerOptions {
   teachers: { userPrefix: string; ttlMs: number };
   /** The image copy pods run (operator/coursework/); empty: Assignments say it is unset. */
   copyImage?: string;
+  /** Who may fetch from archive pods (OPERATOR_ARCHIVE_CLIENTS); unset: Archives fail. */
+  archiveClients?: ArchiveClients;
   /** A failed copy's first wait before it runs again (doubling per failure in a row). */
   copyRetryMs?: number;
 }
@@ -56,7 +60,13 @@ const templateKey = (namespace: string, name: string) => `T/${namespace}/${name}
 const RECOUNT_DELAY_MS = 1000;
 
 /** A key's kind by its first letter (operator/coursework/wiring.ts makes A and S keys). */
-const KINDS: Record<string, string> = { T: "Template", U: "Userland", A: "Assignment", S: "Submission" };
+const KINDS: Record<string, string> = {
+  T: "Template",
+  U: "Userland",
+  A: "Assignment",
+  S: "Submission",
+  R: "Archive",
+};
 
 /** After this many failed attempts in a row a key waits for the next change or resync. */
 const MAX_RETRIES = 15;
@@ -113,6 +123,7 @@ export class Controller {
         image: opts.copyImage ?? "",
         retryMs: opts.copyRetryMs ?? FAILED_COPY_RETRY_MS,
         policies: new Set(),
+        archiveClients: opts.archiveClients,
       },
       log: opts.log,
       now: () => new Date(),
@@ -251,6 +262,8 @@ export class Controller {
       this.queue.add(assignmentKey(a.metadata.namespace ?? "", a.metadata.name ?? ""));
     for (const s of this.caches.submissions.list())
       this.queue.add(submissionKey(s.metadata.namespace ?? "", s.metadata.name ?? ""));
+    for (const r of this.caches.archives.list())
+      this.queue.add(archiveKey(r.metadata.namespace ?? "", r.metadata.name ?? ""));
   }
 
   /** Finishes the reconciles in progress, then stops the informers. */
@@ -303,6 +316,7 @@ export class Controller {
       if (kind === "Template") await this.syncTemplateKey(key, namespace, name);
       else if (kind === "Assignment") await this.syncCourseworkKey(key, syncAssignment, namespace, name);
       else if (kind === "Submission") await this.syncCourseworkKey(key, syncSubmission, namespace, name);
+      else if (kind === "Archive") await this.syncCourseworkKey(key, syncArchive, namespace, name);
       else await this.syncUserlandKey(key, namespace, name);
       this.queue.forget(key);
       this.opts.metrics.reconciles.inc({ kind, result: "success" });

@@ -42,6 +42,7 @@ async function start(config: OperatorConfig, log: Logger) {
       teachers: { userPrefix: config.sessionUserPrefix, ttlMs: config.teacherCacheTtl },
       copyImage: config.copyImage,
       copyRetryMs: config.copyRetry,
+      archiveClients: config.archiveClients,
     });
   let controller: Controller | undefined;
   let culler: Culler | undefined;

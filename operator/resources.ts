@@ -2,7 +2,15 @@
  * The API resources the operator reads and writes, and their paths: the one place that spells out
  * a group, version and plural. Template and Userland take theirs from api/.
  */
-import { ASSIGNMENTS, GROUP, SUBMISSIONS, TEMPLATES, USERLANDS, VERSION } from "../api/v1alpha1/index.ts";
+import {
+  ARCHIVES,
+  ASSIGNMENTS,
+  GROUP,
+  SUBMISSIONS,
+  TEMPLATES,
+  USERLANDS,
+  VERSION,
+} from "../api/v1alpha1/index.ts";
 import { paths } from "../lib/kubeRest.ts";
 
 export interface Resource {
@@ -26,6 +34,7 @@ export const resources = {
   Userland: resource(GROUP, VERSION, USERLANDS),
   Assignment: resource(GROUP, VERSION, ASSIGNMENTS),
   Submission: resource(GROUP, VERSION, SUBMISSIONS),
+  Archive: resource(GROUP, VERSION, ARCHIVES),
   NetworkPolicy: resource("networking.k8s.io", "v1", "networkpolicies"),
   Deployment: resource("apps", "v1", "deployments"),
   Service: resource("", "v1", "services"),

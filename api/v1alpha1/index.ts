@@ -1,7 +1,8 @@
-/** userland.dev/v1alpha1: the Template, Userland, Assignment and Submission custom resources. */
+/** userland.dev/v1alpha1: the Template, Userland, Assignment, Submission and Archive custom resources. */
 export * from "./group.ts";
 export * from "./paths.ts";
 export * from "./template.ts";
 export * from "./userland.ts";
 export * from "./coursework.ts";
+export * from "./archive.ts";
 export { Condition } from "./schema.ts";

@@ -1,5 +1,6 @@
 /** The custom resources' REST paths: the one place that spells them out. */
 import { paths } from "../../lib/kubeRest.ts";
+import { ARCHIVES } from "./archive.ts";
 import { ASSIGNMENTS, SUBMISSIONS } from "./coursework.ts";
 import { GROUP, VERSION } from "./group.ts";
 
@@ -21,3 +22,7 @@ export const assignmentsPath = (namespace: string, name?: string, subresource?: 
 /** The collection path in `namespace`, or one Submission's path (and a subresource's). */
 export const submissionsPath = (namespace: string, name?: string, subresource?: string): string =>
   paths.namespaced(GROUP, VERSION, SUBMISSIONS, namespace, name, subresource);
+
+/** The collection path in `namespace`, or one Archive's path (and a subresource's). */
+export const archivesPath = (namespace: string, name?: string, subresource?: string): string =>
+  paths.namespaced(GROUP, VERSION, ARCHIVES, namespace, name, subresource);

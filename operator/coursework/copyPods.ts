@@ -20,7 +20,7 @@ import type {
 import { LABELS, shortHash } from "../../api/naming.ts";
 import type { Template } from "../../api/v1alpha1/index.ts";
 
-export type CopyJob = "publish" | "distribute" | "handin" | "feedback";
+export type CopyJob = "publish" | "distribute" | "handin" | "feedback" | "archive";
 
 /** How long a copy may take, start-up and waiting for its node included; then Kubernetes stops it. */
 export const COPY_DEADLINE_SECONDS = 900;
@@ -56,6 +56,10 @@ export interface CopyPodInput {
   mounts: CopyMount[];
   /** The node of the running environment whose ReadWriteOnce claim is mounted (it cannot move). */
   nodeName?: string;
+  /** An archive pod's listening port (copy.ts serve-archive); copies listen on none. */
+  port?: number;
+  /** Seconds until Kubernetes stops it (default COPY_DEADLINE_SECONDS). */
+  deadlineSeconds?: number;
 }
 
 /** The Template pod's user, group and fsGroup: distributed files belong to the student's user. */
@@ -103,7 +107,7 @@ export function copyPod(input: CopyPodInput): V1Pod {
       restartPolicy: "Never",
       automountServiceAccountToken: false,
       enableServiceLinks: false,
-      activeDeadlineSeconds: COPY_DEADLINE_SECONDS,
+      activeDeadlineSeconds: input.deadlineSeconds ?? COPY_DEADLINE_SECONDS,
       terminationGracePeriodSeconds: 5,
       securityContext: copySecurityContext(input.template),
       // Where the Template's environments may run, the copies may too.
@@ -120,6 +124,7 @@ export function copyPod(input: CopyPodInput): V1Pod {
           image: input.image,
           command: ["node", "coursework/copy.ts", ...input.args],
           terminationMessagePolicy: "File",
+          ...(input.port ? { ports: [{ name: "archive", containerPort: input.port, protocol: "TCP" }] } : {}),
           securityContext: {
             allowPrivilegeEscalation: false,
             readOnlyRootFilesystem: true,
@@ -147,6 +152,48 @@ export function copyNetworkPolicy(namespace: string): V1NetworkPolicy {
     spec: {
       podSelector: { matchExpressions: [{ key: LABELS.copy, operator: "Exists" }] },
       policyTypes: ["Ingress", "Egress"],
+    },
+  };
+}
+
+/** The policy beside the deny-all one that lets the user-manager's pods fetch from archive pods. */
+export const ARCHIVE_NETWORK_POLICY = "userland-archive-pods-ingress";
+
+/** Who may dial archive pods: the user-manager's pods (OPERATOR_ARCHIVE_CLIENTS). */
+export interface ArchiveClients {
+  namespace: string;
+  labels: Record<string, string>;
+}
+
+/**
+ * Admits the archive clients to archive pods on `port`, and nothing else: the deny-all policy still
+ * selects archive pods (they carry the copy label), and policies add up, so no egress is allowed
+ * and no other pod gets in.
+ */
+export function archiveNetworkPolicy(
+  namespace: string,
+  clients: ArchiveClients,
+  port: number,
+): Omit<V1NetworkPolicy, "spec"> & { spec: Record<string, unknown> } {
+  // As the API server spells it: @kubernetes/client-node's type calls `from` `_from`.
+  return {
+    apiVersion: "networking.k8s.io/v1",
+    kind: "NetworkPolicy",
+    metadata: { name: ARCHIVE_NETWORK_POLICY, namespace },
+    spec: {
+      podSelector: { matchLabels: { [LABELS.copy]: "archive" } },
+      policyTypes: ["Ingress"],
+      ingress: [
+        {
+          from: [
+            {
+              namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": clients.namespace } },
+              podSelector: { matchLabels: { ...clients.labels } },
+            },
+          ],
+          ports: [{ protocol: "TCP", port }],
+        },
+      ],
     },
   };
 }

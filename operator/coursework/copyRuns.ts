@@ -126,7 +126,7 @@ export async function deleteCopyPod(ctx: OperatorContext, pod: V1Pod): Promise<v
  * (the chart cannot: with USERLAND_WATCH_NAMESPACES=* it does not know the namespaces). Kept as it is
  * once there; remembered per controller term.
  */
-async function ensureCopyNetworkPolicy(ctx: OperatorContext, namespace: string): Promise<void> {
+export async function ensureCopyNetworkPolicy(ctx: OperatorContext, namespace: string): Promise<void> {
   if (ctx.coursework.policies.has(namespace)) return;
   try {
     await ctx.rest.create(resources.NetworkPolicy.path(namespace), copyNetworkPolicy(namespace));

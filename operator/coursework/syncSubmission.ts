@@ -31,10 +31,18 @@ const COLLECTION_MOUNT = "/collection";
 /** At most this many kept paths go into status (the CRD's maxItems). */
 const MAX_KEPT = 1000;
 
+/** The jobs run for one student's Submission. */
+type StudentJob = Exclude<CopyJob, "publish" | "archive">;
+
 /** Where a copy into the student's claim can run now, or why it waits. */
 type Placement = { nodeName?: string } | { wait: string };
 
-function placement(ctx: OperatorContext, userland: Userland, deployment: string, claim: string): Placement {
+export function placement(
+  ctx: OperatorContext,
+  userland: Userland,
+  deployment: string,
+  claim: string,
+): Placement {
   const namespace = userland.metadata.namespace ?? "";
   if (!ctx.caches.pvcs.get(claim, namespace))
     return {
@@ -105,7 +113,7 @@ export async function syncSubmission(
 }
 
 /** The one job due now, by priority: the hand-in, then the published release, then feedback. */
-export function nextJob(s: Submission, a: Assignment): Exclude<CopyJob, "publish"> | undefined {
+export function nextJob(s: Submission, a: Assignment): StudentJob | undefined {
   const status = s.status ?? {};
   const handIn = s.spec.handInRequestedAt !== undefined;
   if (handIn && !status.receipt) return "handin";
@@ -115,7 +123,7 @@ export function nextJob(s: Submission, a: Assignment): Exclude<CopyJob, "publish
   return undefined;
 }
 
-const conditionOf = (job: Exclude<CopyJob, "publish">): string =>
+const conditionOf = (job: StudentJob): string =>
   job === "handin"
     ? SubmissionConditions.HandedIn
     : job === "distribute"
@@ -123,7 +131,7 @@ const conditionOf = (job: Exclude<CopyJob, "publish">): string =>
       : SubmissionConditions.FeedbackReturned;
 
 /** Generation of a job: a new one (a new release, new feedback) is a new pod. */
-function generationOf(job: Exclude<CopyJob, "publish">, a: Assignment): number {
+function generationOf(job: StudentJob, a: Assignment): number {
   if (job === "distribute") return a.status?.publishedRelease ?? 0;
   if (job === "feedback") return a.spec.feedbackRelease ?? 0;
   return 1;
@@ -131,7 +139,7 @@ function generationOf(job: Exclude<CopyJob, "publish">, a: Assignment): number {
 
 async function copy(
   ctx: OperatorContext,
-  job: Exclude<CopyJob, "publish">,
+  job: StudentJob,
   s: Submission,
   a: Assignment,
   template: Template,

@@ -3,7 +3,7 @@
  * changed, so their key is queued (the sync handlers read everything else from the caches).
  */
 import { LABELS, submissionNameFor } from "../../api/naming.ts";
-import type { Assignment, Submission, Userland } from "../../api/v1alpha1/index.ts";
+import type { Archive, Assignment, Submission, Userland } from "../../api/v1alpha1/index.ts";
 import { namespacedKey } from "../../lib/informer.ts";
 import type { k8s } from "../../lib/kube.ts";
 import { Index, owningUserland, type Caches } from "../caches.ts";
@@ -12,6 +12,8 @@ import type { WorkQueue } from "../workqueue.ts";
 /** Keys: "A/<namespace>/<name>" for an Assignment, "S/<namespace>/<name>" for a Submission. */
 export const assignmentKey = (namespace: string, name: string) => `A/${namespace}/${name}`;
 export const submissionKey = (namespace: string, name: string) => `S/${namespace}/${name}`;
+/** "R/<namespace>/<name>" for an Archive (a download served once). */
+export const archiveKey = (namespace: string, name: string) => `R/${namespace}/${name}`;
 
 /** Submission counts in an Assignment's status: batched, as Template recounts are. */
 const RECOUNT_DELAY_MS = 1000;
@@ -27,7 +29,7 @@ export function registerCourseworkHandlers(
   /** Queue every Assignment of a Template, and their Submissions (its spec or claims changed). */
   onTemplate: (namespace: string, template: string) => void;
 } {
-  const { assignments, submissions, userlands, deployments, pods, pvcs, copyPods } = caches;
+  const { assignments, submissions, userlands, deployments, pods, pvcs, copyPods, archives } = caches;
   const enqueueSubmissionsOf = (a: Assignment) => {
     for (const s of submissions.byIndex(
       Index.byAssignment,
@@ -58,6 +60,12 @@ export function registerCourseworkHandlers(
   // new student (or one who joined the class) gets a Submission.
   const onStudent = (u: Userland, classChanged: boolean) => {
     const namespace = u.metadata.namespace ?? "";
+    // A download of their home waits for their volume and its node (archives are few and short-lived).
+    for (const r of archives.list(namespace)) {
+      const home = r.spec.source.home;
+      if (home?.user === u.spec.user && home.templateName === u.spec.templateName)
+        queue.add(archiveKey(namespace, r.metadata.name ?? ""));
+    }
     for (const a of assignmentsOf(namespace, u.spec.templateName)) {
       if (classChanged) queue.add(assignmentKey(namespace, a.metadata.name ?? ""));
       queue.add(submissionKey(namespace, submissionNameFor(a.metadata.name ?? "", u.spec.user)));
@@ -90,7 +98,11 @@ export function registerCourseworkHandlers(
     const namespace = pod.metadata?.namespace ?? "";
     if (owner?.kind === "Assignment") queue.add(assignmentKey(namespace, owner.name));
     if (owner?.kind === "Submission") queue.add(submissionKey(namespace, owner.name));
+    if (owner?.kind === "Archive") queue.add(archiveKey(namespace, owner.name));
   };
+  const onArchive = (r: Archive) => queue.add(archiveKey(r.metadata.namespace ?? "", r.metadata.name ?? ""));
+  archives.on("add", onArchive);
+  archives.on("update", onArchive);
   copyPods.on("add", onCopyPod);
   copyPods.on("update", onCopyPod);
   copyPods.on("delete", onCopyPod);

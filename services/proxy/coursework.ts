@@ -10,7 +10,12 @@
  */
 import { LRUCache } from "lru-cache";
 import type { Logger } from "../../lib/logger.ts";
-import type { HandInResult, StudentAssignment, UserManagerClient } from "../../lib/userManagerClient.ts";
+import type {
+  Download,
+  HandInResult,
+  StudentAssignment,
+  UserManagerClient,
+} from "../../lib/userManagerClient.ts";
 import type { ProxyMetrics } from "./metrics.ts";
 
 const ASSIGNMENTS_TTL_MS = 10_000;
@@ -23,6 +28,9 @@ export class Coursework {
     max: 10_000,
     ttl: ASSIGNMENTS_TTL_MS,
   });
+
+  /** Students with a download under way: one at a time each (every one is an archive pod). */
+  private readonly downloading = new Set<string>();
 
   constructor(userManager: UserManagerClient | undefined, metrics: ProxyMetrics, log: Logger) {
     this.userManager = userManager;
@@ -65,6 +73,33 @@ export class Coursework {
       return { result: "error" };
     } finally {
       this.cache.delete(user);
+    }
+  }
+
+  /**
+   * `user`'s home volume of `template` as a zip; "busy" while their previous download runs, "error"
+   * when the user-manager could not make it (with its status: 413 over the limits). `done` must be
+   * called when the transfer ends.
+   */
+  async download(
+    user: string,
+    template: string,
+  ): Promise<{ download: Download; done: () => void } | "busy" | { error: number }> {
+    if (!this.userManager?.downloadHome) return { error: 0 };
+    if (this.downloading.has(user)) return "busy";
+    this.downloading.add(user);
+    const done = () => this.downloading.delete(user);
+    try {
+      const download = await this.userManager.downloadHome(user, template);
+      this.metrics.homeActions.inc({ action: "download", result: "success" });
+      this.log.info({ user, template }, "download started");
+      return { download, done };
+    } catch (error) {
+      done();
+      const status = (error as { status?: number }).status ?? 0;
+      this.metrics.homeActions.inc({ action: "download", result: status === 413 ? "refused" : "error" });
+      this.log.warn({ user, template, err: (error as Error).message }, "download failed");
+      return { error: status };
     }
   }
 }

@@ -37,6 +37,8 @@ export interface HomeEnvironment {
   lastActivity: string | undefined;
   /** Where the student opens it; undefined when no host serves its Template. */
   openUrl: string | undefined;
+  /** "Download my work": the Template names a home volume (spec.coursework.home). */
+  downloadUrl: string | undefined;
 }
 
 export interface SelfServiceOffer {
@@ -92,6 +94,9 @@ function openUrl(userland: Userland, config: HomeConfig, client: ClientInfo): st
 
 const titleOf = (template: Template | undefined, name: string) => template?.spec.displayName ?? name;
 
+/** The proxy's own endpoint that streams a student's home volume as a zip (ownEndpoints.ts). */
+export const DOWNLOAD_PATH = "/_userland/download";
+
 export function homeView(
   cluster: ClusterView,
   starter: Starter,
@@ -124,6 +129,9 @@ export function homeView(
       detail: detailOf(shown, phase, message, progressText(userland.status?.progress, new Date())),
       lastActivity: userland.metadata.annotations?.[UserlandAnnotations.lastActivity],
       openUrl: openUrl(userland, config, client),
+      downloadUrl: cluster.getTemplate(template)?.spec.coursework?.home
+        ? `${DOWNLOAD_PATH}?template=${encodeURIComponent(template)}`
+        : undefined,
     });
   }
   environments.sort((a, b) => a.title.localeCompare(b.title) || a.name.localeCompare(b.name));

@@ -142,7 +142,9 @@ function environmentCard(env: HomeEnvironment, view: HomeView, returnPath: strin
     ${env.description ? html`<p>${env.description}</p>` : ""}
     <p class="muted message">${env.detail}</p>
     <p class="muted">${used}</p>
-    <div class="actions">${open}${action}</div>
+    <div class="actions">
+      ${open}${action}${env.downloadUrl ? html`<a class="button secondary" href="${env.downloadUrl}" download aria-label="Download my work in ${env.title} (a zip of your home folder)">Download my work</a>` : ""}
+    </div>
   </li>`;
 }
 

@@ -9,7 +9,9 @@
  * - `POST /_userland/stop`: the environment the form names with `userland`, or the host's;
  * - `POST /_userland/create`: the student's environment of the self-service Template `template`;
  * - `POST /_userland/handin`: the student's own work of `assignment` (of `template`), after a
- *   confirm page (`confirm=yes`).
+ *   confirm page (`confirm=yes`);
+ * - `GET /_userland/download?template=`: the student's own home volume of that Template as a zip
+ *   (download.ts).
  *
  * A Userland a form names counts only when its spec.user is exactly the session's user: any
  * other name is answered like a name that does not exist.
@@ -21,7 +23,8 @@ import { formFromOwnSite } from "../../lib/formOrigin.ts";
 import { localPath } from "../../lib/localPath.ts";
 import { environmentInfo, environmentState, userlandKey } from "./environment.ts";
 import { originAllowed } from "./headers.ts";
-import { HOME_PATH, homeView, ownUserland, type HomeConfig } from "./home.ts";
+import { serveDownload } from "./download.ts";
+import { DOWNLOAD_PATH, HOME_PATH, homeView, ownUserland, type HomeConfig } from "./home.ts";
 import { handInConfirmPage, homePage } from "./homePage.ts";
 import type { Coursework } from "./coursework.ts";
 import { missingPage, simplePage, type Page } from "./pages.ts";
@@ -96,6 +99,10 @@ export async function serveOwnEndpoint(
       progress: progressText(hostUserland?.status?.progress, new Date()),
       stalled: isStalled(hostUserland?.status),
     });
+    return;
+  }
+  if (pathname === DOWNLOAD_PATH && read) {
+    await serveDownload(deps, req, res, session.user, record);
     return;
   }
   const action = FORM_ACTIONS.find((a) => pathname === `/_userland/${a}`);

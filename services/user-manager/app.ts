@@ -14,6 +14,8 @@ import { AccessReviewer, TokenAuthenticator, installAuth, type SessionAuth } fro
 import { consoleConfig, type UserManagerConfig } from "./config.ts";
 import { assignmentRoutes, COURSEWORK_RESOURCE } from "./assignments.ts";
 import { SESSION_USER_PREFIX_DEFAULT } from "../../lib/sessionSubjects.ts";
+import { ArchiveTransfers } from "./archiveTransfer.ts";
+import { downloadRoutes } from "./downloads.ts";
 import { consoleRoutes } from "./console/plugin.ts";
 import { CourseworkStore } from "./courseworkStore.ts";
 import { installErrorHandlers } from "./errors.ts";
@@ -158,6 +160,7 @@ export async function buildApp(options: AppOptions) {
       ).allowed,
     ...(options.now ? { now: options.now } : {}),
   });
+  await app.register(downloadRoutes, { store, coursework, transfers: new ArchiveTransfers(rest) });
   await app.register(visitRoutes, {
     store,
     rest,

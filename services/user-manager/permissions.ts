@@ -6,7 +6,7 @@
  * puzzling 500 later.
  */
 import type { KubeRest } from "../../lib/kubeRest.ts";
-import { ASSIGNMENTS, GROUP, SUBMISSIONS, TEMPLATES, USERLANDS } from "../../api/v1alpha1/index.ts";
+import { ARCHIVES, ASSIGNMENTS, GROUP, SUBMISSIONS, TEMPLATES, USERLANDS } from "../../api/v1alpha1/index.ts";
 
 export interface Permission {
   group: string;
@@ -59,6 +59,13 @@ export const REQUIRED_PERMISSIONS: readonly Permission[] = [
     verb,
     namespaced: true,
     why: "show hand-ins and set a student's hand-in request",
+  })),
+  ...(["get", "create", "delete"] as const).map((verb) => ({
+    group: GROUP,
+    resource: ARCHIVES,
+    verb,
+    namespaced: true,
+    why: "ask the operator for a download's archive pod, see where it listens, and remove it after",
   })),
   {
     group: "",

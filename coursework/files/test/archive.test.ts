@@ -1,7 +1,7 @@
 /** The streamed zip: what Debian's unzip (or Python's zipfile) gets out of it, and names it refuses. */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { createWriteStream, existsSync } from "node:fs";
+import { createWriteStream } from "node:fs";
 import { mkdir, readFile, stat, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable, Writable } from "node:stream";
@@ -10,22 +10,7 @@ import { archiveTree, ZipWriter } from "../archive.ts";
 import { copyTree } from "../copy.ts";
 import { DEFAULT_LIMITS, LimitError } from "../limits.ts";
 import { NameError } from "../names.ts";
-import { scratch, sha256sumOfFolder } from "./scratch.ts";
-
-/** Extracts with Debian's unzip where installed, else with Python's zipfile. */
-function extract(zip: string, into: string): string {
-  if (existsSync("/usr/bin/unzip")) {
-    execFileSync("/usr/bin/unzip", ["-q", zip, "-d", into]);
-    return "unzip";
-  }
-  execFileSync("python3", [
-    "-c",
-    "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])",
-    zip,
-    into,
-  ]);
-  return "python3 zipfile";
-}
+import { extract, scratch, sha256sumOfFolder } from "./scratch.ts";
 
 test("the zip extracts to the same bytes, without the links, FIFO and skipped names", async (t) => {
   const dir = await scratch(t);

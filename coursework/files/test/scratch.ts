@@ -1,5 +1,6 @@
 /** A scratch folder per test, removed afterwards even where a copy made it read-only. */
 import { execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -22,4 +23,19 @@ export function sha256sumOfFolder(dir: string): string {
     { cwd: dir, encoding: "utf8" },
   );
   return out.split(" ")[0]!;
+}
+
+/** Extracts with Debian's unzip where installed, else with Python's zipfile. */
+export function extract(zip: string, into: string): string {
+  if (existsSync("/usr/bin/unzip")) {
+    execFileSync("/usr/bin/unzip", ["-q", zip, "-d", into]);
+    return "unzip";
+  }
+  execFileSync("python3", [
+    "-c",
+    "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])",
+    zip,
+    into,
+  ]);
+  return "python3 zipfile";
 }

@@ -217,6 +217,8 @@ export async function proxyKubeConfig(namespace: string, on?: TestCluster): Prom
           { apiGroups: [GROUP], resources: ["userlands"], verbs: ["patch", "create"] },
           // The home page's assignments and Hand in, through the user-manager (the chart's rule).
           { apiGroups: [GROUP], resources: ["submissions/handin"], verbs: ["get", "update"] },
+          // The home page's Download my work, through the user-manager (the chart's rule).
+          { apiGroups: [GROUP], resources: ["userlands/archive"], verbs: ["get"] },
         ],
       },
     })

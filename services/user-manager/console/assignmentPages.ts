@@ -254,6 +254,14 @@ export function assignmentPage(viewer: Viewer, table: HandInTable, notice: strin
         <code>assignments/${a.name}/feedback/</code>.
       </p>
       <h2>Hand-ins</h2>
+      <p>
+        <a
+          href="/api/v1/templates/${encodeURIComponent(a.templateName)}/assignments/${encodeURIComponent(a.name)}/archive"
+          download
+          >Download all hand-ins</a
+        >
+        <span class="muted">(one zip, a folder per student, as collected)</span>
+      </p>
       <p role="status" id="counts">
         ${rows.length} student${rows.length === 1 ? "" : "s"}${rows.length > 0 ? ": " : "."}${summary}
       </p>

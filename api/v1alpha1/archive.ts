@@ -1,0 +1,94 @@
+/**
+ * Archive: one download, served once by an archive pod the operator makes (docs/decisions/0011-
+ * coursework.md, "Downloads"). The user-manager writes it for a signed-in person; its spec names a
+ * student or an assignment, never a claim: the operator derives the claim, mounts it read-only and
+ * reports where the pod listens. Short-lived: deleted after the transfer (its pod goes with it).
+ */
+import { TEMPLATE_NAME_PATTERN } from "./template.ts";
+import { USER_MAX, USER_PATTERN } from "./userland.ts";
+import type { CustomObject } from "./group.ts";
+import { Conditions, StringEnum, Type, type Static } from "./schema.ts";
+
+export const ARCHIVES = "archives";
+
+const TEMPLATE = Type.String({ pattern: TEMPLATE_NAME_PATTERN, maxLength: 24 });
+
+export const ArchiveSpecSchema = Type.Object(
+  {
+    source: Type.Object(
+      {
+        home: Type.Optional(
+          Type.Object(
+            {
+              user: Type.String({ minLength: 1, maxLength: USER_MAX, pattern: USER_PATTERN }),
+              templateName: TEMPLATE,
+            },
+            {
+              description:
+                "A student's home volume (spec.coursework.home) of their Userland of the Template.",
+            },
+          ),
+        ),
+        handins: Type.Optional(
+          Type.Object(
+            {
+              templateName: TEMPLATE,
+              assignment: Type.String({ minLength: 1, maxLength: 253 }),
+            },
+            {
+              description:
+                "Every hand-in of an assignment: the collection's handins/<assignment>/, one folder per student.",
+            },
+          ),
+        ),
+      },
+      {
+        description: "What is archived: exactly one of home and handins.",
+        "x-kubernetes-validations": [
+          {
+            rule: "has(self.home) != has(self.handins)",
+            message: "name exactly one of source.home and source.handins",
+          },
+        ],
+      },
+    ),
+    tokenSha256: Type.String({
+      pattern: "^[0-9a-f]{64}$",
+      description:
+        "SHA-256 (hex) of the bearer token the one caller presents; the token itself is in no object.",
+    }),
+    requestedBy: Type.Optional(
+      Type.String({
+        maxLength: 512,
+        description: "Who asked (the person's Kubernetes user), for the record.",
+      }),
+    ),
+  },
+  { "x-kubernetes-validations": [{ rule: "self == oldSelf", message: "an Archive's spec is immutable" }] },
+);
+
+export const ArchiveStatusSchema = Type.Object({
+  phase: Type.Optional(
+    StringEnum(["Pending", "Serving", "Served", "Failed"], {
+      description:
+        "Pending: the pod is being made or starting; Serving: it listens at podIP:port; Served or Failed: it ended.",
+    }),
+  ),
+  pod: Type.Optional(Type.String({ maxLength: 253 })),
+  podIP: Type.Optional(Type.String({ maxLength: 64 })),
+  port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535 })),
+  message: Type.Optional(Type.String({ maxLength: 4096 })),
+  summary: Type.Optional(
+    Type.Object({
+      files: Type.Integer({ minimum: 0 }),
+      bytes: Type.Integer({ minimum: 0, format: "int64" }),
+      sha256: Type.String({ pattern: "^[0-9a-f]{64}$" }),
+      skipped: Type.Integer({ minimum: 0 }),
+    }),
+  ),
+  conditions: Type.Optional(Conditions),
+});
+
+export type ArchiveSpec = Static<typeof ArchiveSpecSchema>;
+export type ArchiveStatus = Static<typeof ArchiveStatusSchema>;
+export type Archive = CustomObject<"Archive", ArchiveSpec, ArchiveStatus>;

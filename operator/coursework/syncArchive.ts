@@ -1,0 +1,226 @@
+/**
+ * The Archive sync handler (docs/decisions/0011-coursework.md, "Downloads"): one archive pod per
+ * Archive, running `copy.ts serve-archive` on the claim the Archive's source names (derived here,
+ * never taken from the Archive), read-only, reachable only by the archive clients (the
+ * user-manager's pods). Status says where it listens, then what it served. Archives are short-lived:
+ * the user-manager deletes one after its transfer, and this handler deletes any older than
+ * ARCHIVE_TTL_SECONDS (a user-manager that died mid-way).
+ */
+import type { V1Pod } from "@kubernetes/client-node";
+import { childNames, collectionNames, shortHash } from "../../api/naming.ts";
+import { API_VERSION, type Archive, type ArchiveStatus } from "../../api/v1alpha1/index.ts";
+import { namespacedKey } from "../../lib/informer.ts";
+import { isAlreadyExists, isNotFound } from "../../lib/kubeRest.ts";
+import { Index } from "../caches.ts";
+import { stableJson } from "../compare.ts";
+import { timeMs } from "../conditions.ts";
+import type { OperatorContext } from "../context.ts";
+import { resources } from "../resources.ts";
+import {
+  ARCHIVE_NETWORK_POLICY,
+  archiveNetworkPolicy,
+  copyOutcome,
+  copyPod,
+  countOf,
+  type CopyMount,
+} from "./copyPods.ts";
+import { deleteFinishedCopyPods, ensureCopyNetworkPolicy } from "./copyRuns.ts";
+import type { CourseworkSyncResult } from "./syncAssignment.ts";
+import { placement } from "./syncSubmission.ts";
+
+/** The port archive pods listen on. */
+export const ARCHIVE_PORT = 8080;
+/** How long an archive pod may live: a download of gigabytes at a student's pace takes a while. */
+export const ARCHIVE_DEADLINE_SECONDS = 3600;
+/** An Archive is deleted this long after it was made, whatever became of it. */
+export const ARCHIVE_TTL_SECONDS = ARCHIVE_DEADLINE_SECONDS + 300;
+/** How long the pod waits for its one caller: the user-manager dials as soon as it is Serving. */
+const WAIT_SECONDS = 300;
+/** A whole home is more than a hand-in: limits well above a hand-in's, within the pod's memory. */
+const ARCHIVE_LIMITS = ["--max-files", "50000", "--max-bytes", "20GiB"];
+const MOUNT = "/archive-source";
+
+export const archivePodName = (archiveUid: string) => `userland-archive-${shortHash(archiveUid, 16)}`;
+
+type Source =
+  | {
+      mounts: CopyMount[];
+      folder: string;
+      nodeName?: string;
+      template: NonNullable<ReturnType<typeof templateOf>>;
+    }
+  | { fail: string }
+  | { wait: string };
+
+function templateOf(ctx: OperatorContext, namespace: string, name: string) {
+  return ctx.caches.templates.get(name, namespace);
+}
+
+/** The claim the Archive's source names, where the pod may run, or why not. */
+function resolve(ctx: OperatorContext, archive: Archive): Source {
+  const namespace = archive.metadata.namespace ?? "";
+  const { home, handins } = archive.spec.source;
+  const templateName = home?.templateName ?? handins?.templateName ?? "";
+  const template = templateOf(ctx, namespace, templateName);
+  if (!template) return { fail: `Template "${templateName}" does not exist` };
+  if (home) {
+    const volume = template.spec.coursework?.home?.volume;
+    if (!volume) return { fail: `Template "${templateName}" names no home volume (spec.coursework.home)` };
+    const userland = ctx.caches.userlands
+      .byIndex(Index.byTemplate, namespacedKey(namespace, templateName))
+      .find((u) => u.spec.user === home.user && !u.metadata.deletionTimestamp);
+    if (!userland) return { fail: `${home.user} has no Userland of Template "${templateName}"` };
+    const names = childNames(templateName, userland.metadata.name ?? "");
+    const claim = names.pvc(volume);
+    const where = placement(ctx, userland, names.deployment, claim);
+    if ("wait" in where) return { wait: where.wait };
+    return {
+      template,
+      mounts: [{ claim, mountPath: MOUNT, readOnly: true }],
+      folder: MOUNT,
+      ...(where.nodeName ? { nodeName: where.nodeName } : {}),
+    };
+  }
+  const assignment = ctx.caches.assignments.get(handins?.assignment ?? "", namespace);
+  if (!assignment || assignment.spec.templateName !== templateName)
+    return { fail: `Template "${templateName}" has no assignment "${handins?.assignment}"` };
+  if (!template.spec.coursework?.collection)
+    return { fail: `Template "${templateName}" has no collection (spec.coursework.collection)` };
+  // The collection's root, read-only (a subPath of a read-only claim could not be made when no one
+  // has handed in yet); only handins/<assignment> is served.
+  return {
+    template,
+    mounts: [{ claim: collectionNames(templateName).claim, mountPath: MOUNT, readOnly: true }],
+    folder: `${MOUNT}/handins/${assignment.metadata.name}`,
+  };
+}
+
+export async function syncArchive(
+  ctx: OperatorContext,
+  namespace: string,
+  name: string,
+): Promise<CourseworkSyncResult> {
+  const archive = ctx.caches.archives.get(name, namespace);
+  if (!archive || archive.metadata.deletionTimestamp) return {};
+  const uid = archive.metadata.uid ?? "";
+  const podName = archivePodName(uid);
+  const expiresInMs =
+    timeMs(String(archive.metadata.creationTimestamp ?? ctx.now().toISOString())) +
+    ARCHIVE_TTL_SECONDS * 1000 -
+    ctx.now().getTime();
+  if (expiresInMs <= 0) {
+    try {
+      await ctx.rest.delete(resources.Archive.path(namespace, name), { preconditions: { uid } });
+    } catch (error) {
+      if (!isNotFound(error)) throw error;
+    }
+    return {};
+  }
+  const previous = archive.status ?? {};
+  let status: ArchiveStatus = previous;
+  if (previous.phase === "Served" || previous.phase === "Failed") {
+    await deleteFinishedCopyPods(ctx, uid, undefined);
+  } else {
+    status = await converge(ctx, archive, podName);
+  }
+  if (stableJson(previous) !== stableJson(status))
+    await ctx.rest.patch(resources.Archive.path(namespace, name, "status"), { status });
+  return { againAfterMs: expiresInMs };
+}
+
+async function converge(ctx: OperatorContext, archive: Archive, podName: string): Promise<ArchiveStatus> {
+  const namespace = archive.metadata.namespace ?? "";
+  const failed = (message: string): ArchiveStatus => ({ phase: "Failed", message });
+  if (!ctx.coursework.image) return failed("OPERATOR_COPY_IMAGE is unset: the operator runs no archive pods");
+  const clients = ctx.coursework.archiveClients;
+  if (!clients) return failed("OPERATOR_ARCHIVE_CLIENTS is unset: nobody could reach an archive pod");
+  const pod = ctx.caches.copyPods.get(podName, namespace);
+  if (pod && !pod.metadata?.deletionTimestamp) return statusOf(ctx, pod);
+  if (pod) return { phase: "Pending", pod: podName, message: "An earlier archive pod is being deleted" };
+  const source = resolve(ctx, archive);
+  if ("fail" in source) return failed(source.fail);
+  if ("wait" in source) return { phase: "Pending", message: source.wait };
+  await ensureCopyNetworkPolicy(ctx, namespace);
+  await ensureArchiveNetworkPolicy(ctx, namespace);
+  try {
+    await ctx.rest.create(
+      resources.Pod.path(namespace),
+      copyPod({
+        name: podName,
+        namespace,
+        job: "archive",
+        owner: {
+          apiVersion: API_VERSION,
+          kind: "Archive",
+          name: archive.metadata.name ?? "",
+          uid: archive.metadata.uid ?? "",
+          controller: true,
+        },
+        image: ctx.coursework.image,
+        template: source.template,
+        args: [
+          "serve-archive",
+          source.folder,
+          "--token-sha256",
+          archive.spec.tokenSha256,
+          "--port",
+          String(ARCHIVE_PORT),
+          "--wait",
+          String(WAIT_SECONDS),
+          ...ARCHIVE_LIMITS,
+        ],
+        mounts: source.mounts,
+        port: ARCHIVE_PORT,
+        deadlineSeconds: ARCHIVE_DEADLINE_SECONDS,
+        ...(source.nodeName ? { nodeName: source.nodeName } : {}),
+      }),
+    );
+  } catch (error) {
+    if (!isAlreadyExists(error)) throw error;
+  }
+  return { phase: "Pending", pod: podName, message: "The archive pod is starting" };
+}
+
+/** Pending until the program runs and the pod has an address; then Serving; then what it served. */
+function statusOf(ctx: OperatorContext, pod: V1Pod): ArchiveStatus {
+  const podName = pod.metadata?.name ?? "";
+  const outcome = copyOutcome(pod, ctx.now());
+  if (outcome?.ok) {
+    const r = outcome.result;
+    return {
+      phase: "Served",
+      pod: podName,
+      summary: {
+        files: countOf(r, "files"),
+        bytes: typeof r.bytes === "number" ? r.bytes : 0,
+        sha256: String(r.sha256),
+        skipped: countOf(r, "skipped"),
+      },
+    };
+  }
+  if (outcome) return { phase: "Failed", pod: podName, message: outcome.message.slice(0, 4096) };
+  const running = pod.status?.containerStatuses?.find((c) => c.name === "copy")?.state?.running;
+  const podIP = pod.status?.podIP;
+  if (running && podIP) return { phase: "Serving", pod: podName, podIP, port: ARCHIVE_PORT };
+  return { phase: "Pending", pod: podName, message: "The archive pod is starting" };
+}
+
+/** The ingress policy for archive pods, made beside the deny-all one; remembered per term. */
+async function ensureArchiveNetworkPolicy(ctx: OperatorContext, namespace: string): Promise<void> {
+  const key = `${ARCHIVE_NETWORK_POLICY}/${namespace}`;
+  const clients = ctx.coursework.archiveClients;
+  if (ctx.coursework.policies.has(key) || !clients) return;
+  try {
+    await ctx.rest.create(
+      resources.NetworkPolicy.path(namespace),
+      archiveNetworkPolicy(namespace, clients, ARCHIVE_PORT),
+    );
+    ctx.log.info(
+      { namespace, networkPolicy: ARCHIVE_NETWORK_POLICY },
+      "created the archive pods' NetworkPolicy",
+    );
+  } catch (error) {
+    if (!isAlreadyExists(error)) throw error;
+  }
+  ctx.coursework.policies.add(key);
+}
