@@ -10,6 +10,7 @@
  * mounted read-only unless the job writes it.
  */
 import type {
+  V1Affinity,
   V1NetworkPolicy,
   V1OwnerReference,
   V1Pod,
@@ -77,6 +78,15 @@ export function copySecurityContext(template: Template): V1PodSecurityContext {
   };
 }
 
+/** Required to run on the node called `nodeName` (as DaemonSets pin their pods). */
+export const onNode = (nodeName: string): V1Affinity => ({
+  nodeAffinity: {
+    requiredDuringSchedulingIgnoredDuringExecution: {
+      nodeSelectorTerms: [{ matchFields: [{ key: "metadata.name", operator: "In", values: [nodeName] }] }],
+    },
+  },
+});
+
 export function copyPod(input: CopyPodInput): V1Pod {
   const templatePod = input.template.spec.template.spec;
   // One pod volume per claim; each mount of it says its own mode.
@@ -113,8 +123,11 @@ export function copyPod(input: CopyPodInput): V1Pod {
       // Where the Template's environments may run, the copies may too.
       ...(templatePod.nodeSelector ? { nodeSelector: { ...templatePod.nodeSelector } } : {}),
       ...(templatePod.tolerations ? { tolerations: structuredClone(templatePod.tolerations) } : {}),
+      // Pinned by affinity, not nodeName: a pod with nodeName skips the scheduler, and only the
+      // scheduler binds a WaitForFirstConsumer claim (local-path): a collection no pod had used yet
+      // never bound and the copy waited for ever (found on the real node).
       ...(input.nodeName
-        ? { nodeName: input.nodeName }
+        ? { affinity: onNode(input.nodeName) }
         : templatePod.affinity
           ? { affinity: structuredClone(templatePod.affinity) }
           : {}),

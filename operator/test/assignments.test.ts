@@ -19,6 +19,7 @@ import { paths, type KubeRest } from "../../lib/kubeRest.ts";
 import { eventually, testNamespace } from "../../test/support/cluster.ts";
 import { startOperator } from "../../test/support/operator.ts";
 import { copyRetryDelay } from "../coursework/copyRuns.ts";
+import { onNode } from "../coursework/copyPods.ts";
 import {
   adminRest,
   createTemplate,
@@ -204,7 +205,7 @@ test("an Assignment is published by a locked-down copy pod, read again after an 
   });
   const alicePod = byClaim(distributes, "alice");
   assert.ok(alicePod);
-  assert.equal(alicePod.spec?.nodeName, undefined);
+  assert.equal(alicePod.spec?.affinity, undefined);
   assert.deepEqual(alicePod.spec?.containers[0]?.command?.slice(2), [
     "distribute",
     "/collection",
@@ -246,7 +247,7 @@ test("an Assignment is published by a locked-down copy pod, read again after an 
   const carolPod = await eventually("carol's distribute pod", async () =>
     byClaim(await copyPods(rest, ns, "distribute"), "carol"),
   );
-  assert.equal(carolPod.spec?.nodeName, node);
+  assert.deepEqual(carolPod.spec?.affinity, onNode(node), "on the node of carol's running environment");
 
   await finish(rest, alicePod, 0, {
     revision: SHA("a"),

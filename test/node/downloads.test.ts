@@ -123,8 +123,8 @@ test("downloads on the real node: a read-only archive pod serves a student's hom
     },
   });
   // A teacher, whose environment mounts the collection: its local-path claim is bound on the node
-  // when her pod is scheduled (a copy pod with a nodeName bypasses the scheduler, which binds
-  // WaitForFirstConsumer claims; see the report in 0011's "Not yet").
+  // when her pod is scheduled (before copy pods were placed by affinity, the scheduler never saw them
+  // and a fresh WaitForFirstConsumer claim stayed unbound; see 0011).
   await appointTeacher(ns, await chartCourseTeacherRole(t, ns), "tess", "teach-tess");
   await createTemplate(ns, "lab", labTemplate(tools));
   await createUserland(ns, "ann", "ann", "lab");
