@@ -171,7 +171,7 @@ function receiptOf(a: StudentAssignment): Html {
   const r = a.receipt;
   if (!r) return html``;
   return html`<dl class="receipt" aria-label="Receipt for ${a.title}">
-    <dt>${r.by === "deadline" ? "Collected at the deadline" : "Handed in"}</dt>
+    <dt>${r.by === "deadline" ? "Collected at closing" : "Handed in"}</dt>
     <dd>${timeOf(r.time)}${r.late ? html` <span class="state state-failed">late</span>` : ""}</dd>
     <dt>Files</dt>
     <dd>

@@ -107,7 +107,7 @@ export type ReceiptView = Static<typeof ReceiptView>;
 
 const StateSchema = StringEnum([...HAND_IN_STATES], {
   description:
-    "not-distributed, open (handed out, not handed in), handing-in (asked, being collected), on-time, late, collected (at the deadline), missing (closed without a hand-in, or nothing found at the deadline).",
+    "not-distributed, open (handed out, not handed in), handing-in (asked, being collected), on-time, late, collected (at the closing time: lateUntil, else the deadline), missing (closed without a hand-in, or nothing found at closing).",
 });
 
 export const AssignmentView = Type.Object({

@@ -22,7 +22,7 @@ export const STATE_LABELS: Record<HandInState, string> = {
   "handing-in": "handing in",
   "on-time": "on time",
   late: "late",
-  collected: "collected at the deadline",
+  collected: "collected at closing",
   missing: "missing",
 };
 

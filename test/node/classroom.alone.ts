@@ -477,14 +477,14 @@ test(
     // cat does nothing: her home page (open, following by itself) shows the collection.
     const catReceipt = await receiptOn(homes.cat, closing - Date.now() + 180_000);
     assert.ok(Date.now() >= closing, "collected at the closing time, not before");
-    assert.match(catReceipt.text, /Collected at the deadline/);
+    assert.match(catReceipt.text, /Collected at closing/);
     await shot(homes.cat, "home-collected");
     phase("cat collected at the closing time");
 
     // The console's table: on time, late, collected; each row as the student's receipt says.
     await tessConsole.reload({ waitUntil: "domcontentloaded" });
     const receipts: Record<Student, HomeReceipt> = { ann: annReceipt, ben: benReceipt, cat: catReceipt };
-    const states: Record<Student, RegExp> = { ann: /on time/, ben: /late/, cat: /collected at the deadline/ };
+    const states: Record<Student, RegExp> = { ann: /on time/, ben: /late/, cat: /collected at closing/ };
     for (const user of STUDENTS) {
       const row = tessConsole.locator(ROW(user));
       assert.match((await row.locator("td").first().textContent()) ?? "", states[user], `${user}'s state`);
