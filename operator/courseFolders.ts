@@ -5,7 +5,8 @@
  */
 import type { V1PersistentVolumeClaim, V1Volume, V1VolumeMount } from "@kubernetes/client-node";
 import { ANNOTATIONS, collectionNames, courseFolderNames, LABELS, MANAGED_BY } from "../api/naming.ts";
-import { API_VERSION, TemplateConditions, type Template } from "../api/v1alpha1/index.ts";
+import { TemplateConditions, type Template } from "../api/v1alpha1/index.ts";
+import { controllerReference } from "./ownership.ts";
 import type { ConditionInput } from "./conditions.ts";
 import type { OperatorContext } from "./context.ts";
 import { templateRef } from "./events.ts";
@@ -119,15 +120,7 @@ export function desiredCourseClaims(template: Template): V1PersistentVolumeClaim
         // would need rights on templates/finalizers.
         ...((f.reclaimPolicy ?? "Retain") === "Delete"
           ? {
-              ownerReferences: [
-                {
-                  apiVersion: API_VERSION,
-                  kind: "Template",
-                  name: templateName,
-                  uid: template.metadata.uid ?? "",
-                  controller: true,
-                },
-              ],
+              ownerReferences: [controllerReference("Template", template)],
             }
           : {}),
       },

@@ -12,8 +12,9 @@ import type {
   V1ServicePort,
 } from "@kubernetes/client-node";
 import { ANNOTATIONS, childNames, type ChildNames, LABELS, MANAGED_BY, shortHash } from "../api/naming.ts";
-import { API_VERSION, SERVICE_EXTERNAL_FIELDS, type Template, type Userland } from "../api/v1alpha1/index.ts";
+import { SERVICE_EXTERNAL_FIELDS, type Template, type Userland } from "../api/v1alpha1/index.ts";
 import { desiredHash } from "./compare.ts";
+import { controllerReference } from "./ownership.ts";
 import { courseFolderMounts } from "./courseFolders.ts";
 
 export interface DesiredChildren {
@@ -35,14 +36,7 @@ export class TemplateError extends Error {
 }
 
 export function controllerRef(userland: Userland): V1OwnerReference {
-  return {
-    apiVersion: API_VERSION,
-    kind: "Userland",
-    name: userland.metadata.name ?? "",
-    uid: userland.metadata.uid ?? "",
-    controller: true,
-    blockOwnerDeletion: true,
-  };
+  return controllerReference("Userland", userland, { blockOwnerDeletion: true });
 }
 
 export function userHash(user: string): string {

@@ -9,7 +9,7 @@
  * Anything else (no owner, another owner, an ESC Userland for another identity) is someone else's.
  */
 import type { V1OwnerReference } from "@kubernetes/client-node";
-import type { Userland } from "../api/v1alpha1/index.ts";
+import { API_VERSION, type Userland } from "../api/v1alpha1/index.ts";
 import type { k8s } from "../lib/kube.ts";
 
 /** koba1t/ESC's API group: its Userlands have no user field, their name is the user. */
@@ -31,4 +31,23 @@ export function escPredecessor(
   if (!owner || owner.kind !== "Userland" || owner.apiVersion.split("/")[0] !== ESC_GROUP) return undefined;
   const name = userland.metadata.name;
   return owner.name === name && userland.spec.user === name ? owner : undefined;
+}
+
+/**
+ * The owner reference making one of the platform's objects (`kind`) the controller of a child,
+ * which the garbage collector deletes with it.
+ */
+export function controllerReference(
+  kind: "Userland" | "Template" | "Assignment" | "Submission" | "Archive",
+  owner: { metadata: { name?: string; uid?: string } },
+  options: { blockOwnerDeletion?: boolean } = {},
+): V1OwnerReference {
+  return {
+    apiVersion: API_VERSION,
+    kind,
+    name: owner.metadata.name ?? "",
+    uid: owner.metadata.uid ?? "",
+    controller: true,
+    ...(options.blockOwnerDeletion ? { blockOwnerDeletion: true } : {}),
+  };
 }

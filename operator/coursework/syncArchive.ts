@@ -8,7 +8,8 @@
  */
 import type { V1Pod } from "@kubernetes/client-node";
 import { childNames, collectionNames, shortHash } from "../../api/naming.ts";
-import { API_VERSION, type Archive, type ArchiveStatus } from "../../api/v1alpha1/index.ts";
+import type { Archive, ArchiveStatus } from "../../api/v1alpha1/index.ts";
+import { controllerReference } from "../ownership.ts";
 import { namespacedKey } from "../../lib/informer.ts";
 import { isAlreadyExists, isNotFound } from "../../lib/kubeRest.ts";
 import { Index } from "../caches.ts";
@@ -149,13 +150,7 @@ async function converge(ctx: OperatorContext, archive: Archive, podName: string)
         name: podName,
         namespace,
         job: "archive",
-        owner: {
-          apiVersion: API_VERSION,
-          kind: "Archive",
-          name: archive.metadata.name ?? "",
-          uid: archive.metadata.uid ?? "",
-          controller: true,
-        },
+        owner: controllerReference("Archive", archive),
         image: ctx.coursework.image,
         template: source.template,
         args: [

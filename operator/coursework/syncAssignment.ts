@@ -4,6 +4,7 @@
  * Template (optionally of one class), request every outstanding hand-in at the closing time
  * (lateUntil, else the deadline), and count the Submissions in status.
  */
+import { controllerReference } from "../ownership.ts";
 import {
   collectionNames,
   collectionPaths,
@@ -40,13 +41,7 @@ export interface CourseworkSyncResult {
 const SOURCE_MOUNT = "/source";
 const PUBLISHED_MOUNT = "/published";
 
-export const assignmentOwner = (a: Assignment) => ({
-  apiVersion: API_VERSION,
-  kind: "Assignment",
-  name: a.metadata.name ?? "",
-  uid: a.metadata.uid ?? "",
-  controller: true,
-});
+export const assignmentOwner = (a: Assignment) => controllerReference("Assignment", a);
 
 /** When outstanding work is collected: lateUntil, else the deadline; undefined without a deadline. */
 export function closingTime(a: Assignment): string | undefined {

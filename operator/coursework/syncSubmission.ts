@@ -6,9 +6,9 @@
  * into `…/<name>/feedback/`. A running environment's claim may be ReadWriteOnce and attached to its
  * node: the copy goes to that node; a stopped one's claim is free.
  */
+import { controllerReference } from "../ownership.ts";
 import { childNames, collectionNames, collectionUserFolder } from "../../api/naming.ts";
 import {
-  API_VERSION,
   SubmissionConditions,
   type Assignment,
   type Submission,
@@ -200,13 +200,7 @@ async function copy(
       name: copyPodName(job, s.metadata.uid ?? "", generationOf(job, a)),
       namespace: s.metadata.namespace ?? "",
       job,
-      owner: {
-        apiVersion: API_VERSION,
-        kind: "Submission",
-        name: s.metadata.name ?? "",
-        uid: s.metadata.uid ?? "",
-        controller: true,
-      },
+      owner: controllerReference("Submission", s),
       image: ctx.coursework.image,
       template,
       args: plan[job].args,
