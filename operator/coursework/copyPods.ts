@@ -137,7 +137,15 @@ export function copyPod(input: CopyPodInput): V1Pod {
           image: input.image,
           command: ["node", "coursework/copy.ts", ...input.args],
           terminationMessagePolicy: "File",
-          ...(input.port ? { ports: [{ name: "archive", containerPort: input.port, protocol: "TCP" }] } : {}),
+          ...(input.port
+            ? {
+                ports: [{ name: "archive", containerPort: input.port, protocol: "TCP" }],
+                // Ready once the program listens: the Archive says Serving only then, so whoever
+                // dials at Serving is answered (a running container is not yet a listening one).
+                // A TCP check opens and closes a connection; the program serves only a request.
+                readinessProbe: { tcpSocket: { port: input.port }, periodSeconds: 1, failureThreshold: 1 },
+              }
+            : {}),
           securityContext: {
             allowPrivilegeEscalation: false,
             readOnlyRootFilesystem: true,

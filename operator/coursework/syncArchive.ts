@@ -176,7 +176,7 @@ async function converge(ctx: OperatorContext, archive: Archive, podName: string)
   return { phase: "Pending", pod: podName, message: "The archive pod is starting" };
 }
 
-/** Pending until the program runs and the pod has an address; then Serving; then what it served. */
+/** Pending until the program listens and the pod has an address; then Serving; then what it served. */
 function statusOf(ctx: OperatorContext, pod: V1Pod): ArchiveStatus {
   const podName = pod.metadata?.name ?? "";
   const outcome = copyOutcome(pod, ctx.now());
@@ -194,9 +194,11 @@ function statusOf(ctx: OperatorContext, pod: V1Pod): ArchiveStatus {
     };
   }
   if (outcome) return { phase: "Failed", pod: podName, message: outcome.message.slice(0, 4096) };
-  const running = pod.status?.containerStatuses?.find((c) => c.name === "copy")?.state?.running;
+  const copy = pod.status?.containerStatuses?.find((c) => c.name === "copy");
   const podIP = pod.status?.podIP;
-  if (running && podIP) return { phase: "Serving", pod: podName, podIP, port: ARCHIVE_PORT };
+  // Ready (its readiness check connected): the program listens, not only runs.
+  if (copy?.state?.running && copy.ready && podIP)
+    return { phase: "Serving", pod: podName, podIP, port: ARCHIVE_PORT };
   return { phase: "Pending", pod: podName, message: "The archive pod is starting" };
 }
 
