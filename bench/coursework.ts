@@ -11,9 +11,11 @@
  * kwok runs no containers: a stand-in for the kubelet here finishes each copy pod as soon as it is
  * seen, writing the terminated status and the JSON result coursework/copy.ts would write. Each phase
  * must end within BENCH_PHASE_TIMEOUT_S (default 600) seconds, or the run fails saying which.
+ * BENCH_AUDIT_COPY=<file> keeps a copy of the API server's audit log (the control plane's folder is
+ * removed at the end), for reading which requests went where.
  */
 import { randomBytes } from "node:crypto";
-import { writeFileSync } from "node:fs";
+import { copyFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { V1Pod } from "@kubernetes/client-node";
 import { submissionNameFor } from "../api/naming.ts";
@@ -412,6 +414,7 @@ await runBench(
     for (const i of informers) await i.stop();
     if (operator) await operator.stop("SIGTERM");
     if (rest) await rest.close();
+    if (process.env.BENCH_AUDIT_COPY) copyFileSync(controlPlane.auditLogPath, process.env.BENCH_AUDIT_COPY);
     await controlPlane.stop();
   },
   async () => {
