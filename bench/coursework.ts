@@ -446,6 +446,11 @@ await runBench(
     console.log(`\nOperator requests by verb and resource:`);
     console.log(`- publish: ${breakdown(publish.requests)}`);
     console.log(`- deadline: ${breakdown(deadline.requests)}`);
+    // Failed reconciles are retried with back-off: a run with many would measure the back-off.
+    const warnings = (operator?.logs() ?? "").split("\n").filter((l) => l.includes('"level":"warn"'));
+    console.log(
+      `- operator warnings logged: ${warnings.length}${warnings[0] ? ` (the first: ${warnings[0].slice(0, 300)})` : ""}`,
+    );
     console.log(
       `\ndirect: this process writes, ${IN_FLIGHT} students in flight, per student a Submission (created, or its hand-in request), a copy pod, the pod's terminated status, the Submission's status and the pod's deletion (${base.perStudent} requests); no operator.`,
     );
