@@ -14,7 +14,7 @@ interface AuditEvent {
   verb: string;
   user: { username: string };
   stageTimestamp: string;
-  objectRef?: { resource?: string; namespace?: string };
+  objectRef?: { resource?: string; subresource?: string; namespace?: string };
 }
 
 const WRITE_VERBS = new Set(["create", "update", "patch", "delete", "deletecollection"]);
@@ -35,6 +35,38 @@ export function requestsSince(
   namespace: string,
   until = Infinity,
 ): Map<string, RequestCount> {
+  const counts = new Map<string, RequestCount>();
+  for (const e of eventsSince(file, offset, namespace, until)) {
+    const count = counts.get(e.user.username) ?? { total: 0, writes: 0 };
+    count.total++;
+    if (WRITE_VERBS.has(e.verb)) count.writes++;
+    counts.set(e.user.username, count);
+  }
+  return counts;
+}
+
+/**
+ * One user's requests after `offset` (the same ones `requestsSince` counts) by verb and resource,
+ * e.g. "patch submissions/status" → 300: which calls a phase's work costs.
+ */
+export function requestsByVerb(
+  file: string,
+  offset: number,
+  namespace: string,
+  username: string,
+  until = Infinity,
+): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const e of eventsSince(file, offset, namespace, until)) {
+    if (e.user.username !== username) continue;
+    const resource = [e.objectRef?.resource ?? "(none)", e.objectRef?.subresource].filter(Boolean).join("/");
+    const key = `${e.verb} ${resource}`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  return counts;
+}
+
+function eventsSince(file: string, offset: number, namespace: string, until: number): AuditEvent[] {
   const size = statSync(file).size;
   const buffer = Buffer.alloc(Math.max(0, size - offset));
   const fd = openSync(file, "r");
@@ -43,7 +75,7 @@ export function requestsSince(
   } finally {
     closeSync(fd);
   }
-  const counts = new Map<string, RequestCount>();
+  const events: AuditEvent[] = [];
   // A watch is logged when its response starts and again when it ends: one request, one auditID.
   const seen = new Set<string>();
   for (const line of buffer.toString("utf8").split("\n")) {
@@ -57,10 +89,7 @@ export function requestsSince(
     if (e.objectRef?.namespace !== undefined && e.objectRef.namespace !== namespace) continue;
     if (Date.parse(e.stageTimestamp) > until) continue;
     seen.add(e.auditID);
-    const count = counts.get(e.user.username) ?? { total: 0, writes: 0 };
-    count.total++;
-    if (WRITE_VERBS.has(e.verb)) count.writes++;
-    counts.set(e.user.username, count);
+    events.push(e);
   }
-  return counts;
+  return events;
 }

@@ -23,6 +23,7 @@ import {
 } from "../../api/v1alpha1/index.ts";
 import { namespacedKey } from "../../lib/informer.ts";
 import { isAlreadyExists, isInvalid } from "../../lib/kubeRest.ts";
+import { forEachLimited } from "../../lib/limited.ts";
 import { Index } from "../caches.ts";
 import { stableJson } from "../compare.ts";
 import { conditionTime, findCondition, setCondition, timeMs, type ConditionInput } from "../conditions.ts";
@@ -236,6 +237,13 @@ async function publish(
  * already use, cached) are not students: they would get the handout and be collected at the closing
  * time and counted as missing. A Submission made before its person became a teacher stays.
  */
+/**
+ * Writes one Assignment sync makes to every student's Submission, in flight at once: one after
+ * another, 300 students' hand-in requests at a closing time took 9.4 s on kwok (bench/coursework.ts),
+ * and each student's copy waited for its turn.
+ */
+const STUDENT_WRITES_IN_FLIGHT = 16;
+
 async function ensureSubmissions(ctx: OperatorContext, a: Assignment, template: Template): Promise<void> {
   const namespace = a.metadata.namespace ?? "";
   const name = a.metadata.name ?? "";
@@ -246,10 +254,10 @@ async function ensureSubmissions(ctx: OperatorContext, a: Assignment, template: 
     if (a.spec.class !== undefined && u.metadata.labels?.[LABELS.class] !== a.spec.class) continue;
     users.add(u.spec.user);
   }
-  for (const user of users) {
+  await forEachLimited(users, STUDENT_WRITES_IN_FLIGHT, async (user) => {
     const submissionName = submissionNameFor(name, user);
-    if (ctx.caches.submissions.get(submissionName, namespace)) continue;
-    if (await ctx.teachers.isTeacher(namespace, templateName, user)) continue;
+    if (ctx.caches.submissions.get(submissionName, namespace)) return;
+    if (await ctx.teachers.isTeacher(namespace, templateName, user)) return;
     const body: Submission = {
       apiVersion: API_VERSION,
       kind: "Submission",
@@ -261,18 +269,20 @@ async function ensureSubmissions(ctx: OperatorContext, a: Assignment, template: 
     } catch (error) {
       if (!isAlreadyExists(error)) throw error;
     }
-  }
+  });
 }
 
 /** At the closing time, the platform asks for every hand-in nobody asked for. */
-async function requestOutstandingHandIns(
-  ctx: OperatorContext,
+export async function requestOutstandingHandIns(
+  ctx: Pick<OperatorContext, "rest">,
   submissions: readonly Submission[],
   closing: string,
 ): Promise<void> {
   const at = conditionTime(new Date(timeMs(closing)));
-  for (const s of submissions) {
-    if (s.spec.handInRequestedAt !== undefined || s.metadata.deletionTimestamp) continue;
+  const outstanding = submissions.filter(
+    (s) => s.spec.handInRequestedAt === undefined && !s.metadata.deletionTimestamp,
+  );
+  await forEachLimited(outstanding, STUDENT_WRITES_IN_FLIGHT, async (s) => {
     try {
       await ctx.rest.patch(resources.Submission.path(s.metadata.namespace ?? "", s.metadata.name), {
         spec: { handInRequestedAt: at, handInRequestedBy: "deadline" },
@@ -281,7 +291,7 @@ async function requestOutstandingHandIns(
       // The student's own request got there first: it is final, and theirs stands.
       if (!isInvalid(error)) throw error;
     }
-  }
+  });
 }
 
 function counts(submissions: readonly Submission[], release: number | undefined, closed: boolean) {
