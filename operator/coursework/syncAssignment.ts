@@ -4,6 +4,7 @@
  * Template (optionally of one class), request every outstanding hand-in at the closing time
  * (lateUntil, else the deadline), and count the Submissions in status.
  */
+import pLimit from "p-limit";
 import { controllerReference } from "../ownership.ts";
 import {
   collectionNames,
@@ -23,7 +24,6 @@ import {
 } from "../../api/v1alpha1/index.ts";
 import { namespacedKey } from "../../lib/informer.ts";
 import { isAlreadyExists, isInvalid } from "../../lib/kubeRest.ts";
-import { forEachLimited } from "../../lib/limited.ts";
 import { Index } from "../caches.ts";
 import { stableJson } from "../compare.ts";
 import { conditionTime, findCondition, setCondition, timeMs, type ConditionInput } from "../conditions.ts";
@@ -254,22 +254,27 @@ async function ensureSubmissions(ctx: OperatorContext, a: Assignment, template: 
     if (a.spec.class !== undefined && u.metadata.labels?.[LABELS.class] !== a.spec.class) continue;
     users.add(u.spec.user);
   }
-  await forEachLimited(users, STUDENT_WRITES_IN_FLIGHT, async (user) => {
-    const submissionName = submissionNameFor(name, user);
-    if (ctx.caches.submissions.get(submissionName, namespace)) return;
-    if (await ctx.teachers.isTeacher(namespace, templateName, user)) return;
-    const body: Submission = {
-      apiVersion: API_VERSION,
-      kind: "Submission",
-      metadata: { name: submissionName, namespace, ownerReferences: [assignmentOwner(a)] },
-      spec: { assignment: name, user },
-    };
-    try {
-      await ctx.rest.create(resources.Submission.path(namespace), body);
-    } catch (error) {
-      if (!isAlreadyExists(error)) throw error;
-    }
-  });
+  const limit = pLimit(STUDENT_WRITES_IN_FLIGHT);
+  await Promise.all(
+    [...users].map((user) =>
+      limit(async () => {
+        const submissionName = submissionNameFor(name, user);
+        if (ctx.caches.submissions.get(submissionName, namespace)) return;
+        if (await ctx.teachers.isTeacher(namespace, templateName, user)) return;
+        const body: Submission = {
+          apiVersion: API_VERSION,
+          kind: "Submission",
+          metadata: { name: submissionName, namespace, ownerReferences: [assignmentOwner(a)] },
+          spec: { assignment: name, user },
+        };
+        try {
+          await ctx.rest.create(resources.Submission.path(namespace), body);
+        } catch (error) {
+          if (!isAlreadyExists(error)) throw error;
+        }
+      }),
+    ),
+  );
 }
 
 /** At the closing time, the platform asks for every hand-in nobody asked for. */
@@ -282,16 +287,21 @@ export async function requestOutstandingHandIns(
   const outstanding = submissions.filter(
     (s) => s.spec.handInRequestedAt === undefined && !s.metadata.deletionTimestamp,
   );
-  await forEachLimited(outstanding, STUDENT_WRITES_IN_FLIGHT, async (s) => {
-    try {
-      await ctx.rest.patch(resources.Submission.path(s.metadata.namespace ?? "", s.metadata.name), {
-        spec: { handInRequestedAt: at, handInRequestedBy: "deadline" },
-      });
-    } catch (error) {
-      // The student's own request got there first: it is final, and theirs stands.
-      if (!isInvalid(error)) throw error;
-    }
-  });
+  const limit = pLimit(STUDENT_WRITES_IN_FLIGHT);
+  await Promise.all(
+    outstanding.map((s) =>
+      limit(async () => {
+        try {
+          await ctx.rest.patch(resources.Submission.path(s.metadata.namespace ?? "", s.metadata.name), {
+            spec: { handInRequestedAt: at, handInRequestedBy: "deadline" },
+          });
+        } catch (error) {
+          // The student's own request got there first: it is final, and theirs stands.
+          if (!isInvalid(error)) throw error;
+        }
+      }),
+    ),
+  );
 }
 
 function counts(submissions: readonly Submission[], release: number | undefined, closed: boolean) {
