@@ -18,6 +18,7 @@
 import { createReadStream, rmSync } from "node:fs";
 import { dirname } from "node:path";
 import { createInterface } from "node:readline";
+import pLimit from "p-limit";
 import type {
   V1Deployment,
   V1ObjectMeta,
@@ -206,15 +207,6 @@ function random(seed: number): () => number {
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const seconds = (since: number) => (Date.now() - since) / 1000;
-
-/** Calls `fn` for each item with at most `limit` calls in flight. */
-async function forEachLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>) {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) await fn(items[next++] as T);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-}
 
 const CLAIM = { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } };
 
@@ -413,24 +405,29 @@ export class Chaos {
     if (!(await this.leader(60_000))) throw new Error("no operator replica took the Lease within 60 s");
 
     const names = Array.from({ length: this.opts.userlands }, (_, i) => i);
-    await forEachLimited(names, 20, async (i) => {
-      const name = `user-${String(i).padStart(4, "0")}`;
-      const templateName = (templates[i % templates.length] as { name: string }).name;
-      const enabled = i % 10 !== 9;
-      const created = await this.rest.create<Userland>(userlandsPath(ns), {
-        apiVersion: "userland.dev/v1alpha1",
-        kind: "Userland",
-        metadata: { name },
-        // Identities as the auth service reports them, not the Kubernetes names.
-        spec: { user: `Student.${i}@uni.example`, templateName, enabled },
-      });
-      this.state.set(name, {
-        user: created.spec.user,
-        uid: created.metadata.uid ?? "",
-        templateName,
-        enabled,
-      });
-    });
+    const limit = pLimit(20);
+    await Promise.all(
+      names.map((i) =>
+        limit(async () => {
+          const name = `user-${String(i).padStart(4, "0")}`;
+          const templateName = (templates[i % templates.length] as { name: string }).name;
+          const enabled = i % 10 !== 9;
+          const created = await this.rest.create<Userland>(userlandsPath(ns), {
+            apiVersion: "userland.dev/v1alpha1",
+            kind: "Userland",
+            metadata: { name },
+            // Identities as the auth service reports them, not the Kubernetes names.
+            spec: { user: `Student.${i}@uni.example`, templateName, enabled },
+          });
+          this.state.set(name, {
+            user: created.spec.user,
+            uid: created.metadata.uid ?? "",
+            templateName,
+            enabled,
+          });
+        }),
+      ),
+    );
   }
 
   // --- operator replicas --------------------------------------------------------------------
