@@ -45,6 +45,14 @@ test("a real Jupyter starting: the starting page tells each step, then Jupyter, 
     ctr: join(info.binDir, "ctr"),
     socket: node.containerdSocket,
   });
+  // Jupyter answers its readiness check within a second or two of starting when its image is on
+  // the node: on a loaded machine the whole wait could pass before the operator's report of it
+  // reached the proxy (CI ci4 saw "Pending", then Jupyter). A first check 8 s after the start makes
+  // the step the student must read last long enough to be read; what it reads is still the
+  // operator's own report.
+  const probe = template.spec.template.spec?.containers[0]?.readinessProbe;
+  assert.ok(probe, "deploy/jupyter.yaml's Jupyter has a readiness check");
+  probe.initialDelaySeconds = 8;
   const ns = await testNamespace(t, "node-starting");
   await startOperator(t, ns);
   await createTemplate(ns, "jupyter", template.spec);
