@@ -61,7 +61,13 @@ import { gotoSignIn, launchBrowser } from "../support/browser.ts";
 import { eventually, testCluster } from "../support/cluster.ts";
 import { expectOnPage as expectOnPageIn, jupyterApi } from "../support/nodeBrowser.ts";
 import { adminRest, createTemplate, createUserland, waitForPhase } from "../support/resources.ts";
-import { execInContainer, nodeRelays, realNode, waitForOnePodReady } from "../support/realNode.ts";
+import {
+  execInContainer,
+  nodeRelays,
+  realNode,
+  releaseNamespace,
+  waitForOnePodReady,
+} from "../support/realNode.ts";
 
 const NAMESPACE = "classroom";
 const DOMAIN = NODE_PLATFORM_DOMAIN;
@@ -159,6 +165,7 @@ after(async () => {
   await relays?.close();
   await idp?.close();
   if (work) rmSync(work, { recursive: true, force: true });
+  await releaseNamespace(NAMESPACE);
 });
 
 const shot = (page: Page, name: string) =>

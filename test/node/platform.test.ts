@@ -46,7 +46,13 @@ import {
   patchTemplate,
   waitForPhase,
 } from "../support/resources.ts";
-import { execInContainer, nodeRelays, realNode, waitForOnePodReady } from "../support/realNode.ts";
+import {
+  execInContainer,
+  nodeRelays,
+  realNode,
+  releaseNamespace,
+  waitForOnePodReady,
+} from "../support/realNode.ts";
 import { run } from "../chart/support.ts";
 import { assertNoErrorPage, pagesLoaded } from "../support/platformPages.ts";
 import { expectOnPage as expectOnPageIn, jupyterApi } from "../support/nodeBrowser.ts";
@@ -189,6 +195,7 @@ after(async () => {
   await relays?.close();
   await idp?.close();
   if (work) rmSync(work, { recursive: true, force: true });
+  await releaseNamespace(NAMESPACE);
 });
 
 test("deploy/README.md's install section runs the platform's own image: every component Ready, non-root, read-only, behind NetworkPolicies", async () => {

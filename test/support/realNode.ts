@@ -175,3 +175,19 @@ export async function waitForOnePodReady(
     250,
   );
 }
+
+/**
+ * Deletes a namespace a real-node test file installed the platform into and waits until its pods
+ * are gone: the real node's two CPUs are what every file's pods request, and a platform left
+ * running (the chart's components and students' IDEs) left the next file's class of four
+ * Jupyters Unschedulable (CI ci4). Bounded: a namespace still terminating after `timeoutMs` fails.
+ */
+export async function releaseNamespace(namespace: string, timeoutMs = 120_000): Promise<void> {
+  const core = (await testCluster()).kc.makeApiClient(k8s.CoreV1Api);
+  await core.deleteNamespace({ name: namespace }).catch(() => undefined);
+  await eventually(
+    `the pods of namespace ${namespace} gone`,
+    async () => (await core.listNamespacedPod({ namespace })).items.length === 0,
+    timeoutMs,
+  );
+}
