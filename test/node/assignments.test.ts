@@ -21,12 +21,17 @@ import {
   submissionsPath,
   type Assignment,
   type Submission,
-  type TemplateSpec,
 } from "../../api/v1alpha1/index.ts";
 import { buildPlatformImage, importImage } from "../../cluster/node/images.ts";
 import { isNotFound, paths } from "../../lib/kubeRest.ts";
 import { eventually, testNamespace } from "../support/cluster.ts";
-import { appointTeacher, chartCourseTeacherRole } from "../support/coursework.ts";
+import {
+  appointTeacher,
+  chartCourseTeacherRole,
+  LAB_COLLECTION,
+  LAB_HOME,
+  realNodeLabTemplate,
+} from "../support/coursework.ts";
 import { startOperator } from "../support/operator.ts";
 import {
   adminRest,
@@ -35,57 +40,13 @@ import {
   patchUserland,
   waitForPhase,
 } from "../support/resources.ts";
-import {
-  execInContainer,
-  LOCAL_PATH_STORAGE_CLASS,
-  onRealNode,
-  realNode,
-  waitForOnePodReady,
-} from "../support/realNode.ts";
+import { execInContainer, realNode, waitForOnePodReady } from "../support/realNode.ts";
 
-const HOME = "/home/student";
+const HOME = LAB_HOME;
 const COURSE = "/srv/course";
-const COLLECTION = "/srv/collection";
+const COLLECTION = LAB_COLLECTION;
 /** How long one copy (a pod on the real node: start, node, copy) may take before the test fails. */
 const COPY_MS = 60_000;
-
-const claim = {
-  storageClassName: LOCAL_PATH_STORAGE_CLASS,
-  accessModes: ["ReadWriteOnce"],
-  resources: { requests: { storage: "64Mi" } },
-};
-
-function labTemplate(image: string): TemplateSpec {
-  return {
-    displayName: "Assignments on the real node",
-    template: {
-      spec: {
-        ...onRealNode,
-        // The student's user: distributed files must be theirs to edit.
-        securityContext: { runAsUser: 1000, runAsGroup: 1000 },
-        // busybox httpd as PID 1 ignores SIGTERM: stopping cat must not take the 30 s grace period.
-        terminationGracePeriodSeconds: 1,
-        containers: [
-          {
-            name: "ide",
-            image,
-            imagePullPolicy: "Never",
-            command: ["busybox", "httpd", "-f", "-p", "8080", "-h", "/srv"],
-            ports: [{ containerPort: 8080, name: "http" }],
-            volumeMounts: [{ name: "home", mountPath: HOME }],
-          },
-        ],
-      },
-    },
-    service: { ports: [{ name: "http", port: 80, targetPort: 8080 }] },
-    volumes: [{ name: "home", pvcSpec: claim }],
-    coursework: {
-      home: { volume: "home", mountPath: HOME },
-      folders: [{ name: "course", mountPath: COURSE, pvcSpec: claim }],
-      collection: { mountPath: COLLECTION, pvcSpec: claim },
-    },
-  };
-}
 
 type Conditioned = { status?: { conditions?: { type: string; reason: string; message: string }[] } };
 const condition = (o: Conditioned, type: string) => o.status?.conditions?.find((c) => c.type === type);
@@ -133,7 +94,11 @@ test("an assignment cycle with kubectl alone: published, distributed (running an
   await startOperator(t, ns, {
     env: { OPERATOR_COPY_IMAGE: image.ref, OPERATOR_COPY_RETRY: "2s" },
   });
-  await createTemplate(ns, "lab", labTemplate(node.images.tools ?? ""));
+  await createTemplate(
+    ns,
+    "lab",
+    realNodeLabTemplate(node.images.tools ?? "", "Assignments on the real node", COURSE),
+  );
   const people = ["tess", "ann", "ben", "cat"] as const;
   for (const who of people) await createUserland(ns, who, who, "lab");
   const pods: Record<string, V1Pod> = {};

@@ -21,59 +21,28 @@ import {
   submissionsPath,
   type Archive,
   type Submission,
-  type TemplateSpec,
 } from "../../api/v1alpha1/index.ts";
 import { buildPlatformImage, importImage } from "../../cluster/node/images.ts";
 import { isConflict, paths } from "../../lib/kubeRest.ts";
 import { eventually, testNamespace } from "../support/cluster.ts";
-import { appointTeacher, chartCourseTeacherRole } from "../support/coursework.ts";
+import {
+  appointTeacher,
+  chartCourseTeacherRole,
+  LAB_HOME,
+  realNodeLabTemplate,
+} from "../support/coursework.ts";
 import { startOperator } from "../support/operator.ts";
 import { adminRest, createTemplate, createUserland, waitForPhase } from "../support/resources.ts";
 import {
   execInContainer,
-  LOCAL_PATH_STORAGE_CLASS,
   onRealNode,
   realNode,
   waitForOnePodReady,
   waitForPodReady,
 } from "../support/realNode.ts";
 
-const HOME = "/home/student";
+const HOME = LAB_HOME;
 const CLIENT_LABEL = { "userland.dev/test-archive-client": "yes" };
-const claim = {
-  storageClassName: LOCAL_PATH_STORAGE_CLASS,
-  accessModes: ["ReadWriteOnce"],
-  resources: { requests: { storage: "64Mi" } },
-};
-
-function labTemplate(image: string): TemplateSpec {
-  return {
-    displayName: "Downloads on the real node",
-    template: {
-      spec: {
-        ...onRealNode,
-        securityContext: { runAsUser: 1000, runAsGroup: 1000 },
-        terminationGracePeriodSeconds: 1,
-        containers: [
-          {
-            name: "ide",
-            image,
-            imagePullPolicy: "Never",
-            command: ["busybox", "httpd", "-f", "-p", "8080", "-h", "/srv"],
-            ports: [{ containerPort: 8080, name: "http" }],
-            volumeMounts: [{ name: "home", mountPath: HOME }],
-          },
-        ],
-      },
-    },
-    service: { ports: [{ name: "http", port: 80, targetPort: 8080 }] },
-    volumes: [{ name: "home", pvcSpec: claim }],
-    coursework: {
-      home: { volume: "home", mountPath: HOME },
-      collection: { mountPath: "/srv/collection", pvcSpec: claim },
-    },
-  };
-}
 
 async function sh(pod: V1Pod, script: string): Promise<string> {
   const result = await execInContainer(pod, ["sh", "-euc", script], { timeoutMs: 60_000 });
@@ -126,7 +95,7 @@ test("downloads on the real node: a read-only archive pod serves a student's hom
   // when her pod is scheduled (before copy pods were placed by affinity, the scheduler never saw them
   // and a fresh WaitForFirstConsumer claim stayed unbound; see 0011).
   await appointTeacher(ns, await chartCourseTeacherRole(t, ns), "tess", "teach-tess");
-  await createTemplate(ns, "lab", labTemplate(tools));
+  await createTemplate(ns, "lab", realNodeLabTemplate(tools, "Downloads on the real node"));
   await createUserland(ns, "ann", "ann", "lab");
   await createUserland(ns, "tess", "tess", "lab");
   // The stand-in for the user-manager's pod: only the labels count.
