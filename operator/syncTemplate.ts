@@ -14,13 +14,13 @@ import { namespacedKey } from "../lib/informer.ts";
 import { oldest } from "../lib/namespaces.ts";
 import { isAlreadyExists, isInvalid } from "../lib/kubeRest.ts";
 import { Index } from "./caches.ts";
-import { stableJson } from "./compare.ts";
 import { findCondition, setCondition, type ConditionValue } from "./conditions.ts";
 import type { OperatorContext } from "./context.ts";
 import { desiredCourseClaims, ensureCourseFolders } from "./courseFolders.ts";
 import { desiredChildren, TemplateError } from "./desired.ts";
 import { templateRef } from "./events.ts";
 import { resources } from "./resources.ts";
+import { writeStatus } from "./statusWrite.ts";
 
 export interface TemplateSyncResult {
   /**
@@ -74,8 +74,7 @@ export async function syncTemplate(
     userlands: ctx.caches.userlands.byIndex(Index.byTemplate, namespacedKey(namespace, name)).length,
   };
   const retry = courseFolders?.reason === "ClaimNameTaken";
-  if (stableJson(previous) === stableJson(status)) return { retry };
-  await ctx.rest.patch(resources.Template.path(namespace, name, "status"), { status });
+  await writeStatus(ctx.rest, resources.Template.path(namespace, name, "status"), previous, status);
   return { retry };
 }
 

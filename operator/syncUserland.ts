@@ -9,13 +9,12 @@ import {
   UserlandConditions,
   type Template,
   type Userland,
-  type UserlandStatus,
 } from "../api/v1alpha1/index.ts";
 import { ANNOTATIONS, LABELS } from "../api/naming.ts";
 import { namespacedKey } from "../lib/informer.ts";
 import { isAlreadyExists, isInvalid, isNotFound } from "../lib/kubeRest.ts";
 import { Index } from "./caches.ts";
-import { isSubset, stableJson } from "./compare.ts";
+import { isSubset } from "./compare.ts";
 import { findCondition } from "./conditions.ts";
 import type { OperatorContext } from "./context.ts";
 import { hasCourseFolders } from "./courseFolders.ts";
@@ -26,6 +25,7 @@ import { resources } from "./resources.ts";
 import { serviceRoutes } from "./serviceRoutes.ts";
 import { diagnoseStart, type ClaimState, type Diagnosis } from "./startDiagnosis.ts";
 import { computeStatus, firstStatusDelayMs, stallOf, statusEvents, type Blocker } from "./userlandStatus.ts";
+import { writeStatus } from "./statusWrite.ts";
 
 type Child = V1Deployment | V1Service | V1PersistentVolumeClaim;
 type ChildKind = "Deployment" | "Service" | "PersistentVolumeClaim";
@@ -150,7 +150,7 @@ export async function syncUserland(
     for (const event of statusEvents(userland.status, status, last && stallOf(last)))
       ctx.events[event.type](userlandRef(userland), event.reason, event.message);
     ctx.computed.set(key, status);
-    await writeStatus(ctx, userland, status);
+    await writeStatus(ctx.rest, resources.Userland.path(namespace, name, "status"), userland.status, status);
   }
   const spawned = ctx.spawns.observe(userland, userland.status?.phase, status.phase, now.getTime());
   if (spawned) ctx.metrics.spawnDuration.observe({ template: spawned.template }, spawned.seconds);
@@ -512,12 +512,4 @@ async function removeStaleChildren(
       if (!isNotFound(error)) throw error;
     }
   }
-}
-
-async function writeStatus(ctx: OperatorContext, userland: Userland, status: UserlandStatus): Promise<void> {
-  if (stableJson(userland.status ?? {}) === stableJson(status)) return;
-  await ctx.rest.patch(
-    resources.Userland.path(userland.metadata.namespace ?? "", userland.metadata.name ?? "", "status"),
-    { status },
-  );
 }

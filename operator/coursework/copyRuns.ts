@@ -84,14 +84,6 @@ export async function runCopy(
   return { ...outcome, pod, failedCopies, retryInMs };
 }
 
-/** A status for a merge patch: `failedCopies` gone since `previous` is removed (null), not left as it was. */
-export function withCleared<S extends { failedCopies?: FailedCopies }>(
-  previous: S,
-  status: S,
-): S | (Omit<S, "failedCopies"> & { failedCopies: null }) {
-  return previous.failedCopies && !status.failedCopies ? { ...status, failedCopies: null } : status;
-}
-
 /**
  * Deletes the owner's finished copy pods but `current` (the pod of the job its cached status still
  * asks for). A pod is deleted only once a sync reads its result back from the cache, never in the

@@ -13,7 +13,6 @@ import { controllerReference } from "../ownership.ts";
 import { namespacedKey } from "../../lib/informer.ts";
 import { isAlreadyExists, isNotFound } from "../../lib/kubeRest.ts";
 import { Index } from "../caches.ts";
-import { stableJson } from "../compare.ts";
 import { timeMs } from "../conditions.ts";
 import type { OperatorContext } from "../context.ts";
 import { resources } from "../resources.ts";
@@ -28,6 +27,7 @@ import {
 import { deleteFinishedCopyPods, ensureCopyNetworkPolicy } from "./copyRuns.ts";
 import type { CourseworkSyncResult } from "./syncAssignment.ts";
 import { placement } from "./syncSubmission.ts";
+import { writeStatus } from "../statusWrite.ts";
 
 /** The port archive pods listen on. */
 export const ARCHIVE_PORT = 8080;
@@ -124,8 +124,7 @@ export async function syncArchive(
   } else {
     status = await converge(ctx, archive, podName);
   }
-  if (stableJson(previous) !== stableJson(status))
-    await ctx.rest.patch(resources.Archive.path(namespace, name, "status"), { status });
+  await writeStatus(ctx.rest, resources.Archive.path(namespace, name, "status"), previous, status);
   return { againAfterMs: expiresInMs };
 }
 

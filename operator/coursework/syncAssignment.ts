@@ -25,12 +25,12 @@ import {
 import { namespacedKey } from "../../lib/informer.ts";
 import { isAlreadyExists, isInvalid } from "../../lib/kubeRest.ts";
 import { Index } from "../caches.ts";
-import { stableJson } from "../compare.ts";
 import { conditionTime, findCondition, setCondition, timeMs, type ConditionInput } from "../conditions.ts";
 import type { OperatorContext } from "../context.ts";
 import { resources } from "../resources.ts";
 import { copyPodName } from "./copyPods.ts";
-import { deleteFinishedCopyPods, retryNote, runCopy, withCleared } from "./copyRuns.ts";
+import { deleteFinishedCopyPods, retryNote, runCopy } from "./copyRuns.ts";
+import { writeStatus } from "../statusWrite.ts";
 
 /** Label on a Userland that puts it in a class (Assignment spec.class). */
 
@@ -140,10 +140,7 @@ export async function syncAssignment(
   if (closed && !problem) await requestOutstandingHandIns(ctx, submissions, closing);
   Object.assign(status, counts(submissions, status.publishedRelease, closed));
 
-  if (stableJson(previous) !== stableJson(status))
-    await ctx.rest.patch(resources.Assignment.path(namespace, name, "status"), {
-      status: withCleared(previous, status),
-    });
+  await writeStatus(ctx.rest, resources.Assignment.path(namespace, name, "status"), previous, status);
   return againAfterMs === undefined ? {} : { againAfterMs };
 }
 

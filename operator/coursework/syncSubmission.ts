@@ -18,13 +18,13 @@ import {
 } from "../../api/v1alpha1/index.ts";
 import { namespacedKey } from "../../lib/informer.ts";
 import { Index } from "../caches.ts";
-import { stableJson } from "../compare.ts";
 import { setCondition, timeMs, type ConditionInput } from "../conditions.ts";
 import type { OperatorContext } from "../context.ts";
 import { resources } from "../resources.ts";
 import { copyPodName, countOf, type CopyJob, type CopyMount } from "./copyPods.ts";
-import { deleteFinishedCopyPods, retryNote, runCopy, withCleared } from "./copyRuns.ts";
+import { deleteFinishedCopyPods, retryNote, runCopy } from "./copyRuns.ts";
 import type { CourseworkSyncResult } from "./syncAssignment.ts";
+import { writeStatus } from "../statusWrite.ts";
 
 const HOME_MOUNT = "/home-claim";
 const COLLECTION_MOUNT = "/collection";
@@ -105,10 +105,7 @@ export async function syncSubmission(
     }
   }
   status.conditions = conditions;
-  if (stableJson(previous) !== stableJson(status))
-    await ctx.rest.patch(resources.Submission.path(namespace, name, "status"), {
-      status: withCleared(previous, status),
-    });
+  await writeStatus(ctx.rest, resources.Submission.path(namespace, name, "status"), previous, status);
   return againAfterMs === undefined ? {} : { againAfterMs };
 }
 

@@ -42,9 +42,23 @@ test("a resync over unchanged objects sends zero write requests to the API serve
   for (const u of ["a", "b", "c"]) await createUserland(ns, u, u, "code");
   await createUserland(ns, "off", "off", "code", false);
   await createUserland(ns, "lost", "lost", "missing-template");
+  // Stopped after it had started: its status then has no start progress any more, and the write
+  // that says so must remove it (a merge patch kept it, and every resync wrote again).
+  await createUserland(ns, "was-on", "was-on", "code");
+  await eventually(
+    "was-on reports its start's progress",
+    async () => (await getUserland(ns, "was-on")).status?.progress,
+  );
+  await patchUserland(ns, "was-on", { spec: { enabled: false } });
   for (const u of ["a", "b", "c"])
     await waitForPhase(ns, u, "Starting").catch(() => waitForPhase(ns, u, "Ready"));
   await waitForPhase(ns, "off", "Stopped");
+  await waitForPhase(ns, "was-on", "Stopped");
+  assert.equal(
+    (await getUserland(ns, "was-on")).status?.progress,
+    undefined,
+    "a stopped Userland has no start progress",
+  );
   await waitForPhase(ns, "lost", "Failed");
   // Pods cannot start (their claims never bind without a storage provisioner): the Userlands stay
   // Starting, a state the operator must also leave alone.

@@ -963,6 +963,21 @@ function compareChild(
       problems.push(`runs ${image(a)}, wants ${image(d)}`);
     else problems.push("spec differs");
   }
+  if (kind === "Deployment" && problems.length === 0) {
+    // A rollout still under way (a Recreate waits for the old pod to go) starts a new pod after
+    // this check, and the operator reports that start later: not converged yet.
+    const a = actual as V1Deployment;
+    const want = a.spec?.replicas ?? 1;
+    const s = a.status ?? {};
+    if (
+      (s.observedGeneration ?? 0) < (a.metadata?.generation ?? 0) ||
+      (s.replicas ?? 0) !== want ||
+      (s.updatedReplicas ?? 0) !== want
+    )
+      problems.push(
+        `rollout under way (${s.updatedReplicas ?? 0} updated of ${s.replicas ?? 0}, wants ${want})`,
+      );
+  }
   return problems.length > 0 ? `${name}: ${problems.join("; ")}` : undefined;
 }
 

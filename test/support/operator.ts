@@ -15,6 +15,8 @@ import { eventually, serviceAccountToken, testCluster, type TestCluster } from "
 import { adminRest } from "./resources.ts";
 import { KubeRest } from "../../lib/kubeRest.ts";
 
+/** A clean shutdown takes well under a second; past this the operator hangs, and the test says so. */
+const STOP_GRACE_MS = 20_000;
 const crdsInstalled = new Map<string, Promise<void>>();
 
 /** Creates or updates the generated CRDs and waits until the API server serves them. */
@@ -116,7 +118,8 @@ export async function spawnOperator(
     logs: () => output,
     readyz: async () => {
       try {
-        const r = await fetch(`${base}/readyz`);
+        // Bounded: an operator that accepts but never answers must fail the wait, not hang it.
+        const r = await fetch(`${base}/readyz`, { signal: AbortSignal.timeout(5_000) });
         return (await r.json()) as { leader: boolean; synced: boolean; identity: string };
       } catch {
         return undefined;
@@ -125,7 +128,15 @@ export async function spawnOperator(
     metrics: async () => (await fetch(`${base}/metrics`)).text(),
     stop: async (signal = "SIGTERM") => {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      return exited;
+      let overdue = false;
+      const timer = setTimeout(() => ((overdue = true), child.kill("SIGKILL")), STOP_GRACE_MS);
+      const code = await exited;
+      clearTimeout(timer);
+      if (overdue)
+        throw new Error(
+          `the operator did not exit within ${STOP_GRACE_MS} ms of ${signal}:\n${output.slice(-3000)}`,
+        );
+      return code;
     },
   };
 }
