@@ -151,6 +151,9 @@ export async function receiveUploadOnce(options: ReceiveOptions): Promise<Upload
   server.requestTimeout = 0;
   server.headersTimeout = 10_000;
 
+  // Kubernetes stops the pod (its Archive deleted: the sender gave up): the staged files go too.
+  const stop = () => settle.reject(new Error("stopped before the upload was committed"));
+  process.once("SIGTERM", stop);
   idle();
   try {
     await new Promise<void>((resolve, reject) => {
@@ -160,6 +163,7 @@ export async function receiveUploadOnce(options: ReceiveOptions): Promise<Upload
     options.onListening?.((server.address() as AddressInfo).port);
     return await done;
   } finally {
+    process.off("SIGTERM", stop);
     clearTimeout(wait);
     await upload.close();
     await new Promise<void>((resolve) => {
