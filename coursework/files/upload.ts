@@ -150,7 +150,7 @@ export class Upload {
       const hash = createHash("sha256");
       let bytes = 0;
       try {
-        await pipeline(body, this.meter(path), async function* (source: AsyncIterable<Buffer>) {
+        await pipeline(body, this.meter(path), async (source: AsyncIterable<Buffer>) => {
           for await (const chunk of source) {
             hash.update(chunk);
             bytes += chunk.length;

@@ -34,11 +34,19 @@ export interface Transfer {
   cleanUp(): Promise<void>;
 }
 
+/**
+ * Where to dial a transfer pod that listens at podIP:port: itself (in the cluster, as the chart
+ * runs the service), or a relay a test made into a node the test process has no route into.
+ */
+export type ReachPod = (podIP: string, port: number) => Promise<{ host: string; port: number }>;
+
 export class ArchiveTransfers {
   private readonly rest: KubeRest;
+  private readonly reach: ReachPod;
 
-  constructor(rest: KubeRest) {
+  constructor(rest: KubeRest, reach: ReachPod = (host, port) => Promise.resolve({ host, port })) {
     this.rest = rest;
+    this.reach = reach;
   }
 
   /** Writes the Archive with a fresh token's hash; its name, the token and how to delete it. */
@@ -104,8 +112,10 @@ export class ArchiveTransfers {
     for (;;) {
       const archive = await this.rest.get<Archive>(archivesPath(namespace, name));
       const status = archive.status;
-      if (status?.phase === "Serving" && status.podIP && status.port)
-        return { podIP: status.podIP, port: status.port };
+      if (status?.phase === "Serving" && status.podIP && status.port) {
+        const { host, port } = await this.reach(status.podIP, status.port);
+        return { podIP: host, port };
+      }
       if (status?.phase === "Failed" || status?.phase === "Served")
         throw new HttpError(422, "Unprocessable", status.message ?? "the archive could not be made");
       if (Date.now() > deadline)
@@ -133,7 +143,8 @@ async function jsonOf(body: IncomingMessage): Promise<Record<string, unknown>> {
 
 /** A pod's 4xx/5xx as the HttpError the route answers: 413 for a limit, 422 for the rest. */
 async function refusal(body: IncomingMessage): Promise<HttpError> {
-  const message = String((await jsonOf(body)).error ?? `the pod answered ${body.statusCode}`);
+  const { error } = await jsonOf(body);
+  const message = typeof error === "string" ? error : `the pod answered ${body.statusCode}`;
   return new HttpError(
     body.statusCode === 413 ? 413 : 422,
     body.statusCode === 413 ? "PayloadTooLarge" : "Unprocessable",
