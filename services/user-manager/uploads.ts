@@ -10,8 +10,9 @@
  * Return feedback does.
  */
 import multipart from "@fastify/multipart";
-import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import type { FastifyRequest } from "fastify";
+import { TypeBoxValidatorCompiler, type FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import type { FastifyRequest, FastifySchemaCompiler } from "fastify";
+import type { TSchema } from "../../api/v1alpha1/schema.ts";
 import { formatBytes } from "../../lib/formatBytes.ts";
 import type { ArchiveSpec } from "../../api/v1alpha1/index.ts";
 import { Type } from "../../api/v1alpha1/schema.ts";
@@ -62,6 +63,18 @@ const errors = {
   422: ErrorBody,
   503: ErrorBody,
 };
+
+/**
+ * The multipart body, for the OpenAPI document: the parts are read as a stream by the handler, so
+ * fastify validates no body here (the per-route validator below leaves the body alone).
+ */
+const FilesBody = Type.Object({
+  files: Type.Array(Type.Unsafe<unknown>({ type: "string", format: "binary" }), {
+    description: "The files (any part name); each .zip is unpacked.",
+  }),
+});
+const validateAllButBody: FastifySchemaCompiler<TSchema> = (route) =>
+  route.httpPart === "body" ? () => true : TypeBoxValidatorCompiler(route);
 
 const MULTIPART = {
   consumes: ["multipart/form-data"],
@@ -165,11 +178,13 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<UploadRouteOptions> = async
   app.post(
     "/api/v1/templates/:template/folders/:folder/files",
     {
+      validatorCompiler: validateAllButBody,
       schema: {
         tags: ["uploads"],
         summary: "Upload files into a course folder (teachers): an assignment's materials",
         description: `Into path (made when missing) of the course folder, through an upload pod that mounts only that folder. Needs update on templates/coursework (the Template). ${MULTIPART.description}`,
         consumes: MULTIPART.consumes,
+        body: FilesBody,
         params: Type.Object({
           template: TemplateNameSchema,
           folder: Type.String({ pattern: FOLDER_PATTERN, maxLength: 40 }),
@@ -208,11 +223,13 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<UploadRouteOptions> = async
   app.post(
     "/api/v1/templates/:template/assignments/:name/feedback/files",
     {
+      validatorCompiler: validateAllButBody,
       schema: {
         tags: ["uploads"],
         summary: "Upload feedback (teachers): one student's files, or a zip laid out by student",
         description: `With user: the files go to that student's feedback folder. Without: each zip's (or file's) top-level folder names a student (their identity, or their folder as in the hand-ins zip) and its files go to that student; top-level names that match no student of the assignment are listed under unknown and not written. The collection's feedback/<assignment>/<student>/, handed back with the next Return feedback. Needs update on the assignment and on templates/coursework (the Template). ${MULTIPART.description}`,
         consumes: MULTIPART.consumes,
+        body: FilesBody,
         params: Type.Object({ template: TemplateNameSchema, name: AssignmentNameSchema }),
         querystring: Type.Object({ user: Type.Optional(UserSchema) }),
         response: { 200: Summary, ...errors },
