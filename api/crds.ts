@@ -155,7 +155,7 @@ const definitions: ResourceDefinition[] = [
     singular: "archive",
     shortNames: ["arch"],
     description:
-      "One download: a student's home or an assignment's hand-ins as a zip, served once by an archive pod to the holder of a token (docs/decisions/0011-coursework.md).",
+      "One transfer through a one-shot pod, to or from the holder of a token: a download (a student's home or an assignment's hand-ins as a zip) or an upload (materials into a course folder, feedback into the collection) (docs/decisions/0011-coursework.md).",
     spec: ArchiveSpecSchema,
     status: ArchiveStatusSchema,
     printerColumns: [

@@ -15,6 +15,21 @@ import { distribute } from "./files/distribute.ts";
 import { DEFAULT_LIMITS, formatBytes, LimitError, parseBytes, type Limits } from "./files/limits.ts";
 import { fitJson } from "./files/report.ts";
 import { serveArchiveOnce, WaitExpiredError } from "./serveArchive.ts";
+import { receiveUploadOnce } from "./receiveUpload.ts";
+import { NameError } from "./files/names.ts";
+import { UploadError, type UploadLayout } from "./files/upload.ts";
+import { collectionUserFolder } from "../api/naming.ts";
+
+/** Feedback laid out by student: a top-level folder names a student by identity or collection folder. */
+function studentsLayout(users: string[]): UploadLayout {
+  const folders = new Map<string, string>();
+  for (const user of users) {
+    const folder = collectionUserFolder(user);
+    folders.set(folder, folder);
+    folders.set(user, folder);
+  }
+  return { kind: "students", folders };
+}
 
 const HELP = `Usage: node coursework/copy.ts <command> <folders…> [options]
 
@@ -39,6 +54,14 @@ Commands:
                            after the first right one a 410. Exits once that one answer is written
                            (a limit or a refused folder is answered 413/422 with the message), or
                            after --wait when nobody came; prints the summary. An archive pod's job.
+  receive-upload <to>      Receive files into the folder <to> over HTTP, from the one caller whose
+                           bearer token's SHA-256 is --token-sha256: PUT /file?path=<path> (one
+                           file), PUT /zip (a zip's files and folders; links, FIFOs, devices and
+                           encrypted entries refused), then POST /commit moves them into <to>
+                           (replacing files of the same path, deleting nothing) and ends. A limit
+                           or a refused name ends it with a 413/422 and nothing written. With
+                           --student, the upload's top-level folders name students (see below).
+                           An upload pod's job.
 
 Options:
   --max-files N            Files and folders in <from>, at most (default ${DEFAULT_LIMITS.maxFiles})
@@ -46,18 +69,23 @@ Options:
   --max-depth N            Folders inside folders (default ${DEFAULT_LIMITS.maxDepth})
   --max-path-length N      Bytes of a path inside <from> (default ${DEFAULT_LIMITS.maxPathLength})
   --store                  archive, serve-archive: store the files without compressing them
-  --token-sha256 HEX       serve-archive: the SHA-256 (64 hex digits) of the one caller's token
-  --port N                 serve-archive: the port to listen on (default 8080; 0: any)
-  --host ADDRESS           serve-archive: the address to listen on (default 0.0.0.0)
-  --wait SECONDS           serve-archive: how long to wait for the caller (default 600)
+  --token-sha256 HEX       serve-archive, receive-upload: the SHA-256 (64 hex digits) of the one caller's token
+  --port N                 serve-archive, receive-upload: the port to listen on (default 8080; 0: any)
+  --host ADDRESS           serve-archive, receive-upload: the address to listen on (default 0.0.0.0)
+  --wait SECONDS           serve-archive, receive-upload: how long to wait for the caller
+                           (receive-upload: for each next request too; default 600)
+  --student USER           receive-upload, repeated: the upload's top-level folders are students'
+                           (USER, or its folder in the collection), each written to that folder;
+                           files of other top-level folders are listed as unknown, not written
   --termination-log PATH   Where the shortened result goes, when the file exists
                            (default /dev/termination-log)
   -h, --help               This text
 
 Exit codes: 0 done (skipped and kept entries are listed in the result); 1 failed (an I/O error);
 2 invalid arguments; 3 the folder passes a limit (the message names it); 4 refused: a folder's path
-is missing, goes through a symbolic link or names no folder, or <to> exists already (handin);
-5 serve-archive: nobody fetched the archive within --wait.
+is missing, goes through a symbolic link or names no folder, or <to> exists already (handin), or
+an upload holds a refused name, link or unreadable zip;
+5 serve-archive, receive-upload: nobody came within --wait.
 `;
 
 const EXIT = { failed: 1, usage: 2, limit: 3, refused: 4, unclaimed: 5 } as const;
@@ -88,6 +116,7 @@ function parse(argv: string[]) {
         port: { type: "string" },
         host: { type: "string" },
         wait: { type: "string" },
+        student: { type: "string", multiple: true },
         "termination-log": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
@@ -98,26 +127,26 @@ function parse(argv: string[]) {
   const { values, positionals } = parsed;
   if (values.help) return { help: true as const };
   const [command, ...folders] = positionals;
-  const arity = { handin: 2, distribute: 2, archive: 1, "serve-archive": 1 } as const;
+  const arity = { handin: 2, distribute: 2, archive: 1, "serve-archive": 1, "receive-upload": 1 } as const;
   if (command === undefined)
-    throw new UsageError("name a command: handin, distribute, archive or serve-archive");
+    throw new UsageError("name a command: handin, distribute, archive, serve-archive or receive-upload");
   if (!Object.hasOwn(arity, command)) throw new UsageError(`unknown command ${JSON.stringify(command)}`);
   const wanted = arity[command as keyof typeof arity];
   if (folders.length !== wanted || folders.some((f) => f === "")) {
     throw new UsageError(`${command} takes ${wanted === 1 ? "one folder" : "two folders: <from> <to>"}`);
   }
-  const serving = command === "serve-archive";
-  if (values.store && command !== "archive" && !serving)
+  const listens = command === "serve-archive" || command === "receive-upload";
+  if (values.store && command !== "archive" && command !== "serve-archive")
     throw new UsageError("--store applies to archive and serve-archive only");
   for (const flag of ["token-sha256", "port", "host", "wait"] as const) {
-    if (values[flag] !== undefined && !serving)
-      throw new UsageError(`--${flag} applies to serve-archive only`);
+    if (values[flag] !== undefined && !listens)
+      throw new UsageError(`--${flag} applies to serve-archive and receive-upload only`);
   }
+  if (values.student !== undefined && command !== "receive-upload")
+    throw new UsageError("--student applies to receive-upload only");
   const tokenSha256 = values["token-sha256"] ?? "";
-  if (serving && !/^[0-9a-f]{64}$/.test(tokenSha256))
-    throw new UsageError(
-      "serve-archive needs --token-sha256: the token's SHA-256 as 64 lowercase hex digits",
-    );
+  if (listens && !/^[0-9a-f]{64}$/.test(tokenSha256))
+    throw new UsageError(`${command} needs --token-sha256: the token's SHA-256 as 64 lowercase hex digits`);
   const port = values.port === undefined ? 8080 : Number(values.port);
   if (!/^\d{1,5}$/.test(values.port ?? "8080") || port > 65535)
     throw new UsageError(`--port must be a port number, got ${JSON.stringify(values.port)}`);
@@ -147,6 +176,7 @@ function parse(argv: string[]) {
     limits,
     store: values.store ?? false,
     tokenSha256,
+    students: values.student,
     port,
     host: values.host ?? "0.0.0.0",
     waitSeconds: positiveInteger("wait", values.wait, 600),
@@ -183,16 +213,27 @@ async function main(): Promise<number> {
           ? await distribute(args.from, args.to, args.limits)
           : args.command === "archive"
             ? await archiveTree(args.from, args.limits, process.stdout, { compress: !args.store })
-            : await serveArchiveOnce({
-                root: args.from,
-                limits: args.limits,
-                compress: !args.store,
-                host: args.host,
-                port: args.port,
-                tokenSha256: args.tokenSha256,
-                waitMs: args.waitSeconds * 1000,
-                onListening: (port) => process.stderr.write(`copy serve-archive: listening on ${port}\n`),
-              });
+            : args.command === "receive-upload"
+              ? await receiveUploadOnce({
+                  root: args.from,
+                  limits: args.limits,
+                  layout: args.students ? studentsLayout(args.students) : { kind: "files" },
+                  host: args.host,
+                  port: args.port,
+                  tokenSha256: args.tokenSha256,
+                  waitMs: args.waitSeconds * 1000,
+                  onListening: (port) => process.stderr.write(`copy receive-upload: listening on ${port}\n`),
+                })
+              : await serveArchiveOnce({
+                  root: args.from,
+                  limits: args.limits,
+                  compress: !args.store,
+                  host: args.host,
+                  port: args.port,
+                  tokenSha256: args.tokenSha256,
+                  waitMs: args.waitSeconds * 1000,
+                  onListening: (port) => process.stderr.write(`copy serve-archive: listening on ${port}\n`),
+                });
     report.write(`${JSON.stringify(result)}\n`);
     terminate(args.terminationLog, result);
     return 0;
@@ -200,7 +241,10 @@ async function main(): Promise<number> {
     const [kind, code] =
       error instanceof LimitError
         ? (["limit", EXIT.limit] as const)
-        : error instanceof UnsafePathError || error instanceof DestinationExistsError
+        : error instanceof UnsafePathError ||
+            error instanceof DestinationExistsError ||
+            error instanceof NameError ||
+            error instanceof UploadError
           ? (["refused", EXIT.refused] as const)
           : error instanceof WaitExpiredError
             ? (["unclaimed", EXIT.unclaimed] as const)

@@ -46,8 +46,11 @@ test("invalid arguments exit 2 with a message that says what is wrong", () => {
     [["handin", "a", "b", "--max-files", "many"], /--max-files must be a positive whole number/],
     [["handin", "a", "b", "--max-bytes", "lots"], /--max-bytes: expected a size/],
     [["handin", "a", "b", "--store"], /--store applies to archive and serve-archive only/],
-    [["handin", "a", "b", "--port", "80"], /--port applies to serve-archive only/],
+    [["handin", "a", "b", "--port", "80"], /--port applies to serve-archive and receive-upload only/],
     [["serve-archive", "a"], /serve-archive needs --token-sha256/],
+    [["receive-upload", "a"], /receive-upload needs --token-sha256/],
+    [["handin", "a", "b", "--student", "ann"], /--student applies to receive-upload only/],
+    [["receive-upload", "a", "--store"], /--store applies to archive and serve-archive only/],
     [["handin", "a", "b", "--colour"], /Unknown option '--colour'/],
   ];
   for (const [args, message] of cases) {

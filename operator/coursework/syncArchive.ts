@@ -7,8 +7,18 @@
  * ARCHIVE_TTL_SECONDS (a user-manager that died mid-way).
  */
 import type { V1Pod } from "@kubernetes/client-node";
-import { childNames, collectionNames, shortHash } from "../../api/naming.ts";
+import {
+  childNames,
+  collectionNames,
+  collectionPaths,
+  courseFolderNames,
+  shortHash,
+} from "../../api/naming.ts";
 import type { Archive, ArchiveStatus } from "../../api/v1alpha1/index.ts";
+import type { Static } from "../../api/v1alpha1/schema.ts";
+import type { UploadTargetSchema } from "../../api/v1alpha1/upload.ts";
+
+type UploadTarget = Static<typeof UploadTargetSchema>;
 import { controllerReference } from "../ownership.ts";
 import { namespacedKey } from "../../lib/informer.ts";
 import { isAlreadyExists, isNotFound } from "../../lib/kubeRest.ts";
@@ -40,6 +50,8 @@ const WAIT_SECONDS = 300;
 /** A whole home is more than a hand-in: limits well above a hand-in's, within the pod's memory. */
 const ARCHIVE_LIMITS = ["--max-files", "50000", "--max-bytes", "20GiB"];
 const MOUNT = "/archive-source";
+/** An upload's folder, the only one its pod may write (copy.ts's default limits apply). */
+const TARGET = "/upload-target";
 
 export const archivePodName = (archiveUid: string) => `userland-archive-${shortHash(archiveUid, 16)}`;
 
@@ -49,6 +61,8 @@ type Source =
       folder: string;
       nodeName?: string;
       template: NonNullable<ReturnType<typeof templateOf>>;
+      /** Upload pods: receive-upload's arguments after the folder (the students of a feedback zip). */
+      receive?: string[];
     }
   | { fail: string }
   | { wait: string };
@@ -57,10 +71,55 @@ function templateOf(ctx: OperatorContext, namespace: string, name: string) {
   return ctx.caches.templates.get(name, namespace);
 }
 
-/** The claim the Archive's source names, where the pod may run, or why not. */
-function resolve(ctx: OperatorContext, archive: Archive): Source {
+/**
+ * An upload's claim, mounted read-write at only the target folder (a subPath: the pod cannot reach
+ * the rest of the course folder or the collection), or why not.
+ */
+function resolveTarget(ctx: OperatorContext, archive: Archive, target: UploadTarget): Source {
   const namespace = archive.metadata.namespace ?? "";
-  const { home, handins } = archive.spec.source;
+  const { materials, feedback } = target;
+  const templateName = materials?.templateName ?? feedback?.templateName ?? "";
+  const template = templateOf(ctx, namespace, templateName);
+  if (!template) return { fail: `Template "${templateName}" does not exist` };
+  const mount = (claim: string, subPath: string) => ({
+    template,
+    mounts: [{ claim, mountPath: TARGET, subPath, readOnly: false }],
+    folder: TARGET,
+    receive: [] as string[],
+  });
+  if (materials) {
+    if (!(template.spec.coursework?.folders ?? []).some((f) => f.name === materials.folder))
+      return { fail: `"${materials.folder}" is not a course folder of Template "${templateName}"` };
+    return mount(courseFolderNames(templateName, materials.folder).claim, materials.path);
+  }
+  const assignment = ctx.caches.assignments.get(feedback?.assignment ?? "", namespace);
+  if (!feedback || !assignment || assignment.spec.templateName !== templateName)
+    return { fail: `Template "${templateName}" has no assignment "${feedback?.assignment}"` };
+  if (!template.spec.coursework?.collection)
+    return { fail: `Template "${templateName}" has no collection (spec.coursework.collection)` };
+  const name = assignment.metadata.name ?? "";
+  const claim = collectionNames(templateName).claim;
+  const users = ctx.caches.submissions
+    .byIndex(Index.byAssignment, namespacedKey(namespace, name))
+    .map((s) => s.spec.user)
+    .sort();
+  if (feedback.user !== undefined) {
+    if (!users.includes(feedback.user))
+      return { fail: `${feedback.user} is not a student of assignment "${name}" (no Submission)` };
+    return mount(claim, collectionPaths.feedback(name, feedback.user));
+  }
+  if (users.length === 0) return { fail: `assignment "${name}" has no students yet (no Submissions)` };
+  return {
+    ...mount(claim, `feedback/${name}`),
+    receive: users.flatMap((user) => ["--student", user]),
+  };
+}
+
+/** The claim the Archive's source (or target) names, where the pod may run, or why not. */
+function resolve(ctx: OperatorContext, archive: Archive): Source {
+  if (archive.spec.target) return resolveTarget(ctx, archive, archive.spec.target);
+  const namespace = archive.metadata.namespace ?? "";
+  const { home, handins } = archive.spec.source ?? {};
   const templateName = home?.templateName ?? handins?.templateName ?? "";
   const template = templateOf(ctx, namespace, templateName);
   if (!template) return { fail: `Template "${templateName}" does not exist` };
@@ -153,7 +212,7 @@ async function converge(ctx: OperatorContext, archive: Archive, podName: string)
         image: ctx.coursework.image,
         template: source.template,
         args: [
-          "serve-archive",
+          source.receive ? "receive-upload" : "serve-archive",
           source.folder,
           "--token-sha256",
           archive.spec.tokenSha256,
@@ -161,7 +220,7 @@ async function converge(ctx: OperatorContext, archive: Archive, podName: string)
           String(ARCHIVE_PORT),
           "--wait",
           String(WAIT_SECONDS),
-          ...ARCHIVE_LIMITS,
+          ...(source.receive ?? ARCHIVE_LIMITS),
         ],
         mounts: source.mounts,
         port: ARCHIVE_PORT,
@@ -185,7 +244,8 @@ function statusOf(ctx: OperatorContext, pod: V1Pod): ArchiveStatus {
       phase: "Served",
       pod: podName,
       summary: {
-        files: countOf(r, "files"),
+        // An upload's summary counts its files; a download's lists them.
+        files: typeof r.files === "number" ? r.files : countOf(r, "files"),
         bytes: typeof r.bytes === "number" ? r.bytes : 0,
         sha256: String(r.sha256),
         skipped: countOf(r, "skipped"),

@@ -62,7 +62,7 @@ export function registerCourseworkHandlers(
     const namespace = u.metadata.namespace ?? "";
     // A download of their home waits for their volume and its node (archives are few and short-lived).
     for (const r of archives.list(namespace)) {
-      const home = r.spec.source.home;
+      const home = r.spec.source?.home;
       if (home?.user === u.spec.user && home.templateName === u.spec.templateName)
         queue.add(archiveKey(namespace, r.metadata.name ?? ""));
     }

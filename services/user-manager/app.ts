@@ -14,8 +14,9 @@ import { AccessReviewer, TokenAuthenticator, installAuth, type SessionAuth } fro
 import { consoleConfig, type UserManagerConfig } from "./config.ts";
 import { assignmentRoutes, COURSEWORK_RESOURCE } from "./assignments.ts";
 import { SESSION_USER_PREFIX_DEFAULT } from "../../lib/sessionSubjects.ts";
-import { ArchiveTransfers } from "./archiveTransfer.ts";
+import { ArchiveTransfers, type ReachPod } from "./archiveTransfer.ts";
 import { downloadRoutes } from "./downloads.ts";
+import { uploadRoutes } from "./uploads.ts";
 import { consoleRoutes } from "./console/plugin.ts";
 import { CourseworkStore } from "./courseworkStore.ts";
 import { installErrorHandlers } from "./errors.ts";
@@ -38,6 +39,8 @@ export interface AppOptions {
   log?: Logger;
   metrics?: Metrics;
   now?: () => Date;
+  /** How archive and upload pods are dialled (default: at their address; tests: a relay). */
+  reachTransferPod?: ReachPod;
 }
 
 export async function buildApp(options: AppOptions) {
@@ -160,7 +163,9 @@ export async function buildApp(options: AppOptions) {
       ).allowed,
     ...(options.now ? { now: options.now } : {}),
   });
-  await app.register(downloadRoutes, { store, coursework, transfers: new ArchiveTransfers(rest) });
+  const transfers = new ArchiveTransfers(rest, options.reachTransferPod);
+  await app.register(downloadRoutes, { store, coursework, transfers });
+  await app.register(uploadRoutes, { store, coursework, transfers });
   await app.register(visitRoutes, {
     store,
     rest,

@@ -48,7 +48,11 @@ const listeners = serviceListeners("USER_MANAGER", {
 export const settings = {
   ...listeners.settings,
   // A roster import is at most USER_MANAGER_ROSTER_MAX_BYTES: two minutes is plenty for it.
-  ...timeoutSettings("USER_MANAGER", { headersMs: 20_000, requestMs: 120_000 }),
+  ...timeoutSettings(
+    "USER_MANAGER",
+    { headersMs: 20_000, requestMs: 120_000 },
+    "; a teacher's upload too (2 min carry 512 MiB at 4.5 MB/s: raise it for slower links)",
+  ),
   namespace: {
     env: "USERLAND_NAMESPACE",
     description: "Namespace whose Userlands this service manages",

@@ -41,7 +41,7 @@ test("Download my work: the student's own home as a zip, linked from the home pa
   await writeFile(join(home, "assignments", "week1", "lists.py"), "xs = [1, 2]\n");
   await writeFile(join(home, "notes.md"), "# mine\n");
   const archives = standIn(t, ns, (a) =>
-    a.spec.source.home?.user === "alice" ? home : { fail: "not alice" },
+    a.spec.source?.home?.user === "alice" ? home : { fail: "not alice" },
   );
 
   await proxyKubeConfig(ns);

@@ -45,6 +45,44 @@ export const EMPTY_FORM: CreateForm = {
   class: "",
 };
 
+/** A multipart form with one file input (any number of files; zips are unpacked) and its button. */
+function uploadForm(
+  action: string,
+  label: Html | string,
+  button: string,
+  id: string,
+  hint: Html | string = "",
+): Html {
+  return html`<form method="post" enctype="multipart/form-data" action="${action}" class="upload">
+    <label for="${id}">${label}</label>${hint ? html` <span class="muted">${hint}</span>` : ""}<br />
+    <input type="file" id="${id}" name="files" multiple required />
+    <button type="submit">${button}</button>
+  </form>`;
+}
+
+export const materialsUploadUrl = (q: { template: string; folder: string; path: string; name?: string }) =>
+  `${CONSOLE_PATH}/materials/upload?${new URLSearchParams(q).toString()}`;
+
+export const feedbackUploadUrl = (template: string, name: string, user?: string) =>
+  `${CONSOLE_PATH}/assignment/feedback/upload?${new URLSearchParams({ template, name, ...(user ? { user } : {}) }).toString()}`;
+
+const UPLOAD_HINT =
+  "several files, or a zip (unpacked); files of the same name are replaced, nothing is deleted";
+
+/** Step two of uploading materials from the assignments page: the files for the chosen folder. */
+export function materialsPage(viewer: Viewer, q: { template: string; folder: string; path: string }): string {
+  return consolePage(
+    `Upload materials to ${q.folder}/${q.path}`,
+    viewer,
+    html`<p class="muted">
+        Into the course folder <code>${q.folder}</code> of Template <code>${q.template}</code>, folder
+        <code>${q.path}</code> (made if missing). Students of the Template can read course folders.
+        <a href="${assignmentsUrl(q.template)}">Back to the assignments</a>
+      </p>
+      ${uploadForm(materialsUploadUrl(q), "Files", "Upload", "f-files", UPLOAD_HINT)}`,
+  );
+}
+
 export interface AssignmentsView {
   template: string;
   items: AssignmentView[];
@@ -55,11 +93,13 @@ export interface AssignmentsView {
   notice: string | undefined;
   /** A refused create: its message and the form as sent. */
   problem: { message: string; form: CreateForm } | undefined;
+  /** The create form's folder after an upload of materials into it. */
+  prefill?: { folder: string; path: string };
 }
 
 export function assignmentsPage(viewer: Viewer, view: AssignmentsView): string {
   const { template, items } = view;
-  const form = view.problem?.form ?? EMPTY_FORM;
+  const form = view.problem?.form ?? { ...EMPTY_FORM, ...view.prefill };
   const field = (name: keyof CreateForm, label: string, input: Html, hint = "") =>
     html`<p>
       <label for="f-${name}">${label}</label>${hint ? html` <span class="muted">${hint}</span>` : ""}<br />
@@ -163,6 +203,25 @@ export function assignmentsPage(viewer: Viewer, view: AssignmentsView): string {
         <a href="${classUrl(template)}">The class</a> · <a href="${assignmentsUrl(template)}">Refresh</a>
       </p>
       ${items.length > 0 ? table : html`<p class="notice">No assignments yet.</p>`}
+      ${
+        view.hasCollection && view.folders.length > 0
+          ? html`<h2 id="upload">Upload materials</h2>
+              <form method="get" action="${CONSOLE_PATH}/materials" class="toolbar">
+                <input type="hidden" name="template" value="${template}" />
+                <label for="u-folder">Course folder</label>
+                <select id="u-folder" name="folder" required>
+                  ${view.folders.map((f) => html`<option value="${f}">${f}</option>`)}
+                </select>
+                <label for="u-path">Folder inside it</label>
+                <input type="text" id="u-path" name="path" required placeholder="week1/lab" />
+                <button type="submit" class="secondary">Choose files…</button>
+              </form>
+              <p class="muted">
+                Instead of writing them in your own environment: upload files or a zip into a course folder,
+                then create the assignment from that folder.
+              </p>`
+          : ""
+      }
       <h2 id="new">New assignment</h2>
       ${view.problem ? html`<p class="notice error" role="alert">${view.problem.message}</p>` : ""}
       ${createForm}`,
@@ -202,6 +261,16 @@ export function assignmentPage(viewer: Viewer, table: HandInTable, notice: strin
       <th scope="row"><span class="user">${r.user}</span></th>
       <td><span class="state ${stateClass[r.state] ?? ""}">${r.stateLabel}</span></td>
       ${receiptCells(r.receipt)}
+      <td>
+        <form
+          method="post"
+          enctype="multipart/form-data"
+          action="${feedbackUploadUrl(a.templateName, a.name, r.user)}"
+        >
+          <input type="file" name="files" multiple required aria-label="Feedback files for ${r.user}" />
+          <button type="submit" class="secondary">Upload</button>
+        </form>
+      </td>
       <td>
         ${
           r.keptOwnVersion.length > 0
@@ -253,6 +322,26 @@ export function assignmentPage(viewer: Viewer, table: HandInTable, notice: strin
         <code>feedback/${a.name}/&lt;student&gt;/</code> into each student's
         <code>assignments/${a.name}/feedback/</code>.
       </p>
+      <h2>Uploads</h2>
+      ${uploadForm(
+        materialsUploadUrl({
+          template: a.templateName,
+          folder: a.source.folder,
+          path: a.source.path,
+          name: a.name,
+        }),
+        html`Materials into <code>${a.source.folder}/${a.source.path}</code>`,
+        "Upload materials",
+        "u-materials",
+        html`${UPLOAD_HINT}; then Publish again`,
+      )}
+      ${uploadForm(
+        feedbackUploadUrl(a.templateName, a.name),
+        "Feedback for everyone: one zip, a folder per student",
+        "Upload feedback",
+        "u-feedback",
+        "each folder named as the student or as in Download all hand-ins; then Return feedback",
+      )}
       <h2>Hand-ins</h2>
       <p>
         <a
@@ -280,6 +369,7 @@ export function assignmentPage(viewer: Viewer, table: HandInTable, notice: strin
                   <th scope="col">Files</th>
                   <th scope="col">Size</th>
                   <th scope="col">SHA-256</th>
+                  <th scope="col">Feedback files</th>
                   <th scope="col">Kept their own version</th>
                 </tr>
               </thead>

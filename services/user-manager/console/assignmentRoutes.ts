@@ -116,6 +116,7 @@ const NOTICES: Record<string, (v: string) => string> = {
   created: () => "Created. The platform hands it out to every student of the class.",
   publish: (v) => `Published again: release ${v}.`,
   feedback: (v) => `Feedback returned (${v}).`,
+  uploaded: (v) => `Uploaded ${v}. Publish again to hand them out.`,
 };
 
 export function assignmentConsoleRoutes(app: FastifyInstance, deps: AssignmentConsoleDeps): void {
@@ -134,6 +135,7 @@ export function assignmentConsoleRoutes(app: FastifyInstance, deps: AssignmentCo
     template: string,
     notice: string | undefined,
     problem?: { status: number; message: string; form: CreateForm },
+    prefill?: { folder: string; path: string },
   ) {
     const answer = await api<Static<typeof AssignmentList>>(request, "GET", base(template));
     if (answer.status !== 200) throw refused(answer);
@@ -149,13 +151,23 @@ export function assignmentConsoleRoutes(app: FastifyInstance, deps: AssignmentCo
         hasCollection: t?.spec.coursework?.collection !== undefined,
         notice,
         problem,
+        ...(prefill ? { prefill } : {}),
       }),
     );
   }
 
   app.get(`${CONSOLE_PATH}/assignments`, { schema: hidden }, async (request, reply) => {
     const query = request.query as Record<string, string | undefined>;
-    return listPage(request, reply, templateOf(query.template, "query"), undefined);
+    // After an upload of materials: the new assignment's form names that folder.
+    const uploaded = query.done === "uploaded" && query.folder && query.path;
+    return listPage(
+      request,
+      reply,
+      templateOf(query.template, "query"),
+      uploaded ? `Uploaded ${query.value ?? ""}. Create the assignment from that folder below.` : undefined,
+      undefined,
+      uploaded ? { folder: query.folder ?? "", path: query.path ?? "" } : undefined,
+    );
   });
 
   app.post(`${CONSOLE_PATH}/assignments/create`, { schema: hidden }, async (request, reply) => {

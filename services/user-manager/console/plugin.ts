@@ -23,6 +23,7 @@ import { invalidTemplateReason, invalidUserlandNameReason } from "../schemas.ts"
 import type { UserlandFilter, UserlandStore } from "../store.ts";
 import { assignmentConsoleRoutes } from "./assignmentRoutes.ts";
 import { visitUrl } from "./visitLink.ts";
+import { bodyStream, uploadConsoleRoutes } from "./uploadRoutes.ts";
 import { formOf, installFormParsers } from "./forms.ts";
 import {
   actionFailedPage,
@@ -385,6 +386,27 @@ export const consoleRoutes: FastifyPluginCallback<ConsoleOptions> = (app, opts, 
       "console: roster applied",
     );
     return send(reply, 200, rosterResultPage(viewerOf(request), name, report));
+  });
+  // Uploads stream through: a context of their own, whose multipart parser leaves the body alone.
+  app.register((child, _opts, next) => {
+    uploadConsoleRoutes(child, {
+      send,
+      viewerOf,
+      get: (request, url) => api(request, "GET", url),
+      forward: async (request, url) => {
+        const headers: Record<string, string> = {};
+        for (const name of [...FORWARDED, "content-type"] as const) {
+          const value = request.headers[name];
+          if (typeof value === "string") headers[name] = value;
+        }
+        const response = await app.inject({ method: "POST", url, headers, payload: bodyStream(request) });
+        return {
+          status: response.statusCode,
+          body: (response.body ? JSON.parse(response.body) : {}) as never,
+        };
+      },
+    });
+    next();
   });
   assignmentConsoleRoutes(app, {
     store,

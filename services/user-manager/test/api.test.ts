@@ -382,9 +382,11 @@ test("the OpenAPI document describes every endpoint", async (t) => {
     "/api/v1/templates/{template}/assignments/{name}",
     "/api/v1/templates/{template}/assignments/{name}/archive",
     "/api/v1/templates/{template}/assignments/{name}/feedback",
+    "/api/v1/templates/{template}/assignments/{name}/feedback/files",
     "/api/v1/templates/{template}/assignments/{name}/publish",
     "/api/v1/templates/{template}/assignments/{name}/submissions/{user}",
     "/api/v1/templates/{template}/assignments/{name}/submissions/{user}/handin",
+    "/api/v1/templates/{template}/folders/{folder}/files",
     "/api/v1/userlands",
     "/api/v1/userlands/{name}",
     "/api/v1/userlands/{name}/start",
@@ -406,6 +408,13 @@ test("the OpenAPI document describes every endpoint", async (t) => {
     Object.keys(doc.paths["/api/v1/rosters/import"]?.post?.requestBody?.content ?? {}).sort(),
     ["application/json", "text/csv"],
   );
+  for (const upload of [
+    "/api/v1/templates/{template}/folders/{folder}/files",
+    "/api/v1/templates/{template}/assignments/{name}/feedback/files",
+  ])
+    assert.deepEqual(Object.keys(doc.paths[upload]?.post?.requestBody?.content ?? {}), [
+      "multipart/form-data",
+    ]);
   assert.ok(doc.components.securitySchemes.kubernetesToken);
   assert.match(r.text, /\^\[!-~\]/, "the identity rule is the CRD's");
 });

@@ -11,8 +11,16 @@ import { adminRest } from "../../../test/support/resources.ts";
 
 const program = fileURLToPath(new URL("../../../coursework/copy.ts", import.meta.url));
 
-/** Stands in for the operator and the archive pod: serves each new Archive's folder once on loopback. */
-export function standIn(t: TestContext, ns: string, folderOf: (a: Archive) => string | { fail: string }) {
+/**
+ * Stands in for the operator and the archive pod: serves each new Archive's folder once on loopback,
+ * or receives an upload (an Archive with a target) into it, with `receiveArgs` (e.g. --student).
+ */
+export function standIn(
+  t: TestContext,
+  ns: string,
+  folderOf: (a: Archive) => string | { fail: string },
+  receiveArgs: (a: Archive) => string[] = () => [],
+) {
   const seen: Archive[] = [];
   let stopped = false;
   const loop = (async () => {
@@ -33,8 +41,9 @@ export function standIn(t: TestContext, ns: string, folderOf: (a: Archive) => st
           process.execPath,
           [
             program,
-            "serve-archive",
+            a.spec.target ? "receive-upload" : "serve-archive",
             folder,
+            ...(a.spec.target ? receiveArgs(a) : []),
             "--host",
             "127.0.0.1",
             "--port",

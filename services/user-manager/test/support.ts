@@ -4,6 +4,7 @@
  * a teacher (Userland CRUD), a student (no rights).
  */
 import assert from "node:assert/strict";
+import type { ReachPod } from "../archiveTransfer.ts";
 import type { TestContext } from "node:test";
 import { k8s } from "../../../lib/kube.ts";
 import { KubeRest } from "../../../lib/kubeRest.ts";
@@ -129,6 +130,8 @@ export interface HarnessOptions {
   templates?: string[];
   /** The service's logger (default: silent, or debug with SHOW_USER_MANAGER_LOGS). */
   log?: Logger;
+  /** How the service dials archive and upload pods (the real node: through a relay). */
+  reachTransferPod?: ReachPod;
 }
 
 /** The service's client for a namespace: its ServiceAccount, granted and with the grants in effect. */
@@ -163,6 +166,7 @@ export async function startUserManager(t: TestContext, opts: HarnessOptions = {}
     namespace: ns,
     metrics,
     log: opts.log ?? createLogger("user-manager", process.env.SHOW_USER_MANAGER_LOGS ? "debug" : "silent"),
+    ...(opts.reachTransferPod ? { reachTransferPod: opts.reachTransferPod } : {}),
   });
   await app.listen({ host: "127.0.0.1", port: 0 });
   t.after(() => app.close());
