@@ -234,9 +234,14 @@ async function centralDirectory(file: FileHandle, size: number): Promise<Entry[]
       const length = extra.readUInt16LE(e + 2);
       if (id === 0x0001) {
         let f = e + 4;
-        if (size === MAX32) ((size = u64(extra, f)), (f += 8));
-        if (compressed === MAX32) ((compressed = u64(extra, f)), (f += 8));
-        if (offset === MAX32) offset = u64(extra, f);
+        const next = () => {
+          const value = u64(extra, f);
+          f += 8;
+          return value;
+        };
+        if (size === MAX32) size = next();
+        if (compressed === MAX32) compressed = next();
+        if (offset === MAX32) offset = next();
       }
       e += 4 + length;
     }

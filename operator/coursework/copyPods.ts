@@ -21,7 +21,8 @@ import type {
 import { LABELS, shortHash } from "../../api/naming.ts";
 import type { Template } from "../../api/v1alpha1/index.ts";
 
-export type CopyJob = "publish" | "distribute" | "handin" | "feedback" | "archive";
+export type CopyJob =
+  "publish" | "distribute" | "handin" | "feedback" | "archive" | "classarchive" | "verify";
 
 /** How long a copy may take, start-up and waiting for its node included; then Kubernetes stops it. */
 export const COPY_DEADLINE_SECONDS = 900;

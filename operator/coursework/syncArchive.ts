@@ -28,6 +28,7 @@ import {
 import { deleteFinishedCopyPods, ensureCopyNetworkPolicy } from "./copyRuns.ts";
 import type { CourseworkSyncResult } from "./syncAssignment.ts";
 import { placement } from "./syncSubmission.ts";
+import { classArchiveFile } from "./syncClassArchive.ts";
 
 /** The port archive pods listen on. */
 export const ARCHIVE_PORT = 8080;
@@ -46,7 +47,9 @@ export const archivePodName = (archiveUid: string) => `userland-archive-${shortH
 type Source =
   | {
       mounts: CopyMount[];
-      folder: string;
+      /** What is served: a folder zipped as it is read, or a file (a class's verified zip) as it is. */
+      folder?: string;
+      file?: string;
       nodeName?: string;
       template: NonNullable<ReturnType<typeof templateOf>>;
     }
@@ -60,8 +63,8 @@ function templateOf(ctx: OperatorContext, namespace: string, name: string) {
 /** The claim the Archive's source names, where the pod may run, or why not. */
 function resolve(ctx: OperatorContext, archive: Archive): Source {
   const namespace = archive.metadata.namespace ?? "";
-  const { home, handins } = archive.spec.source;
-  const templateName = home?.templateName ?? handins?.templateName ?? "";
+  const { home, handins, classArchive } = archive.spec.source;
+  const templateName = home?.templateName ?? handins?.templateName ?? classArchive?.templateName ?? "";
   const template = templateOf(ctx, namespace, templateName);
   if (!template) return { fail: `Template "${templateName}" does not exist` };
   if (home) {
@@ -80,6 +83,24 @@ function resolve(ctx: OperatorContext, archive: Archive): Source {
       mounts: [{ claim, mountPath: MOUNT, readOnly: true }],
       folder: MOUNT,
       ...(where.nodeName ? { nodeName: where.nodeName } : {}),
+    };
+  }
+  if (classArchive) {
+    const ca = ctx.caches.classArchives.get(classArchive.name, namespace);
+    // Only a zip that was read back: its path is the operator's, never taken from the request.
+    if (!ca || ca.spec.templateName !== templateName || !ca.status?.archive?.verifiedAt)
+      return { fail: `Template "${templateName}" has no verified class archive "${classArchive.name}"` };
+    return {
+      template,
+      mounts: [
+        {
+          claim: collectionNames(templateName).claim,
+          mountPath: MOUNT,
+          readOnly: true,
+          subPath: "archives",
+        },
+      ],
+      file: `${MOUNT}/${classArchiveFile(ca)}`,
     };
   }
   const assignment = ctx.caches.assignments.get(handins?.assignment ?? "", namespace);
@@ -154,15 +175,14 @@ async function converge(ctx: OperatorContext, archive: Archive, podName: string)
         image: ctx.coursework.image,
         template: source.template,
         args: [
-          "serve-archive",
-          source.folder,
+          ...(source.file ? ["serve-file", source.file] : ["serve-archive", source.folder ?? ""]),
           "--token-sha256",
           archive.spec.tokenSha256,
           "--port",
           String(ARCHIVE_PORT),
           "--wait",
           String(WAIT_SECONDS),
-          ...ARCHIVE_LIMITS,
+          ...(source.file ? [] : ARCHIVE_LIMITS),
         ],
         mounts: source.mounts,
         port: ARCHIVE_PORT,
