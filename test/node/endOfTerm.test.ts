@@ -75,13 +75,13 @@ test("end of term on the real node: a class of three archived into one zip in th
     pods.set(u, await waitForOnePodReady(ns, `${LABELS.instance}=${childNames("lab", u).deployment}`));
   }
 
-  // Each student's work; ann's with a link out and a FIFO (no data: skipped, still complete); cat's
+  // Each student's work; ann's with her answer to a1, a link out and a FIFO (no data: skipped, still complete); cat's
   // with a file she made unreadable (mode 000: the copy pods run as her user, without capabilities).
   const expected = new Map<string, string>();
   for (const u of STUDENTS) {
     const before =
       u === "ann"
-        ? " && ln -s /etc/passwd passwd && mkfifo pipe"
+        ? " && ln -s /etc/passwd passwd && mkfifo pipe && mkdir -p assignments/a1 && printf 'answer = 42\\n' > assignments/a1/answer.py"
         : u === "cat"
           ? " && printf 'private\\n' > secret.txt"
           : "";
@@ -94,10 +94,6 @@ test("end of term on the real node: a class of three archived into one zip in th
   }
 
   // Ann hands in a1 (the operator's real hand-in copy into the collection).
-  await sh(
-    pods.get("ann")!,
-    `mkdir -p ${LAB_HOME}/assignments/a1 && printf 'answer = 42\\n' > ${LAB_HOME}/assignments/a1/answer.py`,
-  );
   await rest.create(assignmentsPath(ns), {
     apiVersion: "userland.dev/v1alpha1",
     kind: "Assignment",
