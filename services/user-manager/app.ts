@@ -15,7 +15,8 @@ import { consoleConfig, type UserManagerConfig } from "./config.ts";
 import { assignmentRoutes, COURSEWORK_RESOURCE } from "./assignments.ts";
 import { SESSION_USER_PREFIX_DEFAULT } from "../../lib/sessionSubjects.ts";
 import { ArchiveTransfers } from "./archiveTransfer.ts";
-import { downloadRoutes } from "./downloads.ts";
+import { downloadRoutes, downloadSender } from "./downloads.ts";
+import { classArchiveRoutes } from "./classArchives.ts";
 import { consoleRoutes } from "./console/plugin.ts";
 import { CourseworkStore } from "./courseworkStore.ts";
 import { installErrorHandlers } from "./errors.ts";
@@ -160,7 +161,9 @@ export async function buildApp(options: AppOptions) {
       ).allowed,
     ...(options.now ? { now: options.now } : {}),
   });
-  await app.register(downloadRoutes, { store, coursework, transfers: new ArchiveTransfers(rest) });
+  const download = downloadSender(new ArchiveTransfers(rest));
+  await app.register(downloadRoutes, { store, coursework, download });
+  await app.register(classArchiveRoutes, { store, coursework, download });
   await app.register(visitRoutes, {
     store,
     rest,

@@ -1,7 +1,7 @@
 /**
- * Stands in for the operator and an archive pod in tests without them: each new Archive's folder is
- * served once by `copy.ts serve-archive` as a process on 127.0.0.1, and the Archive reported
- * Serving there (or Failed, when `folderOf` says so).
+ * Stands in for the operator and an archive pod in tests without them: each new Archive's folder (or
+ * file) is served once by `copy.ts serve-archive` (`serve-file`) as a process on 127.0.0.1, and the
+ * Archive reported Serving there (or Failed, when `folderOf` says so).
  */
 import { spawn } from "node:child_process";
 import type { TestContext } from "node:test";
@@ -12,7 +12,11 @@ import { adminRest } from "../../../test/support/resources.ts";
 const program = fileURLToPath(new URL("../../../coursework/copy.ts", import.meta.url));
 
 /** Stands in for the operator and the archive pod: serves each new Archive's folder once on loopback. */
-export function standIn(t: TestContext, ns: string, folderOf: (a: Archive) => string | { fail: string }) {
+export function standIn(
+  t: TestContext,
+  ns: string,
+  folderOf: (a: Archive) => string | { fail: string } | { file: string },
+) {
   const seen: Archive[] = [];
   let stopped = false;
   const loop = (async () => {
@@ -23,7 +27,7 @@ export function standIn(t: TestContext, ns: string, folderOf: (a: Archive) => st
         if (seen.some((s) => s.metadata.uid === a.metadata.uid)) continue;
         seen.push(a);
         const folder = folderOf(a);
-        if (typeof folder !== "string") {
+        if (typeof folder !== "string" && "fail" in folder) {
           await rest.patch(archivesPath(ns, a.metadata.name, "status"), {
             status: { phase: "Failed", message: folder.fail },
           });
@@ -33,8 +37,7 @@ export function standIn(t: TestContext, ns: string, folderOf: (a: Archive) => st
           process.execPath,
           [
             program,
-            "serve-archive",
-            folder,
+            ...(typeof folder === "string" ? ["serve-archive", folder] : ["serve-file", folder.file]),
             "--host",
             "127.0.0.1",
             "--port",
