@@ -137,6 +137,10 @@ test("a ClassArchive stops the class, archives and reads it back in locked-down 
   const podSpec = archivePod.spec!;
   const container = podSpec.containers[0]!;
   assert.equal(podSpec.automountServiceAccountToken, false);
+  const deny = await rest.get<{ spec: { policyTypes: string[] } }>(
+    paths.namespaced("networking.k8s.io", "v1", "networkpolicies", ns, "userland-copy-pods-deny-all"),
+  );
+  assert.deepEqual(deny.spec.policyTypes, ["Ingress", "Egress"]);
   assert.equal(container.securityContext?.readOnlyRootFilesystem, true);
   const ca1 = await getCA(rest, ns);
   const command = container.command ?? [];
