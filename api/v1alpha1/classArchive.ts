@@ -147,4 +147,3 @@ export type ClassArchiveStatus = Static<typeof ClassArchiveStatusSchema>;
 export type ClassArchiveStudent = Static<typeof STUDENT>;
 export type ClassArchiveListed = Static<typeof LISTED>;
 export type ClassArchive = CustomObject<"ClassArchive", ClassArchiveSpec, ClassArchiveStatus>;
-export type ClassArchivePhase = NonNullable<ClassArchiveStatus["phase"]>;
