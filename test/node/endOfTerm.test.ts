@@ -7,18 +7,22 @@
  * exactly the verified students' Userlands and claims. One student made a file of theirs unreadable
  * (the copy pods run as the student's user, without capabilities): their home cannot be archived
  * whole, so it is not verified and is kept. The teacher's own environment is not the class's.
- * Every file in the zip is checked with coreutils from a pod that mounts the collection read-only.
+ * Every file in the zip is checked with coreutils from a pod that mounts the collection read-only,
+ * and the teacher's download (a real archive pod serving the zip as it is) is the zip read back.
  */
 import assert from "node:assert/strict";
+import { createHash, randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { test } from "node:test";
 import type { V1Pod } from "@kubernetes/client-node";
 import { childNames, collectionUserFolder, LABELS, submissionNameFor } from "../../api/naming.ts";
 import {
+  archivesPath,
   assignmentsPath,
   classArchivesPath,
   submissionsPath,
   userlandsPath,
+  type Archive,
   type ClassArchive,
   type Submission,
 } from "../../api/v1alpha1/index.ts";
@@ -43,6 +47,8 @@ import {
 
 const MANIFEST = `find . -type f -printf '%P\\0' | LC_ALL=C sort -z | xargs -0r sha256sum | sha256sum | cut -d' ' -f1`;
 const STUDENTS = ["ann", "ben", "cat"] as const;
+/** The labels that make a pod an archive client (the chart gives them to the user-manager's pods). */
+const CLIENT_LABEL = { "userland.dev/test-archive-client": "yes" };
 
 async function sh(pod: V1Pod, script: string): Promise<string> {
   const result = await execInContainer(pod, ["sh", "-euc", script], { timeoutMs: 60_000 });
@@ -64,7 +70,14 @@ test("end of term on the real node: a class of three archived into one zip in th
 
   const ns = await testNamespace(t, "node-term");
   const rest = await adminRest();
-  await startOperator(t, ns, { env: { OPERATOR_COPY_IMAGE: image.ref } });
+  await startOperator(t, ns, {
+    env: {
+      OPERATOR_COPY_IMAGE: image.ref,
+      OPERATOR_ARCHIVE_CLIENTS: `${ns}:${Object.entries(CLIENT_LABEL)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(",")}`,
+    },
+  });
   // A teacher, whose environment mounts (and so binds) the collection; she is not a student.
   await appointTeacher(ns, await chartCourseTeacherRole(t, ns), "tess", "teach-tess");
   await createTemplate(ns, "lab", realNodeLabTemplate(tools, "End of term on the real node"));
@@ -209,6 +222,46 @@ test("end of term on the real node: a class of three archived into one zip in th
   assert.notEqual(out[3], expected.get("cat"), "cat's unreadable file is not in the zip");
   assert.equal(out[4], receipt.sha256, "ann's hand-in as her receipt names it");
   assert.equal(out[5], "0", "no link or FIFO in the zip");
+
+  // The teacher's download: an Archive of the class's zip, served as it is by a real archive pod
+  // (copy.ts serve-file), fetched by a pod with the archive clients' labels, as the user-manager's.
+  const token = randomBytes(32).toString("base64url");
+  await rest.create(archivesPath(ns), {
+    apiVersion: "userland.dev/v1alpha1",
+    kind: "Archive",
+    metadata: { name: "term1-zip" },
+    spec: {
+      source: { classArchive: { templateName: "lab", name: "term1" } },
+      tokenSha256: createHash("sha256").update(token).digest("hex"),
+    },
+  });
+  await rest.create(paths.namespaced("", "v1", "pods", ns), {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: "fetcher", labels: CLIENT_LABEL },
+    spec: {
+      ...onRealNode,
+      terminationGracePeriodSeconds: 0,
+      securityContext: { runAsUser: 1000, runAsGroup: 1000 },
+      containers: [{ name: "c", image: tools, imagePullPolicy: "Never", command: ["sleep", "3600"] }],
+    },
+  });
+  const fetcher = await waitForPodReady(ns, "fetcher");
+  const serving = await eventually(
+    "the class's zip served",
+    async () => {
+      const a = await rest.get<Archive>(archivesPath(ns, "term1-zip"));
+      if (a.status?.phase === "Failed") throw new Error(`Failed: ${a.status.message}`);
+      return a.status?.phase === "Serving" && a;
+    },
+    90_000,
+    250,
+  );
+  const fetched = await sh(
+    fetcher,
+    `curl -sSf -m 60 -H 'Authorization: Bearer ${token}' http://${serving.status?.podIP}:${serving.status?.port}/archive.zip | sha256sum | cut -d' ' -f1`,
+  );
+  assert.equal(fetched.trim(), status.archive?.sha256, "the download is the zip that was read back");
 
   // kubectl patch with a wrong confirm: nothing is deleted.
   await rest.patch(classArchivesPath(ns, "term1"), { spec: { end: true, confirm: "0".repeat(64) } });
