@@ -114,6 +114,13 @@ export const ClassArchiveStatusSchema = Type.Object({
         ),
         archivedAt: Type.Optional(Type.Unsafe<string>({ ...TIME })),
         verifiedAt: Type.Optional(Type.Unsafe<string>({ ...TIME })),
+        notArchived: Type.Optional(
+          Type.String({
+            maxLength: 2048,
+            description:
+              "Hand-in folders that are not whole in the zip, and why (they decide no student's end; the collection keeps them).",
+          }),
+        ),
       },
       { description: "The class's zip: archives/<name>.zip in the collection." },
     ),

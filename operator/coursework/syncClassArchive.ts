@@ -20,6 +20,7 @@ import { createHash } from "node:crypto";
 import type { V1PersistentVolumeClaim } from "@kubernetes/client-node";
 import { childNames, collectionNames, collectionUserFolder, LABELS, shortHash } from "../../api/naming.ts";
 import {
+  API_VERSION,
   TemplateConditions,
   type ClassArchive,
   type ClassArchiveListed,
@@ -90,6 +91,13 @@ export async function syncClassArchive(
     await ctx.rest.patch(resources.ClassArchive.path(namespace, name, "status"), {
       status: withCleared(previous, status),
     });
+  // Each step as an Event (`kubectl describe classarchive`), once: the phase changes once per step.
+  if (status.phase && status.phase !== previous.phase) {
+    const target = { apiVersion: API_VERSION, kind: "ClassArchive", metadata: ca.metadata };
+    const message = status.message ?? status.phase;
+    if (status.phase === "Failed") ctx.events.warning(target, status.phase, message);
+    else ctx.events.normal(target, status.phase, message);
+  }
   return againAfterMs === undefined ? {} : { againAfterMs };
 }
 
@@ -260,6 +268,11 @@ function archiving(
   )) {
     if (ca.spec.class !== undefined && a.spec.class !== ca.spec.class) continue;
     const assignment = a.metadata.name ?? "";
+    // Only what was collected: an assignment nobody handed in has no folder in the collection.
+    const collected = ctx.caches.submissions
+      .byIndex(Index.byAssignment, namespacedKey(namespace, assignment))
+      .some((sub) => sub.status?.receipt);
+    if (!collected) continue;
     folders.push("--folder", `handins/${assignment}=${COLLECTION_MOUNT}/handins/${assignment}`);
   }
   return runStep(ctx, ca, status, template, {
@@ -334,15 +347,16 @@ function verifying(
           sha256: String(result.sha256),
           bytes: typeof result.bytes === "number" ? result.bytes : status.archive?.bytes,
           verifiedAt: conditionTime(ctx.now()),
+          ...(handins.length > 0
+            ? {
+                notArchived: handins
+                  .map(([folder, reason]) => `${folder} (${reason})`)
+                  .join("; ")
+                  .slice(0, 2048),
+              }
+            : {}),
         },
         phase: "DryRun",
-        message:
-          handins.length > 0
-            ? `Not archived: ${handins.map(([folder, reason]) => `${folder} (${reason})`).join("; ")}`.slice(
-                0,
-                4096,
-              )
-            : undefined,
       };
       return dryRun(ctx, ca, next);
     },
@@ -413,12 +427,19 @@ function dryRun(ctx: OperatorContext, ca: ClassArchive, status: ClassArchiveStat
     else toDelete.push(listed);
   }
   const hash = dryRunHash(toDelete);
+  const notArchived = status.archive?.notArchived ? ` Not archived: ${status.archive.notArchived}.` : "";
   const next: ClassArchiveStatus = {
     ...status,
     toDelete,
     toDeleteCount: toDelete.length,
     kept,
     dryRunHash: hash,
+    // What a kubectl user needs to end it, in the message `kubectl get -o wide` shows.
+    message:
+      `Dry run: ending deletes ${toDelete.length} environments and their claims, keeps ${kept.length}; to end the class set spec.end: true and spec.confirm: ${hash}.${notArchived}`.slice(
+        0,
+        4096,
+      ),
   };
   if (!ca.spec.end) return next;
   if (ca.spec.confirm !== hash)

@@ -236,6 +236,10 @@ test("a ClassArchive stops the class, archives and reads it back in locked-down 
     [["bob", "not verified: home: 1 entry could not be archived"]],
   );
   assert.equal(dry.status?.dryRunHash, dryRunHash(dry.status?.toDelete ?? []));
+  assert.match(
+    dry.status?.message ?? "",
+    new RegExp(`set spec.end: true and spec.confirm: ${dry.status?.dryRunHash}`),
+  );
   assert.equal(dry.status?.archive?.sha256, ZIP);
   assert.deepEqual(
     [dry.status?.studentCount, dry.status?.verifiedCount, dry.status?.toDeleteCount],
