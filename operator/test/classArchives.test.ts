@@ -142,6 +142,7 @@ test("a ClassArchive stops the class, archives and reads it back in locked-down 
   );
   assert.deepEqual(deny.spec.policyTypes, ["Ingress", "Egress"]);
   assert.equal(container.securityContext?.readOnlyRootFilesystem, true);
+  assert.equal(container.resources?.limits?.memory, "4Gi");
   const ca1 = await getCA(rest, ns);
   const command = container.command ?? [];
   assert.deepEqual(command.slice(0, 3), ["node", "coursework/copy.ts", "archive-class"]);
