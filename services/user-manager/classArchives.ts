@@ -178,7 +178,7 @@ export const classArchiveRoutes: FastifyPluginCallbackTypebox<ClassArchiveRouteO
         tags: ["end of term"],
         summary: "Archive a class (teachers): stop it, archive it, read it back, list a dry run",
         description:
-          "Creates a ClassArchive; the operator stops the class's environments, writes every student's volumes and the hand-ins into one zip in the collection, reads it back and lists what an end would delete. Nothing is deleted until the class is ended with the dry run's hash. Needs create on classarchives and update on templates/coursework.",
+          "Creates a ClassArchive (409 while another of the same class is not Ended or Failed); the operator stops the class's environments, writes every student's volumes and the hand-ins into one zip in the collection, reads it back and lists what an end would delete. Nothing is deleted until the class is ended with the dry run's hash. Needs create on classarchives and update on templates/coursework.",
         params: TemplateParams,
         body: Type.Object(
           {
@@ -199,6 +199,15 @@ export const classArchiveRoutes: FastifyPluginCallbackTypebox<ClassArchiveRouteO
       const { template } = request.params;
       const { namespace } = await templateOf(template);
       await authorizeTeacher(request, "create", template, namespace);
+      // A second click would stop and archive the same class twice: one at a time per class.
+      const running = (await coursework.classArchivesOf(namespace, template)).find(
+        (c) =>
+          c.spec.class === request.body.class && c.status?.phase !== "Ended" && c.status?.phase !== "Failed",
+      );
+      if (running)
+        throw conflict(`this class is being archived already: ${running.metadata.name}`, {
+          name: running.metadata.name,
+        });
       const created = await coursework.createClassArchive(
         namespace,
         template,

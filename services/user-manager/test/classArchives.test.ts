@@ -62,6 +62,10 @@ test("end of term in the console: a course teacher archives a class, reads the d
   assert.deepEqual(ca.spec, { templateName: "lab", class: "b", end: false });
   assert.equal(ca.metadata.annotations?.["userland.dev/created-by"], "userland:tina@uni.example");
   assert.equal((await api(`/${name}`, await h.cookie("nora@uni.example"))).status, 403);
+  // One at a time per class: a second click is refused, naming the one under way.
+  const again = await api("", tina, "POST", { class: "b" });
+  assert.equal(again.status, 409);
+  assert.match(await again.text(), new RegExp(name));
 
   // Before the read-back there is nothing to confirm and no zip.
   assert.equal((await api(`/${name}/end`, tina, "POST", { confirm: HASH })).status, 409);
