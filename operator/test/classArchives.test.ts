@@ -7,6 +7,11 @@
  * would (its terminated status and termination message, through pods/status).
  */
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { test } from "node:test";
 import type { V1Pod } from "@kubernetes/client-node";
 import { childNames, collectionUserFolder } from "../../api/naming.ts";
@@ -19,7 +24,9 @@ import {
   type Userland,
 } from "../../api/v1alpha1/index.ts";
 import { isInvalid, isNotFound, paths, type KubeRest } from "../../lib/kubeRest.ts";
-import { eventually, testNamespace } from "../../test/support/cluster.ts";
+import { repoRoot } from "../../cluster/controlPlane.ts";
+import { eventually, testCluster, testNamespace } from "../../test/support/cluster.ts";
+import { guideCommands } from "../../test/support/guide.ts";
 import { startOperator } from "../../test/support/operator.ts";
 import {
   adminRest,
@@ -341,4 +348,84 @@ test("a ClassArchive of a Template without a collection fails with what to set, 
   assert.match(failed.status?.message ?? "", /has no collection \(spec\.coursework\.collection\)/);
   assert.equal((await rest.get<Userland>(userlandsPath(ns, "alice"))).spec.enabled, true);
   assert.deepEqual(await copyPods(rest, ns, "classarchive"), []);
+});
+
+test("the admin guide's end of term with kubectl: apply, read the dry run, confirm its hash", async (t) => {
+  const ns = await testNamespace(t, "carch-guide");
+  const rest = await adminRest();
+  await startOperator(t, ns, { env: { OPERATOR_COPY_IMAGE: IMAGE } });
+  await createTemplate(ns, "jupyter", spec());
+  await createUserland(ns, "ann", "ann", "jupyter", false);
+  const annClaim = childNames("jupyter", "ann").pvc("home");
+  await eventually("ann's claim", () => exists(rest, pvcPath(ns, annClaim)));
+
+  const guide = readFileSync(join(repoRoot, "deploy", "README.md"), "utf8");
+  const section = guide.slice(guide.indexOf("### End of term"));
+  const yaml = /```yaml\n([\s\S]*?)```/.exec(section)?.[1];
+  assert.ok(yaml, "the guide's classarchive.yaml");
+  const dir = await mkdtemp(join(tmpdir(), "guide-"));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  writeFileSync(join(dir, "classarchive.yaml"), yaml);
+  const { info } = await testCluster();
+  const env = {
+    ...process.env,
+    KUBECONFIG: info.kubeconfig,
+    PATH: `${info.binDir}:${process.env.PATH ?? ""}`,
+  };
+  const [apply, ...rest_] = guideCommands(join(repoRoot, "deploy", "README.md"), "### End of term").flatMap(
+    (s) => s.blocks.flat(),
+  );
+  const run = (command: string) =>
+    execFileSync("sh", ["-c", command.replaceAll("-n ide ", `-n ${ns} `)], {
+      env,
+      cwd: dir,
+      encoding: "utf8",
+    });
+  assert.ok(apply?.includes("apply -f classarchive.yaml"), apply);
+  run(apply ?? "");
+
+  // The operator's pods, finished as the kubelet would.
+  const name = "jupyter-2026-autumn";
+  const [archivePod] = await eventually("the archive pod", async () => {
+    const pods = await copyPods(rest, ns, "classarchive");
+    return pods.length > 0 && pods;
+  });
+  await finish(rest, archivePod!, 0, {
+    folders: 1,
+    incomplete: [],
+    files: 1,
+    bytes: 1,
+    manifestSha256: MANIFEST,
+  });
+  const [verifyPod] = await eventually("the read-back pod", async () => {
+    const pods = await copyPods(rest, ns, "verify");
+    return pods.length > 0 && pods;
+  });
+  await finish(rest, verifyPod!, 0, {
+    folders: 1,
+    verified: 1,
+    unverified: [],
+    entries: 2,
+    bytes: 99,
+    sha256: ZIP,
+  });
+  await eventually(
+    "the dry run",
+    async () => (await rest.get<ClassArchive>(classArchivesPath(ns, name))).status?.phase === "DryRun",
+  );
+
+  const outputs = rest_.map(run);
+  assert.match(
+    outputs[0] ?? "",
+    new RegExp(`${name}\\s+jupyter\\s+(<none>\\s+)?DryRun\\s+1\\s+1\\s+1`),
+    "kubectl get's columns",
+  );
+  assert.match(outputs[1] ?? "", /"user":"ann"/);
+  const ended = await eventually("Ended", async () => {
+    const ca = await rest.get<ClassArchive>(classArchivesPath(ns, name));
+    return ca.status?.phase === "Ended" && ca;
+  });
+  assert.equal(ended.status?.deleted, 1);
+  assert.equal(await exists(rest, userlandsPath(ns, "ann")), false);
+  assert.equal(await exists(rest, pvcPath(ns, annClaim)), false);
 });
