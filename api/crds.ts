@@ -10,6 +10,9 @@ import {
   ArchiveStatusSchema,
   ASSIGNMENTS,
   AssignmentSpecSchema,
+  CLASS_ARCHIVES,
+  ClassArchiveSpecSchema,
+  ClassArchiveStatusSchema,
   AssignmentStatusSchema,
   GROUP,
   SUBMISSIONS,
@@ -31,7 +34,7 @@ import { toOpenAPI, type TSchema } from "./v1alpha1/schema.ts";
 
 /**
  * The category every CRD belongs to: `kubectl get userland-all` lists Templates, Userlands,
- * Assignments, Submissions and Archives together.
+ * Assignments, Submissions, Archives and ClassArchives together.
  * It must be no kind's name, plural, singular or short name: kubectl expands a category before a
  * resource name, so a category named `userland` made `kubectl get userland NAME` fail ("you must
  * specify only one resource") and `kubectl delete userland --all` delete Templates too.
@@ -164,6 +167,26 @@ const definitions: ResourceDefinition[] = [
       { name: "Requested By", type: "string", jsonPath: ".spec.requestedBy" },
       { name: "Phase", type: "string", jsonPath: ".status.phase" },
       { name: "Files", type: "integer", jsonPath: ".status.summary.files", priority: 1 },
+      AGE_COLUMN,
+    ],
+  },
+  {
+    kind: "ClassArchive",
+    plural: CLASS_ARCHIVES,
+    singular: "classarchive",
+    shortNames: ["carch"],
+    description:
+      "The end of a term: a class's volumes and hand-ins archived into one zip, read back, then (when confirmed) its Userlands and claims deleted (docs/decisions/0011-coursework.md).",
+    spec: ClassArchiveSpecSchema,
+    status: ClassArchiveStatusSchema,
+    printerColumns: [
+      { name: "Template", type: "string", jsonPath: ".spec.templateName" },
+      { name: "Class", type: "string", jsonPath: ".spec.class" },
+      { name: "Phase", type: "string", jsonPath: ".status.phase" },
+      { name: "Students", type: "integer", jsonPath: ".status.studentCount" },
+      { name: "Verified", type: "integer", jsonPath: ".status.verifiedCount" },
+      { name: "To Delete", type: "integer", jsonPath: ".status.toDeleteCount" },
+      { name: "Message", type: "string", jsonPath: ".status.message", priority: 1 },
       AGE_COLUMN,
     ],
   },

@@ -8,6 +8,7 @@
 import { existsSync, writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { archiveTree } from "./files/archive.ts";
+import { sendFile, verifyClassArchive, writeClassArchive } from "./files/classArchive.ts";
 import { dirname, resolve } from "node:path";
 import { openFolder, UnsafePathError } from "./files/beneath.ts";
 import { copyTree, DestinationExistsError } from "./files/copy.ts";
@@ -48,6 +49,17 @@ Commands:
                            kept and listed; nothing is deleted. <to>/.userland-assignment.json
                            records what was delivered.
   archive <from>           Write the folder <from> as a zip to stdout; prints the summary to stderr.
+  archive-class <zip> --folder <name>=<path>…
+                           Write the folders as one stored zip to <zip> (each under <name>/) and
+                           their manifest beside it (<zip> with .json): per folder its files, bytes,
+                           manifest SHA-256 and what of it could not be archived. A folder that
+                           cannot be walked or read whole is listed as incomplete. Prints the
+                           totals, the incomplete folders and the manifest's SHA-256.
+  verify-archive <zip> --manifest-sha256 HEX
+                           Read <zip> back (every entry through its local header, CRC-checked) and
+                           recompute each folder's manifest SHA-256; prints which folders match the
+                           manifest (whose own SHA-256 must be HEX).
+  serve-file <file>        Like serve-archive, for a zip that exists already (a class's archive).
   serve-archive <from>     Serve the folder <from> as a zip once, over HTTP: GET /archive.zip with
                            "Authorization: Bearer <token>" whose SHA-256 is --token-sha256 streams
                            it; a wrong or missing token is a 401 (and uses nothing up), any request
@@ -68,11 +80,13 @@ Options:
   --max-bytes SIZE         Bytes of all files together, e.g. 100MiB (default ${formatBytes(DEFAULT_LIMITS.maxBytes)})
   --max-depth N            Folders inside folders (default ${DEFAULT_LIMITS.maxDepth})
   --max-path-length N      Bytes of a path inside <from> (default ${DEFAULT_LIMITS.maxPathLength})
+  --folder NAME=PATH       archive-class: a folder to archive (repeat it)
+  --manifest-sha256 HEX    verify-archive: the manifest's SHA-256 as archive-class printed it
   --store                  archive, serve-archive: store the files without compressing them
-  --token-sha256 HEX       serve-archive, receive-upload: the SHA-256 (64 hex digits) of the one caller's token
-  --port N                 serve-archive, receive-upload: the port to listen on (default 8080; 0: any)
-  --host ADDRESS           serve-archive, receive-upload: the address to listen on (default 0.0.0.0)
-  --wait SECONDS           serve-archive, receive-upload: how long to wait for the caller
+  --token-sha256 HEX       serve-archive, serve-file, receive-upload: the SHA-256 (64 hex digits) of the one caller's token
+  --port N                 serve-archive, serve-file, receive-upload: the port to listen on (default 8080; 0: any)
+  --host ADDRESS           serve-archive, serve-file, receive-upload: the address to listen on (default 0.0.0.0)
+  --wait SECONDS           serve-archive, serve-file, receive-upload: how long to wait for the caller
                            (receive-upload: for each next request too; default 600)
   --student USER           receive-upload, repeated: the upload's top-level folders are students'
                            (USER, or its folder in the collection), each written to that folder;
@@ -112,6 +126,8 @@ function parse(argv: string[]) {
         "max-depth": { type: "string" },
         "max-path-length": { type: "string" },
         store: { type: "boolean" },
+        folder: { type: "string", multiple: true },
+        "manifest-sha256": { type: "string" },
         "token-sha256": { type: "string" },
         port: { type: "string" },
         host: { type: "string" },
@@ -127,15 +143,27 @@ function parse(argv: string[]) {
   const { values, positionals } = parsed;
   if (values.help) return { help: true as const };
   const [command, ...folders] = positionals;
-  const arity = { handin: 2, distribute: 2, archive: 1, "serve-archive": 1, "receive-upload": 1 } as const;
+  const arity = {
+    handin: 2,
+    distribute: 2,
+    archive: 1,
+    "serve-archive": 1,
+    "serve-file": 1,
+    "archive-class": 1,
+    "verify-archive": 1,
+    "receive-upload": 1,
+  } as const;
   if (command === undefined)
-    throw new UsageError("name a command: handin, distribute, archive, serve-archive or receive-upload");
+    throw new UsageError(
+      "name a command: handin, distribute, archive, serve-archive, serve-file, archive-class, verify-archive or receive-upload",
+    );
   if (!Object.hasOwn(arity, command)) throw new UsageError(`unknown command ${JSON.stringify(command)}`);
   const wanted = arity[command as keyof typeof arity];
   if (folders.length !== wanted || folders.some((f) => f === "")) {
     throw new UsageError(`${command} takes ${wanted === 1 ? "one folder" : "two folders: <from> <to>"}`);
   }
-  const listens = command === "serve-archive" || command === "receive-upload";
+  const serving = command === "serve-archive" || command === "serve-file";
+  const listens = serving || command === "receive-upload";
   if (values.store && command !== "archive" && command !== "serve-archive")
     throw new UsageError("--store applies to archive and serve-archive only");
   for (const flag of ["token-sha256", "port", "host", "wait"] as const) {
@@ -144,6 +172,21 @@ function parse(argv: string[]) {
   }
   if (values.student !== undefined && command !== "receive-upload")
     throw new UsageError("--student applies to receive-upload only");
+  if (values.folder !== undefined && command !== "archive-class")
+    throw new UsageError("--folder applies to archive-class only");
+  const classFolders = (values.folder ?? []).map((spec) => {
+    const at = spec.indexOf("=");
+    if (at <= 0 || at === spec.length - 1)
+      throw new UsageError(`--folder takes NAME=PATH, got ${JSON.stringify(spec)}`);
+    return { name: spec.slice(0, at), path: spec.slice(at + 1) };
+  });
+  if (command === "archive-class" && classFolders.length === 0)
+    throw new UsageError("archive-class needs at least one --folder NAME=PATH");
+  const manifestSha256 = values["manifest-sha256"] ?? "";
+  if ((command === "verify-archive") !== /^[0-9a-f]{64}$/.test(manifestSha256))
+    throw new UsageError("verify-archive (only) needs --manifest-sha256: 64 lowercase hex digits");
+  if ((command === "archive-class" || command === "verify-archive") && !folders[0]!.endsWith(".zip"))
+    throw new UsageError(`${command}: <zip> must end in .zip`);
   const tokenSha256 = values["token-sha256"] ?? "";
   if (listens && !/^[0-9a-f]{64}$/.test(tokenSha256))
     throw new UsageError(`${command} needs --token-sha256: the token's SHA-256 as 64 lowercase hex digits`);
@@ -173,6 +216,8 @@ function parse(argv: string[]) {
     command: command as keyof typeof arity,
     from: folders[0]!,
     to: folders[1] ?? "",
+    classFolders,
+    manifestSha256,
     limits,
     store: values.store ?? false,
     tokenSha256,
@@ -182,6 +227,50 @@ function parse(argv: string[]) {
     waitSeconds: positiveInteger("wait", values.wait, 600),
     terminationLog: values["termination-log"] ?? "/dev/termination-log",
   };
+}
+
+type Args = Exclude<ReturnType<typeof parse>, { help: true }>;
+
+/** A class's manifest lies beside its zip: `<name>.zip` → `<name>.json`. */
+const manifestPathFor = (zip: string) => `${zip.slice(0, -".zip".length)}.json`;
+
+async function run(args: Args): Promise<object> {
+  switch (args.command) {
+    case "handin":
+      return copyTree(args.from, args.to, args.limits);
+    case "distribute":
+      return distribute(args.from, args.to, args.limits);
+    case "archive":
+      return archiveTree(args.from, args.limits, process.stdout, { compress: !args.store });
+    case "archive-class":
+      return writeClassArchive(args.classFolders, args.limits, args.from, manifestPathFor(args.from));
+    case "verify-archive":
+      return verifyClassArchive(args.from, manifestPathFor(args.from), args.manifestSha256);
+    case "receive-upload":
+      return receiveUploadOnce({
+        root: args.from,
+        limits: args.limits,
+        layout: args.students ? studentsLayout(args.students) : { kind: "files" },
+        host: args.host,
+        port: args.port,
+        tokenSha256: args.tokenSha256,
+        waitMs: args.waitSeconds * 1000,
+        onListening: (port) => process.stderr.write(`copy receive-upload: listening on ${port}\n`),
+      });
+    case "serve-archive":
+    case "serve-file":
+      return serveArchiveOnce<object>({
+        produce: (output) =>
+          args.command === "serve-file"
+            ? sendFile(args.from, output)
+            : archiveTree(args.from, args.limits, output, { compress: !args.store }),
+        host: args.host,
+        port: args.port,
+        tokenSha256: args.tokenSha256,
+        waitMs: args.waitSeconds * 1000,
+        onListening: (port) => process.stderr.write(`copy ${args.command}: listening on ${port}\n`),
+      });
+  }
 }
 
 function terminate(path: string, result: object): void {
@@ -206,34 +295,7 @@ async function main(): Promise<number> {
     // The operator's copy pods hand in to <collection>/<assignment>/<student>: the assignment's
     // folder may not exist yet.
     if (args.command === "handin") await (await openFolder(dirname(resolve(args.to)), true)).close();
-    const result =
-      args.command === "handin"
-        ? await copyTree(args.from, args.to, args.limits)
-        : args.command === "distribute"
-          ? await distribute(args.from, args.to, args.limits)
-          : args.command === "archive"
-            ? await archiveTree(args.from, args.limits, process.stdout, { compress: !args.store })
-            : args.command === "receive-upload"
-              ? await receiveUploadOnce({
-                  root: args.from,
-                  limits: args.limits,
-                  layout: args.students ? studentsLayout(args.students) : { kind: "files" },
-                  host: args.host,
-                  port: args.port,
-                  tokenSha256: args.tokenSha256,
-                  waitMs: args.waitSeconds * 1000,
-                  onListening: (port) => process.stderr.write(`copy receive-upload: listening on ${port}\n`),
-                })
-              : await serveArchiveOnce({
-                  root: args.from,
-                  limits: args.limits,
-                  compress: !args.store,
-                  host: args.host,
-                  port: args.port,
-                  tokenSha256: args.tokenSha256,
-                  waitMs: args.waitSeconds * 1000,
-                  onListening: (port) => process.stderr.write(`copy serve-archive: listening on ${port}\n`),
-                });
+    const result = await run(args);
     report.write(`${JSON.stringify(result)}\n`);
     terminate(args.terminationLog, result);
     return 0;

@@ -13,16 +13,18 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { archiveTree, type ArchiveSummary } from "./files/archive.ts";
-import type { Limits } from "./files/limits.ts";
+import type { Writable } from "node:stream";
 
 /** The one path served; anything else is a 404. */
 export const ARCHIVE_PATH = "/archive.zip";
 
-export interface ServeOptions {
-  root: string;
-  limits: Limits;
-  compress: boolean;
+export interface ServeOptions<T> {
+  /**
+   * Writes the zip to the one caller (a folder zipped as it is read, or a class's zip as it was
+   * written) and resolves with its summary. An error before the first byte is answered with its
+   * message (413 for a limit, else 422).
+   */
+  produce: (output: Writable) => Promise<T>;
   host: string;
   port: number;
   /** Hex SHA-256 of the bearer token the one caller presents. */
@@ -58,11 +60,11 @@ function refuse(
  * last byte was handed to the socket; rejects when the folder is refused or over a limit (the caller
  * got a 4xx/5xx with the message), the transfer broke, or nobody came within `waitMs`.
  */
-export async function serveArchiveOnce(options: ServeOptions): Promise<ArchiveSummary> {
+export async function serveArchiveOnce<T>(options: ServeOptions<T>): Promise<T> {
   const expected = Buffer.from(options.tokenSha256, "hex");
   let taken = false;
-  let settle!: { resolve: (s: ArchiveSummary) => void; reject: (e: unknown) => void };
-  const done = new Promise<ArchiveSummary>((resolve, reject) => {
+  let settle!: { resolve: (s: T) => void; reject: (e: unknown) => void };
+  const done = new Promise<T>((resolve, reject) => {
     settle = { resolve, reject };
   });
 
@@ -85,7 +87,7 @@ export async function serveArchiveOnce(options: ServeOptions): Promise<ArchiveSu
     response.once("close", () => {
       if (!response.writableFinished) closedEarly = true;
     });
-    archiveTree(options.root, options.limits, response, { compress: options.compress }).then(
+    options.produce(response).then(
       (summary) => settle.resolve(summary),
       (error: unknown) => {
         if (!response.headersSent && !response.destroyed) {

@@ -12,7 +12,14 @@ import type {
   V1Service,
 } from "@kubernetes/client-node";
 import { ANNOTATIONS, LABELS, MANAGED_BY } from "../api/naming.ts";
-import type { Archive, Assignment, Submission, Template, Userland } from "../api/v1alpha1/index.ts";
+import type {
+  Archive,
+  Assignment,
+  ClassArchive,
+  Submission,
+  Template,
+  Userland,
+} from "../api/v1alpha1/index.ts";
 import { Informer, namespacedKey, withoutManagedFields } from "../lib/informer.ts";
 import type { k8s } from "../lib/kube.ts";
 import type { KubeRest } from "../lib/kubeRest.ts";
@@ -34,6 +41,8 @@ export interface Caches {
   submissions: Informer<Submission>;
   /** Downloads served once by archive pods (operator/coursework/syncArchive.ts). */
   archives: Informer<Archive>;
+  /** Ends of terms (operator/coursework/syncClassArchive.ts). */
+  classArchives: Informer<ClassArchive>;
   /** The operator's copy pods (operator/coursework/copyPods.ts), by their copy label. */
   copyPods: Informer<V1Pod>;
 }
@@ -57,7 +66,7 @@ export const Index = {
   assignmentsByTemplate: "assignmentsByTemplate",
   /** On submissions: their Assignment. */
   byAssignment: "byAssignment",
-  /** On copyPods: the uid of the Assignment or Submission that owns each one. */
+  /** On copyPods: the uid of the Assignment, Submission, Archive or ClassArchive that owns each one. */
   byOwnerUid: "byOwnerUid",
 } as const;
 
@@ -155,6 +164,7 @@ export function createCaches(opts: CacheOptions): Caches {
     assignments: informer<Assignment>(resources.Assignment, withoutAppliedCopy),
     submissions: informer<Submission>(resources.Submission, withoutAppliedCopy),
     archives: informer<Archive>(resources.Archive, withoutAppliedCopy),
+    classArchives: informer<ClassArchive>(resources.ClassArchive, withoutAppliedCopy),
     copyPods: informer<V1Pod>(resources.Pod, podSummary, LABELS.copy),
   };
   caches.assignments.addIndex(Index.assignmentsByTemplate, (a) => [

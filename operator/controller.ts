@@ -30,10 +30,17 @@ import { syncUserland } from "./syncUserland.ts";
 import { ExponentialFailureRateLimiter, WorkQueue } from "./workqueue.ts";
 import { syncAssignment } from "./coursework/syncAssignment.ts";
 import { syncSubmission } from "./coursework/syncSubmission.ts";
-import { archiveKey, assignmentKey, registerCourseworkHandlers, submissionKey } from "./coursework/wiring.ts";
+import {
+  archiveKey,
+  assignmentKey,
+  classArchiveKey,
+  registerCourseworkHandlers,
+  submissionKey,
+} from "./coursework/wiring.ts";
 import { FAILED_COPY_RETRY_MS } from "./coursework/copyRuns.ts";
 import type { ArchiveClients } from "./coursework/copyPods.ts";
 import { syncArchive } from "./coursework/syncArchive.ts";
+import { syncClassArchive } from "./coursework/syncClassArchive.ts";
 
 export interface ControllerOptions {
   rest: KubeRest;
@@ -66,6 +73,7 @@ const KINDS: Record<string, string> = {
   A: "Assignment",
   S: "Submission",
   R: "Archive",
+  C: "ClassArchive",
 };
 
 /** After this many failed attempts in a row a key waits for the next change or resync. */
@@ -264,6 +272,8 @@ export class Controller {
       this.queue.add(submissionKey(s.metadata.namespace ?? "", s.metadata.name ?? ""));
     for (const r of this.caches.archives.list())
       this.queue.add(archiveKey(r.metadata.namespace ?? "", r.metadata.name ?? ""));
+    for (const c of this.caches.classArchives.list())
+      this.queue.add(classArchiveKey(c.metadata.namespace ?? "", c.metadata.name ?? ""));
   }
 
   /** Finishes the reconciles in progress, then stops the informers. */
@@ -317,6 +327,7 @@ export class Controller {
       else if (kind === "Assignment") await this.syncCourseworkKey(key, syncAssignment, namespace, name);
       else if (kind === "Submission") await this.syncCourseworkKey(key, syncSubmission, namespace, name);
       else if (kind === "Archive") await this.syncCourseworkKey(key, syncArchive, namespace, name);
+      else if (kind === "ClassArchive") await this.syncCourseworkKey(key, syncClassArchive, namespace, name);
       else await this.syncUserlandKey(key, namespace, name);
       this.queue.forget(key);
       this.opts.metrics.reconciles.inc({ kind, result: "success" });

@@ -45,13 +45,25 @@ export const ArchiveSpecSchema = Type.Object(
               },
             ),
           ),
+          classArchive: Type.Optional(
+            Type.Object(
+              {
+                templateName: TEMPLATE,
+                name: Type.String({ minLength: 1, maxLength: 253 }),
+              },
+              {
+                description:
+                  "A class's zip as its ClassArchive wrote and verified it (the collection's archives/<name>.zip), served as it is.",
+              },
+            ),
+          ),
         },
         {
-          description: "A download: what is archived, exactly one of home and handins.",
+          description: "A download: what is archived, exactly one of home, handins and classArchive.",
           "x-kubernetes-validations": [
             {
-              rule: "has(self.home) != has(self.handins)",
-              message: "name exactly one of source.home and source.handins",
+              rule: "(has(self.home) ? 1 : 0) + (has(self.handins) ? 1 : 0) + (has(self.classArchive) ? 1 : 0) == 1",
+              message: "name exactly one of source.home, source.handins and source.classArchive",
             },
           ],
         },

@@ -1,6 +1,7 @@
 /** The custom resources' REST paths: the one place that spells them out. */
 import { paths } from "../../lib/kubeRest.ts";
 import { ARCHIVES } from "./archive.ts";
+import { CLASS_ARCHIVES } from "./classArchive.ts";
 import { ASSIGNMENTS, SUBMISSIONS } from "./coursework.ts";
 import { GROUP, VERSION } from "./group.ts";
 
@@ -26,3 +27,7 @@ export const submissionsPath = (namespace: string, name?: string, subresource?: 
 /** The collection path in `namespace`, or one Archive's path (and a subresource's). */
 export const archivesPath = (namespace: string, name?: string, subresource?: string): string =>
   paths.namespaced(GROUP, VERSION, ARCHIVES, namespace, name, subresource);
+
+/** The collection path in `namespace`, or one ClassArchive's path (and a subresource's). */
+export const classArchivesPath = (namespace: string, name?: string, subresource?: string): string =>
+  paths.namespaced(GROUP, VERSION, CLASS_ARCHIVES, namespace, name, subresource);

@@ -15,7 +15,7 @@ import type { Limits } from "./limits.ts";
 import { byPath, manifestHash, type FileRecord } from "./manifest.ts";
 import { checkEntryPath } from "./names.ts";
 import { readListed, type ReadResult } from "./read.ts";
-import { Tree, type Opened, type Skipped } from "./walk.ts";
+import { Tree, type Listing, type Opened, type Skipped } from "./walk.ts";
 
 /** Files opened ahead of the one being written. */
 const OPEN_AHEAD = 8;
@@ -73,6 +73,57 @@ export class ZipWriter {
   }
 }
 
+/**
+ * Adds a walked folder's entries to `writer` under `prefix` (e.g. "students/ada/home/"; "" for the
+ * root). The files are read when the zip reaches them; `collect` (after `writer.finish`) gives each
+ * file's record, paths relative to the folder, so its manifest hash is a receipt's for the same files.
+ */
+export function addTree(
+  writer: ZipWriter,
+  tree: Tree,
+  listing: Listing,
+  prefix: string,
+  mtime: Date,
+): { collect: () => Promise<{ files: FileRecord[]; changed: Skipped[] }>; closeAhead: () => Promise<void> } {
+  for (const folder of listing.folders) writer.addFolder(`${prefix}${folder}`, mtime);
+  const reads: Promise<{ path: string; read: ReadResult }>[] = [];
+  // yazl takes one entry at a time: the next files are opened (and checked) while one is written,
+  // else each small file waits for its own open and fstat in turn.
+  const ahead = new Map<number, Promise<Opened>>();
+  const openAhead = (from: number) => {
+    for (let i = from; i < Math.min(from + OPEN_AHEAD, listing.files.length); i++) {
+      if (!ahead.has(i)) ahead.set(i, tree.openFile(listing.files[i]!));
+    }
+  };
+  listing.files.forEach((file, i) => {
+    writer.addFile(`${prefix}${file.path}`, file, () => {
+      openAhead(i);
+      const opened = ahead.get(i)!;
+      ahead.delete(i);
+      const { stream, result } = readListed(tree, file, opened);
+      reads.push(result.then((read) => ({ path: file.path, read })));
+      return stream;
+    });
+  });
+  return {
+    closeAhead: async () => {
+      for (const opened of ahead.values()) {
+        await opened.then((o) => ("handle" in o ? o.handle.close() : undefined)).catch(() => {});
+      }
+    },
+    collect: async () => {
+      const files: FileRecord[] = [];
+      const changed: Skipped[] = [];
+      for (const { path, read } of await Promise.all(reads)) {
+        files.push({ path, bytes: read.bytes, sha256: read.sha256 });
+        if (read.changed) changed.push({ path, reason: read.changed });
+      }
+      files.sort(byPath);
+      return { files, changed };
+    },
+  };
+}
+
 export async function archiveTree(
   root: string,
   limits: Limits,
@@ -83,41 +134,13 @@ export async function archiveTree(
   try {
     const listing = await tree.walk(limits);
     const writer = new ZipWriter(options.compress ?? true);
-    const now = new Date();
-    for (const folder of listing.folders) writer.addFolder(folder, now);
-    const reads: Promise<{ path: string; read: ReadResult }>[] = [];
-    // yazl takes one entry at a time: the next files are opened (and checked) while one is written,
-    // else each small file waits for its own open and fstat in turn.
-    const ahead = new Map<number, Promise<Opened>>();
-    const openAhead = (from: number) => {
-      for (let i = from; i < Math.min(from + OPEN_AHEAD, listing.files.length); i++) {
-        if (!ahead.has(i)) ahead.set(i, tree.openFile(listing.files[i]!));
-      }
-    };
-    listing.files.forEach((file, i) => {
-      writer.addFile(file.path, file, () => {
-        openAhead(i);
-        const opened = ahead.get(i)!;
-        ahead.delete(i);
-        const { stream, result } = readListed(tree, file, opened);
-        reads.push(result.then((read) => ({ path: file.path, read })));
-        return stream;
-      });
-    });
+    const added = addTree(writer, tree, listing, "", new Date());
     try {
       await writer.finish(output);
     } finally {
-      for (const opened of ahead.values()) {
-        await opened.then((o) => ("handle" in o ? o.handle.close() : undefined)).catch(() => {});
-      }
+      await added.closeAhead();
     }
-    const files: FileRecord[] = [];
-    const changed: Skipped[] = [];
-    for (const { path, read } of await Promise.all(reads)) {
-      files.push({ path, bytes: read.bytes, sha256: read.sha256 });
-      if (read.changed) changed.push({ path, reason: read.changed });
-    }
-    files.sort(byPath);
+    const { files, changed } = await added.collect();
     return {
       files,
       bytes: files.reduce((sum, f) => sum + f.bytes, 0),

@@ -53,6 +53,7 @@ const LINK = "a symbolic link (links are never followed; copy the file itself he
 
 /** What a non-regular entry is, in a student's words. */
 function kindOf(stats: BigIntStats): string {
+  // Each of these is in NO_DATA below.
   if (stats.isSymbolicLink()) return LINK;
   if (stats.isFIFO()) return "a named pipe (FIFO)";
   if (stats.isSocket()) return "a socket";
@@ -60,6 +61,19 @@ function kindOf(stats: BigIntStats): string {
   if (stats.isBlockDevice()) return "a block device";
   return "not a regular file";
 }
+
+/** Skipped entries that hold no file data (links, FIFOs, sockets, devices): leaving them out loses no work. */
+const NO_DATA = new Set(
+  [LINK, "a named pipe (FIFO)", "a socket", "a character device", "a block device"].map(
+    (kind) => `not copied: it is ${kind}`,
+  ),
+);
+
+/**
+ * Whether leaving `skipped` out of a copy loses none of the student's data. An unreadable file, one
+ * that changed while read or a name no archive can hold does: a class's end keeps such a volume.
+ */
+export const holdsNoData = (skipped: Skipped): boolean => NO_DATA.has(skipped.reason);
 
 const CHANGED = "changed while it was being read (save your work and try again)";
 

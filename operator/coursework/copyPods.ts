@@ -21,7 +21,8 @@ import type {
 import { LABELS, shortHash } from "../../api/naming.ts";
 import type { Template } from "../../api/v1alpha1/index.ts";
 
-export type CopyJob = "publish" | "distribute" | "handin" | "feedback" | "archive";
+export type CopyJob =
+  "publish" | "distribute" | "handin" | "feedback" | "archive" | "classarchive" | "verify";
 
 /** How long a copy may take, start-up and waiting for its node included; then Kubernetes stops it. */
 export const COPY_DEADLINE_SECONDS = 900;
@@ -61,6 +62,8 @@ export interface CopyPodInput {
   port?: number;
   /** Seconds until Kubernetes stops it (default COPY_DEADLINE_SECONDS). */
   deadlineSeconds?: number;
+  /** Its memory limit (default 1Gi): a class's zip keeps every entry until its central directory. */
+  memoryLimit?: string;
 }
 
 /** The Template pod's user, group and fsGroup: distributed files belong to the student's user. */
@@ -154,7 +157,7 @@ export function copyPod(input: CopyPodInput): V1Pod {
           },
           resources: {
             requests: { cpu: "100m", memory: "128Mi" },
-            limits: { cpu: "1", memory: "1Gi" },
+            limits: { cpu: "1", memory: input.memoryLimit ?? "1Gi" },
           },
           volumeMounts,
         },

@@ -38,6 +38,7 @@ import { deleteFinishedCopyPods, ensureCopyNetworkPolicy } from "./copyRuns.ts";
 import type { CourseworkSyncResult } from "./syncAssignment.ts";
 import { placement } from "./syncSubmission.ts";
 import { writeStatus } from "../statusWrite.ts";
+import { classArchiveFile } from "./syncClassArchive.ts";
 
 /** The port archive pods listen on. */
 export const ARCHIVE_PORT = 8080;
@@ -58,7 +59,9 @@ export const archivePodName = (archiveUid: string) => `userland-archive-${shortH
 type Source =
   | {
       mounts: CopyMount[];
-      folder: string;
+      /** What is served: a folder zipped as it is read, or a file (a class's verified zip) as it is. */
+      folder?: string;
+      file?: string;
       nodeName?: string;
       template: NonNullable<ReturnType<typeof templateOf>>;
       /** Upload pods: receive-upload's arguments after the folder (the students of a feedback zip). */
@@ -119,8 +122,8 @@ function resolveTarget(ctx: OperatorContext, archive: Archive, target: UploadTar
 function resolve(ctx: OperatorContext, archive: Archive): Source {
   if (archive.spec.target) return resolveTarget(ctx, archive, archive.spec.target);
   const namespace = archive.metadata.namespace ?? "";
-  const { home, handins } = archive.spec.source ?? {};
-  const templateName = home?.templateName ?? handins?.templateName ?? "";
+  const { home, handins, classArchive } = archive.spec.source ?? {};
+  const templateName = home?.templateName ?? handins?.templateName ?? classArchive?.templateName ?? "";
   const template = templateOf(ctx, namespace, templateName);
   if (!template) return { fail: `Template "${templateName}" does not exist` };
   if (home) {
@@ -139,6 +142,24 @@ function resolve(ctx: OperatorContext, archive: Archive): Source {
       mounts: [{ claim, mountPath: MOUNT, readOnly: true }],
       folder: MOUNT,
       ...(where.nodeName ? { nodeName: where.nodeName } : {}),
+    };
+  }
+  if (classArchive) {
+    const ca = ctx.caches.classArchives.get(classArchive.name, namespace);
+    // Only a zip that was read back: its path is the operator's, never taken from the request.
+    if (!ca || ca.spec.templateName !== templateName || !ca.status?.archive?.verifiedAt)
+      return { fail: `Template "${templateName}" has no verified class archive "${classArchive.name}"` };
+    return {
+      template,
+      mounts: [
+        {
+          claim: collectionNames(templateName).claim,
+          mountPath: MOUNT,
+          readOnly: true,
+          subPath: "archives",
+        },
+      ],
+      file: `${MOUNT}/${classArchiveFile(ca)}`,
     };
   }
   const assignment = ctx.caches.assignments.get(handins?.assignment ?? "", namespace);
@@ -212,15 +233,16 @@ async function converge(ctx: OperatorContext, archive: Archive, podName: string)
         image: ctx.coursework.image,
         template: source.template,
         args: [
-          source.receive ? "receive-upload" : "serve-archive",
-          source.folder,
+          ...(source.file
+            ? ["serve-file", source.file]
+            : [source.receive ? "receive-upload" : "serve-archive", source.folder ?? ""]),
           "--token-sha256",
           archive.spec.tokenSha256,
           "--port",
           String(ARCHIVE_PORT),
           "--wait",
           String(WAIT_SECONDS),
-          ...(source.receive ?? ARCHIVE_LIMITS),
+          ...(source.file ? [] : (source.receive ?? ARCHIVE_LIMITS)),
         ],
         mounts: source.mounts,
         port: ARCHIVE_PORT,

@@ -3,7 +3,7 @@
  * changed, so their key is queued (the sync handlers read everything else from the caches).
  */
 import { LABELS, submissionNameFor } from "../../api/naming.ts";
-import type { Archive, Assignment, Submission, Userland } from "../../api/v1alpha1/index.ts";
+import type { Archive, Assignment, ClassArchive, Submission, Userland } from "../../api/v1alpha1/index.ts";
 import { namespacedKey } from "../../lib/informer.ts";
 import type { k8s } from "../../lib/kube.ts";
 import { Index, owningUserland, type Caches } from "../caches.ts";
@@ -14,6 +14,8 @@ export const assignmentKey = (namespace: string, name: string) => `A/${namespace
 export const submissionKey = (namespace: string, name: string) => `S/${namespace}/${name}`;
 /** "R/<namespace>/<name>" for an Archive (a download served once). */
 export const archiveKey = (namespace: string, name: string) => `R/${namespace}/${name}`;
+/** "C/<namespace>/<name>" for a ClassArchive (the end of a term). */
+export const classArchiveKey = (namespace: string, name: string) => `C/${namespace}/${name}`;
 
 /** Submission counts in an Assignment's status: batched, as Template recounts are. */
 const RECOUNT_DELAY_MS = 1000;
@@ -29,7 +31,13 @@ export function registerCourseworkHandlers(
   /** Queue every Assignment of a Template, and their Submissions (its spec or claims changed). */
   onTemplate: (namespace: string, template: string) => void;
 } {
-  const { assignments, submissions, userlands, deployments, pods, pvcs, copyPods, archives } = caches;
+  const { assignments, submissions, userlands, deployments, pods, pvcs, copyPods, archives, classArchives } =
+    caches;
+  // Ends of terms of a Template (few: one per class and term), queued when its class changes.
+  const enqueueClassArchivesOf = (namespace: string, template: string) => {
+    for (const c of classArchives.list(namespace))
+      if (c.spec.templateName === template) queue.add(classArchiveKey(namespace, c.metadata.name ?? ""));
+  };
   const enqueueSubmissionsOf = (a: Assignment) => {
     for (const s of submissions.byIndex(
       Index.byAssignment,
@@ -66,6 +74,7 @@ export function registerCourseworkHandlers(
       if (home?.user === u.spec.user && home.templateName === u.spec.templateName)
         queue.add(archiveKey(namespace, r.metadata.name ?? ""));
     }
+    enqueueClassArchivesOf(namespace, u.spec.templateName);
     for (const a of assignmentsOf(namespace, u.spec.templateName)) {
       if (classChanged) queue.add(assignmentKey(namespace, a.metadata.name ?? ""));
       queue.add(submissionKey(namespace, submissionNameFor(a.metadata.name ?? "", u.spec.user)));
@@ -91,6 +100,11 @@ export function registerCourseworkHandlers(
   pods.on("update", onPod);
   pods.on("delete", onPod);
   pvcs.on("add", onStudentChild);
+  // An end of term waits for the claims it deletes to go.
+  pvcs.on("delete", (pvc) => {
+    const template = pvc.metadata?.labels?.[LABELS.template];
+    if (template) enqueueClassArchivesOf(pvc.metadata?.namespace ?? "", template);
+  });
 
   // A copy pod reports to its owner.
   const onCopyPod = (pod: k8s.KubernetesObject) => {
@@ -99,7 +113,12 @@ export function registerCourseworkHandlers(
     if (owner?.kind === "Assignment") queue.add(assignmentKey(namespace, owner.name));
     if (owner?.kind === "Submission") queue.add(submissionKey(namespace, owner.name));
     if (owner?.kind === "Archive") queue.add(archiveKey(namespace, owner.name));
+    if (owner?.kind === "ClassArchive") queue.add(classArchiveKey(namespace, owner.name));
   };
+  const onClassArchive = (c: ClassArchive) =>
+    queue.add(classArchiveKey(c.metadata.namespace ?? "", c.metadata.name ?? ""));
+  classArchives.on("add", onClassArchive);
+  classArchives.on("update", onClassArchive);
   const onArchive = (r: Archive) => queue.add(archiveKey(r.metadata.namespace ?? "", r.metadata.name ?? ""));
   archives.on("add", onArchive);
   archives.on("update", onArchive);
@@ -109,6 +128,7 @@ export function registerCourseworkHandlers(
 
   return {
     onTemplate: (namespace, template) => {
+      enqueueClassArchivesOf(namespace, template);
       for (const a of assignmentsOf(namespace, template)) {
         queue.add(assignmentKey(namespace, a.metadata.name ?? ""));
         enqueueSubmissionsOf(a);

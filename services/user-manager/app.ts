@@ -15,7 +15,8 @@ import { consoleConfig, type UserManagerConfig } from "./config.ts";
 import { assignmentRoutes, COURSEWORK_RESOURCE } from "./assignments.ts";
 import { SESSION_USER_PREFIX_DEFAULT } from "../../lib/sessionSubjects.ts";
 import { ArchiveTransfers, type ReachPod } from "./archiveTransfer.ts";
-import { downloadRoutes } from "./downloads.ts";
+import { classArchiveRoutes } from "./classArchives.ts";
+import { downloadRoutes, downloadSender } from "./downloads.ts";
 import { uploadRoutes } from "./uploads.ts";
 import { consoleRoutes } from "./console/plugin.ts";
 import { CourseworkStore } from "./courseworkStore.ts";
@@ -164,8 +165,10 @@ export async function buildApp(options: AppOptions) {
     ...(options.now ? { now: options.now } : {}),
   });
   const transfers = new ArchiveTransfers(rest, options.reachTransferPod);
-  await app.register(downloadRoutes, { store, coursework, transfers });
+  const download = downloadSender(transfers);
+  await app.register(downloadRoutes, { store, coursework, download });
   await app.register(uploadRoutes, { store, coursework, transfers });
+  await app.register(classArchiveRoutes, { store, coursework, download });
   await app.register(visitRoutes, {
     store,
     rest,

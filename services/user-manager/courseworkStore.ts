@@ -1,13 +1,14 @@
 /**
- * Assignments and Submissions (docs/decisions/0011-coursework.md) as plain JSON through KubeRest,
+ * Assignments, Submissions and ClassArchives (docs/decisions/0011-coursework.md) as plain JSON through KubeRest,
  * read straight from the API server like Userlands (store.ts). The user-manager writes only what a
  * person asked for after RBAC allowed them: an Assignment a teacher creates, its release and
- * feedbackRelease, and a student's own Submission's hand-in request. Every change of an existing
+ * feedbackRelease, a student's own Submission's hand-in request, and a class's archive and its end. Every change of an existing
  * object carries the resourceVersion it was decided on: a conflict is read again and decided
  * again, never written over.
  */
 import {
   assignmentsPath,
+  classArchivesPath,
   submissionsPath,
   API_VERSION,
   GROUP,
@@ -15,8 +16,10 @@ import {
   VERSION,
   type Assignment,
   type AssignmentSpec,
+  type ClassArchive,
   type Submission,
 } from "../../api/v1alpha1/index.ts";
+import { slug } from "../../api/naming.ts";
 import { isConflict, isNotFound } from "../../lib/kube.ts";
 import type { KubeRest } from "../../lib/kubeRest.ts";
 import type { ServedNamespaces } from "../../lib/namespaces.ts";
@@ -143,6 +146,48 @@ export class CourseworkStore {
         if (!isConflict(error) || attempt >= CONFLICT_ATTEMPTS) throw error;
       }
     }
+  }
+
+  async getClassArchive(namespace: string, name: string): Promise<ClassArchive | undefined> {
+    try {
+      return await this.rest.get<ClassArchive>(classArchivesPath(namespace, name));
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw error;
+    }
+  }
+
+  /** The ClassArchives of one Template, newest first. */
+  async classArchivesOf(namespace: string, templateName: string): Promise<ClassArchive[]> {
+    const all = await this.pages<ClassArchive>(classArchivesPath(namespace));
+    return all
+      .filter((c) => c.spec.templateName === templateName)
+      .sort((a, b) =>
+        String(b.metadata.creationTimestamp ?? "").localeCompare(String(a.metadata.creationTimestamp ?? "")),
+      );
+  }
+
+  createClassArchive(namespace: string, templateName: string, klass: string | undefined, createdBy: string) {
+    return this.rest.create<ClassArchive>(classArchivesPath(namespace), {
+      apiVersion: API_VERSION,
+      kind: "ClassArchive",
+      metadata: {
+        generateName: `${templateName}-${klass && slug(klass, 20) ? `${slug(klass, 20)}-` : ""}end-`,
+        annotations: { "userland.dev/created-by": createdBy },
+      },
+      spec: { templateName, ...(klass !== undefined ? { class: klass } : {}) },
+    });
+  }
+
+  /**
+   * Asks the operator to end the class: spec.end with the hash the person confirmed, written on the
+   * resourceVersion it was checked against (409 from the API server when the object changed since).
+   */
+  endClassArchive(current: ClassArchive, confirm: string): Promise<ClassArchive> {
+    return this.rest.patch<ClassArchive>(
+      classArchivesPath(current.metadata.namespace ?? "", current.metadata.name ?? ""),
+      { metadata: { resourceVersion: current.metadata.resourceVersion }, spec: { end: true, confirm } },
+    );
   }
 
   private async pages<T>(path: string, fieldSelector?: string): Promise<T[]> {

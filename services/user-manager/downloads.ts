@@ -28,38 +28,21 @@ export const ARCHIVE_RESOURCE: Resource = { resource: USERLANDS, subresource: "a
 export interface DownloadRouteOptions {
   store: UserlandStore;
   coursework: CourseworkStore;
-  transfers: ArchiveTransfers;
+  download: DownloadSender;
 }
 
-const errors = {
-  401: ErrorBody,
-  403: ErrorBody,
-  404: ErrorBody,
-  413: ErrorBody,
-  422: ErrorBody,
-  503: ErrorBody,
-};
-const ZIP = {
-  200: Type.Unsafe<unknown>({ type: "string", format: "binary", description: "application/zip" }),
-};
+/** Streams an archive pod's zip of `source` to the caller as `filename`. */
+export type DownloadSender = (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  namespace: string,
+  source: ArchiveSpec["source"],
+  filename: string,
+) => Promise<FastifyReply>;
 
-export const downloadRoutes: FastifyPluginCallbackTypebox<DownloadRouteOptions> = (app, opts, done) => {
-  const { store, coursework, transfers } = opts;
-
-  async function namespaceOf(templateName: string): Promise<string> {
-    const template = await store.getTemplate(templateName);
-    if (!template) throw notFound(`Template "${templateName}" does not exist in ${store.where}`, "template");
-    return template.metadata.namespace ?? store.served.own;
-  }
-
-  /** Streams the archive pod's zip to the caller; the Archive goes once the response ends. */
-  async function send(
-    request: FastifyRequest,
-    reply: FastifyReply,
-    namespace: string,
-    source: ArchiveSpec["source"],
-    filename: string,
-  ) {
+/** The one way a download is sent: the Archive goes once the response ends, whichever way. */
+export function downloadSender(transfers: ArchiveTransfers): DownloadSender {
+  return async (request, reply, namespace, source, filename) => {
     const transfer = await transfers.start(namespace, source, request.caller?.username ?? "");
     request.log.info({ by: request.caller?.username, archive: transfer.archive, source }, "download started");
     const end = () => {
@@ -85,6 +68,28 @@ export const downloadRoutes: FastifyPluginCallbackTypebox<DownloadRouteOptions> 
       .header("content-disposition", `attachment; filename="${filename}"`)
       .header("cache-control", "no-store")
       .send(transfer.body);
+  };
+}
+
+const errors = {
+  401: ErrorBody,
+  403: ErrorBody,
+  404: ErrorBody,
+  413: ErrorBody,
+  422: ErrorBody,
+  503: ErrorBody,
+};
+const ZIP = {
+  200: Type.Unsafe<unknown>({ type: "string", format: "binary", description: "application/zip" }),
+};
+
+export const downloadRoutes: FastifyPluginCallbackTypebox<DownloadRouteOptions> = (app, opts, done) => {
+  const { store, coursework, download: send } = opts;
+
+  async function namespaceOf(templateName: string): Promise<string> {
+    const template = await store.getTemplate(templateName);
+    if (!template) throw notFound(`Template "${templateName}" does not exist in ${store.where}`, "template");
+    return template.metadata.namespace ?? store.served.own;
   }
 
   app.get(

@@ -27,6 +27,12 @@ export async function registerOpenApi(app: FastifyInstance, version: string): Pr
           description:
             "Coursework: teachers' assignments and hand-in tables, students' hand-ins and receipts",
         },
+        { name: "downloads", description: "Zips streamed from one-shot archive pods" },
+        {
+          name: "end of term",
+          description:
+            "A class archived (its volumes and hand-ins in one zip, read back), a dry run, and its end",
+        },
       ],
       components: {
         securitySchemes: {

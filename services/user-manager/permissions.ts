@@ -6,7 +6,15 @@
  * puzzling 500 later.
  */
 import type { KubeRest } from "../../lib/kubeRest.ts";
-import { ARCHIVES, ASSIGNMENTS, GROUP, SUBMISSIONS, TEMPLATES, USERLANDS } from "../../api/v1alpha1/index.ts";
+import {
+  ARCHIVES,
+  ASSIGNMENTS,
+  CLASS_ARCHIVES,
+  GROUP,
+  SUBMISSIONS,
+  TEMPLATES,
+  USERLANDS,
+} from "../../api/v1alpha1/index.ts";
 
 export interface Permission {
   group: string;
@@ -66,6 +74,13 @@ export const REQUIRED_PERMISSIONS: readonly Permission[] = [
     verb,
     namespaced: true,
     why: "ask the operator for a download's archive pod, see where it listens, and remove it after",
+  })),
+  ...(["get", "list", "create", "patch"] as const).map((verb) => ({
+    group: GROUP,
+    resource: CLASS_ARCHIVES,
+    verb,
+    namespaced: true,
+    why: "archive a class and end it (spec.end with the dry run's hash) for teachers RBAC allowed",
   })),
   {
     group: "",

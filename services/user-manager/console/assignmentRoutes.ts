@@ -36,7 +36,7 @@ export interface AssignmentConsoleDeps {
 }
 
 /** The API's refusal as the console's error (a 403 keeps what was refused, for the page's hint). */
-function refused(answer: ApiAnswer<unknown>): HttpError {
+export function refused(answer: ApiAnswer<unknown>): HttpError {
   return new HttpError(
     answer.status,
     answer.status === 403 ? "Forbidden" : "Refused",

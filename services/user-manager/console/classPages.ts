@@ -2,6 +2,7 @@
 import { html } from "../../../lib/html.ts";
 import { assignmentsUrl } from "./assignmentPages.ts";
 import { CONSOLE_PATH, classUrl, consolePage, rosterUrl, type Viewer } from "./layout.ts";
+import { endOfTermUrl } from "./endOfTermPages.ts";
 
 export interface ClassSummary {
   template: string;
@@ -183,7 +184,8 @@ export function classPage(viewer: Viewer, view: ClassView): string {
         }${view.complete ? "" : " that you may see one by one (your role names them)"}.
         <a href="${classUrl(template, klass)}">Refresh</a> ·
         <a href="${rosterUrl(template)}">Upload a roster</a> ·
-        <a href="${assignmentsUrl(template)}">Assignments</a>
+        <a href="${assignmentsUrl(template)}">Assignments</a> ·
+        <a href="${endOfTermUrl(template, klass)}">End of term</a>
       </p>
       ${
         rows.length === 0

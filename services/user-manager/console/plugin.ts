@@ -21,7 +21,8 @@ import type { ConsoleConfig } from "../config.ts";
 import { HttpError, badRequest, fromKubeError } from "../errors.ts";
 import { invalidTemplateReason, invalidUserlandNameReason } from "../schemas.ts";
 import type { UserlandFilter, UserlandStore } from "../store.ts";
-import { assignmentConsoleRoutes } from "./assignmentRoutes.ts";
+import { assignmentConsoleRoutes, type AssignmentConsoleDeps } from "./assignmentRoutes.ts";
+import { endOfTermConsoleRoutes } from "./endOfTermRoutes.ts";
 import { visitUrl } from "./visitLink.ts";
 import { bodyStream, uploadConsoleRoutes } from "./uploadRoutes.ts";
 import { formOf, installFormParsers } from "./forms.ts";
@@ -408,18 +409,15 @@ export const consoleRoutes: FastifyPluginCallback<ConsoleOptions> = (app, opts, 
     });
     next();
   });
-  assignmentConsoleRoutes(app, {
-    store,
-    send,
-    viewerOf,
-    api: (request, method, url, json) =>
-      api(
-        request,
-        method,
-        url,
-        json === undefined ? undefined : { contentType: "application/json", body: JSON.stringify(json) },
-      ),
-  });
+  const jsonApi: AssignmentConsoleDeps["api"] = (request, method, url, json) =>
+    api(
+      request,
+      method,
+      url,
+      json === undefined ? undefined : { contentType: "application/json", body: JSON.stringify(json) },
+    );
+  assignmentConsoleRoutes(app, { store, send, viewerOf, api: jsonApi });
+  endOfTermConsoleRoutes(app, { send, viewerOf, api: jsonApi });
   done();
 };
 

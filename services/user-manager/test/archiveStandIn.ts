@@ -1,7 +1,7 @@
 /**
- * Stands in for the operator and an archive pod in tests without them: each new Archive's folder is
- * served once by `copy.ts serve-archive` as a process on 127.0.0.1, and the Archive reported
- * Serving there (or Failed, when `folderOf` says so).
+ * Stands in for the operator and an archive pod in tests without them: each new Archive's folder (or
+ * file) is served once by `copy.ts serve-archive` (`serve-file`) as a process on 127.0.0.1, and the
+ * Archive reported Serving there (or Failed, when `folderOf` says so).
  */
 import { spawn } from "node:child_process";
 import type { TestContext } from "node:test";
@@ -12,13 +12,14 @@ import { adminRest } from "../../../test/support/resources.ts";
 const program = fileURLToPath(new URL("../../../coursework/copy.ts", import.meta.url));
 
 /**
- * Stands in for the operator and the archive pod: serves each new Archive's folder once on loopback,
- * or receives an upload (an Archive with a target) into it, with `receiveArgs` (e.g. --student).
+ * Stands in for the operator and the archive pod: serves each new Archive's folder (or file) once on
+ * loopback, or receives an upload (an Archive with a target) into it, with `receiveArgs` (e.g.
+ * --student).
  */
 export function standIn(
   t: TestContext,
   ns: string,
-  folderOf: (a: Archive) => string | { fail: string },
+  folderOf: (a: Archive) => string | { fail: string } | { file: string },
   receiveArgs: (a: Archive) => string[] = () => [],
 ) {
   const seen: Archive[] = [];
@@ -31,7 +32,7 @@ export function standIn(
         if (seen.some((s) => s.metadata.uid === a.metadata.uid)) continue;
         seen.push(a);
         const folder = folderOf(a);
-        if (typeof folder !== "string") {
+        if (typeof folder !== "string" && "fail" in folder) {
           await rest.patch(archivesPath(ns, a.metadata.name, "status"), {
             status: { phase: "Failed", message: folder.fail },
           });
@@ -41,9 +42,11 @@ export function standIn(
           process.execPath,
           [
             program,
-            a.spec.target ? "receive-upload" : "serve-archive",
-            folder,
-            ...(a.spec.target ? receiveArgs(a) : []),
+            ...(typeof folder !== "string"
+              ? ["serve-file", folder.file]
+              : a.spec.target
+                ? ["receive-upload", folder, ...receiveArgs(a)]
+                : ["serve-archive", folder]),
             "--host",
             "127.0.0.1",
             "--port",
