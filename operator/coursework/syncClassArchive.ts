@@ -440,7 +440,7 @@ function dryRun(ctx: OperatorContext, ca: ClassArchive, status: ClassArchiveStat
     dryRunHash: hash,
     // What a kubectl user needs to end it, in the message `kubectl get -o wide` shows.
     message:
-      `Dry run: ending deletes ${toDelete.length} environments and their claims, keeps ${kept.length}; to end the class set spec.end: true and spec.confirm: ${hash}.${notArchived}`.slice(
+      `Ending deletes ${toDelete.length} environments and their claims, keeps ${kept.length}; to end the class set spec.end: true and spec.confirm: ${hash}.${notArchived}`.slice(
         0,
         4096,
       ),
@@ -507,7 +507,7 @@ async function ending(
     phase: "Ended",
     deleted: toDelete.length,
     endedAt: conditionTime(ctx.now()),
-    message: `Ended: ${toDelete.length} environments and their claims deleted, ${kept.length} kept; the archive is ${status.archive?.path} in the collection`,
+    message: `${toDelete.length} environments and their claims deleted, ${kept.length} kept; the archive is ${status.archive?.path} in the collection`,
   };
 }
 

@@ -12,7 +12,11 @@
  * home page matches the console's table and the collected files, hashed again here from what the
  * teacher's Jupyter reads in its read-only handins/. Feedback written in the teacher's Jupyter comes
  * back into ann's. Then the teacher opens ann's Jupyter from the class table and her home page
- * shows the visit live.
+ * shows the visit live. The teacher downloads every hand-in as one zip (hashed again here against
+ * the receipts), uploads feedback for ben from his row of the table, and ends the term: archive the
+ * class, read the dry run (the three students, not the teacher), download the class's zip (ann's
+ * volume and the hand-ins in it), end it; the students' environments and volumes are gone, the
+ * teacher's runs on.
  *
  * An *.alone.ts file (test/run.ts): it installs a second release of the chart in a namespace of its
  * own, which must not run beside platform.test.ts's (both would create the people's ClusterRoles;
@@ -22,7 +26,7 @@
  * artifacts/node/classroom-*.png.
  */
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -37,6 +41,7 @@ import {
 import {
   assignmentsPath,
   submissionsPath,
+  userlandsPath,
   type Assignment,
   type Submission,
 } from "../../api/v1alpha1/index.ts";
@@ -57,6 +62,7 @@ import {
 } from "../../dev/nodePlatform.ts";
 import { k8s } from "../../lib/kube.ts";
 import { isNotFound, paths } from "../../lib/kubeRest.ts";
+import { extract, sha256sumOfFolder } from "../../coursework/files/test/scratch.ts";
 import { gotoSignIn, launchBrowser } from "../support/browser.ts";
 import { eventually, testCluster } from "../support/cluster.ts";
 import { expectOnPage as expectOnPageIn, jupyterApi } from "../support/nodeBrowser.ts";
@@ -331,7 +337,7 @@ const formTime = (ms: number) => new Date(ms).toISOString().slice(0, 16);
 const ROW = (user: string) => `#student-${user}`;
 
 test(
-  "a class's cycle in the browser on the real node: materials in the teacher's Jupyter, the console's form, copies in every student's Jupyter, a re-publish keeping ann's edit, hand-ins by button (on time, late) and at the closing time, receipts matching the console and the collected files, feedback back in ann's Jupyter",
+  "a class's cycle in the browser on the real node: materials in the teacher's Jupyter, the console's form, copies in every student's Jupyter, a re-publish keeping ann's edit, hand-ins by button (on time, late) and at the closing time, receipts matching the console, the collected files and the downloaded zip, feedback back in ann's and (uploaded) ben's Jupyter, the class archived and ended",
   { timeout: 1_500_000 },
   async (t) => {
     const began = Date.now();
@@ -579,7 +585,122 @@ test(
     await shot(visit, "visit-jupyter");
     phase("a visit");
 
+    // Every hand-in as one zip from the console (the user-manager streams an archive pod's answer):
+    // each student's folder in it hashes as their receipt says.
+    const handinsZip = join(work, "handins.zip");
+    const [handinsDownload] = await Promise.all([
+      tessConsole.waitForEvent("download", { timeout: 180_000 }),
+      tessConsole.getByRole("link", { name: "Download all hand-ins" }).click(),
+    ]);
+    await handinsDownload.saveAs(handinsZip);
+    extract(handinsZip, join(work, "handins"));
+    for (const user of STUDENTS)
+      assert.equal(
+        sha256sumOfFolder(join(work, "handins", collectionUserFolder(user))),
+        receipts[user].sha256,
+        `${user}'s folder in the downloaded zip hashes as the receipt says`,
+      );
+    phase("downloaded");
+
+    // Feedback for ben uploaded from his row of the console's table, then returned.
+    await tessConsole.reload({ waitUntil: "domcontentloaded" });
+    await tessConsole.locator(`${ROW("ben")} input[type=file]`).setInputFiles({
+      name: "notes.md",
+      mimeType: "text/markdown",
+      buffer: Buffer.from("Late, but right, ben.\n"),
+    });
+    await Promise.all([
+      tessConsole.waitForURL(/\/console\/assignment\?/),
+      tessConsole.locator(ROW("ben")).getByRole("button", { name: "Upload" }).click(),
+    ]);
+    await Promise.all([
+      tessConsole.waitForURL(/done=feedback&value=2/),
+      tessConsole.getByRole("button", { name: "Return feedback" }).click(),
+    ]);
+    await within(
+      "the uploaded feedback in ben's Jupyter",
+      async () =>
+        (await listing(students.ben.jupyter, "work/assignments/week1/feedback"))?.includes("notes.md"),
+      180_000,
+    );
+    assert.equal(
+      await fileText(students.ben.jupyter, "work/assignments/week1/feedback/notes.md"),
+      "Late, but right, ben.\n",
+    );
+    phase("feedback uploaded");
     for (const user of STUDENTS) await students[user].context.close();
+
+    // The end of the term: archive the class, read the dry run, download the class's zip, end it.
+    await classPage.reload({ waitUntil: "domcontentloaded" });
+    await classPage.getByRole("link", { name: "End of term" }).click();
+    await Promise.all([
+      classPage.waitForURL(/\/console\/class-archive\?/),
+      classPage.getByRole("button", { name: "Archive this class" }).click(),
+    ]);
+    const phaseText = async () => {
+      await classPage.reload({ waitUntil: "domcontentloaded" });
+      return (await classPage.locator("#phase").textContent()) ?? "";
+    };
+    await within("the class archive's dry run", async () => /Dry run/.test(await phaseText()), 600_000);
+    const toDelete = await classPage
+      .locator("table", { has: classPage.locator("caption", { hasText: "Ending the class deletes" }) })
+      .locator("tbody th .user")
+      .allTextContents();
+    assert.deepEqual(
+      toDelete.sort(),
+      [...STUDENTS].sort(),
+      "the dry run lists the three students, not the teacher",
+    );
+    await shot(classPage, "console-end-dry-run");
+    const classZip = join(work, "class.zip");
+    const [classDownload] = await Promise.all([
+      classPage.waitForEvent("download", { timeout: 180_000 }),
+      classPage.getByRole("link", { name: "Download the class's zip" }).click(),
+    ]);
+    await classDownload.saveAs(classZip);
+    extract(classZip, join(work, "class"));
+    const annHome = join(work, "class", "students", collectionUserFolder("ann"), "work");
+    assert.match(
+      readFileSync(join(annHome, "assignments", "week1", "lists.ipynb"), "utf8"),
+      /# ann/,
+      "ann's home volume is in the class's zip",
+    );
+    assert.equal(
+      sha256sumOfFolder(join(work, "class", "handins", ASSIGNMENT, collectionUserFolder("cat"))),
+      receipts.cat.sha256,
+      "the collected hand-ins are in the class's zip",
+    );
+    await classPage.check("#understood");
+    await Promise.all([
+      classPage.waitForURL(/\/console\/class-archive\?/),
+      classPage.getByRole("button", { name: "End the class" }).click(),
+    ]);
+    await within("the class to end", async () => /^\s*Ended/.test(await phaseText()), 300_000);
+    await shot(classPage, "console-end-ended");
+    const rest = await adminRest();
+    const gone = async (path: string) => {
+      try {
+        await rest.get(path);
+        return false;
+      } catch (error) {
+        if (isNotFound(error)) return true;
+        throw error;
+      }
+    };
+    for (const user of STUDENTS) {
+      const name = userlandNameFor(user, TEMPLATE);
+      const claim = childNames(TEMPLATE, name).pvc("work");
+      await within(
+        `${user}'s environment and volume to be gone`,
+        async () =>
+          (await gone(userlandsPath(NAMESPACE, name))) &&
+          (await gone(paths.namespaced("", "v1", "persistentvolumeclaims", NAMESPACE, claim))),
+        120_000,
+      );
+    }
+    await waitForPhase(NAMESPACE, userlandNameFor(TEACHER, TEMPLATE), "Ready", 60_000);
+    phase("the end of the term");
+
     await teacher.close();
   },
 );

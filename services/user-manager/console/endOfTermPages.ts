@@ -109,7 +109,10 @@ export function classArchivePage(viewer: Viewer, c: ClassArchiveView, notice?: s
         <a href="${endOfTermUrl(c.templateName, c.class ?? undefined)}">All archives of this class</a>
       </p>
       <p role="status" id="phase">
-        <strong>${c.phase ? STEPS[c.phase] : "Starting"}</strong>${c.message ? html`: ${c.message}` : ""}
+        <strong>${c.phase ? STEPS[c.phase] : "Starting"}</strong>${
+          // The dry run's message tells a kubectl user which fields to set: here the form below does.
+          c.message && c.phase !== "DryRun" ? html`: ${c.message}` : ""
+        }
       </p>
       <p>
         ${c.students} student${c.students === 1 ? "" : "s"}, ${c.verified} read back and

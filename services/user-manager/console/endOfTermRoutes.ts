@@ -12,9 +12,16 @@ import { classArchivePage, classArchiveUrl, endOfTermPage } from "./endOfTermPag
 import { formOf } from "./forms.ts";
 import { CONSOLE_PATH } from "./layout.ts";
 
-const NOTICES: Record<string, string> = {
-  created: "Archiving. The class's environments stop now; refresh to follow the steps.",
-  ending: "Ending the class: the listed environments and their volumes are being deleted.",
+/** What an action's redirect says, while the steps it started are still under way (a refresh later would repeat it as news). */
+const NOTICES: Record<string, { text: string; until: ReadonlyArray<ClassArchiveView["phase"]> }> = {
+  created: {
+    text: "Archiving. The class's environments stop now; refresh to follow the steps.",
+    until: [null, "Stopping", "Archiving", "Verifying"],
+  },
+  ending: {
+    text: "Ending the class: the listed environments and their volumes are being deleted.",
+    until: ["DryRun", "Ending"],
+  },
 };
 
 export function endOfTermConsoleRoutes(
@@ -67,7 +74,9 @@ export function endOfTermConsoleRoutes(
       `${base(template)}/${encodeURIComponent(query.name ?? "")}`,
     );
     if (answer.status !== 200) throw refused(answer);
-    return send(reply, 200, classArchivePage(viewerOf(request), answer.body, NOTICES[query.done ?? ""]));
+    const notice = NOTICES[query.done ?? ""];
+    const current = notice?.until.includes(answer.body.phase) ? notice.text : undefined;
+    return send(reply, 200, classArchivePage(viewerOf(request), answer.body, current));
   });
 
   app.post(`${CONSOLE_PATH}/class-archive/end`, { schema: hidden }, async (request, reply) => {
