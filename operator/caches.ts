@@ -12,7 +12,7 @@ import type {
   V1Service,
 } from "@kubernetes/client-node";
 import { ANNOTATIONS, LABELS, MANAGED_BY } from "../api/naming.ts";
-import type { Archive, Assignment, Submission, Template, Userland } from "../api/v1alpha1/index.ts";
+import type { Archive, Assignment, Exam, Submission, Template, Userland } from "../api/v1alpha1/index.ts";
 import { Informer, namespacedKey, withoutManagedFields } from "../lib/informer.ts";
 import type { k8s } from "../lib/kube.ts";
 import type { KubeRest } from "../lib/kubeRest.ts";
@@ -36,6 +36,8 @@ export interface Caches {
   archives: Informer<Archive>;
   /** The operator's copy pods (operator/coursework/copyPods.ts), by their copy label. */
   copyPods: Informer<V1Pod>;
+  /** Exams (operator/exams/). */
+  exams: Informer<Exam>;
 }
 
 /** The label the EndpointSlice controller puts on every slice: the Service it belongs to. */
@@ -156,6 +158,7 @@ export function createCaches(opts: CacheOptions): Caches {
     submissions: informer<Submission>(resources.Submission, withoutAppliedCopy),
     archives: informer<Archive>(resources.Archive, withoutAppliedCopy),
     copyPods: informer<V1Pod>(resources.Pod, podSummary, LABELS.copy),
+    exams: informer<Exam>(resources.Exam, withoutAppliedCopy),
   };
   caches.assignments.addIndex(Index.assignmentsByTemplate, (a) => [
     namespacedKey(a.metadata.namespace, a.spec.templateName),

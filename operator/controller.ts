@@ -34,6 +34,9 @@ import { archiveKey, assignmentKey, registerCourseworkHandlers, submissionKey } 
 import { FAILED_COPY_RETRY_MS } from "./coursework/copyRuns.ts";
 import type { ArchiveClients } from "./coursework/copyPods.ts";
 import { syncArchive } from "./coursework/syncArchive.ts";
+import { syncExam } from "./exams/syncExam.ts";
+import type { ProxyPods } from "./exams/policy.ts";
+import { examKey, registerExamHandlers } from "./exams/wiring.ts";
 
 export interface ControllerOptions {
   rest: KubeRest;
@@ -51,6 +54,8 @@ export interface ControllerOptions {
   archiveClients?: ArchiveClients;
   /** A failed copy's first wait before it runs again (doubling per failure in a row). */
   copyRetryMs?: number;
+  /** The proxy's pods, the only ones an exam lets in (OPERATOR_PROXY_PODS); unset: exams do not start. */
+  proxyPods?: ProxyPods;
 }
 
 /** Keys: "U/<namespace>/<name>" for a Userland, "T/<namespace>/<name>" for a Template. */
@@ -66,6 +71,7 @@ const KINDS: Record<string, string> = {
   A: "Assignment",
   S: "Submission",
   R: "Archive",
+  E: "Exam",
 };
 
 /** After this many failed attempts in a row a key waits for the next change or resync. */
@@ -138,6 +144,7 @@ export class Controller {
   private registerHandlers(): void {
     const { userlands, templates, deployments, services, pvcs, endpointSlices, pods } = this.caches;
     const coursework = registerCourseworkHandlers(this.caches, this.queue);
+    registerExamHandlers(this.caches, this.queue);
     const enqueueUserland = (u: Userland) =>
       this.queue.add(userlandKey(u.metadata.namespace ?? "", u.metadata.name ?? ""));
     // Template status counts its Userlands: a Userland that comes, goes or switches Template
@@ -264,6 +271,8 @@ export class Controller {
       this.queue.add(submissionKey(s.metadata.namespace ?? "", s.metadata.name ?? ""));
     for (const r of this.caches.archives.list())
       this.queue.add(archiveKey(r.metadata.namespace ?? "", r.metadata.name ?? ""));
+    for (const e of this.caches.exams.list())
+      this.queue.add(examKey(e.metadata.namespace ?? "", e.metadata.name ?? ""));
   }
 
   /** Finishes the reconciles in progress, then stops the informers. */
@@ -317,7 +326,15 @@ export class Controller {
       else if (kind === "Assignment") await this.syncCourseworkKey(key, syncAssignment, namespace, name);
       else if (kind === "Submission") await this.syncCourseworkKey(key, syncSubmission, namespace, name);
       else if (kind === "Archive") await this.syncCourseworkKey(key, syncArchive, namespace, name);
-      else await this.syncUserlandKey(key, namespace, name);
+      else if (kind === "Exam") {
+        const { againAfterMs } = await syncExam(
+          this.context,
+          { proxyPods: this.opts.proxyPods },
+          namespace,
+          name,
+        );
+        if (againAfterMs !== undefined) this.queue.addAfter(key, againAfterMs);
+      } else await this.syncUserlandKey(key, namespace, name);
       this.queue.forget(key);
       this.opts.metrics.reconciles.inc({ kind, result: "success" });
     } catch (error) {

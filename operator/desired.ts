@@ -12,7 +12,7 @@ import type {
   V1ServicePort,
 } from "@kubernetes/client-node";
 import { ANNOTATIONS, childNames, type ChildNames, LABELS, MANAGED_BY, shortHash } from "../api/naming.ts";
-import { SERVICE_EXTERNAL_FIELDS, type Template, type Userland } from "../api/v1alpha1/index.ts";
+import { ExamMarks, SERVICE_EXTERNAL_FIELDS, type Template, type Userland } from "../api/v1alpha1/index.ts";
 import { desiredHash } from "./compare.ts";
 import { controllerReference } from "./ownership.ts";
 import { courseFolderMounts } from "./courseFolders.ts";
@@ -95,6 +95,10 @@ export function desiredChildren(
   podSpec.enableServiceLinks ??= false;
 
   const templateMeta = template.spec.template.metadata ?? {};
+  // In an exam (operator/exams/) the pods carry its label: its NetworkPolicy selects them and the
+  // chart's environments policy leaves them out. A new pod, so nothing opened before the start lasts.
+  const exam = userland.metadata.labels?.[ExamMarks.examLabel];
+  const podLabels = exam === undefined ? labels : { ...labels, [ExamMarks.examLabel]: exam };
   const deployment: V1Deployment = {
     apiVersion: "apps/v1",
     kind: "Deployment",
@@ -107,7 +111,7 @@ export function desiredChildren(
       revisionHistoryLimit: 3,
       template: {
         metadata: {
-          labels: { ...(templateMeta.labels ?? {}), ...labels },
+          labels: { ...(templateMeta.labels ?? {}), ...podLabels },
           ...(templateMeta.annotations ? { annotations: { ...templateMeta.annotations } } : {}),
         },
         spec: podSpec,

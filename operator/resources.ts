@@ -5,6 +5,7 @@
 import {
   ARCHIVES,
   ASSIGNMENTS,
+  EXAMS,
   GROUP,
   SUBMISSIONS,
   TEMPLATES,
@@ -35,6 +36,7 @@ export const resources = {
   Assignment: resource(GROUP, VERSION, ASSIGNMENTS),
   Submission: resource(GROUP, VERSION, SUBMISSIONS),
   Archive: resource(GROUP, VERSION, ARCHIVES),
+  Exam: resource(GROUP, VERSION, EXAMS),
   NetworkPolicy: resource("networking.k8s.io", "v1", "networkpolicies"),
   Deployment: resource("apps", "v1", "deployments"),
   Service: resource("", "v1", "services"),

@@ -5,4 +5,5 @@ export * from "./template.ts";
 export * from "./userland.ts";
 export * from "./coursework.ts";
 export * from "./archive.ts";
+export * from "./exam.ts";
 export { Condition } from "./schema.ts";

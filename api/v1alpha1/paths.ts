@@ -2,6 +2,7 @@
 import { paths } from "../../lib/kubeRest.ts";
 import { ARCHIVES } from "./archive.ts";
 import { ASSIGNMENTS, SUBMISSIONS } from "./coursework.ts";
+import { EXAMS } from "./exam.ts";
 import { GROUP, VERSION } from "./group.ts";
 
 export const TEMPLATES = "templates";
@@ -26,3 +27,7 @@ export const submissionsPath = (namespace: string, name?: string, subresource?: 
 /** The collection path in `namespace`, or one Archive's path (and a subresource's). */
 export const archivesPath = (namespace: string, name?: string, subresource?: string): string =>
   paths.namespaced(GROUP, VERSION, ARCHIVES, namespace, name, subresource);
+
+/** The collection path in `namespace`, or one Exam's path (and a subresource's). */
+export const examsPath = (namespace: string, name?: string, subresource?: string): string =>
+  paths.namespaced(GROUP, VERSION, EXAMS, namespace, name, subresource);

@@ -1,0 +1,55 @@
+/**
+ * Informer events → Exam keys: an Exam is synced again when it changes, and (batched) when what its
+ * sync reads changes: a Userland in its namespace (a student, their other environments, a mark),
+ * a Submission of its assignment (collection), a pod carrying its label (the policy waits for
+ * them to go at the end).
+ */
+import { ExamMarks, type Exam } from "../../api/v1alpha1/index.ts";
+import type { k8s } from "../../lib/kube.ts";
+import type { Caches } from "../caches.ts";
+import type { WorkQueue } from "../workqueue.ts";
+
+/** "E/<namespace>/<name>" for an Exam. */
+export const examKey = (namespace: string, name: string) => `E/${namespace}/${name}`;
+
+/** Many students' changes at once (a start, a collection) make one sync. */
+const BATCH_MS = 500;
+
+/** An exam that can still change something: not over, or being deleted. */
+const active = (e: Exam) => e.status?.phase !== "Over" || e.metadata.deletionTimestamp !== undefined;
+
+export function registerExamHandlers(caches: Caches, queue: WorkQueue): void {
+  const { exams, userlands, submissions, pods } = caches;
+  const onExam = (e: Exam) => queue.add(examKey(e.metadata.namespace ?? "", e.metadata.name ?? ""));
+  exams.on("add", onExam);
+  exams.on("update", onExam);
+
+  const later = (namespace: string, name: string) => queue.addAfter(examKey(namespace, name), BATCH_MS);
+  const marksOf = (o: k8s.KubernetesObject | undefined) =>
+    [o?.metadata?.labels?.[ExamMarks.examLabel], o?.metadata?.labels?.[ExamMarks.holdLabel]].filter(
+      (x): x is string => x !== undefined,
+    );
+  const onUserland = (u: k8s.KubernetesObject, old?: k8s.KubernetesObject) => {
+    const namespace = u.metadata?.namespace ?? "";
+    for (const name of [...marksOf(u), ...marksOf(old)]) later(namespace, name);
+    for (const e of exams.list(namespace)) if (active(e)) later(namespace, e.metadata.name ?? "");
+  };
+  userlands.on("add", (u) => onUserland(u));
+  userlands.on("update", (u, old) => onUserland(u, old));
+  userlands.on("delete", (u) => onUserland(u));
+
+  const onSubmission = (s: k8s.KubernetesObject & { spec?: { assignment?: string } }) => {
+    const namespace = s.metadata?.namespace ?? "";
+    for (const e of exams.list(namespace))
+      if (active(e) && e.spec.assignment === s.spec?.assignment) later(namespace, e.metadata.name ?? "");
+  };
+  submissions.on("add", onSubmission);
+  submissions.on("update", onSubmission);
+
+  const onPod = (pod: k8s.KubernetesObject) => {
+    const name = pod.metadata?.labels?.[ExamMarks.examLabel];
+    if (name) later(pod.metadata?.namespace ?? "", name);
+  };
+  pods.on("update", onPod);
+  pods.on("delete", onPod);
+}
