@@ -142,7 +142,10 @@ export async function syncExam(
     }
   }
 
-  status.students = [...students.values()].map((s) => studentState(phase, s, exam, collected(s.user)));
+  // By user: the same students in the same order write nothing.
+  status.students = [...students.values()]
+    .sort((a, b) => (a.user < b.user ? -1 : a.user > b.user ? 1 : 0))
+    .map((s) => studentState(phase, s, exam, collected(s.user)));
   status.studentCount = status.students.length;
   status.ready = status.students.filter((s) => s.state === "Ready").length;
   status.collected = status.students.filter((s) => s.state === "Collected").length;

@@ -182,7 +182,7 @@ test("an exam on the real node: inside the window a student's pod reaches neithe
 
   // The exam starts a few seconds from now and lasts long enough for the checks inside it.
   const start = Date.now() + 5_000;
-  const end = start + 90_000;
+  const end = start + 75_000;
   await rest.create(examsPath(ns), {
     apiVersion: "userland.dev/v1alpha1",
     kind: "Exam",
