@@ -13,6 +13,7 @@ import { requestSessions } from "../../lib/requestSessions.ts";
 import { AccessReviewer, TokenAuthenticator, installAuth, type SessionAuth } from "./auth.ts";
 import { consoleConfig, type UserManagerConfig } from "./config.ts";
 import { assignmentRoutes, COURSEWORK_RESOURCE } from "./assignments.ts";
+import { examRoutes } from "./exams.ts";
 import { SESSION_USER_PREFIX_DEFAULT } from "../../lib/sessionSubjects.ts";
 import { ArchiveTransfers } from "./archiveTransfer.ts";
 import { downloadRoutes } from "./downloads.ts";
@@ -160,6 +161,7 @@ export async function buildApp(options: AppOptions) {
       ).allowed,
     ...(options.now ? { now: options.now } : {}),
   });
+  await app.register(examRoutes, { store, rest, ...(options.now ? { now: options.now } : {}) });
   await app.register(downloadRoutes, { store, coursework, transfers: new ArchiveTransfers(rest) });
   await app.register(visitRoutes, {
     store,

@@ -6,7 +6,7 @@
  * puzzling 500 later.
  */
 import type { KubeRest } from "../../lib/kubeRest.ts";
-import { ARCHIVES, ASSIGNMENTS, GROUP, SUBMISSIONS, TEMPLATES, USERLANDS } from "../../api/v1alpha1/index.ts";
+import { ARCHIVES, ASSIGNMENTS, EXAMS, GROUP, SUBMISSIONS, TEMPLATES, USERLANDS } from "../../api/v1alpha1/index.ts";
 
 export interface Permission {
   group: string;
@@ -66,6 +66,13 @@ export const REQUIRED_PERMISSIONS: readonly Permission[] = [
     verb,
     namespaced: true,
     why: "ask the operator for a download's archive pod, see where it listens, and remove it after",
+  })),
+  ...(["get", "list", "create"] as const).map((verb) => ({
+    group: GROUP,
+    resource: EXAMS,
+    verb,
+    namespaced: true,
+    why: "schedule and show exams for teachers RBAC allowed",
   })),
   {
     group: "",

@@ -1,6 +1,7 @@
 /** The console's class pages: the Templates and classes the teacher may see, one class, its actions. */
 import { html } from "../../../lib/html.ts";
 import { assignmentsUrl } from "./assignmentPages.ts";
+import { examsUrl } from "./examPages.ts";
 import { CONSOLE_PATH, classUrl, consolePage, rosterUrl, type Viewer } from "./layout.ts";
 
 export interface ClassSummary {
@@ -183,7 +184,8 @@ export function classPage(viewer: Viewer, view: ClassView): string {
         }${view.complete ? "" : " that you may see one by one (your role names them)"}.
         <a href="${classUrl(template, klass)}">Refresh</a> ·
         <a href="${rosterUrl(template)}">Upload a roster</a> ·
-        <a href="${assignmentsUrl(template)}">Assignments</a>
+        <a href="${assignmentsUrl(template)}">Assignments</a> ·
+        <a href="${examsUrl(template)}">Exams</a>
       </p>
       ${
         rows.length === 0

@@ -21,7 +21,8 @@ import type { ConsoleConfig } from "../config.ts";
 import { HttpError, badRequest, fromKubeError } from "../errors.ts";
 import { invalidTemplateReason, invalidUserlandNameReason } from "../schemas.ts";
 import type { UserlandFilter, UserlandStore } from "../store.ts";
-import { assignmentConsoleRoutes } from "./assignmentRoutes.ts";
+import { assignmentConsoleRoutes, type AssignmentConsoleDeps } from "./assignmentRoutes.ts";
+import { examConsoleRoutes } from "./examRoutes.ts";
 import { visitUrl } from "./visitLink.ts";
 import { formOf, installFormParsers } from "./forms.ts";
 import {
@@ -386,18 +387,15 @@ export const consoleRoutes: FastifyPluginCallback<ConsoleOptions> = (app, opts, 
     );
     return send(reply, 200, rosterResultPage(viewerOf(request), name, report));
   });
-  assignmentConsoleRoutes(app, {
-    store,
-    send,
-    viewerOf,
-    api: (request, method, url, json) =>
-      api(
-        request,
-        method,
-        url,
-        json === undefined ? undefined : { contentType: "application/json", body: JSON.stringify(json) },
-      ),
-  });
+  const teacherApi: AssignmentConsoleDeps["api"] = (request, method, url, json) =>
+    api(
+      request,
+      method,
+      url,
+      json === undefined ? undefined : { contentType: "application/json", body: JSON.stringify(json) },
+    );
+  assignmentConsoleRoutes(app, { store, send, viewerOf, api: teacherApi });
+  examConsoleRoutes(app, { send, viewerOf, api: teacherApi });
   done();
 };
 

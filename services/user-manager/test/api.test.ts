@@ -385,6 +385,8 @@ test("the OpenAPI document describes every endpoint", async (t) => {
     "/api/v1/templates/{template}/assignments/{name}/publish",
     "/api/v1/templates/{template}/assignments/{name}/submissions/{user}",
     "/api/v1/templates/{template}/assignments/{name}/submissions/{user}/handin",
+    "/api/v1/templates/{template}/exams",
+    "/api/v1/templates/{template}/exams/{name}",
     "/api/v1/userlands",
     "/api/v1/userlands/{name}",
     "/api/v1/userlands/{name}/start",
