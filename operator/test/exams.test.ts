@@ -251,3 +251,46 @@ test("without OPERATOR_PROXY_PODS an exam does not start: NetworkClosed=False, n
   assert.equal(dan.spec.enabled, false, "not started without the network closed");
   assert.equal(dan.metadata.labels?.[ExamMarks.examLabel], undefined);
 });
+
+test("an Exam deleted while it runs restores what it changed and takes its policy with it (its finalizer)", async (t) => {
+  const ns = await testNamespace(t, "exam-del");
+  const rest = await adminRest();
+  await startOperator(t, ns, { env: { OPERATOR_PROXY_PODS: `${ns}:app.kubernetes.io/component=proxy` } });
+  await createTemplate(ns, "lab", simpleTemplateSpec());
+  await createTemplate(ns, "web", simpleTemplateSpec());
+  await userland(ns, "eve-lab", "eve", "lab", false);
+  await userland(ns, "eve-web", "eve", "web", true);
+  await rest.create(examsPath(ns), {
+    apiVersion: "userland.dev/v1alpha1",
+    kind: "Exam",
+    metadata: { name: "quiz" },
+    spec: { templateName: "lab", start: iso(Date.now() - 1000), end: iso(Date.now() + 3_600_000) },
+  });
+  await eventually("the exam to run with its marks", async () => {
+    const [lab, web] = await Promise.all([
+      rest.get<Userland>(userlandsPath(ns, "eve-lab")),
+      rest.get<Userland>(userlandsPath(ns, "eve-web")),
+    ]);
+    return lab.spec.enabled === true && web.spec.enabled === false;
+  });
+  const exam = await rest.get<Exam>(examsPath(ns, "quiz"));
+  assert.deepEqual(exam.metadata.finalizers, [ExamMarks.finalizer]);
+
+  await rest.delete(examsPath(ns, "quiz"));
+  await eventually(
+    "the exam to be gone",
+    async () => (await rest.get(examsPath(ns, "quiz")).catch(() => undefined)) === undefined,
+  );
+  const [lab, web] = await Promise.all([
+    rest.get<Userland>(userlandsPath(ns, "eve-lab")),
+    rest.get<Userland>(userlandsPath(ns, "eve-web")),
+  ]);
+  assert.equal(lab.spec.enabled, false, "stopped again, as before the exam");
+  assert.equal(web.spec.enabled, true, "started again");
+  assert.equal(lab.metadata.labels?.[ExamMarks.examLabel], undefined);
+  assert.equal(web.metadata.labels?.[ExamMarks.holdLabel], undefined);
+  await eventually(
+    "the policy to be gone",
+    async () => (await rest.get(policyPath(ns, "userland-exam-quiz")).catch(() => undefined)) === undefined,
+  );
+});

@@ -6,7 +6,15 @@
  * puzzling 500 later.
  */
 import type { KubeRest } from "../../lib/kubeRest.ts";
-import { ARCHIVES, ASSIGNMENTS, EXAMS, GROUP, SUBMISSIONS, TEMPLATES, USERLANDS } from "../../api/v1alpha1/index.ts";
+import {
+  ARCHIVES,
+  ASSIGNMENTS,
+  EXAMS,
+  GROUP,
+  SUBMISSIONS,
+  TEMPLATES,
+  USERLANDS,
+} from "../../api/v1alpha1/index.ts";
 
 export interface Permission {
   group: string;
