@@ -43,11 +43,14 @@ export function signOutUrlFor(loginUrl: URL, returnTo: string): string {
   return url.href;
 }
 
+/** "2026-12-01 09:00 UTC": the same for every reader, whatever their machine's zone. */
+const utcMinute = (iso: string) => `${new Date(iso).toISOString().slice(0, 16).replace("T", " ")} UTC`;
+
 /** A page asking for a new sign-in on this machine: through the auth service's sign-out and back here. */
 export function signInAgainPage(notice: ExamNotice, signOutUrl: string): Page {
   const title = "Sign in again on this machine";
   const name = notice.title ?? notice.exam;
-  const message = `The exam ${name} started at ${notice.start}. Sessions from before its start are not accepted: sign out and sign in again here, on the computer you take the exam on.`;
+  const message = `The exam ${name} started at ${utcMinute(notice.start)}. Sessions from before its start are not accepted: sign out and sign in again here, on the computer you take the exam on.`;
   return {
     status: 403,
     title,
@@ -100,6 +103,6 @@ export function heldPage(userland: Userland): Page | undefined {
   return simplePage(
     403,
     "Paused for an exam",
-    `This environment is stopped during the exam ${notice?.title ?? exam}${notice ? `, until ${notice.end}` : ""}. It starts again by itself after the exam.`,
+    `This environment is stopped during the exam ${notice?.title ?? exam}${notice ? `, until ${utcMinute(notice.end)}` : ""}. It starts again by itself after the exam.`,
   );
 }

@@ -150,22 +150,14 @@ export function examPage(viewer: Viewer, exam: ExamView, notice: string | undefi
         <a href="${examsUrl(exam.templateName)}">All exams</a> ·
         <a href="${examUrl(exam.templateName, exam.name)}">Refresh</a>
       </p>
-      <dl class="facts">
-        <dt>State</dt>
-        <dd><span class="state ${PHASE_CLASS[exam.phase] ?? ""}" id="exam-phase">${exam.phase}</span></dd>
-        <dt>Window</dt>
-        <dd>${time(exam.start)} to ${time(exam.end)}</dd>
-        <dt>Proctors</dt>
-        <dd>${proctors.length > 0 ? proctors.join(", ") : html`<span class="muted">none</span>`}</dd>
-        <dt>Collects</dt>
-        <dd>${exam.assignment ?? html`<span class="muted">nothing</span>`}</dd>
-        ${
-          exam.network
-            ? html`<dt>Network</dt>
-                <dd>${exam.network}</dd>`
-            : ""
-        }
-      </dl>
+      <p>
+        <span class="state ${PHASE_CLASS[exam.phase] ?? ""}" id="exam-phase">${exam.phase}</span>
+        ${time(exam.start)} to ${time(exam.end)}
+      </p>
+      <p class="muted">
+        Proctors: ${proctors.length > 0 ? proctors.join(", ") : "none"} · Collects:
+        ${exam.assignment ?? "nothing"}${exam.network ? html` · ${exam.network}` : ""}
+      </p>
       ${
         exam.students.length === 0
           ? html`<p class="notice">
