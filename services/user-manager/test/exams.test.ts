@@ -6,8 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { examsPath, type Exam } from "../../../api/v1alpha1/index.ts";
-import { adminRest, createTemplate } from "../../../test/support/resources.ts";
+import { ExamMarks, examsPath, type Exam } from "../../../api/v1alpha1/index.ts";
+import { adminRest, createTemplate, userlandsPath } from "../../../test/support/resources.ts";
 import { CONSOLE_ORIGIN, startConsole, type ConsoleHarness } from "./consoleSupport.ts";
 import { courseTeacherRules, courseworkTemplateSpec } from "./courseworkSupport.ts";
 
@@ -71,6 +71,22 @@ test("exams: a teacher of the Template schedules one (API and console) and sees 
       );
     },
   );
+
+  await t.test("a Userland an exam holds is not started by the API: 409, still stopped", async () => {
+    await (
+      await adminRest()
+    ).create(userlandsPath(ns, undefined), {
+      apiVersion: "userland.dev/v1alpha1",
+      kind: "Userland",
+      metadata: { name: "ada-other", labels: { [ExamMarks.holdLabel]: "midterm" } },
+      spec: { user: "ada", templateName: "other", enabled: false },
+    });
+    const r = await h.call("POST", "/api/v1/userlands/ada-other/start", tina);
+    assert.equal(r.status, 409, r.text);
+    assert.match(r.text, /stopped for the exam midterm/);
+    const u = await (await adminRest()).get<{ spec: { enabled?: boolean } }>(userlandsPath(ns, "ada-other"));
+    assert.equal(u.spec.enabled, false);
+  });
 
   await t.test("the console: the class's exams, the form, one exam with each student's state", async () => {
     const cookie = await h.cookie("tina@uni.example");
