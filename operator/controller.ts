@@ -144,7 +144,9 @@ export class Controller {
   private registerHandlers(): void {
     const { userlands, templates, deployments, services, pvcs, endpointSlices, pods } = this.caches;
     const coursework = registerCourseworkHandlers(this.caches, this.queue);
-    registerExamHandlers(this.caches, this.queue);
+    registerExamHandlers(this.caches, this.queue, (namespace, name) =>
+      this.queue.add(userlandKey(namespace, name)),
+    );
     const enqueueUserland = (u: Userland) =>
       this.queue.add(userlandKey(u.metadata.namespace ?? "", u.metadata.name ?? ""));
     // Template status counts its Userlands: a Userland that comes, goes or switches Template

@@ -47,6 +47,8 @@ export function userHash(user: string): string {
 export interface DesiredInputs {
   /** Its person teaches the Template (operator/teachers.ts): course folders are mounted read-write. */
   teacher?: boolean;
+  /** The exam whose NetworkPolicy is in place for it (operator/exams/podLabel.ts): its pods carry the label. */
+  exam?: string;
 }
 
 export function desiredChildren(
@@ -97,8 +99,9 @@ export function desiredChildren(
   const templateMeta = template.spec.template.metadata ?? {};
   // In an exam (operator/exams/) the pods carry its label: its NetworkPolicy selects them and the
   // chart's environments policy leaves them out. A new pod, so nothing opened before the start lasts.
-  const exam = userland.metadata.labels?.[ExamMarks.examLabel];
-  const podLabels = exam === undefined ? labels : { ...labels, [ExamMarks.examLabel]: exam };
+  // Only the operator's exam puts it there: a Template's own copy would take pods out of every policy.
+  const podLabels = inputs.exam === undefined ? labels : { ...labels, [ExamMarks.examLabel]: inputs.exam };
+  const { [ExamMarks.examLabel]: _templateExam, ...templateLabels } = templateMeta.labels ?? {};
   const deployment: V1Deployment = {
     apiVersion: "apps/v1",
     kind: "Deployment",
@@ -111,7 +114,7 @@ export function desiredChildren(
       revisionHistoryLimit: 3,
       template: {
         metadata: {
-          labels: { ...(templateMeta.labels ?? {}), ...podLabels },
+          labels: { ...templateLabels, ...podLabels },
           ...(templateMeta.annotations ? { annotations: { ...templateMeta.annotations } } : {}),
         },
         spec: podSpec,

@@ -4,7 +4,7 @@
  * a Submission of its assignment (collection), a pod carrying its label (the policy waits for
  * them to go at the end).
  */
-import { ExamMarks, type Exam } from "../../api/v1alpha1/index.ts";
+import { ExamConditions, ExamMarks, type Exam } from "../../api/v1alpha1/index.ts";
 import type { k8s } from "../../lib/kube.ts";
 import type { Caches } from "../caches.ts";
 import type { WorkQueue } from "../workqueue.ts";
@@ -18,11 +18,27 @@ const BATCH_MS = 500;
 /** An exam that can still change something: not over, or being deleted. */
 const active = (e: Exam) => e.status?.phase !== "Over" || e.metadata.deletionTimestamp !== undefined;
 
-export function registerExamHandlers(caches: Caches, queue: WorkQueue): void {
+const networkClosed = (e: Exam | undefined) =>
+  e?.status?.conditions?.find((c) => c.type === ExamConditions.NetworkClosed)?.status;
+
+export function registerExamHandlers(
+  caches: Caches,
+  queue: WorkQueue,
+  /** Queues a Userland's sync: its pods carry the exam label only while the exam's network is closed. */
+  enqueueUserland: (namespace: string, name: string) => void,
+): void {
   const { exams, userlands, submissions, pods } = caches;
-  const onExam = (e: Exam) => queue.add(examKey(e.metadata.namespace ?? "", e.metadata.name ?? ""));
-  exams.on("add", onExam);
-  exams.on("update", onExam);
+  const onExam = (e: Exam, old?: Exam) => {
+    const namespace = e.metadata.namespace ?? "";
+    queue.add(examKey(namespace, e.metadata.name ?? ""));
+    if (networkClosed(e) === networkClosed(old)) return;
+    for (const u of userlands.list(namespace))
+      if (u.metadata.labels?.[ExamMarks.examLabel] === e.metadata.name)
+        enqueueUserland(namespace, u.metadata.name ?? "");
+  };
+  exams.on("add", (e) => onExam(e));
+  exams.on("update", (e, old) => onExam(e, old));
+  exams.on("delete", (e) => onExam(e, { ...e, status: {} }));
 
   const later = (namespace: string, name: string) => queue.addAfter(examKey(namespace, name), BATCH_MS);
   const marksOf = (o: k8s.KubernetesObject | undefined) =>

@@ -294,3 +294,27 @@ test("an Exam deleted while it runs restores what it changed and takes its polic
     async () => (await rest.get(policyPath(ns, "userland-exam-quiz")).catch(() => undefined)) === undefined,
   );
 });
+
+test("the exam's pod label comes only from the operator's exam with its network closed: a hand-made label or a Template's own copy opens nothing", async (t) => {
+  const ns = await testNamespace(t, "exam-label");
+  const rest = await adminRest();
+  await startOperator(t, ns, { env: { OPERATOR_PROXY_PODS: `${ns}:app.kubernetes.io/component=proxy` } });
+  const spec = simpleTemplateSpec();
+  spec.template.metadata = { labels: { [ExamMarks.examLabel]: "from-template", team: "a" } };
+  await createTemplate(ns, "lab", spec);
+  // The label names no Exam: the pod must stay under the chart's environments policy.
+  await rest.create(userlandsPath(ns), {
+    apiVersion: "userland.dev/v1alpha1",
+    kind: "Userland",
+    metadata: { name: "fay-lab", labels: { [ExamMarks.examLabel]: "fake" } },
+    spec: { user: "fay", templateName: "lab" },
+  });
+  const deployment = await eventually("fay's Deployment", () =>
+    rest
+      .get<V1Deployment>(deploymentsPath(ns, childNames("lab", "fay-lab").deployment))
+      .catch(() => undefined),
+  );
+  const labels = deployment.spec?.template.metadata?.labels ?? {};
+  assert.equal(labels[ExamMarks.examLabel], undefined, "no exam label on the pods");
+  assert.equal(labels.team, "a", "the Template's other labels stay");
+});
