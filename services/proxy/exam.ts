@@ -106,3 +106,23 @@ export function heldPage(userland: Userland): Page | undefined {
     `This environment is stopped during the exam ${notice?.title ?? exam}${notice ? `, until ${utcMinute(notice.end)}` : ""}. It starts again by itself after the exam.`,
   );
 }
+
+/** What the student's home says of an exam on one of their environments; undefined outside exams. */
+export function examOnHome(userland: Userland): { held: boolean; text: string } | undefined {
+  const hold = userland.metadata.labels?.[ExamMarks.holdLabel];
+  if (hold !== undefined) {
+    const notice = parseExamNotice(userland.metadata.annotations?.[ExamMarks.holdAnnotation]);
+    return {
+      held: true,
+      text: `Paused for the exam ${notice?.title ?? hold}${notice ? ` until ${utcMinute(notice.end)}` : ""}: it starts again by itself after it.`,
+    };
+  }
+  const exam = examOf(userland);
+  if (!exam) return undefined;
+  if ("unreadable" in exam) return { held: false, text: `Closed for the exam ${exam.unreadable}.` };
+  const { notice } = exam;
+  return {
+    held: false,
+    text: `In the exam ${notice.title ?? notice.exam} until ${utcMinute(notice.end)}: only you (signed in since its start) and its proctors open it, and nothing leaves it but name lookups.`,
+  };
+}

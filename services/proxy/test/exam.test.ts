@@ -22,6 +22,7 @@ import {
   startConsole,
   USER_PREFIX,
 } from "../../user-manager/test/consoleSupport.ts";
+import type { HomeView } from "../home.ts";
 import { forgeToken, proxyKubeConfig, send, startProxy, startUpstream, testKeys } from "./support.ts";
 
 const CODE_HOST = "code.example.test";
@@ -212,6 +213,24 @@ test("during an exam: the student with a session from after the start and the pr
     const lab = await admin.get<{ spec: { enabled?: boolean } }>(userlandsPath(ns, "bob-lab"));
     assert.equal(lab.spec.enabled, false, "not started");
   });
+
+  await t.test(
+    "bob's home says which environment is in the exam and which is paused, without a Start for it",
+    async () => {
+      const cookie = await fresh("bob");
+      const json = await get(cookie, "/_userland/home", { accept: "application/json" });
+      assert.equal(json.status, 200, json.body);
+      const envs = json.json<HomeView>().environments;
+      const code = envs.find((e) => e.name === "bob-code");
+      const lab = envs.find((e) => e.name === "bob-lab");
+      assert.match(code?.detail ?? "", /^In the exam Midterm until \d{4}-\d\d-\d\d \d\d:\d\d UTC: only you/);
+      assert.equal(lab?.held, true);
+      assert.match(lab?.detail ?? "", /^Paused for the exam Midterm until /);
+      const page = await get(cookie, "/_userland/home");
+      assert.equal(page.status, 200);
+      assert.doesNotMatch(page.body, /aria-label="Start [^"]*"/, "no Start button for the held environment");
+    },
+  );
 
   await t.test("after the exam (marks gone) the same old session and dave get in again", async () => {
     await setMarks(false);
