@@ -145,7 +145,12 @@ export async function syncExam(
   // By user: the same students in the same order write nothing.
   status.students = [...students.values()]
     .sort((a, b) => (a.user < b.user ? -1 : a.user > b.user ? 1 : 0))
-    .map((s) => studentState(phase, s, exam, collected(s.user)));
+    .map((s) => {
+      const state = studentState(phase, s, exam, collected(s.user));
+      const other =
+        phase === "Running" || phase === "Collecting" ? otherExam(ctx, s.userland, name) : undefined;
+      return other ? { ...state, message: `Left to the exam ${other}, which holds this environment` } : state;
+    });
   status.studentCount = status.students.length;
   status.ready = status.students.filter((s) => s.state === "Ready").length;
   status.collected = status.students.filter((s) => s.state === "Collected").length;
@@ -277,6 +282,25 @@ async function closeNetwork(ctx: OperatorContext, options: ExamOptions, exam: Ex
   };
 }
 
+/**
+ * The other exam a Userland is marked for (exam or hold label), if that exam exists and is not
+ * over: two exams at once over the same environments leave them to the first; a mark naming no
+ * such exam (left by hand) is taken over.
+ */
+function otherExam(
+  ctx: Pick<OperatorContext, "caches">,
+  u: Userland,
+  exam: string,
+): string | undefined {
+  for (const key of [ExamMarks.examLabel, ExamMarks.holdLabel]) {
+    const other = label(u, key);
+    if (other === undefined || other === exam) continue;
+    const found = ctx.caches.exams.get(other, u.metadata.namespace);
+    if (found && found.status?.phase !== "Over") return other;
+  }
+  return undefined;
+}
+
 /** A student's Userlands in the namespace that are not their exam environment. */
 function othersOf(ctx: OperatorContext, exam: Exam, students: Map<string, Student>): Userland[] {
   return ctx.caches.userlands
@@ -305,10 +329,10 @@ async function recordChanges(
   const enabled = new Set(status.changed?.enabled ?? []);
   const stopped = new Set(status.changed?.stopped ?? []);
   for (const { userland: u } of students.values())
-    if (label(u, ExamMarks.examLabel) !== name && u.spec.enabled === false)
+    if (label(u, ExamMarks.examLabel) !== name && u.spec.enabled === false && !otherExam(ctx, u, name))
       enabled.add(u.metadata.name ?? "");
   for (const u of othersOf(ctx, exam, students))
-    if (label(u, ExamMarks.holdLabel) !== name && u.spec.enabled !== false)
+    if (label(u, ExamMarks.holdLabel) !== name && u.spec.enabled !== false && !otherExam(ctx, u, name))
       stopped.add(u.metadata.name ?? "");
   const changed = { enabled: [...enabled].sort(), stopped: [...stopped].sort() };
   status.changed = changed;
@@ -363,6 +387,7 @@ async function applyMarks(ctx: OperatorContext, exam: Exam, students: Map<string
   const limit = pLimit(USERLAND_WRITES_IN_FLIGHT);
   const writes: Promise<void>[] = [];
   for (const { userland: u } of students.values()) {
+    if (otherExam(ctx, u, name)) continue;
     writes.push(
       limit(async () => {
         await mark(ctx, u, {
@@ -373,7 +398,8 @@ async function applyMarks(ctx: OperatorContext, exam: Exam, students: Map<string
       }),
     );
   }
-  for (const u of othersOf(ctx, exam, students))
+  for (const u of othersOf(ctx, exam, students)) {
+    if (otherExam(ctx, u, name)) continue;
     writes.push(
       limit(async () => {
         const wasRunning = u.spec.enabled !== false && label(u, ExamMarks.holdLabel) !== name;
@@ -393,6 +419,7 @@ async function applyMarks(ctx: OperatorContext, exam: Exam, students: Map<string
           );
       }),
     );
+  }
   // Marked earlier but no longer in the class (a label changed): let go now, as at the end.
   const current = new Set([...students.values()].map((s) => s.userland.metadata.name));
   const others = new Set(othersOf(ctx, exam, students).map((u) => u.metadata.name));

@@ -318,3 +318,33 @@ test("the exam's pod label comes only from the operator's exam with its network 
   assert.equal(labels[ExamMarks.examLabel], undefined, "no exam label on the pods");
   assert.equal(labels.team, "a", "the Template's other labels stay");
 });
+
+test("two exams at once over the same environment: the second leaves it to the first and says so, and takes it once the first is gone", async (t) => {
+  const ns = await testNamespace(t, "exam-two");
+  const rest = await adminRest();
+  await startOperator(t, ns, { env: { OPERATOR_PROXY_PODS: `${ns}:app.kubernetes.io/component=proxy` } });
+  await createTemplate(ns, "lab", simpleTemplateSpec());
+  await userland(ns, "gil-lab", "gil", "lab", true);
+  const create = (name: string) =>
+    rest.create(examsPath(ns), {
+      apiVersion: "userland.dev/v1alpha1",
+      kind: "Exam",
+      metadata: { name },
+      spec: { templateName: "lab", start: iso(Date.now() - 1000), end: iso(Date.now() + 3_600_000) },
+    });
+  const examLabel = async () =>
+    (await rest.get<Userland>(userlandsPath(ns, "gil-lab"))).metadata.labels?.[ExamMarks.examLabel];
+  await create("first");
+  await eventually("gil's environment in the first exam", async () => (await examLabel()) === "first");
+  await create("second");
+  const second = await eventually("the second exam to say whose it is", async () => {
+    const e = await rest.get<Exam>(examsPath(ns, "second"));
+    return e.status?.students?.[0]?.message ? e : undefined;
+  });
+  assert.match(second.status?.students?.[0]?.message ?? "", /Left to the exam first/);
+  assert.equal(await examLabel(), "first", "the first exam's mark stands");
+  assert.deepEqual(second.status?.changed, { enabled: [], stopped: [] });
+
+  await rest.delete(examsPath(ns, "first"));
+  await eventually("the second exam to take gil's environment", async () => (await examLabel()) === "second");
+});
