@@ -287,11 +287,7 @@ async function closeNetwork(ctx: OperatorContext, options: ExamOptions, exam: Ex
  * over: two exams at once over the same environments leave them to the first; a mark naming no
  * such exam (left by hand) is taken over.
  */
-function otherExam(
-  ctx: Pick<OperatorContext, "caches">,
-  u: Userland,
-  exam: string,
-): string | undefined {
+function otherExam(ctx: Pick<OperatorContext, "caches">, u: Userland, exam: string): string | undefined {
   for (const key of [ExamMarks.examLabel, ExamMarks.holdLabel]) {
     const other = label(u, key);
     if (other === undefined || other === exam) continue;
