@@ -9,6 +9,9 @@ import {
   ArchiveSpecSchema,
   ArchiveStatusSchema,
   ASSIGNMENTS,
+  EXAMS,
+  ExamSpecSchema,
+  ExamStatusSchema,
   AssignmentSpecSchema,
   CLASS_ARCHIVES,
   ClassArchiveSpecSchema,
@@ -34,7 +37,7 @@ import { toOpenAPI, type TSchema } from "./v1alpha1/schema.ts";
 
 /**
  * The category every CRD belongs to: `kubectl get userland-all` lists Templates, Userlands,
- * Assignments, Submissions, Archives and ClassArchives together.
+ * Assignments, Submissions, Archives, ClassArchives and Exams together.
  * It must be no kind's name, plural, singular or short name: kubectl expands a category before a
  * resource name, so a category named `userland` made `kubectl get userland NAME` fail ("you must
  * specify only one resource") and `kubectl delete userland --all` delete Templates too.
@@ -187,6 +190,28 @@ const definitions: ResourceDefinition[] = [
       { name: "Verified", type: "integer", jsonPath: ".status.verifiedCount" },
       { name: "To Delete", type: "integer", jsonPath: ".status.toDeleteCount" },
       { name: "Message", type: "string", jsonPath: ".status.message", priority: 1 },
+      AGE_COLUMN,
+    ],
+  },
+  {
+    kind: "Exam",
+    plural: EXAMS,
+    singular: "exam",
+    shortNames: ["exm"],
+    description:
+      "A class's exam: a time window in which its environments of a Template run with the network closed, reachable only by each student and the proctors, with work collected at the end (docs/decisions/0013-exams.md).",
+    spec: ExamSpecSchema,
+    status: ExamStatusSchema,
+    printerColumns: [
+      { name: "Template", type: "string", jsonPath: ".spec.templateName" },
+      { name: "Class", type: "string", jsonPath: ".spec.class" },
+      { name: "Start", type: "date", jsonPath: ".spec.start" },
+      { name: "End", type: "date", jsonPath: ".spec.end" },
+      { name: "Phase", type: "string", jsonPath: ".status.phase" },
+      { name: "Students", type: "integer", jsonPath: ".status.studentCount" },
+      { name: "Ready", type: "integer", jsonPath: ".status.ready" },
+      { name: "Collected", type: "integer", jsonPath: ".status.collected" },
+      { name: "Title", type: "string", jsonPath: ".spec.title", priority: 1 },
       AGE_COLUMN,
     ],
   },

@@ -354,6 +354,9 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       OPERATOR_HTTP_ADDRESS: "127.0.0.1",
       OPERATOR_HTTP_PORT: "0", // nothing here calls it; the log says where it listens
       OPERATOR_LEADER_ELECTION: "true",
+      // Exams start only with the proxy's pods named (docs/decisions/0013-exams.md). The proxy runs
+      // on the machine here, and kwok enforces no NetworkPolicy: the chart's value, for the record.
+      OPERATOR_PROXY_PODS: `${NAMESPACE}:app.kubernetes.io/component=proxy`,
     });
     run(
       "user-manager",

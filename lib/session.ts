@@ -66,6 +66,8 @@ export interface Session {
   sid: string;
   /** Expiry, seconds since the epoch. */
   exp: number;
+  /** When it was issued, seconds since the epoch: an exam refuses sessions from before its start. */
+  iat: number;
 }
 
 export interface SessionSigner {
@@ -363,11 +365,17 @@ function verifierWith(keys: JWTVerifyGetKey, options: VerifierOptions): SessionV
           clockTolerance: options.clockToleranceSeconds ?? 5,
         });
         if (typeof protectedHeader.kid !== "string") return undefined;
-        const { sub, sid, exp, groups } = payload;
-        if (!isValidUser(sub) || typeof sid !== "string" || typeof exp !== "number") return undefined;
+        const { sub, sid, exp, iat, groups } = payload;
+        if (
+          !isValidUser(sub) ||
+          typeof sid !== "string" ||
+          typeof exp !== "number" ||
+          typeof iat !== "number"
+        )
+          return undefined;
         // Optional (sessions signed before groups were carried have none); malformed is no session.
         if (groups !== undefined && !(Array.isArray(groups) && groups.every(isValidGroup))) return undefined;
-        return { user: sub, groups: groups ?? [], sid, exp };
+        return { user: sub, groups: groups ?? [], sid, exp, iat };
       } catch {
         return undefined;
       }

@@ -16,6 +16,7 @@ import type {
   Archive,
   Assignment,
   ClassArchive,
+  Exam,
   Submission,
   Template,
   Userland,
@@ -45,6 +46,8 @@ export interface Caches {
   classArchives: Informer<ClassArchive>;
   /** The operator's copy pods (operator/coursework/copyPods.ts), by their copy label. */
   copyPods: Informer<V1Pod>;
+  /** Exams (operator/exams/). */
+  exams: Informer<Exam>;
 }
 
 /** The label the EndpointSlice controller puts on every slice: the Service it belongs to. */
@@ -166,6 +169,7 @@ export function createCaches(opts: CacheOptions): Caches {
     archives: informer<Archive>(resources.Archive, withoutAppliedCopy),
     classArchives: informer<ClassArchive>(resources.ClassArchive, withoutAppliedCopy),
     copyPods: informer<V1Pod>(resources.Pod, podSummary, LABELS.copy),
+    exams: informer<Exam>(resources.Exam, withoutAppliedCopy),
   };
   caches.assignments.addIndex(Index.assignmentsByTemplate, (a) => [
     namespacedKey(a.metadata.namespace, a.spec.templateName),

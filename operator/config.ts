@@ -95,6 +95,13 @@ export const operatorSettings = {
     parse: parseArchiveClients,
     default: undefined,
   },
+  proxyPods: {
+    env: "OPERATOR_PROXY_PODS",
+    description:
+      "The proxy's pods, the only ones an exam lets into its students' environments, as <namespace>:<label>=<value>[,<label>=<value>…] (the chart sets it); unset, exams do not start (NetworkClosed=False, ProxyPodsUnset)",
+    parse: parseArchiveClients,
+    default: undefined,
+  },
   copyRetry: {
     env: "OPERATOR_COPY_RETRY",
     description:

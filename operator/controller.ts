@@ -41,6 +41,9 @@ import { FAILED_COPY_RETRY_MS } from "./coursework/copyRuns.ts";
 import type { ArchiveClients } from "./coursework/copyPods.ts";
 import { syncArchive } from "./coursework/syncArchive.ts";
 import { syncClassArchive } from "./coursework/syncClassArchive.ts";
+import { syncExam } from "./exams/syncExam.ts";
+import type { ProxyPods } from "./exams/policy.ts";
+import { examKey, registerExamHandlers } from "./exams/wiring.ts";
 
 export interface ControllerOptions {
   rest: KubeRest;
@@ -58,6 +61,8 @@ export interface ControllerOptions {
   archiveClients?: ArchiveClients;
   /** A failed copy's first wait before it runs again (doubling per failure in a row). */
   copyRetryMs?: number;
+  /** The proxy's pods, the only ones an exam lets in (OPERATOR_PROXY_PODS); unset: exams do not start. */
+  proxyPods?: ProxyPods;
 }
 
 /** Keys: "U/<namespace>/<name>" for a Userland, "T/<namespace>/<name>" for a Template. */
@@ -74,6 +79,7 @@ const KINDS: Record<string, string> = {
   S: "Submission",
   R: "Archive",
   C: "ClassArchive",
+  E: "Exam",
 };
 
 /** After this many failed attempts in a row a key waits for the next change or resync. */
@@ -146,6 +152,9 @@ export class Controller {
   private registerHandlers(): void {
     const { userlands, templates, deployments, services, pvcs, endpointSlices, pods } = this.caches;
     const coursework = registerCourseworkHandlers(this.caches, this.queue);
+    registerExamHandlers(this.caches, this.queue, (namespace, name) =>
+      this.queue.add(userlandKey(namespace, name)),
+    );
     const enqueueUserland = (u: Userland) =>
       this.queue.add(userlandKey(u.metadata.namespace ?? "", u.metadata.name ?? ""));
     // Template status counts its Userlands: a Userland that comes, goes or switches Template
@@ -274,6 +283,8 @@ export class Controller {
       this.queue.add(archiveKey(r.metadata.namespace ?? "", r.metadata.name ?? ""));
     for (const c of this.caches.classArchives.list())
       this.queue.add(classArchiveKey(c.metadata.namespace ?? "", c.metadata.name ?? ""));
+    for (const e of this.caches.exams.list())
+      this.queue.add(examKey(e.metadata.namespace ?? "", e.metadata.name ?? ""));
   }
 
   /** Finishes the reconciles in progress, then stops the informers. */
@@ -328,7 +339,15 @@ export class Controller {
       else if (kind === "Submission") await this.syncCourseworkKey(key, syncSubmission, namespace, name);
       else if (kind === "Archive") await this.syncCourseworkKey(key, syncArchive, namespace, name);
       else if (kind === "ClassArchive") await this.syncCourseworkKey(key, syncClassArchive, namespace, name);
-      else await this.syncUserlandKey(key, namespace, name);
+      else if (kind === "Exam") {
+        const { againAfterMs } = await syncExam(
+          this.context,
+          { proxyPods: this.opts.proxyPods },
+          namespace,
+          name,
+        );
+        if (againAfterMs !== undefined) this.queue.addAfter(key, againAfterMs);
+      } else await this.syncUserlandKey(key, namespace, name);
       this.queue.forget(key);
       this.opts.metrics.reconciles.inc({ kind, result: "success" });
     } catch (error) {

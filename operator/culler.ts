@@ -6,6 +6,7 @@
  */
 import { parseDuration } from "../api/duration.ts";
 import {
+  ExamMarks,
   UserlandAnnotations,
   UserlandConditions,
   type Template,
@@ -32,6 +33,8 @@ export function findIdle(
   const idle: IdleUserland[] = [];
   for (const userland of userlands) {
     if (userland.spec.enabled === false || userland.status?.phase !== "Ready") continue;
+    // An exam keeps its environments running for its whole window (operator/exams/).
+    if (userland.metadata.labels?.[ExamMarks.examLabel] !== undefined) continue;
     const timeout = template(userland)?.spec.idleTimeout;
     const timeoutMs = timeout ? parseDuration(timeout) : undefined;
     if (!timeout || !timeoutMs) continue;

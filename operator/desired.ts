@@ -12,7 +12,7 @@ import type {
   V1ServicePort,
 } from "@kubernetes/client-node";
 import { ANNOTATIONS, childNames, type ChildNames, LABELS, MANAGED_BY, shortHash } from "../api/naming.ts";
-import { SERVICE_EXTERNAL_FIELDS, type Template, type Userland } from "../api/v1alpha1/index.ts";
+import { ExamMarks, SERVICE_EXTERNAL_FIELDS, type Template, type Userland } from "../api/v1alpha1/index.ts";
 import { desiredHash } from "./compare.ts";
 import { controllerReference } from "./ownership.ts";
 import { courseFolderMounts } from "./courseFolders.ts";
@@ -47,6 +47,8 @@ export function userHash(user: string): string {
 export interface DesiredInputs {
   /** Its person teaches the Template (operator/teachers.ts): course folders are mounted read-write. */
   teacher?: boolean;
+  /** The exam whose NetworkPolicy is in place for it (operator/exams/podLabel.ts): its pods carry the label. */
+  exam?: string;
 }
 
 export function desiredChildren(
@@ -95,6 +97,11 @@ export function desiredChildren(
   podSpec.enableServiceLinks ??= false;
 
   const templateMeta = template.spec.template.metadata ?? {};
+  // In an exam (operator/exams/) the pods carry its label: its NetworkPolicy selects them and the
+  // chart's environments policy leaves them out. A new pod, so nothing opened before the start lasts.
+  // Only the operator's exam puts it there: a Template's own copy would take pods out of every policy.
+  const podLabels = inputs.exam === undefined ? labels : { ...labels, [ExamMarks.examLabel]: inputs.exam };
+  const { [ExamMarks.examLabel]: _templateExam, ...templateLabels } = templateMeta.labels ?? {};
   const deployment: V1Deployment = {
     apiVersion: "apps/v1",
     kind: "Deployment",
@@ -107,7 +114,7 @@ export function desiredChildren(
       revisionHistoryLimit: 3,
       template: {
         metadata: {
-          labels: { ...(templateMeta.labels ?? {}), ...labels },
+          labels: { ...templateLabels, ...podLabels },
           ...(templateMeta.annotations ? { annotations: { ...templateMeta.annotations } } : {}),
         },
         spec: podSpec,

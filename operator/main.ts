@@ -43,6 +43,7 @@ async function start(config: OperatorConfig, log: Logger) {
       copyImage: config.copyImage,
       copyRetryMs: config.copyRetry,
       archiveClients: config.archiveClients,
+      proxyPods: config.proxyPods,
     });
   let controller: Controller | undefined;
   let culler: Culler | undefined;

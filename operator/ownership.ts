@@ -38,7 +38,7 @@ export function escPredecessor(
  * which the garbage collector deletes with it.
  */
 export function controllerReference(
-  kind: "Userland" | "Template" | "Assignment" | "Submission" | "Archive" | "ClassArchive",
+  kind: "Userland" | "Template" | "Assignment" | "Submission" | "Archive" | "ClassArchive" | "Exam",
   owner: { metadata: { name?: string; uid?: string } },
   options: { blockOwnerDeletion?: boolean } = {},
 ): V1OwnerReference {

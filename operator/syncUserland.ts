@@ -3,6 +3,7 @@
  * remove what a template switch left behind, and report the result in status. Level-triggered:
  * it reads the current state from the caches every time and writes only what differs.
  */
+import { closedExamOf } from "./exams/podLabel.ts";
 import type { V1Deployment, V1PersistentVolumeClaim, V1Service } from "@kubernetes/client-node";
 import {
   TemplateConditions,
@@ -100,7 +101,10 @@ export async function syncUserland(
   let blocked: Blocked | undefined;
   const created: Created = [];
   try {
-    desired = resolveDesired(userland, template, { teacher: await isTeacher(ctx, userland, template) });
+    desired = resolveDesired(userland, template, {
+      teacher: await isTeacher(ctx, userland, template),
+      exam: closedExamOf(ctx, userland),
+    });
     await ensurePvcs(ctx, userland, desired, created);
     // The Deployment and the Service do not depend on each other: both requests at once halve
     // the time a new Userland waits for its children.

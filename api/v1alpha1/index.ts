@@ -6,4 +6,5 @@ export * from "./userland.ts";
 export * from "./coursework.ts";
 export * from "./archive.ts";
 export * from "./classArchive.ts";
+export * from "./exam.ts";
 export { Condition } from "./schema.ts";

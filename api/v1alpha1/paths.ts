@@ -3,6 +3,7 @@ import { paths } from "../../lib/kubeRest.ts";
 import { ARCHIVES } from "./archive.ts";
 import { CLASS_ARCHIVES } from "./classArchive.ts";
 import { ASSIGNMENTS, SUBMISSIONS } from "./coursework.ts";
+import { EXAMS } from "./exam.ts";
 import { GROUP, VERSION } from "./group.ts";
 
 export const TEMPLATES = "templates";
@@ -31,3 +32,7 @@ export const archivesPath = (namespace: string, name?: string, subresource?: str
 /** The collection path in `namespace`, or one ClassArchive's path (and a subresource's). */
 export const classArchivesPath = (namespace: string, name?: string, subresource?: string): string =>
   paths.namespaced(GROUP, VERSION, CLASS_ARCHIVES, namespace, name, subresource);
+
+/** The collection path in `namespace`, or one Exam's path (and a subresource's). */
+export const examsPath = (namespace: string, name?: string, subresource?: string): string =>
+  paths.namespaced(GROUP, VERSION, EXAMS, namespace, name, subresource);

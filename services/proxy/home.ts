@@ -14,6 +14,7 @@ import { userlandLabel } from "./origins.ts";
 import { hostForTemplate, type ClusterView } from "./routing.ts";
 import type { Starter } from "./starter.ts";
 import { homeVisitRequests, homeVisits, type HomeVisit, type HomeVisitRequest } from "./homeVisits.ts";
+import { examOnHome } from "./exam.ts";
 
 /** `/_userland/home` on every host; also the root of the base domain when it serves no Template. */
 export const HOME_PATH = "/_userland/home";
@@ -39,6 +40,8 @@ export interface HomeEnvironment {
   openUrl: string | undefined;
   /** "Download my work": the Template names a home volume (spec.coursework.home). */
   downloadUrl: string | undefined;
+  /** Stopped for an exam (exam.ts): no Start button; `detail` says until when. */
+  held: boolean;
 }
 
 export interface SelfServiceOffer {
@@ -118,6 +121,7 @@ export function homeView(
     const shown = state === "stopped" && starter.recentlyRequested(userland) ? "starting" : state;
     const phase = userland.status?.phase ?? "Pending";
     const message = userland.status?.message ?? "";
+    const exam = examOnHome(userland);
     environments.push({
       name: userland.metadata.name ?? "",
       template,
@@ -126,7 +130,9 @@ export function homeView(
       state: shown,
       phase,
       message,
-      detail: detailOf(shown, phase, message, progressText(userland.status?.progress, new Date())),
+      detail:
+        exam?.text ?? detailOf(shown, phase, message, progressText(userland.status?.progress, new Date())),
+      held: exam?.held ?? false,
       lastActivity: userland.metadata.annotations?.[UserlandAnnotations.lastActivity],
       openUrl: openUrl(userland, config, client),
       downloadUrl: cluster.getTemplate(template)?.spec.coursework?.home

@@ -129,11 +129,12 @@ function environmentCard(env: HomeEnvironment, view: HomeView, returnPath: strin
         >Open</a
       >`
     : html`<span class="muted">No address serves this environment; ask your course administrator.</span>`;
-  const action = !view.canAct
-    ? ""
-    : env.state === "stopped"
-      ? actionForm("start", "userland", env.name, `Start ${env.title}`, "Start", returnPath, true)
-      : actionForm("stop", "userland", env.name, `Stop ${env.title}`, "Stop", returnPath, false);
+  const action =
+    !view.canAct || (env.held && env.state === "stopped")
+      ? ""
+      : env.state === "stopped"
+        ? actionForm("start", "userland", env.name, `Start ${env.title}`, "Start", returnPath, true)
+        : actionForm("stop", "userland", env.name, `Stop ${env.title}`, "Stop", returnPath, false);
   return html`<li class="card" id="env-${env.name}" data-state="${env.state}">
     <div class="card-head">
       <h3>${env.title}</h3>

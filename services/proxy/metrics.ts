@@ -27,7 +27,9 @@ export type RouteOutcome =
   /** A teacher's visit to a student's environment: forwarded (visits.ts). */
   | "visit"
   /** A visit RBAC refused, or the user-manager could not be asked. */
-  | "visit_refused";
+  | "visit_refused"
+  /** An exam environment refused (docs/decisions/0013-exams.md): an old session, or on hold. */
+  | "exam_refused";
 
 export type UpstreamError = "refused" | "reset" | "timeout" | "other";
 

@@ -16,6 +16,7 @@
  * A Userland a form names counts only when its spec.user is exactly the session's user: any
  * other name is answered like a name that does not exist.
  */
+import { heldPage } from "./exam.ts";
 import { isStalled, progressText } from "../../lib/startProgress.ts";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Userland } from "../../api/v1alpha1/index.ts";
@@ -186,6 +187,12 @@ async function act(
   }
   record.userland = userlandKey(userland);
   const state = environmentState(userland);
+  // Stopped for an exam (exam.ts): it starts again by itself when the exam is over.
+  const held = action === "start" ? heldPage(userland) : undefined;
+  if (held) {
+    record.outcome = "exam_refused";
+    return held;
+  }
   if (action === "start")
     return state === "stopped" && !(await starter.request(userland, user))
       ? userManagerRefused("start")

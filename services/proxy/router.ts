@@ -36,6 +36,7 @@ import { isStalled, progressText } from "../../lib/startProgress.ts";
 import { cookieValues } from "../../lib/requestSessions.ts";
 import { VISIT_COOKIE, type VisitTracker } from "./visits.ts";
 import { visitRefusedPage, waitingPage } from "./visitEndpoints.ts";
+import { heldPage, ownerRefusal, signOutUrlFor, visitorRefusal } from "./exam.ts";
 
 /** A request whose session and Template are known. */
 interface Signed {
@@ -98,6 +99,7 @@ export type RouterConfig = Pick<
   | "startOnAccess"
   | "origins"
   | "readyGraceMs"
+  | "loginUrl"
 >;
 
 export interface RouterDeps {
@@ -315,7 +317,12 @@ export class Router {
     const template = userland.spec.templateName;
     record.owner = owner;
     record.userland = userlandKey(userland);
-    const admission = (await this.deps.visits?.admit(userland, session.user, token)) ?? "unavailable";
+    // During an exam only its proctors, before the visit right is even asked.
+    const exam = visitorRefusal(userland, session, this.signOutUrl(client, path));
+    const refused = exam === "denied" ? "denied" : undefined;
+    if (exam !== undefined && exam !== "denied") return page("exam_refused", exam);
+    const admission =
+      refused ?? (await this.deps.visits?.admit(userland, session.user, token)) ?? "unavailable";
     if (admission === "denied")
       return perUserHost
         ? page("unknown_host", unknownHostPage(client.host))
@@ -350,6 +357,11 @@ export class Router {
     return route.kind === "forward" ? { ...route, outcome: "visit", visitOf: owner } : route;
   }
 
+  /** The auth service's sign-out page, coming back to `path` on this host (a new sign-in). */
+  private signOutUrl(client: ClientInfo, path: string): string {
+    return signOutUrlFor(this.deps.config.loginUrl, `${client.proto}://${client.host}${path}`);
+  }
+
   /** The session user's environment for the Template: where to forward, or the page to show. */
   private async resolveTarget(
     signed: Signed,
@@ -363,6 +375,14 @@ export class Router {
     const userland = named ?? cluster.findUserland(signed.session.user, signed.template);
     const env = environmentInfo(cluster, signed.template, signed.session.user);
     if (userland) record.userland = userlandKey(userland);
+    // An exam's rules (exam.ts): a visitor's were applied before (visit).
+    const exam =
+      userland &&
+      (heldPage(userland) ??
+        (named
+          ? undefined
+          : ownerRefusal(userland, signed.session, this.signOutUrl(signed.client, returnPath))));
+    if (exam) return page("exam_refused", exam);
     const notReady = await this.pageFor(userland, env, returnPath, record);
     if (notReady || !userland) return notReady ?? page("no_environment", missingPage(env));
     const { namespace = "", name = "" } = userland.metadata;

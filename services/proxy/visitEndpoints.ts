@@ -13,6 +13,7 @@
  * into a third environment without their click, so a visit is begun only by a navigation that
  * did not come from this origin (`Sec-Fetch-Site`).
  */
+import { signOutUrlFor, visitorRefusal } from "./exam.ts";
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import { cookieValues } from "../../lib/requestSessions.ts";
 import { UserlandAnnotations, type Userland } from "../../api/v1alpha1/index.ts";
@@ -179,8 +180,25 @@ export async function serveVisitEndpoint(
     );
     return;
   }
+  // During an exam only its proctors (exam.ts), before the visit right is asked; the same refusal.
+  const exam = own
+    ? undefined
+    : visitorRefusal(
+        userland,
+        session,
+        signOutUrlFor(config.loginUrl, `${client.proto}://${client.host}${req.url ?? "/"}`),
+      );
+  if (exam !== undefined && exam !== "denied") {
+    record.outcome = "exam_refused";
+    sendPage(req, res, exam);
+    return;
+  }
   // Asked before any redirect: where an environment is served says that it exists.
-  const admission = own ? "allowed" : await visits.admit(userland, session.user, route.token);
+  const admission = own
+    ? "allowed"
+    : exam === "denied"
+      ? "denied"
+      : await visits.admit(userland, session.user, route.token);
   if (admission !== "allowed") {
     record.outcome = "visit_refused";
     sendPage(

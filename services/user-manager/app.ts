@@ -13,6 +13,7 @@ import { requestSessions } from "../../lib/requestSessions.ts";
 import { AccessReviewer, TokenAuthenticator, installAuth, type SessionAuth } from "./auth.ts";
 import { consoleConfig, type UserManagerConfig } from "./config.ts";
 import { assignmentRoutes, COURSEWORK_RESOURCE } from "./assignments.ts";
+import { examRoutes } from "./exams.ts";
 import { SESSION_USER_PREFIX_DEFAULT } from "../../lib/sessionSubjects.ts";
 import { ArchiveTransfers, type ReachPod } from "./archiveTransfer.ts";
 import { classArchiveRoutes } from "./classArchives.ts";
@@ -169,6 +170,7 @@ export async function buildApp(options: AppOptions) {
   await app.register(downloadRoutes, { store, coursework, download });
   await app.register(uploadRoutes, { store, coursework, transfers });
   await app.register(classArchiveRoutes, { store, coursework, download });
+  await app.register(examRoutes, { store, rest, ...(options.now ? { now: options.now } : {}) });
   await app.register(visitRoutes, {
     store,
     rest,

@@ -10,6 +10,7 @@ import {
   ARCHIVES,
   ASSIGNMENTS,
   CLASS_ARCHIVES,
+  EXAMS,
   GROUP,
   SUBMISSIONS,
   TEMPLATES,
@@ -81,6 +82,13 @@ export const REQUIRED_PERMISSIONS: readonly Permission[] = [
     verb,
     namespaced: true,
     why: "archive a class and end it (spec.end with the dry run's hash) for teachers RBAC allowed",
+  })),
+  ...(["get", "list", "create"] as const).map((verb) => ({
+    group: GROUP,
+    resource: EXAMS,
+    verb,
+    namespaced: true,
+    why: "schedule and show exams for teachers RBAC allowed",
   })),
   {
     group: "",

@@ -10,7 +10,7 @@
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyRequest } from "fastify";
 import { userlandNameFor } from "../../api/naming.ts";
-import { activityStamp, UserlandAnnotations, type Userland } from "../../api/v1alpha1/index.ts";
+import { activityStamp, ExamMarks, UserlandAnnotations, type Userland } from "../../api/v1alpha1/index.ts";
 import { Type } from "../../api/v1alpha1/schema.ts";
 import { isConflict } from "../../lib/kube.ts";
 import { conflict, notFound, type HttpError } from "./errors.ts";
@@ -276,11 +276,23 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
           summary,
           description,
           params: NameParams,
-          response: { 200: UserlandView, ...errors },
+          response: { 200: UserlandView, ...errors, 409: ErrorBody },
         },
       },
       async (request) => {
         const { name } = request.params;
+        // Stopped for an exam (docs/decisions/0013-exams.md): it starts again when the exam ends;
+        // started now, the operator would stop it again at once.
+        if (action === "start") {
+          const exam = (await store.get(name))?.metadata.labels?.[ExamMarks.holdLabel];
+          if (exam !== undefined)
+            throw conflict(
+              `Userland "${name}" is stopped for the exam ${exam}; it starts again after the exam`,
+              {
+                exam,
+              },
+            );
+        }
         const u = await store.patch(name, patch());
         if (!u) throw notFound(`Userland "${name}" does not exist in ${where}`);
         request.log.info(
@@ -293,7 +305,7 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
   switchRoute(
     "start",
     "Start a Userland",
-    "Sets spec.enabled=true, clears the stopped reason and counts now as activity, so the idle culler does not stop it again at once.",
+    "Sets spec.enabled=true, clears the stopped reason and counts now as activity, so the idle culler does not stop it again at once. 409 while an exam holds it (label userland.dev/exam-hold).",
     () => ({
       metadata: {
         annotations: {

@@ -255,7 +255,7 @@ test("the user environments' NetworkPolicy: in only from the proxy, out not to t
   );
   const policy = find(objects, "NetworkPolicy", "userland-user-environments") as KubeObject & {
     spec: {
-      podSelector: { matchLabels: Record<string, string> };
+      podSelector: { matchLabels: Record<string, string>; matchExpressions?: unknown[] };
       policyTypes: string[];
       ingress: { from: { podSelector: { matchLabels: Record<string, string> } }[] }[];
       egress: { to: { ipBlock?: { cidr: string; except?: string[] } }[]; ports?: unknown[] }[];
@@ -265,6 +265,11 @@ test("the user environments' NetworkPolicy: in only from the proxy, out not to t
   assert.deepEqual(policy.spec.podSelector.matchLabels, {
     "app.kubernetes.io/managed-by": "userland-operator",
   });
+  // Not during an exam: the exam's own policy must be the only one that selects its pods
+  // (policies add up; operator/exams/policy.ts).
+  assert.deepEqual(policy.spec.podSelector.matchExpressions, [
+    { key: "userland.dev/exam", operator: "DoesNotExist" },
+  ]);
   assert.deepEqual(policy.spec.policyTypes, ["Ingress", "Egress"]);
   assert.deepEqual(policy.spec.ingress, [
     {

@@ -72,6 +72,7 @@ function router(
       startOnAccess: options.startOnAccess ?? false,
       origins: "shared",
       readyGraceMs: 30_000,
+      loginUrl: new URL("https://auth.example.org/login"),
     },
     cluster: {
       namespace: "ns",
@@ -84,7 +85,7 @@ function router(
         const user = req.headers.user;
         return Promise.resolve(
           typeof user === "string"
-            ? { session: { user, groups: [], sid: "s", exp: Date.now() / 1000 + 60 } }
+            ? { session: { user, groups: [], sid: "s", exp: Date.now() / 1000 + 60, iat: Date.now() / 1000 } }
             : { session: undefined, conflicting: false },
         );
       },

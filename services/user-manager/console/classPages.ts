@@ -1,6 +1,7 @@
 /** The console's class pages: the Templates and classes the teacher may see, one class, its actions. */
 import { html } from "../../../lib/html.ts";
 import { assignmentsUrl } from "./assignmentPages.ts";
+import { examsUrl } from "./examPages.ts";
 import { CONSOLE_PATH, classUrl, consolePage, rosterUrl, type Viewer } from "./layout.ts";
 import { endOfTermUrl } from "./endOfTermPages.ts";
 
@@ -186,6 +187,8 @@ export function classPage(viewer: Viewer, view: ClassView): string {
         <a href="${rosterUrl(template)}">Upload a roster</a> ·
         <a href="${assignmentsUrl(template)}">Assignments</a> ·
         <a href="${endOfTermUrl(template, klass)}">End of term</a>
+        ·
+        <a href="${examsUrl(template)}">Exams</a>
       </p>
       ${
         rows.length === 0

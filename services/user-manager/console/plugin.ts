@@ -23,6 +23,7 @@ import { invalidTemplateReason, invalidUserlandNameReason } from "../schemas.ts"
 import type { UserlandFilter, UserlandStore } from "../store.ts";
 import { assignmentConsoleRoutes, type AssignmentConsoleDeps } from "./assignmentRoutes.ts";
 import { endOfTermConsoleRoutes } from "./endOfTermRoutes.ts";
+import { examConsoleRoutes } from "./examRoutes.ts";
 import { visitUrl } from "./visitLink.ts";
 import { bodyStream, uploadConsoleRoutes } from "./uploadRoutes.ts";
 import { formOf, installFormParsers } from "./forms.ts";
@@ -409,15 +410,16 @@ export const consoleRoutes: FastifyPluginCallback<ConsoleOptions> = (app, opts, 
     });
     next();
   });
-  const jsonApi: AssignmentConsoleDeps["api"] = (request, method, url, json) =>
+  const teacherApi: AssignmentConsoleDeps["api"] = (request, method, url, json) =>
     api(
       request,
       method,
       url,
       json === undefined ? undefined : { contentType: "application/json", body: JSON.stringify(json) },
     );
-  assignmentConsoleRoutes(app, { store, send, viewerOf, api: jsonApi });
-  endOfTermConsoleRoutes(app, { send, viewerOf, api: jsonApi });
+  assignmentConsoleRoutes(app, { store, send, viewerOf, api: teacherApi });
+  endOfTermConsoleRoutes(app, { send, viewerOf, api: teacherApi });
+  examConsoleRoutes(app, { send, viewerOf, api: teacherApi });
   done();
 };
 

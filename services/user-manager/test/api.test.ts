@@ -391,6 +391,8 @@ test("the OpenAPI document describes every endpoint", async (t) => {
     "/api/v1/templates/{template}/classarchives/{name}/archive",
     "/api/v1/templates/{template}/classarchives/{name}/end",
     "/api/v1/templates/{template}/folders/{folder}/files",
+    "/api/v1/templates/{template}/exams",
+    "/api/v1/templates/{template}/exams/{name}",
     "/api/v1/userlands",
     "/api/v1/userlands/{name}",
     "/api/v1/userlands/{name}/start",

@@ -1,0 +1,485 @@
+/**
+ * The Exam sync handler (docs/decisions/0013-exams.md). Level-triggered: the phase follows from
+ * the clock, the Exam and the caches, so a restart at any point converges.
+ *
+ * - Running: the exam's NetworkPolicy exists; what is about to change is recorded in status first
+ *   (changed.enabled, changed.stopped), then each student's exam environment is marked and started
+ *   and their other Userlands in the namespace are put on hold (stopped).
+ * - Collecting (after the end, with spec.assignment): every outstanding hand-in is requested, as
+ *   at an Assignment's closing time; the network stays closed until each is collected or failed.
+ * - Over (or the Exam deleted): marks removed, the record undone, the policy deleted once no pod
+ *   carries the exam label any more.
+ */
+import pLimit from "p-limit";
+import { LABELS, submissionNameFor } from "../../api/naming.ts";
+import {
+  API_VERSION,
+  ExamConditions,
+  ExamMarks,
+  SubmissionConditions,
+  UserlandAnnotations,
+  type Exam,
+  type ExamNotice,
+  type ExamPhase,
+  type ExamStatus,
+  type ExamStudent,
+  type Submission,
+  type Userland,
+} from "../../api/v1alpha1/index.ts";
+import { namespacedKey } from "../../lib/informer.ts";
+import { isAlreadyExists, isNotFound } from "../../lib/kubeRest.ts";
+import { Index } from "../caches.ts";
+import { stableJson } from "../compare.ts";
+import { findCondition, setCondition, timeMs, type ConditionInput } from "../conditions.ts";
+import type { OperatorContext } from "../context.ts";
+import { userlandRef, type EventTarget } from "../events.ts";
+import { resources } from "../resources.ts";
+import { requestOutstandingHandIns } from "../coursework/syncAssignment.ts";
+import { examNetworkPolicy, examPolicyName, type ExamNetworkPolicy, type ProxyPods } from "./policy.ts";
+
+export interface ExamSyncResult {
+  againAfterMs?: number;
+}
+
+/** The network stays closed for collection at most this long after the end. */
+export const COLLECT_AT_MOST_MS = 10 * 60_000;
+/** While collecting, or waiting for exam pods to go, look again this often (events come too). */
+const RECHECK_MS = 5_000;
+/** A hand-in that will not succeed by waiting: the exam does not keep the network closed for it. */
+const FINAL_FAILURES = new Set(["OverLimit", "NothingToCopy", "CopyFailed", "NoEnvironment"]);
+const USERLAND_WRITES_IN_FLIGHT = 16;
+
+/** What the exam controller needs beyond the shared context. */
+export interface ExamOptions {
+  /** The proxy's pods (OPERATOR_PROXY_PODS); unset, no exam closes the network (or starts). */
+  proxyPods?: ProxyPods;
+}
+
+const label = (u: Userland, key: string) => u.metadata.labels?.[key];
+
+export async function syncExam(
+  ctx: OperatorContext,
+  options: ExamOptions,
+  namespace: string,
+  name: string,
+): Promise<ExamSyncResult> {
+  const cached = ctx.caches.exams.get(name, namespace);
+  if (!cached) return {};
+  let exam = cached;
+  const now = ctx.now().getTime();
+  const start = timeMs(exam.spec.start);
+  const end = timeMs(exam.spec.end);
+  const deleting = exam.metadata.deletionTimestamp !== undefined;
+  const previous = exam.status ?? {};
+
+  if (!deleting && !exam.metadata.finalizers?.includes(ExamMarks.finalizer)) {
+    exam = await ctx.rest.patch<Exam>(resources.Exam.path(namespace, name), {
+      metadata: {
+        resourceVersion: exam.metadata.resourceVersion,
+        finalizers: [...(exam.metadata.finalizers ?? []), ExamMarks.finalizer],
+      },
+    });
+  }
+
+  const students = await studentsOf(ctx, exam);
+  const submissions = submissionsOf(ctx, exam, students);
+  const collected = (user: string) => handInState(submissions.get(user));
+  const collectionDone = [...students.keys()].every((user) => collected(user) !== "pending");
+
+  let phase: ExamPhase;
+  if (deleting) phase = "Over";
+  else if (now < start) phase = "Scheduled";
+  else if (now < end) phase = "Running";
+  else if (
+    exam.spec.assignment !== undefined &&
+    previous.phase !== "Over" &&
+    !collectionDone &&
+    now < end + COLLECT_AT_MOST_MS
+  )
+    phase = "Collecting";
+  else phase = "Over";
+
+  const status: ExamStatus = { ...previous, observedGeneration: exam.metadata.generation, phase };
+  let againAfterMs: number | undefined;
+  const soonest = (ms: number) => (againAfterMs = Math.min(againAfterMs ?? ms, Math.max(ms, 0)));
+  if (phase === "Scheduled") soonest(start - now);
+  if (phase === "Running") soonest(end - now);
+  if (phase === "Collecting") soonest(Math.min(RECHECK_MS, end + COLLECT_AT_MOST_MS - now));
+
+  if (phase === "Running" || phase === "Collecting") {
+    const network = await closeNetwork(ctx, options, exam);
+    status.conditions = setCondition(status.conditions, network);
+    if (network.status === "True") status.policy = examPolicyName(name);
+    if (network.status === "True") {
+      exam = await recordChanges(ctx, exam, students, status);
+      await applyMarks(ctx, exam, students);
+    }
+    if (phase === "Collecting" && exam.spec.assignment !== undefined)
+      await requestOutstandingHandIns(
+        ctx,
+        [...students.keys()].flatMap((u) => submissions.get(u) ?? []),
+        exam.spec.end,
+      );
+  } else if (phase === "Over") {
+    const { restored, podsLeft } = await restore(ctx, exam, status, previous.phase !== "Over");
+    if (podsLeft) soonest(RECHECK_MS);
+    if (restored) {
+      status.conditions = setCondition(status.conditions, {
+        type: ExamConditions.NetworkClosed,
+        status: "False",
+        reason: "ExamOver",
+        message: "The exam is over: its NetworkPolicy is removed and the students' environments restored",
+      });
+      if (deleting) {
+        await ctx.rest.patch(resources.Exam.path(namespace, name), {
+          metadata: {
+            resourceVersion: exam.metadata.resourceVersion,
+            finalizers: (exam.metadata.finalizers ?? []).filter((f) => f !== ExamMarks.finalizer),
+          },
+        });
+        return {};
+      }
+    }
+  }
+
+  // By user: the same students in the same order write nothing.
+  status.students = [...students.values()]
+    .sort((a, b) => (a.user < b.user ? -1 : a.user > b.user ? 1 : 0))
+    .map((s) => {
+      const state = studentState(phase, s, exam, collected(s.user));
+      const other =
+        phase === "Running" || phase === "Collecting" ? otherExam(ctx, s.userland, name) : undefined;
+      return other ? { ...state, message: `Left to the exam ${other}, which holds this environment` } : state;
+    });
+  status.studentCount = status.students.length;
+  status.ready = status.students.filter((s) => s.state === "Ready").length;
+  status.collected = status.students.filter((s) => s.state === "Collected").length;
+  if (previous.phase !== phase)
+    ctx.events.normal(examRef(exam), `Exam${phase}`, phaseMessage(phase, exam, status));
+  if (!deleting && stableJson(exam.status ?? {}) !== stableJson(status))
+    await ctx.rest.patch(resources.Exam.path(namespace, name, "status"), {
+      metadata: { resourceVersion: exam.metadata.resourceVersion },
+      status,
+    });
+  return againAfterMs === undefined ? {} : { againAfterMs };
+}
+
+const examRef = (exam: Exam): EventTarget => ({
+  apiVersion: API_VERSION,
+  kind: "Exam",
+  metadata: exam.metadata,
+});
+
+function phaseMessage(phase: ExamPhase, exam: Exam, status: ExamStatus): string {
+  const n = status.studentCount ?? 0;
+  if (phase === "Scheduled") return `Scheduled for ${exam.spec.start} to ${exam.spec.end}`;
+  if (phase === "Running") return `Started for ${n} students: the network is closed until ${exam.spec.end}`;
+  if (phase === "Collecting") return `Collecting the hand-ins of ${exam.spec.assignment ?? "?"}`;
+  return `Over: ${status.collected ?? 0} of ${n} collected; environments restored`;
+}
+
+/** One student's exam environment (their Userland of the Template). */
+interface Student {
+  user: string;
+  userland: Userland;
+}
+
+/** The class's students, by user: the Template's Userlands of the class, teachers left out. */
+async function studentsOf(ctx: OperatorContext, exam: Exam): Promise<Map<string, Student>> {
+  const namespace = exam.metadata.namespace ?? "";
+  const template = exam.spec.templateName;
+  const students = new Map<string, Student>();
+  for (const u of ctx.caches.userlands.byIndex(Index.byTemplate, namespacedKey(namespace, template))) {
+    if (u.metadata.deletionTimestamp) continue;
+    if (exam.spec.class !== undefined && label(u, LABELS.class) !== exam.spec.class) continue;
+    if (await ctx.teachers.isTeacher(namespace, template, u.spec.user)) continue;
+    if (!students.has(u.spec.user)) students.set(u.spec.user, { user: u.spec.user, userland: u });
+  }
+  return students;
+}
+
+function submissionsOf(ctx: OperatorContext, exam: Exam, students: Map<string, Student>) {
+  const out = new Map<string, Submission>();
+  const assignment = exam.spec.assignment;
+  if (assignment === undefined) return out;
+  const namespace = exam.metadata.namespace ?? "";
+  for (const user of students.keys()) {
+    const s = ctx.caches.submissions.get(submissionNameFor(assignment, user), namespace);
+    if (s) out.set(user, s);
+  }
+  return out;
+}
+
+type HandIn = "none" | "pending" | "collected" | "failed";
+
+function handInState(s: Submission | undefined): HandIn {
+  // No Submission: the Assignment has none for this student (none to collect, or no Assignment).
+  if (!s) return "none";
+  if (s.status?.receipt) return "collected";
+  const handedIn = findCondition(s.status?.conditions, SubmissionConditions.HandedIn);
+  if (handedIn?.status === "False" && FINAL_FAILURES.has(handedIn.reason)) return "failed";
+  return "pending";
+}
+
+function studentState(phase: ExamPhase, s: Student, exam: Exam, handIn: HandIn): ExamStudent {
+  const base = { user: s.user, userland: s.userland.metadata.name ?? "" };
+  const env = s.userland.status?.phase;
+  if (phase === "Scheduled") return { ...base, state: "Waiting" };
+  if (phase === "Running")
+    return { ...base, state: env === "Ready" ? "Ready" : env === "Stopped" ? "Stopped" : "Starting" };
+  if (exam.spec.assignment === undefined) return { ...base, state: "Done" };
+  if (handIn === "collected") return { ...base, state: "Collected" };
+  if (handIn === "failed" || phase === "Over")
+    return {
+      ...base,
+      state: "NotCollected",
+      message:
+        handIn === "none"
+          ? `No Submission of ${exam.spec.assignment} for this student`
+          : `Not collected: see the Submission ${submissionNameFor(exam.spec.assignment, s.user)}`,
+    };
+  return { ...base, state: "HandInRequested" };
+}
+
+/** The exam's NetworkPolicy, made or repaired; the NetworkClosed condition says how it went. */
+async function closeNetwork(ctx: OperatorContext, options: ExamOptions, exam: Exam): Promise<ConditionInput> {
+  const type = ExamConditions.NetworkClosed;
+  if (!options.proxyPods)
+    return {
+      type,
+      status: "False",
+      reason: "ProxyPodsUnset",
+      message:
+        "The operator has no OPERATOR_PROXY_PODS (the proxy's pods, the only ones let in): the exam does not start without its network closed",
+    };
+  const namespace = exam.metadata.namespace ?? "";
+  const desired = examNetworkPolicy(exam, options.proxyPods);
+  const path = resources.NetworkPolicy.path(namespace, desired.metadata?.name);
+  let current: ExamNetworkPolicy | undefined;
+  try {
+    current = await ctx.rest.get<ExamNetworkPolicy>(path);
+  } catch (error) {
+    if (!isNotFound(error)) throw error;
+  }
+  if (!current) {
+    try {
+      await ctx.rest.create(resources.NetworkPolicy.path(namespace), desired);
+      ctx.log.info(
+        { namespace, exam: exam.metadata.name, policy: desired.metadata?.name },
+        "exam network closed",
+      );
+    } catch (error) {
+      if (!isAlreadyExists(error)) throw error;
+    }
+  } else if (stableJson(current.spec) !== stableJson(desired.spec)) {
+    await ctx.rest.replace(path, { ...current, spec: desired.spec });
+  }
+  return {
+    type,
+    status: "True",
+    reason: "PolicyInPlace",
+    message: `NetworkPolicy ${desired.metadata?.name}: in only from the proxy, out only to cluster DNS`,
+  };
+}
+
+/**
+ * The other exam a Userland is marked for (exam or hold label), if that exam exists and is not
+ * over: two exams at once over the same environments leave them to the first; a mark naming no
+ * such exam (left by hand) is taken over.
+ */
+function otherExam(ctx: Pick<OperatorContext, "caches">, u: Userland, exam: string): string | undefined {
+  for (const key of [ExamMarks.examLabel, ExamMarks.holdLabel]) {
+    const other = label(u, key);
+    if (other === undefined || other === exam) continue;
+    const found = ctx.caches.exams.get(other, u.metadata.namespace);
+    if (found && found.status?.phase !== "Over") return other;
+  }
+  return undefined;
+}
+
+/** A student's Userlands in the namespace that are not their exam environment. */
+function othersOf(ctx: OperatorContext, exam: Exam, students: Map<string, Student>): Userland[] {
+  return ctx.caches.userlands
+    .list(exam.metadata.namespace)
+    .filter(
+      (u) =>
+        !u.metadata.deletionTimestamp &&
+        students.has(u.spec.user) &&
+        students.get(u.spec.user)?.userland.metadata.name !== u.metadata.name,
+    );
+}
+
+/**
+ * Records what the marks are about to change, before changing it: an exam environment met stopped
+ * (it is stopped again at the end), another Userland met running (started again at the end). Only
+ * at first touch (no mark yet): one a student starts or stops during the exam is not theirs to
+ * keep that way. Written with the cached resourceVersion, so a stale cache cannot drop a record.
+ */
+async function recordChanges(
+  ctx: OperatorContext,
+  exam: Exam,
+  students: Map<string, Student>,
+  status: ExamStatus,
+): Promise<Exam> {
+  const name = exam.metadata.name ?? "";
+  const enabled = new Set(status.changed?.enabled ?? []);
+  const stopped = new Set(status.changed?.stopped ?? []);
+  for (const { userland: u } of students.values())
+    if (label(u, ExamMarks.examLabel) !== name && u.spec.enabled === false && !otherExam(ctx, u, name))
+      enabled.add(u.metadata.name ?? "");
+  for (const u of othersOf(ctx, exam, students))
+    if (label(u, ExamMarks.holdLabel) !== name && u.spec.enabled !== false && !otherExam(ctx, u, name))
+      stopped.add(u.metadata.name ?? "");
+  const changed = { enabled: [...enabled].sort(), stopped: [...stopped].sort() };
+  status.changed = changed;
+  if (stableJson(exam.status?.changed ?? { enabled: [], stopped: [] }) === stableJson(changed)) return exam;
+  return ctx.rest.patch<Exam>(resources.Exam.path(exam.metadata.namespace ?? "", name, "status"), {
+    metadata: { resourceVersion: exam.metadata.resourceVersion },
+    status: { changed },
+  });
+}
+
+function notice(exam: Exam): ExamNotice {
+  return {
+    exam: exam.metadata.name ?? "",
+    ...(exam.spec.title ? { title: exam.spec.title } : {}),
+    start: exam.spec.start,
+    end: exam.spec.end,
+    proctors: { users: exam.spec.proctors?.users ?? [], groups: exam.spec.proctors?.groups ?? [] },
+  };
+}
+
+/** Patches a Userland when `want` (labels, annotations, enabled) differs from what it has. */
+async function mark(
+  ctx: OperatorContext,
+  u: Userland,
+  want: {
+    labels: Record<string, string | null>;
+    annotations: Record<string, string | null>;
+    enabled?: boolean;
+  },
+): Promise<void> {
+  const has = (map: Record<string, string> | undefined, k: string, v: string | null) =>
+    v === null ? map?.[k] === undefined : map?.[k] === v;
+  const same =
+    Object.entries(want.labels).every(([k, v]) => has(u.metadata.labels, k, v)) &&
+    Object.entries(want.annotations).every(([k, v]) => has(u.metadata.annotations, k, v)) &&
+    (want.enabled === undefined || (u.spec.enabled !== false) === want.enabled);
+  if (same) return;
+  try {
+    await ctx.rest.patch(resources.Userland.path(u.metadata.namespace ?? "", u.metadata.name), {
+      metadata: { labels: want.labels, annotations: want.annotations },
+      ...(want.enabled === undefined ? {} : { spec: { enabled: want.enabled } }),
+    });
+  } catch (error) {
+    if (!isNotFound(error)) throw error;
+  }
+}
+
+/** Running: exam environments marked and started; the students' others held (stopped). */
+async function applyMarks(ctx: OperatorContext, exam: Exam, students: Map<string, Student>): Promise<void> {
+  const name = exam.metadata.name ?? "";
+  const info = JSON.stringify(notice(exam));
+  const limit = pLimit(USERLAND_WRITES_IN_FLIGHT);
+  const writes: Promise<void>[] = [];
+  for (const { userland: u } of students.values()) {
+    if (otherExam(ctx, u, name)) continue;
+    writes.push(
+      limit(async () => {
+        await mark(ctx, u, {
+          labels: { [ExamMarks.examLabel]: name },
+          annotations: { [ExamMarks.examAnnotation]: info },
+          enabled: true,
+        });
+      }),
+    );
+  }
+  for (const u of othersOf(ctx, exam, students)) {
+    if (otherExam(ctx, u, name)) continue;
+    writes.push(
+      limit(async () => {
+        const wasRunning = u.spec.enabled !== false && label(u, ExamMarks.holdLabel) !== name;
+        await mark(ctx, u, {
+          labels: { [ExamMarks.holdLabel]: name },
+          annotations: {
+            [ExamMarks.holdAnnotation]: info,
+            [UserlandAnnotations.stoppedReason]: ExamMarks.stoppedReason,
+          },
+          enabled: false,
+        });
+        if (wasRunning)
+          ctx.events.normal(
+            userlandRef(u),
+            "ExamHold",
+            `Stopped for the exam ${name} until ${exam.spec.end}; started again after it`,
+          );
+      }),
+    );
+  }
+  // Marked earlier but no longer in the class (a label changed): let go now, as at the end.
+  const current = new Set([...students.values()].map((s) => s.userland.metadata.name));
+  const others = new Set(othersOf(ctx, exam, students).map((u) => u.metadata.name));
+  for (const u of ctx.caches.userlands.list(exam.metadata.namespace)) {
+    if (label(u, ExamMarks.examLabel) === name && !current.has(u.metadata.name))
+      writes.push(limit(() => release(ctx, u, exam)));
+    if (label(u, ExamMarks.holdLabel) === name && !others.has(u.metadata.name))
+      writes.push(limit(() => release(ctx, u, exam)));
+  }
+  await Promise.all(writes);
+}
+
+/** One Userland back to what it was before the exam touched it. */
+async function release(ctx: OperatorContext, u: Userland, exam: Exam): Promise<void> {
+  const name = u.metadata.name ?? "";
+  const changed = exam.status?.changed ?? {};
+  if (label(u, ExamMarks.examLabel) === exam.metadata.name) {
+    await mark(ctx, u, {
+      labels: { [ExamMarks.examLabel]: null },
+      annotations: { [ExamMarks.examAnnotation]: null },
+      ...(changed.enabled?.includes(name) ? { enabled: false } : {}),
+    });
+  } else if (label(u, ExamMarks.holdLabel) === exam.metadata.name) {
+    const reason = u.metadata.annotations?.[UserlandAnnotations.stoppedReason];
+    await mark(ctx, u, {
+      labels: { [ExamMarks.holdLabel]: null },
+      annotations: {
+        [ExamMarks.holdAnnotation]: null,
+        ...(reason === ExamMarks.stoppedReason ? { [UserlandAnnotations.stoppedReason]: null } : {}),
+      },
+      ...(changed.stopped?.includes(name) ? { enabled: true } : {}),
+    });
+  }
+}
+
+/**
+ * Over: every Userland the exam marked is released; the policy goes once no pod carries the exam
+ * label (a pod still going would otherwise be open: the chart's policy does not select it).
+ */
+async function restore(
+  ctx: OperatorContext,
+  exam: Exam,
+  status: ExamStatus,
+  /** The policy may still be there (it is looked for only until the exam has been seen over). */
+  policyMayExist: boolean,
+): Promise<{ restored: boolean; podsLeft: boolean }> {
+  const namespace = exam.metadata.namespace ?? "";
+  const name = exam.metadata.name ?? "";
+  const marked = ctx.caches.userlands
+    .list(namespace)
+    .filter((u) => label(u, ExamMarks.examLabel) === name || label(u, ExamMarks.holdLabel) === name);
+  const limit = pLimit(USERLAND_WRITES_IN_FLIGHT);
+  await Promise.all(marked.map((u) => limit(() => release(ctx, u, { ...exam, status }))));
+  const podsLeft = ctx.caches.pods
+    .list(namespace)
+    .some((p) => p.metadata?.labels?.[ExamMarks.examLabel] === name);
+  if (marked.length > 0 || podsLeft) return { restored: false, podsLeft };
+  if (!policyMayExist && status.policy === undefined) return { restored: true, podsLeft: false };
+  delete status.policy;
+  try {
+    await ctx.rest.delete(resources.NetworkPolicy.path(namespace, examPolicyName(name)));
+    ctx.log.info({ namespace, exam: name }, "exam network opened again");
+  } catch (error) {
+    if (!isNotFound(error)) throw error;
+  }
+  return { restored: true, podsLeft: false };
+}

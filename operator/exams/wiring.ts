@@ -1,0 +1,71 @@
+/**
+ * Informer events → Exam keys: an Exam is synced again when it changes, and (batched) when what its
+ * sync reads changes: a Userland in its namespace (a student, their other environments, a mark),
+ * a Submission of its assignment (collection), a pod carrying its label (the policy waits for
+ * them to go at the end).
+ */
+import { ExamConditions, ExamMarks, type Exam } from "../../api/v1alpha1/index.ts";
+import type { k8s } from "../../lib/kube.ts";
+import type { Caches } from "../caches.ts";
+import type { WorkQueue } from "../workqueue.ts";
+
+/** "E/<namespace>/<name>" for an Exam. */
+export const examKey = (namespace: string, name: string) => `E/${namespace}/${name}`;
+
+/** Many students' changes at once (a start, a collection) make one sync. */
+const BATCH_MS = 500;
+
+/** An exam that can still change something: not over, or being deleted. */
+const active = (e: Exam) => e.status?.phase !== "Over" || e.metadata.deletionTimestamp !== undefined;
+
+const networkClosed = (e: Exam | undefined) =>
+  e?.status?.conditions?.find((c) => c.type === ExamConditions.NetworkClosed)?.status;
+
+export function registerExamHandlers(
+  caches: Caches,
+  queue: WorkQueue,
+  /** Queues a Userland's sync: its pods carry the exam label only while the exam's network is closed. */
+  enqueueUserland: (namespace: string, name: string) => void,
+): void {
+  const { exams, userlands, submissions, pods } = caches;
+  const onExam = (e: Exam, old?: Exam) => {
+    const namespace = e.metadata.namespace ?? "";
+    queue.add(examKey(namespace, e.metadata.name ?? ""));
+    if (networkClosed(e) === networkClosed(old)) return;
+    for (const u of userlands.list(namespace))
+      if (u.metadata.labels?.[ExamMarks.examLabel] === e.metadata.name)
+        enqueueUserland(namespace, u.metadata.name ?? "");
+  };
+  exams.on("add", (e) => onExam(e));
+  exams.on("update", (e, old) => onExam(e, old));
+  exams.on("delete", (e) => onExam(e, { ...e, status: {} }));
+
+  const later = (namespace: string, name: string) => queue.addAfter(examKey(namespace, name), BATCH_MS);
+  const marksOf = (o: k8s.KubernetesObject | undefined) =>
+    [o?.metadata?.labels?.[ExamMarks.examLabel], o?.metadata?.labels?.[ExamMarks.holdLabel]].filter(
+      (x): x is string => x !== undefined,
+    );
+  const onUserland = (u: k8s.KubernetesObject, old?: k8s.KubernetesObject) => {
+    const namespace = u.metadata?.namespace ?? "";
+    for (const name of [...marksOf(u), ...marksOf(old)]) later(namespace, name);
+    for (const e of exams.list(namespace)) if (active(e)) later(namespace, e.metadata.name ?? "");
+  };
+  userlands.on("add", (u) => onUserland(u));
+  userlands.on("update", (u, old) => onUserland(u, old));
+  userlands.on("delete", (u) => onUserland(u));
+
+  const onSubmission = (s: k8s.KubernetesObject & { spec?: { assignment?: string } }) => {
+    const namespace = s.metadata?.namespace ?? "";
+    for (const e of exams.list(namespace))
+      if (active(e) && e.spec.assignment === s.spec?.assignment) later(namespace, e.metadata.name ?? "");
+  };
+  submissions.on("add", onSubmission);
+  submissions.on("update", onSubmission);
+
+  const onPod = (pod: k8s.KubernetesObject) => {
+    const name = pod.metadata?.labels?.[ExamMarks.examLabel];
+    if (name) later(pod.metadata?.namespace ?? "", name);
+  };
+  pods.on("update", onPod);
+  pods.on("delete", onPod);
+}

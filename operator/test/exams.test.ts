@@ -1,0 +1,350 @@
+/**
+ * The Exam controller against the real API server on kwok (docs/decisions/0013-exams.md): at the
+ * start its NetworkPolicy closes the class's environments of the Template, which run, and the
+ * students' other Userlands stop; an operator killed mid-exam converges on what was changed behind
+ * its back; at the end everything is exactly as before and the policy is gone.
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import type { V1Deployment } from "@kubernetes/client-node";
+import { childNames, LABELS, MANAGED_BY } from "../../api/naming.ts";
+import { ExamMarks, examsPath, type Exam, type Userland } from "../../api/v1alpha1/index.ts";
+import { isNotFound, paths } from "../../lib/kubeRest.ts";
+import { eventually, testNamespace } from "../../test/support/cluster.ts";
+import { installCrds, startOperator } from "../../test/support/operator.ts";
+import {
+  adminRest,
+  createTemplate,
+  deploymentsPath,
+  simpleTemplateSpec,
+  userlandsPath,
+} from "../../test/support/resources.ts";
+
+const policyPath = (ns: string, name?: string) =>
+  paths.namespaced("networking.k8s.io", "v1", "networkpolicies", ns, name);
+
+async function userland(
+  ns: string,
+  name: string,
+  user: string,
+  template: string,
+  enabled: boolean,
+  cls?: string,
+) {
+  const rest = await adminRest();
+  await rest.create(userlandsPath(ns), {
+    apiVersion: "userland.dev/v1alpha1",
+    kind: "Userland",
+    metadata: { name, ...(cls ? { labels: { [LABELS.class]: cls } } : {}) },
+    spec: { user, templateName: template, enabled },
+  });
+}
+
+const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d+Z$/, "Z");
+
+test("an exam closes its class's environments at the start, stops the students' others, survives an operator restart and restores exactly what it changed at the end", async (t) => {
+  const ns = await testNamespace(t, "exam");
+  const rest = await adminRest();
+  const env = { OPERATOR_PROXY_PODS: `${ns}:app.kubernetes.io/component=proxy` };
+  let operator = await startOperator(t, ns, { env });
+  await createTemplate(ns, "lab", simpleTemplateSpec());
+  await createTemplate(ns, "web", simpleTemplateSpec());
+  await userland(ns, "alice-lab", "alice", "lab", false, "c1"); // stopped before: started, then stopped again
+  await userland(ns, "bob-lab", "bob", "lab", true, "c1");
+  await userland(ns, "carol-lab", "carol", "lab", true, "c2"); // another class: untouched
+  await userland(ns, "alice-web", "alice", "web", true); // running: stopped for the window
+  await userland(ns, "bob-web", "bob", "web", false); // already stopped: stays so
+  await userland(ns, "carol-web", "carol", "web", true); // not a student of the exam
+  const get = (name: string) => rest.get<Userland>(userlandsPath(ns, name));
+
+  // The start is far enough away that the Scheduled state can be seen untouched.
+  const start = Date.now() + 6_000;
+  const end = start + 22_000;
+  await rest.create(examsPath(ns), {
+    apiVersion: "userland.dev/v1alpha1",
+    kind: "Exam",
+    metadata: { name: "midterm" },
+    spec: {
+      templateName: "lab",
+      class: "c1",
+      start: iso(start),
+      end: iso(end),
+      proctors: { users: ["prof"] },
+    },
+  });
+  const exam = () => rest.get<Exam>(examsPath(ns, "midterm"));
+  await eventually("the exam to be Scheduled", async () => (await exam()).status?.phase === "Scheduled");
+  assert.ok(Date.now() < start, "seen before the start");
+  assert.equal((await get("alice-web")).spec.enabled, true, "nothing stopped before the start");
+  await assert.rejects(
+    rest.get(policyPath(ns, "userland-exam-midterm")),
+    isNotFound,
+    "no policy before the start",
+  );
+
+  await eventually("the exam to run", async () => (await exam()).status?.phase === "Running", 20_000);
+  const policy = await eventually("the exam's NetworkPolicy", () =>
+    rest
+      .get<{ spec: Record<string, unknown> }>(policyPath(ns, "userland-exam-midterm"))
+      .catch(() => undefined),
+  );
+  assert.deepEqual(policy.spec, {
+    podSelector: {
+      matchLabels: {
+        [LABELS.managedBy]: MANAGED_BY,
+        [LABELS.template]: "lab",
+        [ExamMarks.examLabel]: "midterm",
+      },
+    },
+    policyTypes: ["Ingress", "Egress"],
+    ingress: [
+      {
+        from: [
+          {
+            namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": ns } },
+            podSelector: { matchLabels: { "app.kubernetes.io/component": "proxy" } },
+          },
+        ],
+      },
+    ],
+    egress: [
+      {
+        to: [
+          {
+            namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "kube-system" } },
+            podSelector: { matchLabels: { "k8s-app": "kube-dns" } },
+          },
+        ],
+        ports: [
+          { protocol: "UDP", port: 53 },
+          { protocol: "TCP", port: 53 },
+        ],
+      },
+    ],
+  });
+  await eventually("the marks on every Userland", async () => {
+    const [a, b, aw, bw] = await Promise.all(["alice-lab", "bob-lab", "alice-web", "bob-web"].map(get));
+    return (
+      a?.spec.enabled === true &&
+      a.metadata.labels?.[ExamMarks.examLabel] === "midterm" &&
+      b?.metadata.labels?.[ExamMarks.examLabel] === "midterm" &&
+      aw?.spec.enabled === false &&
+      aw.metadata.labels?.[ExamMarks.holdLabel] === "midterm" &&
+      bw?.metadata.labels?.[ExamMarks.holdLabel] === "midterm"
+    );
+  });
+  assert.equal((await get("alice-web")).metadata.annotations?.["userland.dev/stopped-reason"], "Exam");
+  assert.match((await get("bob-lab")).metadata.annotations?.[ExamMarks.examAnnotation] ?? "", /"prof"/);
+  for (const other of ["carol-lab", "carol-web"]) {
+    const u = await get(other);
+    assert.equal(u.spec.enabled, true, `${other} untouched`);
+    assert.deepEqual(
+      u.metadata.labels?.[ExamMarks.examLabel] ?? u.metadata.labels?.[ExamMarks.holdLabel],
+      undefined,
+    );
+  }
+  assert.deepEqual((await exam()).status?.changed, { enabled: ["alice-lab"], stopped: ["alice-web"] });
+  // The environment's pods carry the label the policy selects.
+  const deployment = await eventually("bob's Deployment with the exam's pod label", async () => {
+    const d = await rest.get<V1Deployment>(deploymentsPath(ns, childNames("lab", "bob-lab").deployment));
+    return d.spec?.template.metadata?.labels?.[ExamMarks.examLabel] === "midterm" ? d : undefined;
+  });
+  assert.equal(deployment.spec?.replicas, 1);
+  const carolDeployment = await rest.get<V1Deployment>(
+    deploymentsPath(ns, childNames("lab", "carol-lab").deployment),
+  );
+  assert.equal(carolDeployment.spec?.template.metadata?.labels?.[ExamMarks.examLabel], undefined);
+
+  // Mid-exam the operator dies; meanwhile alice starts her other environment and someone deletes
+  // the policy. The next operator puts both back and keeps the record it found.
+  await operator.stop("SIGKILL");
+  await rest.patch(userlandsPath(ns, "alice-web"), { spec: { enabled: true } });
+  await rest.delete(policyPath(ns, "userland-exam-midterm"));
+  operator = await startOperator(t, ns, { env });
+  await eventually("the new operator to converge", async () => {
+    const aw = await get("alice-web");
+    const p = await rest.get(policyPath(ns, "userland-exam-midterm")).catch(() => undefined);
+    return aw.spec.enabled === false && p !== undefined;
+  });
+  assert.ok(Date.now() < end, "converged inside the window");
+  assert.deepEqual((await exam()).status?.changed, { enabled: ["alice-lab"], stopped: ["alice-web"] });
+
+  // The end: every mark gone, each Userland as before the start, then the policy.
+  await eventually("the exam to be over", async () => (await exam()).status?.phase === "Over", 40_000);
+  await eventually(
+    "the policy to be removed",
+    async () =>
+      (await rest.get(policyPath(ns, "userland-exam-midterm")).catch(() => undefined)) === undefined,
+  );
+  const after = Object.fromEntries(
+    await Promise.all(
+      ["alice-lab", "bob-lab", "carol-lab", "alice-web", "bob-web", "carol-web"].map(
+        async (n) => [n, await get(n)] as const,
+      ),
+    ),
+  );
+  assert.deepEqual(
+    Object.fromEntries(Object.entries(after).map(([n, u]) => [n, u.spec.enabled])),
+    {
+      "alice-lab": false,
+      "bob-lab": true,
+      "carol-lab": true,
+      "alice-web": true,
+      "bob-web": false,
+      "carol-web": true,
+    },
+    "each Userland as it was before the exam",
+  );
+  for (const [n, u] of Object.entries(after)) {
+    const marks = Object.keys({ ...u.metadata.labels, ...u.metadata.annotations }).filter((k) =>
+      k.startsWith("userland.dev/exam"),
+    );
+    assert.deepEqual(marks, [], `${n} carries no exam mark`);
+    assert.equal(
+      u.metadata.annotations?.["userland.dev/stopped-reason"],
+      undefined,
+      `${n}: no stopped-reason`,
+    );
+  }
+  const students = (await exam()).status?.students?.map((s) => [s.user, s.state]);
+  assert.deepEqual(students, [
+    ["alice", "Done"],
+    ["bob", "Done"],
+  ]);
+  assert.equal(operator.child.exitCode, null);
+});
+
+test("an Exam whose end is not after its start is refused by the API server", async (t) => {
+  const ns = await testNamespace(t, "exam-crd");
+  const rest = await adminRest();
+  await installCrds();
+  await assert.rejects(
+    rest.create(examsPath(ns), {
+      apiVersion: "userland.dev/v1alpha1",
+      kind: "Exam",
+      metadata: { name: "backwards" },
+      spec: { templateName: "lab", start: "2030-01-01T10:00:00Z", end: "2030-01-01T09:00:00Z" },
+    }),
+    /spec.end must be after spec.start/,
+  );
+});
+
+test("without OPERATOR_PROXY_PODS an exam does not start: NetworkClosed=False, nothing changed", async (t) => {
+  const ns = await testNamespace(t, "exam-noproxy");
+  const rest = await adminRest();
+  await startOperator(t, ns);
+  await createTemplate(ns, "lab", simpleTemplateSpec());
+  await userland(ns, "dan-lab", "dan", "lab", false);
+  await rest.create(examsPath(ns), {
+    apiVersion: "userland.dev/v1alpha1",
+    kind: "Exam",
+    metadata: { name: "quiz" },
+    spec: { templateName: "lab", start: iso(Date.now() - 1000), end: iso(Date.now() + 60_000) },
+  });
+  const exam = await eventually("the exam's condition", async () => {
+    const e = await rest.get<Exam>(examsPath(ns, "quiz"));
+    return e.status?.conditions?.find((c) => c.type === "NetworkClosed") ? e : undefined;
+  });
+  assert.equal(exam.status?.phase, "Running");
+  assert.equal(exam.status?.conditions?.[0]?.reason, "ProxyPodsUnset");
+  const dan = await rest.get<Userland>(userlandsPath(ns, "dan-lab"));
+  assert.equal(dan.spec.enabled, false, "not started without the network closed");
+  assert.equal(dan.metadata.labels?.[ExamMarks.examLabel], undefined);
+});
+
+test("an Exam deleted while it runs restores what it changed and takes its policy with it (its finalizer)", async (t) => {
+  const ns = await testNamespace(t, "exam-del");
+  const rest = await adminRest();
+  await startOperator(t, ns, { env: { OPERATOR_PROXY_PODS: `${ns}:app.kubernetes.io/component=proxy` } });
+  await createTemplate(ns, "lab", simpleTemplateSpec());
+  await createTemplate(ns, "web", simpleTemplateSpec());
+  await userland(ns, "eve-lab", "eve", "lab", false);
+  await userland(ns, "eve-web", "eve", "web", true);
+  await rest.create(examsPath(ns), {
+    apiVersion: "userland.dev/v1alpha1",
+    kind: "Exam",
+    metadata: { name: "quiz" },
+    spec: { templateName: "lab", start: iso(Date.now() - 1000), end: iso(Date.now() + 3_600_000) },
+  });
+  await eventually("the exam to run with its marks", async () => {
+    const [lab, web] = await Promise.all([
+      rest.get<Userland>(userlandsPath(ns, "eve-lab")),
+      rest.get<Userland>(userlandsPath(ns, "eve-web")),
+    ]);
+    return lab.spec.enabled === true && web.spec.enabled === false;
+  });
+  const exam = await rest.get<Exam>(examsPath(ns, "quiz"));
+  assert.deepEqual(exam.metadata.finalizers, [ExamMarks.finalizer]);
+
+  await rest.delete(examsPath(ns, "quiz"));
+  await eventually(
+    "the exam to be gone",
+    async () => (await rest.get(examsPath(ns, "quiz")).catch(() => undefined)) === undefined,
+  );
+  const [lab, web] = await Promise.all([
+    rest.get<Userland>(userlandsPath(ns, "eve-lab")),
+    rest.get<Userland>(userlandsPath(ns, "eve-web")),
+  ]);
+  assert.equal(lab.spec.enabled, false, "stopped again, as before the exam");
+  assert.equal(web.spec.enabled, true, "started again");
+  assert.equal(lab.metadata.labels?.[ExamMarks.examLabel], undefined);
+  assert.equal(web.metadata.labels?.[ExamMarks.holdLabel], undefined);
+  await eventually(
+    "the policy to be gone",
+    async () => (await rest.get(policyPath(ns, "userland-exam-quiz")).catch(() => undefined)) === undefined,
+  );
+});
+
+test("the exam's pod label comes only from the operator's exam with its network closed: a hand-made label or a Template's own copy opens nothing", async (t) => {
+  const ns = await testNamespace(t, "exam-label");
+  const rest = await adminRest();
+  await startOperator(t, ns, { env: { OPERATOR_PROXY_PODS: `${ns}:app.kubernetes.io/component=proxy` } });
+  const spec = simpleTemplateSpec();
+  spec.template.metadata = { labels: { [ExamMarks.examLabel]: "from-template", team: "a" } };
+  await createTemplate(ns, "lab", spec);
+  // The label names no Exam: the pod must stay under the chart's environments policy.
+  await rest.create(userlandsPath(ns), {
+    apiVersion: "userland.dev/v1alpha1",
+    kind: "Userland",
+    metadata: { name: "fay-lab", labels: { [ExamMarks.examLabel]: "fake" } },
+    spec: { user: "fay", templateName: "lab" },
+  });
+  const deployment = await eventually("fay's Deployment", () =>
+    rest
+      .get<V1Deployment>(deploymentsPath(ns, childNames("lab", "fay-lab").deployment))
+      .catch(() => undefined),
+  );
+  const labels = deployment.spec?.template.metadata?.labels ?? {};
+  assert.equal(labels[ExamMarks.examLabel], undefined, "no exam label on the pods");
+  assert.equal(labels.team, "a", "the Template's other labels stay");
+});
+
+test("two exams at once over the same environment: the second leaves it to the first and says so, and takes it once the first is gone", async (t) => {
+  const ns = await testNamespace(t, "exam-two");
+  const rest = await adminRest();
+  await startOperator(t, ns, { env: { OPERATOR_PROXY_PODS: `${ns}:app.kubernetes.io/component=proxy` } });
+  await createTemplate(ns, "lab", simpleTemplateSpec());
+  await userland(ns, "gil-lab", "gil", "lab", true);
+  const create = (name: string) =>
+    rest.create(examsPath(ns), {
+      apiVersion: "userland.dev/v1alpha1",
+      kind: "Exam",
+      metadata: { name },
+      spec: { templateName: "lab", start: iso(Date.now() - 1000), end: iso(Date.now() + 3_600_000) },
+    });
+  const examLabel = async () =>
+    (await rest.get<Userland>(userlandsPath(ns, "gil-lab"))).metadata.labels?.[ExamMarks.examLabel];
+  await create("first");
+  await eventually("gil's environment in the first exam", async () => (await examLabel()) === "first");
+  await create("second");
+  const second = await eventually("the second exam to say whose it is", async () => {
+    const e = await rest.get<Exam>(examsPath(ns, "second"));
+    return e.status?.students?.[0]?.message ? e : undefined;
+  });
+  assert.match(second.status?.students?.[0]?.message ?? "", /Left to the exam first/);
+  assert.equal(await examLabel(), "first", "the first exam's mark stands");
+  assert.deepEqual(second.status?.changed, { enabled: [], stopped: [] });
+
+  await rest.delete(examsPath(ns, "first"));
+  await eventually("the second exam to take gil's environment", async () => (await examLabel()) === "second");
+});

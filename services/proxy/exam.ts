@@ -1,0 +1,128 @@
+/**
+ * Who reaches an environment during an exam (docs/decisions/0013-exams.md). The operator marks a
+ * student's exam environment with the exam's label and notice (start, end, proctors) and their
+ * other Userlands with a hold label; the proxy reads both from the Userland it already caches:
+ *
+ * - the student's own session must be issued at or after the start (sign in again, on the exam
+ *   machine): a session copied from elsewhere, or left open before, is refused;
+ * - a visitor must be a proctor (a listed user or a member of a listed group) and, as for any
+ *   visit, hold the visit right (asked afterwards, visits.ts); their session too must be new;
+ * - a held Userland is not served, nor started, until the exam is over.
+ *
+ * A marked Userland whose notice cannot be read admits nobody: an exam must never look open.
+ */
+import { ExamMarks, parseExamNotice, type ExamNotice, type Userland } from "../../api/v1alpha1/index.ts";
+import { html } from "../../lib/html.ts";
+import type { Session } from "../../lib/session.ts";
+import { document, simplePage, type Page } from "./pages.ts";
+
+type Exam = { notice: ExamNotice } | { unreadable: string };
+
+/** The exam a Userland is in (its label), with its notice; undefined outside exams. */
+export function examOf(userland: Userland): Exam | undefined {
+  const name = userland.metadata.labels?.[ExamMarks.examLabel];
+  if (name === undefined) return undefined;
+  const notice = parseExamNotice(userland.metadata.annotations?.[ExamMarks.examAnnotation]);
+  return notice && notice.exam === name ? { notice } : { unreadable: name };
+}
+
+const unreadablePage = (exam: string) =>
+  simplePage(
+    503,
+    "This environment is closed for an exam",
+    `It is in the exam ${exam}, whose details cannot be read. Nobody can open it until an admin fixes the Userland's userland.dev/exam annotation or the exam is over.`,
+  );
+
+/** Issued before the start (`iat` in whole seconds, as signed). */
+const before = (session: Session, notice: ExamNotice) => session.iat * 1000 < Date.parse(notice.start);
+
+/** The auth service's sign-out page (beside its login page), coming back to `returnTo`: a new sign-in. */
+export function signOutUrlFor(loginUrl: URL, returnTo: string): string {
+  const url = new URL("logout", loginUrl);
+  url.searchParams.set("rd", returnTo);
+  return url.href;
+}
+
+/** "2026-12-01 09:00 UTC": the same for every reader, whatever their machine's zone. */
+const utcMinute = (iso: string) => `${new Date(iso).toISOString().slice(0, 16).replace("T", " ")} UTC`;
+
+/** A page asking for a new sign-in on this machine: through the auth service's sign-out and back here. */
+export function signInAgainPage(notice: ExamNotice, signOutUrl: string): Page {
+  const title = "Sign in again on this machine";
+  const name = notice.title ?? notice.exam;
+  const message = `The exam ${name} started at ${utcMinute(notice.start)}. Sessions from before its start are not accepted: sign out and sign in again here, on the computer you take the exam on.`;
+  return {
+    status: 403,
+    title,
+    body: document(
+      title,
+      html`<p>${message}</p>
+        <p><a href="${signOutUrl}">Sign out, then sign in again</a></p>`,
+      {},
+    ),
+    json: { error: title, message, exam: notice.exam, start: notice.start },
+  };
+}
+
+/** The student's own request to their exam environment: undefined when it may pass. */
+export function ownerRefusal(userland: Userland, session: Session, signOutUrl: string): Page | undefined {
+  const exam = examOf(userland);
+  if (!exam) return undefined;
+  if ("unreadable" in exam) return unreadablePage(exam.unreadable);
+  return before(session, exam.notice) ? signInAgainPage(exam.notice, signOutUrl) : undefined;
+}
+
+export function isProctor(notice: ExamNotice, session: Session): boolean {
+  return (
+    notice.proctors.users.includes(session.user) ||
+    session.groups.some((g) => notice.proctors.groups.includes(g))
+  );
+}
+
+/**
+ * A visit during an exam: "denied" (refused as any visit without the right) for anyone but a
+ * proctor, before the visit right is even asked; a proctor's old session is refused as a student's is.
+ */
+export function visitorRefusal(
+  userland: Userland,
+  session: Session,
+  signOutUrl: string,
+): Page | "denied" | undefined {
+  const exam = examOf(userland);
+  if (!exam) return undefined;
+  if ("unreadable" in exam) return unreadablePage(exam.unreadable);
+  if (!isProctor(exam.notice, session)) return "denied";
+  return before(session, exam.notice) ? signInAgainPage(exam.notice, signOutUrl) : undefined;
+}
+
+/** A student's other environment, stopped for an exam: not served, not started, until it ends. */
+export function heldPage(userland: Userland): Page | undefined {
+  const exam = userland.metadata.labels?.[ExamMarks.holdLabel];
+  if (exam === undefined) return undefined;
+  const notice = parseExamNotice(userland.metadata.annotations?.[ExamMarks.holdAnnotation]);
+  return simplePage(
+    403,
+    "Paused for an exam",
+    `This environment is stopped during the exam ${notice?.title ?? exam}${notice ? `, until ${utcMinute(notice.end)}` : ""}. It starts again by itself after the exam.`,
+  );
+}
+
+/** What the student's home says of an exam on one of their environments; undefined outside exams. */
+export function examOnHome(userland: Userland): { held: boolean; text: string } | undefined {
+  const hold = userland.metadata.labels?.[ExamMarks.holdLabel];
+  if (hold !== undefined) {
+    const notice = parseExamNotice(userland.metadata.annotations?.[ExamMarks.holdAnnotation]);
+    return {
+      held: true,
+      text: `Paused for the exam ${notice?.title ?? hold}${notice ? ` until ${utcMinute(notice.end)}` : ""}: it starts again by itself after it.`,
+    };
+  }
+  const exam = examOf(userland);
+  if (!exam) return undefined;
+  if ("unreadable" in exam) return { held: false, text: `Closed for the exam ${exam.unreadable}.` };
+  const { notice } = exam;
+  return {
+    held: false,
+    text: `In the exam ${notice.title ?? notice.exam} until ${utcMinute(notice.end)}: only you (signed in since its start) and its proctors open it, and nothing leaves it but name lookups.`,
+  };
+}

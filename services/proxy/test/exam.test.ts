@@ -1,0 +1,247 @@
+/**
+ * The proxy during an exam (docs/decisions/0013-exams.md), against the real control plane with
+ * real RBAC and the real user-manager, as visits.test.ts: the test stands in for the operator by
+ * writing the exam's marks on the Userlands. Inside the exam only the student (signed in since its
+ * start) and its proctors (who also hold the visit right) reach the environment; once the marks
+ * are gone, the same requests pass again.
+ */
+import assert from "node:assert/strict";
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { test } from "node:test";
+import { ExamMarks, type ExamNotice } from "../../../api/v1alpha1/index.ts";
+import { renderChartRbac } from "../../../cluster/chartRbac.ts";
+import { KubeRest } from "../../../lib/kubeRest.ts";
+import { SESSION_COOKIE } from "../../../lib/session.ts";
+import { eventually, serviceAccountToken, testCluster } from "../../../test/support/cluster.ts";
+import { adminRest, createUserland, markReady, userlandsPath } from "../../../test/support/resources.ts";
+import { isolatedValues } from "../../../test/chart/support.ts";
+import {
+  CONSOLE_ORIGIN,
+  LOGIN_URL,
+  startConsole,
+  USER_PREFIX,
+} from "../../user-manager/test/consoleSupport.ts";
+import type { HomeView } from "../home.ts";
+import { forgeToken, proxyKubeConfig, send, startProxy, startUpstream, testKeys } from "./support.ts";
+
+const CODE_HOST = "code.example.test";
+const html = { accept: "text/html" };
+
+test("during an exam: the student with a session from after the start and the proctors get in; an older session and other teachers with the visit right get 403; a held environment is paused", async (t) => {
+  const keys = await testKeys(t);
+  const um = await startConsole(t, {
+    config: {
+      sessionKeysFile: keys.publicFile,
+      loginUrl: new URL(LOGIN_URL),
+      consoleUrl: new URL(`${CONSOLE_ORIGIN}/console/`),
+    },
+  });
+  const ns = um.ns;
+  const cluster = await testCluster();
+  const admin = await adminRest();
+
+  // The chart's visitor ClusterRole bound to prof (the proctor), dave (another teacher) and erin
+  // (a proctor by group): all three hold the visit right.
+  const objects = await renderChartRbac({
+    helm: join(cluster.info.binDir, "helm"),
+    namespace: ns,
+    release: "ul",
+    values: isolatedValues(ns),
+  });
+  const role = `${ns}-environment-visitor`;
+  const visitorRole = objects.find((o) => o.kind === "ClusterRole" && o.metadata.name === role);
+  assert.ok(visitorRole);
+  await admin.create("/apis/rbac.authorization.k8s.io/v1/clusterroles", visitorRole);
+  t.after(() =>
+    admin.delete(`/apis/rbac.authorization.k8s.io/v1/clusterroles/${role}`).catch(() => undefined),
+  );
+  await admin.create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`, {
+    metadata: { name: "visitors" },
+    roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role },
+    subjects: ["prof", "dave", "erin"].map((u) => ({
+      kind: "User",
+      name: `${USER_PREFIX}${u}`,
+      apiGroup: "rbac.authorization.k8s.io",
+    })),
+  });
+  const reviewer = new KubeRest(cluster.kc);
+  t.after(() => reviewer.close());
+  await eventually("the visit rights to take effect", async () => {
+    const review = await reviewer.create<{ status?: { allowed?: boolean } }>(
+      `/apis/authorization.k8s.io/v1/namespaces/${ns}/localsubjectaccessreviews`,
+      {
+        apiVersion: "authorization.k8s.io/v1",
+        kind: "LocalSubjectAccessReview",
+        spec: {
+          user: `${USER_PREFIX}erin`,
+          resourceAttributes: {
+            namespace: ns,
+            group: "userland.dev",
+            resource: "userlands",
+            subresource: "visit",
+            verb: "create",
+          },
+        },
+      },
+    );
+    return review.status?.allowed === true;
+  });
+
+  await createUserland(ns, "bob-code", "bob", "code");
+  await markReady(ns, "bob-code", { name: "bob-code-svc", port: 80 });
+  const upstream = await startUpstream(t, "bob");
+  await proxyKubeConfig(ns);
+  const tokenFile = join(keys.dir, "proxy-token");
+  await writeFile(tokenFile, await serviceAccountToken(ns, "userland-proxy"));
+  const proxy = await startProxy(t, ns, keys, {
+    PROXY_USER_MANAGER_URL: um.base,
+    PROXY_USER_MANAGER_TOKEN_FILE: tokenFile,
+  });
+  proxy.resolver.set(ns, "bob-code-svc", upstream.url);
+
+  // The exam started a minute ago; the operator's marks, written here by hand.
+  const nowS = Math.floor(Date.now() / 1000);
+  const notice: ExamNotice = {
+    exam: "midterm",
+    title: "Midterm",
+    start: new Date((nowS - 60) * 1000).toISOString(),
+    end: new Date((nowS + 3600) * 1000).toISOString(),
+    proctors: { users: ["prof"], groups: ["exam-proctors"] },
+  };
+  const setMarks = (on: boolean) =>
+    admin.patch(userlandsPath(ns, "bob-code"), {
+      metadata: {
+        labels: { [ExamMarks.examLabel]: on ? "midterm" : null },
+        annotations: { [ExamMarks.examAnnotation]: on ? JSON.stringify(notice) : null },
+      },
+    });
+  await setMarks(true);
+  await eventually(
+    "the proxy's cache to hold bob's exam",
+    () => proxy.app.cluster.getUserland?.("bob-code")?.metadata.labels?.[ExamMarks.examLabel] === "midterm",
+  );
+
+  const fresh = async (user: string, groups: string[] = []) =>
+    `${SESSION_COOKIE}=${await keys.signer.sign(user, 3600, groups)}`;
+  // Signed with the real key two minutes ago: a session from before the start.
+  const old = async (user: string) =>
+    `${SESSION_COOKIE}=${await forgeToken(keys.keys, { sub: user, iat: nowS - 120, exp: nowS + 3600 })}`;
+  const get = (cookie: string, path: string, extra: Record<string, string> = {}) =>
+    send(proxy.port, {
+      path,
+      headers: { host: CODE_HOST, ...html, "sec-fetch-site": "same-site", ...extra, cookie },
+    });
+  const visitPath = `/_userland/visit?namespace=${ns}&userland=bob-code`;
+  /** A visit as the console's Open begins it: the endpoint's cookie, then the environment. */
+  const visit = async (cookie: string) => {
+    const begin = await get(cookie, visitPath);
+    if (begin.status !== 303) return begin;
+    const visitCookie = String(begin.headers["set-cookie"]).split(";", 1)[0] ?? "";
+    return get(`${cookie}; ${visitCookie}`, "/work");
+  };
+
+  await t.test("bob, signed in after the start, works in his environment", async () => {
+    const r = await get(await fresh("bob"), "/exam");
+    assert.equal(r.status, 200, r.body);
+    assert.equal(upstream.seen.at(-1)?.headers["x-user"], "bob");
+  });
+
+  await t.test("bob's session from before the start is refused: sign in again on this machine", async () => {
+    const before = upstream.seen.length;
+    const r = await get(await old("bob"), "/exam");
+    assert.equal(r.status, 403);
+    assert.match(r.body, /Sign in again on this machine/);
+    assert.match(r.body, /logout\?rd=http%3A%2F%2Fcode\.example\.test%2Fexam/);
+    assert.equal(upstream.seen.length, before, "nothing reached the environment");
+  });
+
+  await t.test("the proctor prof opens it as a visit; erin, a proctor by group, too", async () => {
+    const r = await visit(await fresh("prof"));
+    assert.equal(r.status, 200, r.body);
+    assert.equal(upstream.seen.at(-1)?.headers["x-user"], "bob");
+    assert.equal(upstream.seen.at(-1)?.headers["x-userland-visitor"], "prof");
+    const e = await visit(await fresh("erin", ["exam-proctors"]));
+    assert.equal(e.status, 200, e.body);
+    assert.equal(upstream.seen.at(-1)?.headers["x-userland-visitor"], "erin");
+  });
+
+  await t.test("dave holds the visit right but is no proctor: 403, and nothing reaches bob", async () => {
+    const before = upstream.seen.length;
+    const begin = await get(await fresh("dave"), visitPath);
+    assert.equal(begin.status, 403);
+    assert.match(begin.body, /You may not open this environment/);
+    // Nor with a visit cookie made by hand.
+    const forged = await get(`${await fresh("dave")}; userland_visit=${ns}/bob-code`, "/work");
+    assert.equal(forged.status, 403);
+    assert.equal(upstream.seen.length, before);
+  });
+
+  await t.test("the proctor's own session from before the start is refused too", async () => {
+    const r = await get(`${await old("prof")}; userland_visit=${ns}/bob-code`, "/work");
+    assert.equal(r.status, 403);
+    assert.match(r.body, /Sign in again on this machine/);
+  });
+
+  await t.test("a student's other environment held for the exam is paused: no page, no start", async () => {
+    await createUserland(ns, "bob-lab", "bob", "code", false);
+    await admin.patch(userlandsPath(ns, "bob-code"), { spec: { enabled: true } });
+    // bob-lab is on another Template in real life; here its hold label alone is what is checked.
+    await admin.patch(userlandsPath(ns, "bob-lab"), {
+      metadata: {
+        labels: { [ExamMarks.holdLabel]: "midterm" },
+        annotations: { [ExamMarks.holdAnnotation]: JSON.stringify(notice) },
+      },
+    });
+    await eventually("the hold in the proxy's cache", () =>
+      Boolean(proxy.app.cluster.getUserland?.("bob-lab")?.metadata.labels?.[ExamMarks.holdLabel]),
+    );
+    const start = await send(proxy.port, {
+      method: "POST",
+      path: "/_userland/start",
+      headers: {
+        host: CODE_HOST,
+        origin: `http://${CODE_HOST}`,
+        "sec-fetch-site": "same-origin",
+        "content-type": "application/x-www-form-urlencoded",
+        cookie: await fresh("bob"),
+      },
+      body: "userland=bob-lab",
+    });
+    assert.equal(start.status, 403, start.body);
+    assert.match(start.body, /Paused for an exam/);
+    const lab = await admin.get<{ spec: { enabled?: boolean } }>(userlandsPath(ns, "bob-lab"));
+    assert.equal(lab.spec.enabled, false, "not started");
+  });
+
+  await t.test(
+    "bob's home says which environment is in the exam and which is paused, without a Start for it",
+    async () => {
+      const cookie = await fresh("bob");
+      const json = await get(cookie, "/_userland/home", { accept: "application/json" });
+      assert.equal(json.status, 200, json.body);
+      const envs = json.json<HomeView>().environments;
+      const code = envs.find((e) => e.name === "bob-code");
+      const lab = envs.find((e) => e.name === "bob-lab");
+      assert.match(code?.detail ?? "", /^In the exam Midterm until \d{4}-\d\d-\d\d \d\d:\d\d UTC: only you/);
+      assert.equal(lab?.held, true);
+      assert.match(lab?.detail ?? "", /^Paused for the exam Midterm until /);
+      const page = await get(cookie, "/_userland/home");
+      assert.equal(page.status, 200);
+      assert.doesNotMatch(page.body, /aria-label="Start [^"]*"/, "no Start button for the held environment");
+    },
+  );
+
+  await t.test("after the exam (marks gone) the same old session and dave get in again", async () => {
+    await setMarks(false);
+    await eventually(
+      "the proxy's cache to drop the exam",
+      () => proxy.app.cluster.getUserland?.("bob-code")?.metadata.labels?.[ExamMarks.examLabel] === undefined,
+    );
+    const r = await get(await old("bob"), "/after");
+    assert.equal(r.status, 200, r.body);
+    const d = await visit(await fresh("dave"));
+    assert.equal(d.status, 200, d.body);
+    assert.equal(upstream.seen.at(-1)?.headers["x-userland-visitor"], "dave");
+  });
+});

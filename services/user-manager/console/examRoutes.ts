@@ -1,0 +1,128 @@
+/**
+ * The console's exam pages (docs/decisions/0013-exams.md): a Template's exams with a form to
+ * schedule one, and one exam's state per student. As every console action, each is a request to
+ * the REST API as the teacher (exams.ts), so the same access reviews decide.
+ */
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { Static } from "../../../api/v1alpha1/schema.ts";
+import { HttpError, badRequest } from "../errors.ts";
+import type { ExamList, ExamView } from "../exams.ts";
+import { invalidTemplateReason } from "../schemas.ts";
+import type { AssignmentConsoleDeps } from "./assignmentRoutes.ts";
+import { localTime } from "./assignmentRoutes.ts";
+import { EMPTY_EXAM_FORM, examPage, examsPage, examUrl, type ExamForm } from "./examPages.ts";
+import { formOf } from "./forms.ts";
+import { CONSOLE_PATH } from "./layout.ts";
+
+type ExamConsoleDeps = Omit<AssignmentConsoleDeps, "store">;
+type ApiAnswer = { status: number; body: { message?: string; permission?: unknown } };
+
+function refused(answer: ApiAnswer): HttpError {
+  return new HttpError(
+    answer.status,
+    answer.status === 403 ? "Forbidden" : "Refused",
+    answer.body.message ?? `the API answered ${answer.status}`,
+    { extra: answer.body.permission ? { permission: answer.body.permission } : {} },
+  );
+}
+
+const list = (value: string) =>
+  value
+    .split(",")
+    .map((v) => v.trim())
+    .filter(Boolean);
+
+/** The API's create body from the console's form (times in the form's zone). */
+function createBody(form: ExamForm): Record<string, unknown> {
+  const zone = form.zone.trim() || "UTC";
+  const start = localTime(form.start, zone, "start");
+  const end = localTime(form.end, zone, "end");
+  if (!start) throw badRequest("start: a date and time are needed", "start");
+  if (!end) throw badRequest("end: a date and time are needed", "end");
+  return {
+    name: form.name.trim(),
+    start,
+    end,
+    ...(form.title.trim() ? { title: form.title.trim() } : {}),
+    ...(form.class.trim() ? { class: form.class.trim() } : {}),
+    ...(form.assignment.trim() ? { assignment: form.assignment.trim() } : {}),
+    proctors: { users: list(form.proctors), groups: list(form.proctorGroups) },
+  };
+}
+
+export function examConsoleRoutes(app: FastifyInstance, deps: ExamConsoleDeps): void {
+  const { api, send, viewerOf } = deps;
+  const hidden = { hide: true } as const;
+  const templateOf = (value: string | null | undefined, where: "query" | "body"): string => {
+    const reason = invalidTemplateReason(value ?? "");
+    if (reason) throw badRequest(`template ${reason}`, "template", where);
+    return value ?? "";
+  };
+  const base = (template: string) => `/api/v1/templates/${encodeURIComponent(template)}/exams`;
+
+  async function listPage(
+    request: FastifyRequest,
+    template: string,
+    problem?: { status: number; message: string; form: ExamForm },
+  ) {
+    const answer = await api<Static<typeof ExamList>>(request, "GET", base(template));
+    if (answer.status !== 200) throw refused(answer);
+    return {
+      status: problem?.status ?? 200,
+      page: examsPage(viewerOf(request), { template, items: answer.body.items, notice: undefined, problem }),
+    };
+  }
+
+  app.get(`${CONSOLE_PATH}/exams`, { schema: hidden }, async (request, reply) => {
+    const query = request.query as Record<string, string | undefined>;
+    const { status, page } = await listPage(request, templateOf(query.template, "query"));
+    return send(reply, status, page);
+  });
+
+  app.post(`${CONSOLE_PATH}/exams/create`, { schema: hidden }, async (request, reply) => {
+    const fields = formOf(request.body);
+    const template = templateOf(fields.get("template"), "body");
+    const form = { ...EMPTY_EXAM_FORM };
+    for (const key of Object.keys(form) as (keyof ExamForm)[]) form[key] = fields.get(key) ?? "";
+    let body: Record<string, unknown>;
+    try {
+      body = createBody(form);
+    } catch (error) {
+      if (!(error instanceof HttpError)) throw error;
+      const { status, page } = await listPage(request, template, {
+        status: 400,
+        message: error.message,
+        form,
+      });
+      return send(reply, status, page);
+    }
+    const answer = await api<ExamView>(request, "POST", base(template), body);
+    if (answer.status === 201) {
+      request.log.info(
+        { by: request.caller?.username, template, exam: answer.body.name },
+        "console: exam scheduled",
+      );
+      return reply.redirect(examUrl(template, answer.body.name, { done: "created" }), 303);
+    }
+    if (answer.status === 400 || answer.status === 409) {
+      const { status, page } = await listPage(request, template, {
+        status: answer.status,
+        message: answer.body.message ?? "refused",
+        form,
+      });
+      return send(reply, status, page);
+    }
+    throw refused(answer);
+  });
+
+  app.get(`${CONSOLE_PATH}/exam`, { schema: hidden }, async (request, reply) => {
+    const query = request.query as Record<string, string | undefined>;
+    const template = templateOf(query.template, "query");
+    const name = query.name ?? "";
+    const answer = await api<ExamView>(request, "GET", `${base(template)}/${encodeURIComponent(name)}`);
+    if (answer.status !== 200) throw refused(answer);
+    const notice =
+      query.done === "created" ? "Scheduled. The platform starts it at its start time." : undefined;
+    return send(reply, 200, examPage(viewerOf(request), answer.body, notice));
+  });
+}

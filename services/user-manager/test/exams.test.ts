@@ -1,0 +1,151 @@
+/**
+ * The exam routes and console pages (docs/decisions/0013-exams.md) against the real control plane
+ * with real RBAC: teachers by access reviews on their own identity (exams verbs and
+ * templates/coursework on the Template); the service writes with its own ServiceAccount. No
+ * operator runs: where it would write an Exam's status, the test does, and says so.
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { ExamMarks, examsPath, type Exam } from "../../../api/v1alpha1/index.ts";
+import { adminRest, createTemplate, userlandsPath } from "../../../test/support/resources.ts";
+import { CONSOLE_ORIGIN, startConsole, type ConsoleHarness } from "./consoleSupport.ts";
+import { courseTeacherRules, courseworkTemplateSpec } from "./courseworkSupport.ts";
+
+const EXAM_RULE = {
+  apiGroups: ["userland.dev"],
+  resources: ["exams"],
+  verbs: ["get", "list", "create"],
+};
+
+test("exams: a teacher of the Template schedules one (API and console) and sees each student's state; others get 403", async (t) => {
+  const h: ConsoleHarness = await startConsole(t, { templates: [] });
+  const ns = h.ns;
+  await createTemplate(ns, "lab", courseworkTemplateSpec());
+  await createTemplate(ns, "other", courseworkTemplateSpec());
+  await h.appoint({ user: "tina@uni.example" }, [...courseTeacherRules(["lab"]), EXAM_RULE]);
+  // nora may write Exams in the namespace but teaches only "other"; sam has no role at all.
+  await h.appoint({ user: "nora@uni.example" }, [...courseTeacherRules(["other"]), EXAM_RULE]);
+  const as = async (user: string) => ({ headers: { cookie: await h.cookie(user), origin: CONSOLE_ORIGIN } });
+  const tina = await as("tina@uni.example");
+  const hour = 3600_000;
+  const start = new Date(Date.now() + hour).toISOString();
+  const end = new Date(Date.now() + 3 * hour).toISOString();
+
+  await t.test(
+    "the API: created with its proctors; bad times 400; a taken name 409; no teacher 403",
+    async () => {
+      const body = {
+        name: "midterm",
+        title: "Midterm",
+        start,
+        end,
+        proctors: { users: ["prof"] },
+        assignment: "week1",
+      };
+      const created = await h.call("POST", "/api/v1/templates/lab/exams", { ...tina, body });
+      assert.equal(created.status, 201, created.text);
+      assert.equal(created.json.phase, "Pending");
+      const stored = await (await adminRest()).get<Exam>(examsPath(ns, "midterm"));
+      assert.equal(stored.spec.templateName, "lab");
+      assert.deepEqual(stored.spec.proctors, { users: ["prof"], groups: [] });
+      assert.equal(stored.metadata.annotations?.["userland.dev/created-by"], "userland:tina@uni.example");
+      const backwards = await h.call("POST", "/api/v1/templates/lab/exams", {
+        ...tina,
+        body: { ...body, name: "b", end: start, start: end },
+      });
+      assert.equal(backwards.status, 400);
+      assert.match(backwards.text, /end must be after start/);
+      const again = await h.call("POST", "/api/v1/templates/lab/exams", { ...tina, body });
+      assert.equal(again.status, 409);
+      const nora = await h.call("POST", "/api/v1/templates/lab/exams", {
+        ...(await as("nora@uni.example")),
+        body: { ...body, name: "n" },
+      });
+      assert.equal(nora.status, 403, "nora does not teach lab");
+      const sam = await h.call("GET", "/api/v1/templates/lab/exams", await as("sam@uni.example"));
+      assert.equal(sam.status, 403);
+      const listed = await h.call("GET", "/api/v1/templates/lab/exams", tina);
+      assert.deepEqual(
+        (listed.json.items as { name: string }[]).map((e) => e.name),
+        ["midterm"],
+      );
+    },
+  );
+
+  await t.test("a Userland an exam holds is not started by the API: 409, still stopped", async () => {
+    await (
+      await adminRest()
+    ).create(userlandsPath(ns, undefined), {
+      apiVersion: "userland.dev/v1alpha1",
+      kind: "Userland",
+      metadata: { name: "ada-other", labels: { [ExamMarks.holdLabel]: "midterm" } },
+      spec: { user: "ada", templateName: "other", enabled: false },
+    });
+    const r = await h.call("POST", "/api/v1/userlands/ada-other/start", tina);
+    assert.equal(r.status, 409, r.text);
+    assert.match(r.text, /stopped for the exam midterm/);
+    const u = await (await adminRest()).get<{ spec: { enabled?: boolean } }>(userlandsPath(ns, "ada-other"));
+    assert.equal(u.spec.enabled, false);
+  });
+
+  await t.test("the console: the class's exams, the form, one exam with each student's state", async () => {
+    const cookie = await h.cookie("tina@uni.example");
+    const list = await h.page("/console/exams?template=lab", cookie);
+    assert.equal(list.status, 200, list.text);
+    assert.match(list.text, /Midterm/);
+    const form = {
+      template: "lab",
+      name: "final",
+      title: "Final",
+      start: new Date(Date.now() + 24 * hour).toISOString().slice(0, 16),
+      end: new Date(Date.now() + 26 * hour).toISOString().slice(0, 16),
+      zone: "Asia/Tokyo",
+      proctors: "prof, ta",
+      proctorGroups: "",
+      assignment: "",
+      class: "c1",
+    };
+    const refused = await h.post("/console/exams/create", cookie, { ...form, end: form.start });
+    assert.equal(refused.status, 400);
+    const refusedPage = await refused.text();
+    assert.match(refusedPage, /end must be after start/);
+    assert.match(refusedPage, /value="Final"/, "what was typed is kept");
+    const created = await h.post("/console/exams/create", cookie, form);
+    assert.equal(created.status, 303, await created.text());
+    assert.match(
+      created.headers.get("location") ?? "",
+      /\/console\/exam\?template=lab&name=final&done=created/,
+    );
+    const final = await (await adminRest()).get<Exam>(examsPath(ns, "final"));
+    // The form's local time is read in the zone it names.
+    assert.equal(Date.parse(final.spec.start), Date.parse(`${form.start}:00+09:00`));
+    assert.deepEqual(final.spec.proctors?.users, ["prof", "ta"]);
+    assert.equal(final.spec.class, "c1");
+
+    // Standing in for the operator: the exam runs, one student ready, one starting.
+    await (
+      await adminRest()
+    ).patch(examsPath(ns, "final", "status"), {
+      status: {
+        phase: "Running",
+        students: [
+          { user: "alice", userland: "alice-lab", state: "Ready" },
+          { user: "bob", userland: "bob-lab", state: "Starting" },
+        ],
+        ready: 1,
+      },
+    });
+    const page = await h.page("/console/exam?template=lab&name=final", cookie);
+    assert.equal(page.status, 200, page.text);
+    assert.match(page.text, /id="exam-phase">Running</);
+    assert.match(page.text, /<th scope="row">alice<\/th>[\s\S]*?Ready/);
+    assert.match(page.text, /<th scope="row">bob<\/th>[\s\S]*?Starting/);
+    assert.match(page.text, /prof, ta/);
+
+    const samCookie = await h.cookie("sam@uni.example");
+    assert.equal((await h.page("/console/exams?template=lab", samCookie)).status, 403);
+    assert.equal((await h.page("/console/exam?template=lab&name=final", samCookie)).status, 403);
+    const noraCookie = await h.cookie("nora@uni.example");
+    assert.equal((await h.post("/console/exams/create", noraCookie, { ...form, name: "x" })).status, 403);
+  });
+});
