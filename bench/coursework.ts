@@ -29,7 +29,8 @@ import {
 } from "../api/v1alpha1/index.ts";
 import { ControlPlane, repoRoot } from "../cluster/controlPlane.ts";
 import { Informer } from "../lib/informer.ts";
-import { paths, KubeRest } from "../lib/kubeRest.ts";
+import { paths } from "../api/kubePaths.ts";
+import { KubeRest } from "../lib/kubeRest.ts";
 import { createLogger } from "../lib/logger.ts";
 import { connect } from "../test/support/cluster.ts";
 import {

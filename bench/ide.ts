@@ -31,8 +31,9 @@ import {
   startLoginProvider,
   waitForPlatformReady,
 } from "../dev/nodePlatform.ts";
+import { paths } from "../api/kubePaths.ts";
 import { k8s } from "../lib/kube.ts";
-import { KubeRest, paths } from "../lib/kubeRest.ts";
+import { KubeRest } from "../lib/kubeRest.ts";
 import { timePodsReady } from "./pods.ts";
 import { percentile } from "./stats.ts";
 import { startRealCluster } from "../cluster/realCluster.ts";

@@ -19,8 +19,9 @@ import { ControlPlane, repoRoot } from "../cluster/controlPlane.ts";
 import { localTemplate } from "../cluster/node/localTemplates.ts";
 import { RealNode } from "../cluster/node/realNode.ts";
 import { Relays } from "../cluster/node/relay.ts";
+import { paths } from "../api/kubePaths.ts";
 import { k8s } from "../lib/kube.ts";
-import { KubeRest, paths } from "../lib/kubeRest.ts";
+import { KubeRest } from "../lib/kubeRest.ts";
 import { connect } from "../test/support/cluster.ts";
 import {
   installCrds,

@@ -14,7 +14,8 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Userland } from "../api/v1alpha1/index.ts";
 import { desiredChildren } from "../operator/desired.ts";
-import { KubeRest, paths } from "../lib/kubeRest.ts";
+import { paths } from "../api/kubePaths.ts";
+import { KubeRest } from "../lib/kubeRest.ts";
 import { ControlPlane, repoRoot } from "../cluster/controlPlane.ts";
 import { connect } from "../test/support/cluster.ts";
 import {

@@ -22,7 +22,8 @@ import { parseAllDocuments } from "yaml";
 import { childNames } from "../api/naming.ts";
 import type { Userland } from "../api/v1alpha1/index.ts";
 import { Informer } from "../lib/informer.ts";
-import { KubeRest, paths } from "../lib/kubeRest.ts";
+import { paths } from "../api/kubePaths.ts";
+import { KubeRest } from "../lib/kubeRest.ts";
 import { createLogger } from "../lib/logger.ts";
 import { generateSigningKey, parseSigningKeys, publicJwks } from "../lib/session.ts";
 import {

@@ -169,3 +169,8 @@ test("the operator's code does not load client-node (it would cost a third of it
   // `--help` loads every module main.ts imports, and exits before connecting anywhere.
   assert.deepEqual(clientNodeModulesLoaded([join(repoRoot, "operator", "main.ts"), "--help"]), []);
 });
+
+test("the proxy's and the user-manager's code do not load client-node either", () => {
+  for (const main of ["services/proxy/main.ts", "services/user-manager/main.ts"])
+    assert.deepEqual(clientNodeModulesLoaded([join(repoRoot, main), "--help"]), [], main);
+});

@@ -9,8 +9,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { request, type IncomingMessage } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
 import { API_VERSION, archivesPath, type Archive, type ArchiveSpec } from "../../api/v1alpha1/index.ts";
-import { isNotFound } from "../../lib/kube.ts";
-import type { KubeRest } from "../../lib/kubeRest.ts";
+import { isNotFound, type KubeRest } from "../../lib/kubeRest.ts";
 import { HttpError } from "./errors.ts";
 
 /** How long the pod may take to start (an image already on the node: seconds). */

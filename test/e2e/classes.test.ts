@@ -21,7 +21,7 @@ import type { Browser, Page } from "playwright-core";
 import { templatesPath, userlandsPath, type Userland } from "../../api/v1alpha1/index.ts";
 import { repoRoot } from "../../cluster/controlPlane.ts";
 import { DEMO_TEMPLATE, startPlatform, type Platform } from "../../dev/platform.ts";
-import { paths } from "../../lib/kubeRest.ts";
+import { paths } from "../../api/kubePaths.ts";
 import { launchBrowser } from "../support/browser.ts";
 import { eventually } from "../support/cluster.ts";
 import { screenshotsDir } from "../support/screenshots.ts";

@@ -15,7 +15,7 @@ import type { Browser, Page } from "playwright-core";
 import { templatesPath, userlandsPath } from "../../api/v1alpha1/index.ts";
 import { repoRoot } from "../../cluster/controlPlane.ts";
 import { CONSOLE_TEACHER, startPlatform, type Platform } from "../../dev/platform.ts";
-import { paths } from "../../lib/kubeRest.ts";
+import { paths } from "../../api/kubePaths.ts";
 import { assignmentsPath, type Assignment } from "../../api/v1alpha1/index.ts";
 import {
   courseworkTemplateSpec,

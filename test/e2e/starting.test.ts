@@ -15,7 +15,7 @@ import { after, before, test } from "node:test";
 import type { Browser } from "playwright-core";
 import { userlandNameFor } from "../../api/naming.ts";
 import type { Userland } from "../../api/v1alpha1/index.ts";
-import { paths } from "../../lib/kubeRest.ts";
+import { paths } from "../../api/kubePaths.ts";
 import { DEMO_TEMPLATE, startPlatform, type Platform } from "../../dev/platform.ts";
 import { repoRoot } from "../../cluster/controlPlane.ts";
 import { launchBrowser } from "../support/browser.ts";

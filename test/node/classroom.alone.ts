@@ -55,8 +55,9 @@ import {
   waitForPlatformReady,
   type PlatformHosts,
 } from "../../dev/nodePlatform.ts";
+import { paths } from "../../api/kubePaths.ts";
 import { k8s } from "../../lib/kube.ts";
-import { isNotFound, paths } from "../../lib/kubeRest.ts";
+import { isNotFound } from "../../lib/kubeRest.ts";
 import { gotoSignIn, launchBrowser } from "../support/browser.ts";
 import { eventually, testCluster } from "../support/cluster.ts";
 import { expectOnPage as expectOnPageIn, jupyterApi } from "../support/nodeBrowser.ts";

@@ -28,8 +28,8 @@ import type {
 } from "@kubernetes/client-node";
 import { ANNOTATIONS, childNames, LABELS } from "../../api/naming.ts";
 import type { Template, TemplateSpec, Userland } from "../../api/v1alpha1/index.ts";
-import { statusCode } from "../../lib/kube.ts";
-import { KubeRest, paths } from "../../lib/kubeRest.ts";
+import { paths } from "../../api/kubePaths.ts";
+import { statusCode, KubeRest } from "../../lib/kubeRest.ts";
 import { isSubset } from "../../operator/compare.ts";
 import { controllerRef, desiredChildren } from "../../operator/desired.ts";
 import { currentPod } from "../../operator/startDiagnosis.ts";

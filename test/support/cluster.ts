@@ -6,7 +6,8 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { TestContext } from "node:test";
-import { isConflict, k8s } from "../../lib/kube.ts";
+import { k8s } from "../../lib/kube.ts";
+import { isConflict } from "../../lib/kubeRest.ts";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ControlPlane, kubeconfigYaml, repoRoot, type ControlPlaneInfo } from "../../cluster/controlPlane.ts";

@@ -4,8 +4,8 @@ import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { V1Deployment, V1PersistentVolumeClaim, V1Service } from "@kubernetes/client-node";
 import type { Template, TemplateSpec, Userland } from "../../api/v1alpha1/index.ts";
-import { KubeRest, paths } from "../../lib/kubeRest.ts";
-import { isNotFound } from "../../lib/kube.ts";
+import { paths } from "../../api/kubePaths.ts";
+import { KubeRest, isNotFound } from "../../lib/kubeRest.ts";
 import { eventually, testCluster } from "./cluster.ts";
 import { templatesPath, userlandsPath } from "../../api/v1alpha1/index.ts";
 
