@@ -27,7 +27,7 @@ import {
   type Submission,
   type TemplateSpec,
 } from "../api/v1alpha1/index.ts";
-import { ControlPlane, repoRoot } from "../cluster/controlPlane.ts";
+import { ControlPlane } from "../cluster/controlPlane.ts";
 import { Informer } from "../lib/informer.ts";
 import { paths } from "../api/kubePaths.ts";
 import { KubeRest } from "../lib/kubeRest.ts";
@@ -45,6 +45,7 @@ import { auditOffset, requestsByVerb } from "./audit.ts";
 import { sampleUsage, type Usage } from "./processUsage.ts";
 import { runBench } from "./run.ts";
 import { percentile } from "./stats.ts";
+import { repoRoot } from "../cluster/repoRoot.ts";
 
 const n = Number(process.argv[2] ?? process.env.BENCH_STUDENTS ?? 300);
 if (!Number.isInteger(n) || n < 1)

@@ -15,7 +15,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { userlandNameFor } from "../api/naming.ts";
 import type { Template, Userland } from "../api/v1alpha1/index.ts";
-import { ControlPlane, repoRoot } from "../cluster/controlPlane.ts";
+import { ControlPlane } from "../cluster/controlPlane.ts";
 import { localTemplate } from "../cluster/node/localTemplates.ts";
 import { RealNode } from "../cluster/node/realNode.ts";
 import { Relays } from "../cluster/node/relay.ts";
@@ -33,6 +33,7 @@ import {
 import { timePodsReady } from "./pods.ts";
 import { runBench } from "./run.ts";
 import { percentile } from "./stats.ts";
+import { repoRoot } from "../cluster/repoRoot.ts";
 
 const count = Number(process.argv[2] ?? 10);
 if (!Number.isInteger(count) || count < 1) {

@@ -10,10 +10,11 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { ControlPlane, repoRoot } from "../cluster/controlPlane.ts";
+import { ControlPlane } from "../cluster/controlPlane.ts";
 import { installCustomResourceDefinitions } from "../cluster/customResourceDefinitions.ts";
 import { generateSigningKey, loadSigningKeys, publicJwks } from "../lib/session.ts";
 import { runBench } from "./run.ts";
+import { repoRoot } from "../cluster/repoRoot.ts";
 
 const IDLE_MS = 15_000;
 const RUNS = 3;

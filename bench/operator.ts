@@ -16,7 +16,7 @@ import type { Userland } from "../api/v1alpha1/index.ts";
 import { desiredChildren } from "../operator/desired.ts";
 import { paths } from "../api/kubePaths.ts";
 import { KubeRest } from "../lib/kubeRest.ts";
-import { ControlPlane, repoRoot } from "../cluster/controlPlane.ts";
+import { ControlPlane } from "../cluster/controlPlane.ts";
 import { connect } from "../test/support/cluster.ts";
 import {
   installCrds,
@@ -26,6 +26,7 @@ import {
 } from "../test/support/operator.ts";
 import { simpleTemplateSpec } from "../test/support/resources.ts";
 import type { Template } from "../api/v1alpha1/index.ts";
+import { repoRoot } from "../cluster/repoRoot.ts";
 
 const sizes = process.argv
   .slice(2)

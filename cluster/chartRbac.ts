@@ -12,7 +12,7 @@ import { promisify } from "node:util";
 import { parseAllDocuments } from "yaml";
 import { paths } from "../api/kubePaths.ts";
 import type { KubeRest } from "../lib/kubeRest.ts";
-import { repoRoot } from "./controlPlane.ts";
+import { repoRoot } from "./repoRoot.ts";
 
 const CHART_DIR = join(repoRoot, "charts", "userland");
 

@@ -22,7 +22,6 @@ import { ProcessGroup, waitFor } from "./processes.ts";
 export { diesWithParent } from "./processes.ts";
 
 const here = dirname(fileURLToPath(import.meta.url));
-export const repoRoot = join(here, "..");
 
 const ADMIN_USER = "userland-test-admin";
 /** Start-up checks poll: a request that hangs is given up quickly and asked again. */

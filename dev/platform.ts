@@ -30,7 +30,6 @@ import {
   ControlPlane,
   diesWithParent,
   kubeconfigYaml,
-  repoRoot,
   type ControlPlaneInfo,
 } from "../cluster/controlPlane.ts";
 import {
@@ -45,6 +44,7 @@ import { heldPort, listeningSocket, portOf, socketsFor, type HeldPort } from "..
 import { startDemoEnvironment, type DemoEnvironment } from "./demo-environment.ts";
 import { startDevIdentityProvider, type DevIdentityProvider } from "./identity-provider.ts";
 import { templatesPath, userlandsPath } from "../api/v1alpha1/index.ts";
+import { repoRoot } from "../cluster/repoRoot.ts";
 
 export const NAMESPACE = "userland";
 export const DEMO_TEMPLATE = "demo";

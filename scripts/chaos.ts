@@ -6,10 +6,11 @@ import { randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { KubeRest } from "../lib/kubeRest.ts";
-import { ControlPlane, repoRoot } from "../cluster/controlPlane.ts";
+import { ControlPlane } from "../cluster/controlPlane.ts";
 import { Chaos, formatReport } from "../test/reliability/chaos.ts";
 import { connect } from "../test/support/cluster.ts";
 import { installCrds } from "../test/support/operator.ts";
+import { repoRoot } from "../cluster/repoRoot.ts";
 
 const HELP = `Usage: npm run chaos [-- --help]
 

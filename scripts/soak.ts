@@ -5,9 +5,10 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { ControlPlane, repoRoot } from "../cluster/controlPlane.ts";
+import { ControlPlane } from "../cluster/controlPlane.ts";
 import { connect } from "../test/support/cluster.ts";
 import { formatSoakReport, runSoak } from "../test/reliability/soak.ts";
+import { repoRoot } from "../cluster/repoRoot.ts";
 
 const HELP = `npm run soak [-- options]
 

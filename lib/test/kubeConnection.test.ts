@@ -17,7 +17,7 @@ import {
   type ConnectionOptions,
   type KubeConnection,
 } from "../kubeConnection.ts";
-import { repoRoot } from "../../cluster/controlPlane.ts";
+import { repoRoot } from "../../cluster/repoRoot.ts";
 
 function tempDir(t: TestContext): string {
   const dir = mkdtempSync(join(tmpdir(), "kubeconnection-"));

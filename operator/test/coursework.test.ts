@@ -12,7 +12,7 @@ import { childNames } from "../../api/naming.ts";
 import type { Template, TemplateSpec } from "../../api/v1alpha1/index.ts";
 import { paths } from "../../api/kubePaths.ts";
 import { KubeError } from "../../lib/kubeRest.ts";
-import { repoRoot } from "../../cluster/controlPlane.ts";
+import { repoRoot } from "../../cluster/repoRoot.ts";
 import { eventually, testCluster, testNamespace } from "../../test/support/cluster.ts";
 import { guideCommands } from "../../test/support/guide.ts";
 import { kubectl, ok } from "../../test/chart/support.ts";

@@ -19,7 +19,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import type { Browser, Page } from "playwright-core";
 import { templatesPath, userlandsPath, type Userland } from "../../api/v1alpha1/index.ts";
-import { repoRoot } from "../../cluster/controlPlane.ts";
+import { repoRoot } from "../../cluster/repoRoot.ts";
 import { DEMO_TEMPLATE, startPlatform, type Platform } from "../../dev/platform.ts";
 import { paths } from "../../api/kubePaths.ts";
 import { launchBrowser } from "../support/browser.ts";

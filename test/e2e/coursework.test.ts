@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import type { Browser, Page } from "playwright-core";
 import { templatesPath, userlandsPath } from "../../api/v1alpha1/index.ts";
-import { repoRoot } from "../../cluster/controlPlane.ts";
+import { repoRoot } from "../../cluster/repoRoot.ts";
 import { CONSOLE_TEACHER, startPlatform, type Platform } from "../../dev/platform.ts";
 import { paths } from "../../api/kubePaths.ts";
 import { assignmentsPath, type Assignment } from "../../api/v1alpha1/index.ts";

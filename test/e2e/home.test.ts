@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import type { Browser } from "playwright-core";
 import { templatesPath, userlandsPath, type Userland } from "../../api/v1alpha1/index.ts";
-import { repoRoot } from "../../cluster/controlPlane.ts";
+import { repoRoot } from "../../cluster/repoRoot.ts";
 import { DEMO_TEMPLATE, startPlatform, type Platform } from "../../dev/platform.ts";
 import { launchBrowser } from "../support/browser.ts";
 import { eventually } from "../support/cluster.ts";

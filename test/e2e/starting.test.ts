@@ -17,7 +17,7 @@ import { userlandNameFor } from "../../api/naming.ts";
 import type { Userland } from "../../api/v1alpha1/index.ts";
 import { paths } from "../../api/kubePaths.ts";
 import { DEMO_TEMPLATE, startPlatform, type Platform } from "../../dev/platform.ts";
-import { repoRoot } from "../../cluster/controlPlane.ts";
+import { repoRoot } from "../../cluster/repoRoot.ts";
 import { launchBrowser } from "../support/browser.ts";
 import { assertNoErrorPage, environmentOf, pagesLoaded, signIn } from "../support/platformPages.ts";
 

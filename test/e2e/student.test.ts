@@ -15,7 +15,7 @@ import { childNames, userlandNameFor } from "../../api/naming.ts";
 import type { Userland } from "../../api/v1alpha1/index.ts";
 import { paths } from "../../api/kubePaths.ts";
 import { DEMO_TEMPLATE, startPlatform, type Platform } from "../../dev/platform.ts";
-import { repoRoot } from "../../cluster/controlPlane.ts";
+import { repoRoot } from "../../cluster/repoRoot.ts";
 import { gotoSignIn, launchBrowser } from "../support/browser.ts";
 import { eventually } from "../support/cluster.ts";
 import {

@@ -41,7 +41,7 @@ import {
   type Submission,
 } from "../../api/v1alpha1/index.ts";
 import { MACHINE_HOST } from "../../cluster/addresses.ts";
-import { repoRoot } from "../../cluster/controlPlane.ts";
+import { repoRoot } from "../../cluster/repoRoot.ts";
 import { buildPlatformImage, importImage, repositoryAndTag } from "../../cluster/node/images.ts";
 import { localTemplate } from "../../cluster/node/localTemplates.ts";
 import type { DevIdentityProvider } from "../../dev/identity-provider.ts";

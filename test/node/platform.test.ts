@@ -24,7 +24,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { stringify } from "yaml";
 import { childNames, userlandNameFor } from "../../api/naming.ts";
 import { MACHINE_HOST, POD_CIDR, SERVICE_CIDR } from "../../cluster/addresses.ts";
-import { repoRoot } from "../../cluster/controlPlane.ts";
+import { repoRoot } from "../../cluster/repoRoot.ts";
 import type { DevIdentityProvider } from "../../dev/identity-provider.ts";
 import {
   NODE_PLATFORM_DOMAIN,

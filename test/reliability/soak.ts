@@ -46,7 +46,7 @@ import {
   type CleanupScope,
   type Upstream,
 } from "../../services/proxy/test/support.ts";
-import { repoRoot } from "../../cluster/controlPlane.ts";
+import { repoRoot } from "../../cluster/repoRoot.ts";
 import { listeningSocket, portOf, socketsFor } from "../../cluster/ports.ts";
 import type { TestCluster } from "../support/cluster.ts";
 import {

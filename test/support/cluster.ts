@@ -10,8 +10,9 @@ import { k8s } from "../../lib/kube.ts";
 import { isConflict } from "../../lib/kubeRest.ts";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { ControlPlane, kubeconfigYaml, repoRoot, type ControlPlaneInfo } from "../../cluster/controlPlane.ts";
+import { ControlPlane, kubeconfigYaml, type ControlPlaneInfo } from "../../cluster/controlPlane.ts";
 import type { RealNodeInfo } from "../../cluster/node/realNode.ts";
+import { repoRoot } from "../../cluster/repoRoot.ts";
 
 export const CLUSTER_INFO_ENV = "USERLAND_TEST_CLUSTER";
 

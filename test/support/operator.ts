@@ -9,11 +9,12 @@ import { join } from "node:path";
 import type { TestContext } from "node:test";
 import { installCustomResourceDefinitions } from "../../cluster/customResourceDefinitions.ts";
 import { k8s } from "../../lib/kube.ts";
-import { kubeconfigYaml, repoRoot } from "../../cluster/controlPlane.ts";
+import { kubeconfigYaml } from "../../cluster/controlPlane.ts";
 import { listeningSocket, portOf, socketsFor } from "../../cluster/ports.ts";
 import { eventually, serviceAccountToken, testCluster, type TestCluster } from "./cluster.ts";
 import { adminRest } from "./resources.ts";
 import { isAlreadyExists, KubeRest } from "../../lib/kubeRest.ts";
+import { repoRoot } from "../../cluster/repoRoot.ts";
 
 const crdsInstalled = new Map<string, Promise<void>>();
 
