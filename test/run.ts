@@ -12,7 +12,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { ControlPlane, diesWithParent } from "../cluster/controlPlane.ts";
 import { RealNode } from "../cluster/node/realNode.ts";
-import { CLUSTER_INFO_ENV } from "./support/cluster.ts";
+import { CLUSTER_INFO_ENV } from "../cluster/harness/connect.ts";
 import { RETRY_LOG_ENV } from "./support/retries.ts";
 import { repoRoot } from "../cluster/repoRoot.ts";
 

@@ -43,9 +43,8 @@ import {
   simpleTemplateSpec,
   templatesPath,
   userlandsPath,
-  WRITE_VERBS,
-  type AuditEvent,
 } from "../support/resources.ts";
+import { WRITE_VERBS, type AuditEvent } from "../../cluster/harness/auditLog.ts";
 
 export const OBJECT_FAULTS = [
   "deleteDeployment",
