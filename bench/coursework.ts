@@ -37,8 +37,8 @@ import {
   spawnOperator,
   waitForLeadership,
   type OperatorProcess,
-} from "../test/support/operator.ts";
-import { simpleTemplateSpec } from "../test/support/resources.ts";
+} from "../cluster/harness/operator.ts";
+import { simpleTemplateSpec } from "../cluster/harness/simpleTemplate.ts";
 import { auditOffset, requestsByVerb } from "./audit.ts";
 import { sampleUsage, type Usage } from "./processUsage.ts";
 import { runBench } from "./run.ts";

@@ -26,7 +26,7 @@ import {
   spawnOperator,
   waitForLeadership,
   type OperatorProcess,
-} from "../test/support/operator.ts";
+} from "../cluster/harness/operator.ts";
 import { timePodsReady } from "./pods.ts";
 import { runBench } from "./run.ts";
 import { percentile } from "./stats.ts";

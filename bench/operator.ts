@@ -16,8 +16,8 @@ import { desiredChildren } from "../operator/desired.ts";
 import { paths } from "../api/kubePaths.ts";
 import { KubeRest } from "../lib/kubeRest.ts";
 import { privateControlPlane, startAndConnect } from "../cluster/harness/privateControlPlane.ts";
-import { operatorKubeconfig, spawnOperator, waitForLeadership } from "../test/support/operator.ts";
-import { simpleTemplateSpec } from "../test/support/resources.ts";
+import { operatorKubeconfig, spawnOperator, waitForLeadership } from "../cluster/harness/operator.ts";
+import { simpleTemplateSpec } from "../cluster/harness/simpleTemplate.ts";
 import type { Template } from "../api/v1alpha1/index.ts";
 
 const sizes = process.argv

@@ -1,11 +1,11 @@
 /**
  * `npm run chaos`: the operator's convergence under faults, at scale, on a private kwok control
- * plane (loopback only). See test/reliability/chaos.ts for what is injected and checked.
+ * plane (loopback only). See reliability/chaos.ts for what is injected and checked.
  */
 import { randomBytes } from "node:crypto";
 import { KubeRest } from "../lib/kubeRest.ts";
 import { privateControlPlane, startAndConnect } from "../cluster/harness/privateControlPlane.ts";
-import { Chaos, formatReport } from "../test/reliability/chaos.ts";
+import { Chaos, formatReport } from "../reliability/chaos.ts";
 
 const HELP = `Usage: npm run chaos [-- --help]
 

@@ -1,11 +1,11 @@
 /**
  * `npm run soak`: the proxy under load and faults on a private control plane (loopback only).
- * See test/reliability/soak.ts for what runs and what is checked; exits 1 when a check fails.
+ * See reliability/soak.ts for what runs and what is checked; exits 1 when a check fails.
  */
 import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { privateControlPlane, startAndConnect } from "../cluster/harness/privateControlPlane.ts";
-import { formatSoakReport, runSoak } from "../test/reliability/soak.ts";
+import { formatSoakReport, runSoak } from "../reliability/soak.ts";
 
 const HELP = `npm run soak [-- options]
 

@@ -16,7 +16,7 @@ import { KubeError, KubeRest } from "../../lib/kubeRest.ts";
 import { missingPermissions } from "../../services/user-manager/permissions.ts";
 import { kubeconfigYaml } from "../../cluster/controlPlane.ts";
 import { eventually, serviceAccountToken, testCluster, testNamespace } from "../support/cluster.ts";
-import { installCrds, spawnOperator, waitForLeadership } from "../support/operator.ts";
+import { installCrds } from "../support/operator.ts";
 import {
   adminRest,
   auditLogCaughtUp,
@@ -33,6 +33,7 @@ import {
   waitForPhase,
 } from "../support/resources.ts";
 import { installChart, type KubeObject } from "../chart/support.ts";
+import { spawnOperator, waitForLeadership } from "../../cluster/harness/operator.ts";
 
 const RELEASE = "ul";
 const PREFIX = "ul-userland"; // the chart's fullname for this release

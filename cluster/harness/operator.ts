@@ -1,30 +1,29 @@
 /**
- * Runs the real operator (operator/main.ts) as a child process against the test control plane,
- * under a real ServiceAccount token, scoped to one test namespace.
+ * Runs the real operator (operator/main.ts) as a child process against a control plane, under a
+ * real ServiceAccount token, scoped to one namespace: for tests, benchmarks, chaos and soak runs.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { TestContext } from "node:test";
-import { installCustomResourceDefinitions } from "../../cluster/customResourceDefinitions.ts";
 import { k8s } from "../../lib/kube.ts";
-import { kubeconfigYaml } from "../../cluster/controlPlane.ts";
-import { listeningSocket, portOf, socketsFor } from "../../cluster/ports.ts";
-import { eventually, serviceAccountToken, testCluster, type TestCluster } from "./cluster.ts";
-import { adminRest } from "./resources.ts";
 import { isAlreadyExists, KubeRest } from "../../lib/kubeRest.ts";
-import { repoRoot } from "../../cluster/repoRoot.ts";
+import { kubeconfigYaml } from "../controlPlane.ts";
+import { installCustomResourceDefinitions } from "../customResourceDefinitions.ts";
+import { listeningSocket, portOf, socketsFor } from "../ports.ts";
+import { waitFor } from "../processes.ts";
+import { repoRoot } from "../repoRoot.ts";
+import { requestServiceAccountToken, type ClusterAccess } from "./connect.ts";
 
 const crdsInstalled = new Map<string, Promise<void>>();
 
-/** Creates or updates the generated CRDs and waits until the API server serves them. */
-export function installCrds(cluster?: TestCluster): Promise<void> {
-  const key = cluster?.info.server ?? "shared";
+/** Creates or updates the generated CRDs and waits until the API server serves them; once per control plane. */
+export function installCrdsOnce(cluster: ClusterAccess): Promise<void> {
+  const key = cluster.info.server;
   const pending =
     crdsInstalled.get(key) ??
     (async () => {
-      const rest = cluster ? new KubeRest(cluster.kc, "userland-tests") : await adminRest();
+      const rest = new KubeRest(cluster.kc, "userland-tests");
       await installCustomResourceDefinitions(rest);
     })();
   crdsInstalled.set(key, pending);
@@ -42,20 +41,11 @@ export interface OperatorProcess {
   stop: (signal?: NodeJS.Signals) => Promise<number | null>;
 }
 
-export interface OperatorOptions {
-  cluster?: TestCluster;
-  env?: Record<string, string>;
-  identity?: string;
-  /** Wait until this replica leads with synced caches (default true). */
-  waitForLeader?: boolean;
-}
-
 /** The operator's ServiceAccount in `namespace`, bound to the namespace-scoped admin powers it needs. */
 export async function operatorKubeconfig(
   namespace: string,
-  cluster?: TestCluster,
+  c: ClusterAccess,
 ): Promise<{ path: string; username: string }> {
-  const c = cluster ?? (await testCluster());
   const rbac = c.kc.makeApiClient(k8s.RbacAuthorizationV1Api);
   await rbac
     .createNamespacedRoleBinding({
@@ -69,7 +59,7 @@ export async function operatorKubeconfig(
     .catch((error: unknown) => {
       if (!isAlreadyExists(error)) throw error;
     });
-  const token = await serviceAccountToken(namespace, "userland-operator", c);
+  const token = await requestServiceAccountToken(c, namespace, "userland-operator");
   const dir = mkdtempSync(join(tmpdir(), "userland-operator-"));
   const path = join(dir, "kubeconfig");
   writeFileSync(
@@ -132,72 +122,15 @@ export async function spawnOperator(
 }
 
 export async function waitForLeadership(operator: OperatorProcess, timeoutMs = 30_000): Promise<void> {
-  await eventually(
+  await waitFor(
     "the operator to lead with synced caches",
     async () => {
-      if (operator.child.exitCode !== null)
-        throw new Error(`operator exited:\n${operator.logs().slice(-3000)}`);
       const r = await operator.readyz();
-      return r?.leader && r.synced;
+      return Boolean(r?.leader && r.synced);
     },
     timeoutMs,
-  );
-}
-
-/** The operator for one test: its own ServiceAccount and namespace, stopped when the test ends. */
-export async function startOperator(
-  t: TestContext,
-  namespace: string,
-  opts: OperatorOptions = {},
-): Promise<OperatorProcess> {
-  await installCrds(opts.cluster);
-  const { path, username } = await operatorKubeconfig(namespace, opts.cluster);
-  const handle = await spawnOperator(path, username, namespace, opts);
-  t.after(async () => {
-    await handle.stop("SIGKILL");
-    if (process.env.SHOW_OPERATOR_LOGS) console.log(handle.logs());
+    { alive: () => operator.child.exitCode === null, intervalMs: 100 },
+  ).catch((error: unknown) => {
+    throw new Error(`${(error as Error).message}; the operator's log:\n${operator.logs().slice(-3000)}`);
   });
-  if (opts.waitForLeader !== false) await waitForLeadership(handle);
-  return handle;
-}
-
-/**
- * The operator serving `served` (USERLAND_WATCH_NAMESPACES), its ServiceAccount in `own` bound in
- * each of them too, or for "*" cluster-wide; stopped when the test ends.
- */
-export async function startOperatorServing(
-  t: TestContext,
-  own: string,
-  served: string[] | "*",
-): Promise<OperatorProcess> {
-  await installCrds();
-  const { path, username } = await operatorKubeconfig(own);
-  const { kc } = await testCluster();
-  const rbac = kc.makeApiClient(k8s.RbacAuthorizationV1Api);
-  const subjects = [{ kind: "ServiceAccount", name: "userland-operator", namespace: own }];
-  const roleRef = { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "cluster-admin" };
-  if (served === "*") {
-    const name = `${own}-operator-all`;
-    await rbac.createClusterRoleBinding({ body: { metadata: { name }, roleRef, subjects } });
-    t.after(() => rbac.deleteClusterRoleBinding({ name }).catch(() => undefined));
-  } else {
-    for (const namespace of served.filter((ns) => ns !== own))
-      await rbac
-        .createNamespacedRoleBinding({
-          namespace,
-          body: { metadata: { name: "userland-operator" }, roleRef, subjects },
-        })
-        .catch((error: unknown) => {
-          if (!isAlreadyExists(error)) throw error;
-        });
-  }
-  const operator = await spawnOperator(path, username, own, {
-    env: { USERLAND_WATCH_NAMESPACES: served === "*" ? "*" : served.join(",") },
-  });
-  t.after(async () => {
-    await operator.stop("SIGKILL");
-    if (process.env.SHOW_OPERATOR_LOGS) console.log(operator.logs());
-  });
-  await waitForLeadership(operator);
-  return operator;
 }
