@@ -1,0 +1,87 @@
+/**
+ * The operator for one test (cluster/harness/operator.ts runs it), on the run's control plane unless
+ * told otherwise, stopped when the test ends; the CRDs it needs.
+ */
+import type { TestContext } from "node:test";
+import {
+  installCrdsOnce,
+  operatorKubeconfig,
+  spawnOperator,
+  waitForLeadership,
+  type OperatorProcess,
+} from "../../cluster/harness/operator.ts";
+import { k8s } from "../../lib/kube.ts";
+import { isAlreadyExists } from "../../lib/kubeRest.ts";
+import { testCluster, type TestCluster } from "./cluster.ts";
+
+export interface OperatorOptions {
+  cluster?: TestCluster;
+  env?: Record<string, string>;
+  identity?: string;
+  /** Wait until this replica leads with synced caches (default true). */
+  waitForLeader?: boolean;
+}
+
+/** Creates or updates the generated CRDs (on the run's control plane unless given another) and waits until they are served. */
+export async function installCrds(cluster?: TestCluster): Promise<void> {
+  await installCrdsOnce(cluster ?? (await testCluster()));
+}
+
+/** The operator for one test: its own ServiceAccount and namespace, stopped when the test ends. */
+export async function startOperator(
+  t: TestContext,
+  namespace: string,
+  opts: OperatorOptions = {},
+): Promise<OperatorProcess> {
+  await installCrds(opts.cluster);
+  const { path, username } = await operatorKubeconfig(namespace, opts.cluster ?? (await testCluster()));
+  const handle = await spawnOperator(path, username, namespace, opts);
+  t.after(async () => {
+    await handle.stop("SIGKILL");
+    if (process.env.SHOW_OPERATOR_LOGS) console.log(handle.logs());
+  });
+  if (opts.waitForLeader !== false) await waitForLeadership(handle);
+  return handle;
+}
+
+/**
+ * The operator serving `served` (USERLAND_WATCH_NAMESPACES), its ServiceAccount in `own` bound in
+ * each of them too, or for "*" cluster-wide; stopped when the test ends.
+ */
+export async function startOperatorServing(
+  t: TestContext,
+  own: string,
+  served: string[] | "*",
+): Promise<OperatorProcess> {
+  await installCrds();
+  const cluster = await testCluster();
+  const { path, username } = await operatorKubeconfig(own, cluster);
+  const { kc } = cluster;
+  const rbac = kc.makeApiClient(k8s.RbacAuthorizationV1Api);
+  const subjects = [{ kind: "ServiceAccount", name: "userland-operator", namespace: own }];
+  const roleRef = { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "cluster-admin" };
+  if (served === "*") {
+    const name = `${own}-operator-all`;
+    await rbac.createClusterRoleBinding({ body: { metadata: { name }, roleRef, subjects } });
+    t.after(() => rbac.deleteClusterRoleBinding({ name }).catch(() => undefined));
+  } else {
+    for (const namespace of served.filter((ns) => ns !== own))
+      await rbac
+        .createNamespacedRoleBinding({
+          namespace,
+          body: { metadata: { name: "userland-operator" }, roleRef, subjects },
+        })
+        .catch((error: unknown) => {
+          if (!isAlreadyExists(error)) throw error;
+        });
+  }
+  const operator = await spawnOperator(path, username, own, {
+    env: { USERLAND_WATCH_NAMESPACES: served === "*" ? "*" : served.join(",") },
+  });
+  t.after(async () => {
+    await operator.stop("SIGKILL");
+    if (process.env.SHOW_OPERATOR_LOGS) console.log(operator.logs());
+  });
+  await waitForLeadership(operator);
+  return operator;
+}
