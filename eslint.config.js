@@ -26,4 +26,24 @@ export default tseslint.config(
       "@typescript-eslint/consistent-type-imports": "error",
     },
   },
+  {
+    // The program does not lean on its tests: what benchmarks, scripts and the local platform share
+    // with the tests lives outside test/ (cluster/harness/, reliability/; docs/decisions/0007).
+    files: ["**/*.ts"],
+    ignores: ["test/**", "**/test/**"],
+    rules: {
+      "@typescript-eslint/no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              regex: "(^|/)test/",
+              message:
+                "code outside test/ must not import from a test folder: move what it needs out of test/",
+            },
+          ],
+        },
+      ],
+    },
+  },
 );

@@ -140,15 +140,22 @@ export interface ChildNames {
   userlandLabel: string;
 }
 
+const SERVICE_SUFFIX = "-svc";
+
 /** The ESC naming scheme, shortened with a hash only where a name would exceed its limit. */
 export function childNames(templateName: string, userlandName: string): ChildNames {
   const base = fitName(`${templateName}-${userlandName}`, 59);
   return {
     deployment: base,
-    service: `${base}-svc`,
+    service: `${base}${SERVICE_SUFFIX}`,
     pvc: (volume) => fitName(`${base}-pvc-${volume}`, 253),
     userlandLabel: fitName(userlandName, 63),
   };
+}
+
+/** The Deployment named with a `childNames` Service (its name without "-svc"); undefined for any other name. */
+export function deploymentOfService(serviceName: string): string | undefined {
+  return serviceName.endsWith(SERVICE_SUFFIX) ? serviceName.slice(0, -SERVICE_SUFFIX.length) : undefined;
 }
 
 /**

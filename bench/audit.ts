@@ -3,21 +3,12 @@
  * line per request, batched within a second): everything after a byte offset, by user.
  */
 import { openSync, readSync, closeSync, statSync } from "node:fs";
+import { WRITE_VERBS, type AuditEvent } from "../cluster/harness/auditLog.ts";
 
 export interface RequestCount {
   total: number;
   writes: number;
 }
-
-interface AuditEvent {
-  auditID: string;
-  verb: string;
-  user: { username: string };
-  stageTimestamp: string;
-  objectRef?: { resource?: string; subresource?: string; namespace?: string };
-}
-
-const WRITE_VERBS = new Set(["create", "update", "patch", "delete", "deletecollection"]);
 
 /** Where the audit log ends now: count from here with `requestsSince`. */
 export function auditOffset(file: string): number {

@@ -15,8 +15,7 @@
  * removed at the end), for reading which requests went where.
  */
 import { randomBytes } from "node:crypto";
-import { copyFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { copyFileSync } from "node:fs";
 import type { V1Pod } from "@kubernetes/client-node";
 import { submissionNameFor } from "../api/naming.ts";
 import {
@@ -27,19 +26,19 @@ import {
   type Submission,
   type TemplateSpec,
 } from "../api/v1alpha1/index.ts";
-import { ControlPlane, repoRoot } from "../cluster/controlPlane.ts";
+import type { ClusterAccess } from "../cluster/harness/connect.ts";
+import { privateControlPlane, startAndConnect } from "../cluster/harness/privateControlPlane.ts";
 import { Informer } from "../lib/informer.ts";
-import { paths, KubeRest } from "../lib/kubeRest.ts";
+import { paths } from "../api/kubePaths.ts";
+import { KubeRest } from "../lib/kubeRest.ts";
 import { createLogger } from "../lib/logger.ts";
-import { connect } from "../test/support/cluster.ts";
 import {
-  installCrds,
   operatorKubeconfig,
   spawnOperator,
   waitForLeadership,
   type OperatorProcess,
-} from "../test/support/operator.ts";
-import { simpleTemplateSpec } from "../test/support/resources.ts";
+} from "../cluster/harness/operator.ts";
+import { simpleTemplateSpec } from "../cluster/harness/simpleTemplate.ts";
 import { auditOffset, requestsByVerb } from "./audit.ts";
 import { sampleUsage, type Usage } from "./processUsage.ts";
 import { runBench } from "./run.ts";
@@ -65,11 +64,7 @@ const courseworkSpec: TemplateSpec = simpleTemplateSpec("registry.invalid/ide:1"
   },
 });
 
-const controlPlane = new ControlPlane({
-  dir: join(repoRoot, ".userland", "bench-coursework"),
-  nodes: 1,
-  log: (line) => console.error(`[control-plane] ${line}`),
-});
+const controlPlane = privateControlPlane("bench-coursework", { nodes: 1 });
 let rest: KubeRest | undefined;
 let operator: OperatorProcess | undefined;
 const informers: Informer<never>[] = [];
@@ -226,11 +221,7 @@ const students = [...Array(n).keys()].map((i) => `student-${i}`);
 /**
  * The operator's work, measured: publish to `n` students, then close for all of them at once.
  */
-async function withOperator(
-  client: KubeRest,
-  auditLog: string,
-  cluster: Awaited<ReturnType<typeof connect>>,
-) {
+async function withOperator(client: KubeRest, auditLog: string, cluster: ClusterAccess) {
   const ns = await newNamespace(client, "bench-coursework");
   const { path, username } = await operatorKubeconfig(ns, cluster);
   operator = await spawnOperator(path, username, ns, {
@@ -418,12 +409,8 @@ await runBench(
     await controlPlane.stop();
   },
   async () => {
-    const info = await controlPlane.start();
-    const infoFile = join(info.dir, "cluster.json");
-    writeFileSync(infoFile, JSON.stringify(info));
-    const cluster = await connect(infoFile);
+    const { info, cluster } = await startAndConnect(controlPlane, { crds: true });
     rest = new KubeRest(cluster.kc, "userland-bench");
-    await installCrds(cluster);
     log(`baseline: ${n} students' objects written directly…`);
     const base = await baseline(rest);
     log(`with the operator, ${n} students…`);

@@ -18,7 +18,7 @@ import { join } from "node:path";
 import type { V1Pod } from "@kubernetes/client-node";
 import { userlandNameFor } from "../api/naming.ts";
 import type { Template } from "../api/v1alpha1/index.ts";
-import { repoRoot } from "../cluster/controlPlane.ts";
+import { repoRoot } from "../cluster/repoRoot.ts";
 import { buildPlatformImage, importImage, repositoryAndTag } from "../cluster/node/images.ts";
 import { Relays } from "../cluster/node/relay.ts";
 import {
@@ -31,8 +31,9 @@ import {
   startLoginProvider,
   waitForPlatformReady,
 } from "../dev/nodePlatform.ts";
+import { paths } from "../api/kubePaths.ts";
 import { k8s } from "../lib/kube.ts";
-import { KubeRest, paths } from "../lib/kubeRest.ts";
+import { KubeRest } from "../lib/kubeRest.ts";
 import { timePodsReady } from "./pods.ts";
 import { percentile } from "./stats.ts";
 import { startRealCluster } from "../cluster/realCluster.ts";

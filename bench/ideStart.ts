@@ -11,24 +11,22 @@
  * (emptyDir volumes, no operator, no Service), create → Ready by its own probe, N times. Numbers side
  * by side, asserted nowhere (issue 28's measurement).
  */
-import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { userlandNameFor } from "../api/naming.ts";
 import type { Template, Userland } from "../api/v1alpha1/index.ts";
-import { ControlPlane, repoRoot } from "../cluster/controlPlane.ts";
+import { connectTo, privateControlPlane } from "../cluster/harness/privateControlPlane.ts";
 import { localTemplate } from "../cluster/node/localTemplates.ts";
 import { RealNode } from "../cluster/node/realNode.ts";
 import { Relays } from "../cluster/node/relay.ts";
+import { paths } from "../api/kubePaths.ts";
 import { k8s } from "../lib/kube.ts";
-import { KubeRest, paths } from "../lib/kubeRest.ts";
-import { connect } from "../test/support/cluster.ts";
+import { KubeRest } from "../lib/kubeRest.ts";
 import {
-  installCrds,
   operatorKubeconfig,
   spawnOperator,
   waitForLeadership,
   type OperatorProcess,
-} from "../test/support/operator.ts";
+} from "../cluster/harness/operator.ts";
 import { timePodsReady } from "./pods.ts";
 import { runBench } from "./run.ts";
 import { percentile } from "./stats.ts";
@@ -43,10 +41,7 @@ const IDES = ["code-server.yaml", "jupyter.yaml"];
 const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-const controlPlane = new ControlPlane({
-  dir: join(repoRoot, ".userland", "bench-idestart"),
-  log: (line) => console.error(`[control-plane] ${line}`),
-});
+const controlPlane = privateControlPlane("bench-idestart");
 const node = new RealNode({
   controlPlane,
   dir: join(controlPlane.dir, "node"),
@@ -67,12 +62,9 @@ await runBench("bench/ideStart.ts", cleanup, async () => {
   const nodeStarted = Date.now();
   const nodeInfo = await node.start();
   const nodeStartMs = Date.now() - nodeStarted;
-  const infoFile = join(info.dir, "cluster.json");
-  writeFileSync(infoFile, JSON.stringify({ ...info, realNode: nodeInfo }));
-  const cluster = await connect(infoFile);
+  const cluster = await connectTo({ ...info, realNode: nodeInfo }, { crds: true });
   const core = cluster.kc.makeApiClient(k8s.CoreV1Api);
   const rest = new KubeRest(cluster.kc, "userland-bench");
-  await installCrds(cluster);
   await core.createNamespace({ body: { metadata: { name: NAMESPACE } } });
   const { path, username } = await operatorKubeconfig(NAMESPACE, cluster);
   operator = await spawnOperator(path, username, NAMESPACE, { env: { LOG_LEVEL: "warn" } });

@@ -8,7 +8,7 @@
  */
 import type { V1PodSpec } from "@kubernetes/client-node";
 import { join } from "node:path";
-import { repoRoot } from "../cluster/controlPlane.ts";
+import { repoRoot } from "../cluster/repoRoot.ts";
 import { onRealNode } from "../cluster/node/addons.ts";
 import { k8s } from "../lib/kube.ts";
 import { startRealCluster } from "../cluster/realCluster.ts";

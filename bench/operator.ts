@@ -10,20 +10,14 @@
  * leaves out the direct baseline.
  */
 import { randomBytes } from "node:crypto";
-import { readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { readFileSync } from "node:fs";
 import type { Userland } from "../api/v1alpha1/index.ts";
 import { desiredChildren } from "../operator/desired.ts";
-import { KubeRest, paths } from "../lib/kubeRest.ts";
-import { ControlPlane, repoRoot } from "../cluster/controlPlane.ts";
-import { connect } from "../test/support/cluster.ts";
-import {
-  installCrds,
-  operatorKubeconfig,
-  spawnOperator,
-  waitForLeadership,
-} from "../test/support/operator.ts";
-import { simpleTemplateSpec } from "../test/support/resources.ts";
+import { paths } from "../api/kubePaths.ts";
+import { KubeRest } from "../lib/kubeRest.ts";
+import { privateControlPlane, startAndConnect } from "../cluster/harness/privateControlPlane.ts";
+import { operatorKubeconfig, spawnOperator, waitForLeadership } from "../cluster/harness/operator.ts";
+import { simpleTemplateSpec } from "../cluster/harness/simpleTemplate.ts";
 import type { Template } from "../api/v1alpha1/index.ts";
 
 const sizes = process.argv
@@ -33,17 +27,9 @@ const sizes = process.argv
 const counts = sizes.length > 0 ? sizes : [1000, 5000];
 const TIMEOUT_MS = 15 * 60_000;
 
-const controlPlane = new ControlPlane({
-  dir: join(repoRoot, ".userland", "bench-operator"),
-  nodes: 2,
-  log: (line) => console.error(`[control-plane] ${line}`),
-});
-const info = await controlPlane.start();
-const infoFile = join(info.dir, "cluster.json");
-writeFileSync(infoFile, JSON.stringify(info));
-const cluster = await connect(infoFile);
+const controlPlane = privateControlPlane("bench-operator", { nodes: 2 });
+const { info, cluster } = await startAndConnect(controlPlane, { crds: true });
 const rest = new KubeRest(cluster.kc, "userland-bench");
-await installCrds(cluster);
 
 /** Runs `fn` over `items` with at most `limit` in flight. */
 async function pool<T>(items: T[], limit: number, fn: (item: T) => Promise<unknown>): Promise<void> {

@@ -5,7 +5,8 @@
  */
 import type { CoreV1Api, V1Deployment, V1PodSpec } from "@kubernetes/client-node";
 import { API_VERSION, type Template, type Userland } from "../api/v1alpha1/index.ts";
-import { paths, type KubeRest } from "../lib/kubeRest.ts";
+import { paths } from "../api/kubePaths.ts";
+import type { KubeRest } from "../lib/kubeRest.ts";
 import { desiredChildren } from "../operator/desired.ts";
 
 /** One measurement: `n` objects created at once in `namespace`, a namespace of their own. */

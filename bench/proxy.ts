@@ -42,13 +42,13 @@ import { createRequire } from "node:module";
 import { Pool } from "undici";
 import { WebSocket, WebSocketServer } from "ws";
 import { heldPort } from "../cluster/ports.ts";
+import { repoRoot } from "../cluster/repoRoot.ts";
 import { startNginxAnchor, type NginxAnchor } from "./nginx.ts";
 import { percentile } from "./stats.ts";
 
 const NGINX_NAME = "nginx + auth_request";
 
 const here = fileURLToPath(import.meta.url);
-const repoRoot = join(here, "..", "..");
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2.5);
 const HOST = "code.bench.test";
 const SMALL = Buffer.from(JSON.stringify({ ok: true, text: "hello from the environment".repeat(3) }));

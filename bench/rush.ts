@@ -23,7 +23,7 @@ import { parseArgs } from "node:util";
 import type { V1PodSpec } from "@kubernetes/client-node";
 import { userlandNameFor } from "../api/naming.ts";
 import { templatesPath, userlandsPath, type Template } from "../api/v1alpha1/index.ts";
-import { repoRoot } from "../cluster/controlPlane.ts";
+import { repoRoot } from "../cluster/repoRoot.ts";
 import { DEMO_TEMPLATE, NAMESPACE, startPlatform, type Platform } from "../dev/platform.ts";
 import { k8s } from "../lib/kube.ts";
 import { auditOffset, requestsSince, type RequestCount } from "./audit.ts";

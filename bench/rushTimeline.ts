@@ -9,8 +9,9 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { LABELS } from "../api/naming.ts";
 import { userlandsPath, type Userland } from "../api/v1alpha1/index.ts";
 import { Informer } from "../lib/informer.ts";
+import { paths } from "../api/kubePaths.ts";
 import type { k8s } from "../lib/kube.ts";
-import { paths, type KubeRest } from "../lib/kubeRest.ts";
+import type { KubeRest } from "../lib/kubeRest.ts";
 import { createLogger } from "../lib/logger.ts";
 
 export const STEPS = ["created", "podCreated", "podReady", "ready", "published"] as const;

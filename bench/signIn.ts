@@ -14,13 +14,13 @@ import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { userlandNameFor } from "../api/naming.ts";
 import { userlandsPath } from "../api/v1alpha1/index.ts";
-import { repoRoot } from "../cluster/controlPlane.ts";
+import { repoRoot } from "../cluster/repoRoot.ts";
 import { heldPort, type HeldPort } from "../cluster/ports.ts";
 import { startRealPlatform, type RealPlatform } from "../dev/realPlatform.ts";
 import { loadKubeConnection } from "../lib/kubeConnection.ts";
-import { KubeRest, paths } from "../lib/kubeRest.ts";
-import { launchBrowser, gotoSignIn } from "../test/support/browser.ts";
-import { pagesLoaded } from "../test/support/platformPages.ts";
+import { KubeRest } from "../lib/kubeRest.ts";
+import { paths } from "../api/kubePaths.ts";
+import { errorPages, gotoSignIn, launchBrowser, pagesLoaded } from "../cluster/harness/browser.ts";
 import { runBench } from "./run.ts";
 import { percentile } from "./stats.ts";
 
@@ -36,7 +36,6 @@ const IDES = [
   { template: "jupyter", title: "Jupyter", selector: "#notebook_list", provisioned: false },
   { template: "phpmyadmin", title: "phpMyAdmin", selector: "#pma_navigation", provisioned: false },
 ] as const;
-const ERROR_PAGE = /not answering|taking too long|could not start/;
 const IDE_TIMEOUT_MS = 240_000;
 const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -98,7 +97,7 @@ await runBench("bench/signIn.ts", cleanup, async () => {
       const ms = await signIn(await context.newPage(), url, user, ide.selector);
       return {
         ms,
-        errorPages: pages.filter((p) => ERROR_PAGE.test(p)),
+        errorPages: errorPages(pages),
         startingPages: pages.filter((p) => /starting/i.test(p)).length,
       };
     } finally {

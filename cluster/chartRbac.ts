@@ -10,8 +10,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { parseAllDocuments } from "yaml";
-import { paths, type KubeRest } from "../lib/kubeRest.ts";
-import { repoRoot } from "./controlPlane.ts";
+import { paths } from "../api/kubePaths.ts";
+import type { KubeRest } from "../lib/kubeRest.ts";
+import { repoRoot } from "./repoRoot.ts";
 
 const CHART_DIR = join(repoRoot, "charts", "userland");
 

@@ -10,10 +10,11 @@
 import { execFileSync } from "node:child_process";
 import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { request } from "node:https";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
+import { LeanKubeConnection } from "../lib/kubeConnection.ts";
+import { KubeRest } from "../lib/kubeRest.ts";
 import { KUBERNETES_SERVICE_IP, KWOK_POD_CIDR, NODE_IP, SERVICE_CIDR } from "./addresses.ts";
 import { heldPort, type HeldPort } from "./ports.ts";
 import { ProcessGroup, waitFor } from "./processes.ts";
@@ -21,9 +22,10 @@ import { ProcessGroup, waitFor } from "./processes.ts";
 export { diesWithParent } from "./processes.ts";
 
 const here = dirname(fileURLToPath(import.meta.url));
-export const repoRoot = join(here, "..");
 
 const ADMIN_USER = "userland-test-admin";
+/** Start-up checks poll: a request that hangs is given up quickly and asked again. */
+const REQUEST_TIMEOUT_MS = 5000;
 /** The real node's name (cluster/node), known here because its kubelet's identity is. */
 export const REAL_NODE_NAME = "userland-node";
 
@@ -65,6 +67,7 @@ export class ControlPlane {
   private ports = { etcd: 0, etcdPeer: 0, apiserver: 0 };
   private heldPorts: HeldPort[] = [];
   private adminToken = "";
+  private adminRest: KubeRest | undefined;
   private nodeTokens = { kubelet: "", kubeProxy: "", addons: "" };
 
   constructor(opts: ControlPlaneOptions) {
@@ -121,10 +124,18 @@ export class ControlPlane {
     this.ports = { etcd, etcdPeer, apiserver };
     this.adminToken = randomBytes(24).toString("hex");
     this.writePki();
+    this.adminRest = new KubeRest(
+      new LeanKubeConnection({ server: this.server, ca: readFileSync(this.caFile), token: this.adminToken }),
+      "userland-control-plane",
+    );
     this.writeConfigFiles();
 
     this.startEtcd();
-    await this.waitFor("etcd", () => this.httpOk(`http://127.0.0.1:${this.ports.etcd}/health`), 30_000);
+    await this.waitFor(
+      "etcd",
+      async () => (await fetch(`http://127.0.0.1:${this.ports.etcd}/health`)).status === 200,
+      30_000,
+    );
     await this.startApiServer();
     this.startComponent("kube-controller-manager", this.controllerManagerArgs());
     this.startComponent("kube-scheduler", this.schedulerArgs());
@@ -139,7 +150,7 @@ export class ControlPlane {
   /** Starts kube-apiserver (again) on the same port and waits until it is ready. */
   async startApiServer(): Promise<void> {
     this.startComponent("kube-apiserver", this.apiServerArgs());
-    await this.waitFor("kube-apiserver", () => this.httpOk(`${this.server}/readyz`), 60_000);
+    await this.waitFor("kube-apiserver", () => this.succeeds("/readyz"), 60_000);
   }
 
   /** Stops kube-apiserver alone, as an outage; etcd and the controllers keep running. */
@@ -160,6 +171,7 @@ export class ControlPlane {
       "kube-apiserver",
       "etcd",
     ]);
+    await this.adminRest?.close();
     for (const held of this.heldPorts.splice(0)) held.release();
     if (!opts.keepFiles) rmSync(this.dir, { recursive: true, force: true });
   }
@@ -399,16 +411,14 @@ export class ControlPlane {
           capacity: { cpu: "1000", memory: "4Ti", pods: "10000" },
         },
       };
-      await this.apiRequest("POST", "/api/v1/nodes", node);
+      await this.rest.create("/api/v1/nodes", node);
     }
   }
 
   private async nodesReady(count: number): Promise<boolean> {
-    const { status, body } = await this.apiRequest("GET", "/api/v1/nodes");
-    if (status !== 200) return false;
-    const nodes = (
-      JSON.parse(body) as { items: { status?: { conditions?: { type: string; status: string }[] } }[] }
-    ).items;
+    const { items: nodes } = await this.rest.list<{
+      status?: { conditions?: { type: string; status: string }[] };
+    }>("/api/v1/nodes", { timeoutMs: REQUEST_TIMEOUT_MS });
     const ready = nodes.filter((n) =>
       n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"),
     );
@@ -418,8 +428,7 @@ export class ControlPlane {
   private async waitForServiceAccount(name: string): Promise<void> {
     await this.waitFor(
       `ServiceAccount ${name}`,
-      async () =>
-        (await this.apiRequest("GET", `/api/v1/namespaces/default/serviceaccounts/${name}`)).status === 200,
+      () => this.succeeds(`/api/v1/namespaces/default/serviceaccounts/${name}`),
       60_000,
     );
   }
@@ -439,44 +448,16 @@ export class ControlPlane {
     });
   }
 
-  private async httpOk(url: string): Promise<boolean> {
-    const { status } = await this.rawRequest("GET", url);
-    return status === 200;
+  /** True once a GET of `path` answers 2xx; any other answer rejects, which waitFor counts as "not yet". */
+  private async succeeds(path: string): Promise<boolean> {
+    await this.rest.get(path, { timeoutMs: REQUEST_TIMEOUT_MS });
+    return true;
   }
 
-  /** A request to the API server as the test admin (used before any client library is set up). */
-  apiRequest(method: string, path: string, body?: unknown): Promise<{ status: number; body: string }> {
-    return this.rawRequest(method, `${this.server}${path}`, body);
-  }
-
-  private rawRequest(method: string, url: string, body?: unknown): Promise<{ status: number; body: string }> {
-    if (url.startsWith("http://")) {
-      return fetch(url, { method }).then(async (r) => ({ status: r.status, body: await r.text() }));
-    }
-    const payload = body === undefined ? undefined : JSON.stringify(body);
-    return new Promise((resolve, reject) => {
-      const req = request(
-        url,
-        {
-          method,
-          ca: readFileSync(this.caFile),
-          headers: {
-            authorization: `Bearer ${this.adminToken}`,
-            ...(payload ? { "content-type": "application/json" } : {}),
-          },
-          timeout: 5000,
-        },
-        (res) => {
-          let text = "";
-          res.setEncoding("utf8");
-          res.on("data", (chunk: string) => (text += chunk));
-          res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text }));
-        },
-      );
-      req.on("timeout", () => req.destroy(new Error("timeout")));
-      req.on("error", reject);
-      req.end(payload);
-    });
+  /** The API server as the test admin (used before any component or client is set up); made by start(). */
+  get rest(): KubeRest {
+    if (!this.adminRest) throw new Error("the control plane has not been started");
+    return this.adminRest;
   }
 }
 

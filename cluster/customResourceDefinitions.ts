@@ -5,8 +5,7 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { customResourceDefinitions } from "../api/crds.ts";
-import { isConflict, isNotFound } from "../lib/kube.ts";
-import type { KubeRest } from "../lib/kubeRest.ts";
+import { isConflict, isNotFound, type KubeRest } from "../lib/kubeRest.ts";
 
 const CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
 

@@ -17,7 +17,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import type { AppsV1Api, CoreV1Api } from "@kubernetes/client-node";
-import { repoRoot } from "../cluster/controlPlane.ts";
+import { repoRoot } from "../cluster/repoRoot.ts";
 import { waitFor } from "../cluster/processes.ts";
 import { MACHINE_HOST, NODE_IP, POD_CIDR, SERVICE_CIDR } from "../cluster/addresses.ts";
 import { REAL_NODE_LABEL } from "../cluster/node/config.ts";

@@ -22,14 +22,14 @@ import { parseAllDocuments } from "yaml";
 import { childNames } from "../api/naming.ts";
 import type { Userland } from "../api/v1alpha1/index.ts";
 import { Informer } from "../lib/informer.ts";
-import { KubeRest, paths } from "../lib/kubeRest.ts";
+import { paths } from "../api/kubePaths.ts";
+import { KubeRest } from "../lib/kubeRest.ts";
 import { createLogger } from "../lib/logger.ts";
 import { generateSigningKey, parseSigningKeys, publicJwks } from "../lib/session.ts";
 import {
   ControlPlane,
   diesWithParent,
   kubeconfigYaml,
-  repoRoot,
   type ControlPlaneInfo,
 } from "../cluster/controlPlane.ts";
 import {
@@ -44,6 +44,7 @@ import { heldPort, listeningSocket, portOf, socketsFor, type HeldPort } from "..
 import { startDemoEnvironment, type DemoEnvironment } from "./demo-environment.ts";
 import { startDevIdentityProvider, type DevIdentityProvider } from "./identity-provider.ts";
 import { templatesPath, userlandsPath } from "../api/v1alpha1/index.ts";
+import { repoRoot } from "../cluster/repoRoot.ts";
 
 export const NAMESPACE = "userland";
 export const DEMO_TEMPLATE = "demo";

@@ -17,8 +17,9 @@ import { userlandNameFor } from "../api/naming.ts";
 import { buildPlatformImage, importImage, repositoryAndTag } from "../cluster/node/images.ts";
 import { Relays } from "../cluster/node/relay.ts";
 import { startRealCluster, type RealCluster } from "../cluster/realCluster.ts";
+import { paths } from "../api/kubePaths.ts";
 import { k8s } from "../lib/kube.ts";
-import { KubeRest, paths } from "../lib/kubeRest.ts";
+import { KubeRest } from "../lib/kubeRest.ts";
 import { CONSOLE_TEACHER } from "./platform.ts";
 import type { DevIdentityProvider } from "./identity-provider.ts";
 import {

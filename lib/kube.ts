@@ -1,6 +1,9 @@
 /**
- * Kubernetes client set-up shared by every component: one KubeConfig, loaded from KUBECONFIG
- * (local runs and tests) or from the in-cluster ServiceAccount (production).
+ * client-node, for what lib/kubeConnection.ts does not read itself: kubeconfigs with exec plugins,
+ * auth providers, basic auth or proxies (loadKubeConnection() imports this module only then), and
+ * the typed clients tests, benchmarks and the local platform use. No component imports it at start:
+ * loading client-node's generated API costs a process tens of MiB (docs/decisions/0002-operator.md).
+ * Status checks are in lib/kubeRest.ts, the namespace a process works in in lib/kubeConnection.ts.
  */
 import * as k8s from "@kubernetes/client-node";
 
@@ -12,8 +15,3 @@ export function loadKubeConfig(kubeconfigPath = process.env.KUBECONFIG): k8s.Kub
   else kc.loadFromCluster();
   return kc;
 }
-
-// The helpers live in the modules that do not load client-node (the operator does without it);
-// re-exported here for the components that use client-node anyway.
-export { currentNamespace } from "./kubeConnection.ts";
-export { isAlreadyExists, isConflict, isInvalid, isNotFound, statusCode } from "./kubeRest.ts";

@@ -188,8 +188,7 @@ export function leanConnectionFromFile(path: string): LeanKubeConnection | undef
 
 /**
  * The connection from KUBECONFIG (local runs and tests) or the in-cluster ServiceAccount
- * (production), like lib/kube.ts's loadKubeConfig, without loading client-node unless the
- * kubeconfig needs it.
+ * (production), without loading client-node unless the kubeconfig needs it (lib/kube.ts).
  */
 export async function loadKubeConnection(kubeconfigPath = process.env.KUBECONFIG): Promise<KubeConnection> {
   if (!kubeconfigPath) return inClusterConnection();

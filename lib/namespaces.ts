@@ -3,7 +3,7 @@
  * a list, or all of them. One setting, USERLAND_WATCH_NAMESPACES, read the same way by the
  * operator, the proxy and the user-manager, so the three never disagree on what a value means.
  */
-import { paths } from "./kubeRest.ts";
+import { paths } from "../api/kubePaths.ts";
 import type { Setting } from "./config.ts";
 
 export const WATCH_NAMESPACES_ENV = "USERLAND_WATCH_NAMESPACES";

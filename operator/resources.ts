@@ -13,7 +13,7 @@ import {
   USERLANDS,
   VERSION,
 } from "../api/v1alpha1/index.ts";
-import { paths } from "../lib/kubeRest.ts";
+import { paths } from "../api/kubePaths.ts";
 
 export interface Resource {
   group: string;

@@ -11,7 +11,7 @@ import {
   type Template,
   type Userland,
 } from "../api/v1alpha1/index.ts";
-import { ANNOTATIONS, LABELS } from "../api/naming.ts";
+import { ANNOTATIONS, deploymentOfService, LABELS } from "../api/naming.ts";
 import { namespacedKey } from "../lib/informer.ts";
 import { isAlreadyExists, isInvalid, isNotFound } from "../lib/kubeRest.ts";
 import { Index } from "./caches.ts";
@@ -487,9 +487,13 @@ async function removeStaleChildren(
   // sync): one whose labels were edited out of the label-selected watch is not in the cache, but
   // must go all the same. Read from the API only while a switch is in progress.
   const previousService = userland.status?.service?.name;
-  if (previousService && previousService !== desired.names.service && previousService.endsWith("-svc")) {
+  const previousDeployment =
+    previousService && previousService !== desired.names.service
+      ? deploymentOfService(previousService)
+      : undefined;
+  if (previousService && previousDeployment) {
     const previous: [ChildKind, string][] = [
-      ["Deployment", previousService.slice(0, -"-svc".length)],
+      ["Deployment", previousDeployment],
       ["Service", previousService],
     ];
     for (const [kind, childName] of previous) {

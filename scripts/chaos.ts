@@ -1,15 +1,11 @@
 /**
  * `npm run chaos`: the operator's convergence under faults, at scale, on a private kwok control
- * plane (loopback only). See test/reliability/chaos.ts for what is injected and checked.
+ * plane (loopback only). See reliability/chaos.ts for what is injected and checked.
  */
 import { randomBytes } from "node:crypto";
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { KubeRest } from "../lib/kubeRest.ts";
-import { ControlPlane, repoRoot } from "../cluster/controlPlane.ts";
-import { Chaos, formatReport } from "../test/reliability/chaos.ts";
-import { connect } from "../test/support/cluster.ts";
-import { installCrds } from "../test/support/operator.ts";
+import { privateControlPlane, startAndConnect } from "../cluster/harness/privateControlPlane.ts";
+import { Chaos, formatReport } from "../reliability/chaos.ts";
 
 const HELP = `Usage: npm run chaos [-- --help]
 
@@ -52,11 +48,7 @@ const convergeSeconds = envNumber("CHAOS_CONVERGE_SECONDS", 300);
 const seed = process.env.CHAOS_SEED ? envNumber("CHAOS_SEED", 0) : undefined;
 const workers = process.env.CHAOS_WORKERS;
 
-const controlPlane = new ControlPlane({
-  dir: join(repoRoot, ".userland", "chaos"),
-  nodes: 2,
-  log: (line) => console.error(`[control-plane] ${line}`),
-});
+const controlPlane = privateControlPlane("chaos", { nodes: 2 });
 let chaos: Chaos | undefined;
 let stopping: Promise<void> | undefined;
 const keepFiles = process.env.CHAOS_KEEP === "1";
@@ -79,11 +71,7 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
 
 let code = 1;
 try {
-  const info = await controlPlane.start();
-  const infoFile = join(info.dir, "cluster.json");
-  writeFileSync(infoFile, JSON.stringify(info));
-  const cluster = await connect(infoFile);
-  await installCrds(cluster);
+  const { info, cluster } = await startAndConnect(controlPlane, { crds: true });
   const namespace = `chaos-${randomBytes(3).toString("hex")}`;
   const admin = new KubeRest(cluster.kc, "userland-chaos");
   await admin.create("/api/v1/namespaces", { metadata: { name: namespace } });

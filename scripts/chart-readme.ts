@@ -6,7 +6,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { isMap, isScalar, isSeq, parseDocument, type Node, type YAMLMap } from "yaml";
-import { repoRoot } from "../cluster/controlPlane.ts";
+import { repoRoot } from "../cluster/repoRoot.ts";
 
 const chartDir = join(repoRoot, "charts", "userland");
 export const README = join(chartDir, "README.md");

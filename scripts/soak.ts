@@ -1,13 +1,11 @@
 /**
  * `npm run soak`: the proxy under load and faults on a private control plane (loopback only).
- * See test/reliability/soak.ts for what runs and what is checked; exits 1 when a check fails.
+ * See reliability/soak.ts for what runs and what is checked; exits 1 when a check fails.
  */
 import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { ControlPlane, repoRoot } from "../cluster/controlPlane.ts";
-import { connect } from "../test/support/cluster.ts";
-import { formatSoakReport, runSoak } from "../test/reliability/soak.ts";
+import { privateControlPlane, startAndConnect } from "../cluster/harness/privateControlPlane.ts";
+import { formatSoakReport, runSoak } from "../reliability/soak.ts";
 
 const HELP = `npm run soak [-- options]
 
@@ -77,10 +75,7 @@ if (users < 2 || seconds < 10) {
 }
 const log = values.quiet ? () => undefined : (line: string) => process.stderr.write(`[soak] ${line}\n`);
 
-const controlPlane = new ControlPlane({
-  dir: join(repoRoot, ".userland", "soak"),
-  log: (line) => log(`control plane: ${line}`),
-});
+const controlPlane = privateControlPlane("soak", { log: (line) => log(`control plane: ${line}`) });
 let exitCode: number;
 let stopping = false;
 /** Stops the control plane; its logs stay in .userland/soak when the soak failed. */
@@ -97,10 +92,7 @@ for (const signal of ["SIGINT", "SIGTERM"] as const)
   });
 
 try {
-  const info = await controlPlane.start();
-  const infoFile = join(info.dir, "cluster.json");
-  writeFileSync(infoFile, JSON.stringify(info));
-  const cluster = await connect(infoFile);
+  const { cluster } = await startAndConnect(controlPlane);
   const namespace = "soak";
   const { k8s } = await import("../lib/kube.ts");
   await cluster.kc.makeApiClient(k8s.CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });

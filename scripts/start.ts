@@ -7,7 +7,7 @@
  * so the home is at its fixed path there); Ctrl-C stops everything (a second Ctrl-C exits at once).
  */
 import { join } from "node:path";
-import { repoRoot } from "../cluster/controlPlane.ts";
+import { repoRoot } from "../cluster/repoRoot.ts";
 import { listeningSocket } from "../cluster/ports.ts";
 import { CONSOLE_TEACHER, startPlatform } from "../dev/platform.ts";
 import { startRealPlatform } from "../dev/realPlatform.ts";

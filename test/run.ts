@@ -10,10 +10,11 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
-import { ControlPlane, diesWithParent, repoRoot } from "../cluster/controlPlane.ts";
+import { ControlPlane, diesWithParent } from "../cluster/controlPlane.ts";
 import { RealNode } from "../cluster/node/realNode.ts";
-import { CLUSTER_INFO_ENV } from "./support/cluster.ts";
-import { RETRY_LOG_ENV } from "./support/retries.ts";
+import { CLUSTER_INFO_ENV } from "../cluster/harness/connect.ts";
+import { RETRY_LOG_ENV } from "../cluster/harness/retries.ts";
+import { repoRoot } from "../cluster/repoRoot.ts";
 
 const defaultPatterns = [
   "test/**/*.test.ts",

@@ -1,5 +1,5 @@
 /** The custom resources' REST paths: the one place that spells them out. */
-import { paths } from "../../lib/kubeRest.ts";
+import { paths } from "../kubePaths.ts";
 import { ARCHIVES } from "./archive.ts";
 import { CLASS_ARCHIVES } from "./classArchive.ts";
 import { ASSIGNMENTS, SUBMISSIONS } from "./coursework.ts";

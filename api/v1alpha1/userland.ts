@@ -4,7 +4,7 @@
  */
 import type { CustomObject } from "./group.ts";
 import { Conditions, StringEnum, Type, type Static } from "./schema.ts";
-import { TEMPLATE_NAME_PATTERN } from "./template.ts";
+import { TEMPLATE_NAME_MAX, TEMPLATE_NAME_PATTERN } from "./template.ts";
 
 /**
  * Userland names become part of Deployment and Service names, which allow no dots: DNS-1123 labels
@@ -46,7 +46,7 @@ export const UserlandSpecSchema = Type.Object({
   }),
   templateName: Type.String({
     pattern: TEMPLATE_NAME_PATTERN,
-    maxLength: 24,
+    maxLength: TEMPLATE_NAME_MAX,
     description: "The Template (same namespace) that defines this environment.",
   }),
   enabled: Type.Optional(

@@ -6,7 +6,7 @@
 import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { repoRoot } from "../controlPlane.ts";
+import { repoRoot } from "../repoRoot.ts";
 
 const execFileAsync = promisify(execFile);
 

@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse } from "yaml";
 import type { Template } from "../../api/v1alpha1/index.ts";
-import { repoRoot } from "../controlPlane.ts";
+import { repoRoot } from "../repoRoot.ts";
 import { LOCAL_PATH_STORAGE_CLASS, onRealNode } from "./addons.ts";
 import { buildImages, importImage, type BuiltImage } from "./images.ts";
 

@@ -361,9 +361,10 @@ export class RealNode {
   }
 
   private async nodeReady(): Promise<boolean> {
-    const { status, body } = await this.controlPlane.apiRequest("GET", `/api/v1/nodes/${REAL_NODE_NAME}`);
-    if (status !== 200) return false;
-    const node = JSON.parse(body) as { status?: { conditions?: { type: string; status: string }[] } };
+    // A failed request rejects, which waitFor counts as not Ready yet.
+    const node = await this.controlPlane.rest.get<{
+      status?: { conditions?: { type: string; status: string }[] };
+    }>(`/api/v1/nodes/${REAL_NODE_NAME}`);
     return node.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
   }
 
@@ -371,12 +372,9 @@ export class RealNode {
     await waitFor(
       `deployment ${namespace}/${name} on the real node`,
       async () => {
-        const { status, body } = await this.controlPlane.apiRequest(
-          "GET",
+        const d = await this.controlPlane.rest.get<{ status?: { readyReplicas?: number } }>(
           `/apis/apps/v1/namespaces/${namespace}/deployments/${name}`,
         );
-        if (status !== 200) return false;
-        const d = JSON.parse(body) as { status?: { readyReplicas?: number } };
         return (d.status?.readyReplicas ?? 0) >= 1;
       },
       timeoutMs,

@@ -11,8 +11,9 @@ import type { V1ConfigMap } from "@kubernetes/client-node";
 import { kubeconfigYaml } from "../../cluster/controlPlane.ts";
 import { eventually, testCluster, testNamespace } from "../../test/support/cluster.ts";
 import { Informer, namespacedKey, withoutManagedFields } from "../informer.ts";
+import { paths } from "../../api/kubePaths.ts";
 import { k8s } from "../kube.ts";
-import { KubeRest, paths } from "../kubeRest.ts";
+import { KubeRest } from "../kubeRest.ts";
 import { createLogger } from "../logger.ts";
 
 const LABEL = "userland.dev/informer-test";

@@ -17,7 +17,7 @@ import {
   type ConnectionOptions,
   type KubeConnection,
 } from "../kubeConnection.ts";
-import { repoRoot } from "../../cluster/controlPlane.ts";
+import { repoRoot } from "../../cluster/repoRoot.ts";
 
 function tempDir(t: TestContext): string {
   const dir = mkdtempSync(join(tmpdir(), "kubeconnection-"));
@@ -168,4 +168,9 @@ test("the operator's code does not load client-node (it would cost a third of it
   assert.notDeepEqual(clientNodeModulesLoaded([join(repoRoot, "lib", "kube.ts")]), []);
   // `--help` loads every module main.ts imports, and exits before connecting anywhere.
   assert.deepEqual(clientNodeModulesLoaded([join(repoRoot, "operator", "main.ts"), "--help"]), []);
+});
+
+test("the proxy's and the user-manager's code do not load client-node either", () => {
+  for (const main of ["services/proxy/main.ts", "services/user-manager/main.ts"])
+    assert.deepEqual(clientNodeModulesLoaded([join(repoRoot, main), "--help"]), [], main);
 });

@@ -15,7 +15,8 @@ import {
   type Submission,
   type TemplateSpec,
 } from "../../api/v1alpha1/index.ts";
-import { paths, type KubeRest } from "../../lib/kubeRest.ts";
+import { paths } from "../../api/kubePaths.ts";
+import type { KubeRest } from "../../lib/kubeRest.ts";
 import { eventually, testNamespace } from "../../test/support/cluster.ts";
 import { startOperator } from "../../test/support/operator.ts";
 import { copyRetryDelay } from "../coursework/copyRuns.ts";

@@ -23,8 +23,9 @@ import {
   type TemplateSpec,
   type Userland,
 } from "../../api/v1alpha1/index.ts";
-import { isInvalid, isNotFound, paths, type KubeRest } from "../../lib/kubeRest.ts";
-import { repoRoot } from "../../cluster/controlPlane.ts";
+import { isInvalid, isNotFound, type KubeRest } from "../../lib/kubeRest.ts";
+import { paths } from "../../api/kubePaths.ts";
+import { repoRoot } from "../../cluster/repoRoot.ts";
 import { eventually, testCluster, testNamespace } from "../../test/support/cluster.ts";
 import { guideCommands } from "../../test/support/guide.ts";
 import { startOperator } from "../../test/support/operator.ts";

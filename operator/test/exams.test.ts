@@ -9,7 +9,8 @@ import { test } from "node:test";
 import type { V1Deployment } from "@kubernetes/client-node";
 import { childNames, LABELS, MANAGED_BY } from "../../api/naming.ts";
 import { ExamMarks, examsPath, type Exam, type Userland } from "../../api/v1alpha1/index.ts";
-import { isNotFound, paths } from "../../lib/kubeRest.ts";
+import { isNotFound } from "../../lib/kubeRest.ts";
+import { paths } from "../../api/kubePaths.ts";
 import { eventually, testNamespace } from "../../test/support/cluster.ts";
 import { installCrds, startOperator } from "../../test/support/operator.ts";
 import {

@@ -15,8 +15,8 @@ import {
   patchUserland,
   simpleTemplateSpec,
   waitForPhase,
-  WRITE_VERBS,
 } from "../../test/support/resources.ts";
+import { WRITE_VERBS } from "../../cluster/harness/auditLog.ts";
 
 const reconcileCount = async (metrics: () => Promise<string>) =>
   [

@@ -9,7 +9,7 @@ import type { V1Deployment, V1EndpointSlice, V1Pod } from "@kubernetes/client-no
 import { childNames } from "../../api/naming.ts";
 import type { Userland } from "../../api/v1alpha1/index.ts";
 import { listEvents } from "../../test/support/events.ts";
-import { paths } from "../../lib/kubeRest.ts";
+import { paths } from "../../api/kubePaths.ts";
 import { eventually, testNamespace } from "../../test/support/cluster.ts";
 import { startOperator } from "../../test/support/operator.ts";
 import {

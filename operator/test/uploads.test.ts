@@ -10,7 +10,8 @@ import { test } from "node:test";
 import type { V1Pod } from "@kubernetes/client-node";
 import { collectionNames, collectionUserFolder, courseFolderNames } from "../../api/naming.ts";
 import { archivesPath, assignmentsPath, type Archive } from "../../api/v1alpha1/index.ts";
-import { isInvalid, paths, type KubeRest } from "../../lib/kubeRest.ts";
+import { isInvalid, type KubeRest } from "../../lib/kubeRest.ts";
+import { paths } from "../../api/kubePaths.ts";
 import { eventually, testNamespace } from "../../test/support/cluster.ts";
 import { startOperator } from "../../test/support/operator.ts";
 import {

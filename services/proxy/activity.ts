@@ -12,8 +12,7 @@ import {
   UserlandAnnotations,
   userlandsPath,
 } from "../../api/v1alpha1/index.ts";
-import { isNotFound } from "../../lib/kube.ts";
-import type { KubeRest } from "../../lib/kubeRest.ts";
+import { isNotFound, type KubeRest } from "../../lib/kubeRest.ts";
 import type { Logger } from "../../lib/logger.ts";
 import type { ProxyMetrics } from "./metrics.ts";
 

@@ -14,7 +14,7 @@ import {
 } from "../../api/v1alpha1/index.ts";
 import { Informer } from "../../lib/informer.ts";
 import { oldest, ServedNamespaces } from "../../lib/namespaces.ts";
-import type { k8s } from "../../lib/kube.ts";
+import type { KubeConnection } from "../../lib/kubeConnection.ts";
 import { KubeRest } from "../../lib/kubeRest.ts";
 import type { Logger } from "../../lib/logger.ts";
 import { sessionVerifierFor } from "../../lib/session.ts";
@@ -36,7 +36,7 @@ const USER_INDEX = "user";
 const NAME_INDEX = "name";
 
 export interface ProxyAppOptions {
-  kc: k8s.KubeConfig;
+  kc: KubeConnection;
   log: Logger;
   /** The proxy's own namespace (config.namespace, or the caller's own). */
   namespace: string;

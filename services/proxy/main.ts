@@ -4,7 +4,7 @@
  * to another replica), in-flight requests get PROXY_SHUTDOWN_GRACE to finish, pending activity is
  * written; a second signal exits at once.
  */
-import { currentNamespace, loadKubeConfig } from "../../lib/kube.ts";
+import { currentNamespace, loadKubeConnection } from "../../lib/kubeConnection.ts";
 import { runComponent } from "../../lib/service.ts";
 import { buildProxyApp } from "./app.ts";
 import { loadProxyConfig, settings } from "./config.ts";
@@ -19,7 +19,7 @@ await runComponent({
   start: async (config, log) => {
     const namespace = config.namespace || (await currentNamespace());
     const app = await buildProxyApp(config, {
-      kc: loadKubeConfig(),
+      kc: await loadKubeConnection(),
       log,
       namespace,
       metrics: createMetrics({ defaultMetrics: true }),

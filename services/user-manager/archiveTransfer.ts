@@ -12,11 +12,10 @@ import type { Readable } from "node:stream";
 import type { UploadSummary } from "../../coursework/files/upload.ts";
 import { setTimeout as sleep } from "node:timers/promises";
 import { API_VERSION, archivesPath, type Archive, type ArchiveSpec } from "../../api/v1alpha1/index.ts";
+import { isNotFound, type KubeRest } from "../../lib/kubeRest.ts";
+import { HttpError } from "./errors.ts";
 
 type UploadTarget = NonNullable<ArchiveSpec["target"]>;
-import { isNotFound } from "../../lib/kube.ts";
-import type { KubeRest } from "../../lib/kubeRest.ts";
-import { HttpError } from "./errors.ts";
 
 /** How long the pod may take to start (an image already on the node: seconds). */
 const START_TIMEOUT_MS = 120_000;

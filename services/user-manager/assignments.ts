@@ -19,7 +19,7 @@ import { LABELS } from "../../api/naming.ts";
 import type { Template, Userland } from "../../api/v1alpha1/index.ts";
 import { ASSIGNMENTS, SUBMISSIONS, TEMPLATES } from "../../api/v1alpha1/index.ts";
 import { Type } from "../../api/v1alpha1/schema.ts";
-import { isConflict } from "../../lib/kube.ts";
+import { isConflict } from "../../lib/kubeRest.ts";
 import type { Resource } from "./auth.ts";
 import {
   AssignmentList,

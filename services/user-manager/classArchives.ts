@@ -12,7 +12,7 @@ import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebo
 import type { FastifyRequest } from "fastify";
 import { CLASS_ARCHIVES, type ClassArchive, type Template } from "../../api/v1alpha1/index.ts";
 import { StringEnum, Type, type Static } from "../../api/v1alpha1/schema.ts";
-import { isConflict } from "../../lib/kube.ts";
+import { isConflict } from "../../lib/kubeRest.ts";
 import { COURSEWORK_RESOURCE } from "./assignments.ts";
 import type { Resource, Verb } from "./auth.ts";
 import type { CourseworkStore } from "./courseworkStore.ts";

@@ -20,8 +20,7 @@ import {
   type Submission,
 } from "../../api/v1alpha1/index.ts";
 import { slug } from "../../api/naming.ts";
-import { isConflict, isNotFound } from "../../lib/kube.ts";
-import type { KubeRest } from "../../lib/kubeRest.ts";
+import { isConflict, isNotFound, type KubeRest } from "../../lib/kubeRest.ts";
 import type { ServedNamespaces } from "../../lib/namespaces.ts";
 
 /** Times a decision is read and made again after the object changed under it. */

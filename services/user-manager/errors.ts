@@ -3,8 +3,7 @@
  * naming the field at fault; only our own faults (and the API server's) are 5xx.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { isConflict, isNotFound, statusCode } from "../../lib/kube.ts";
-import { KubeError } from "../../lib/kubeRest.ts";
+import { isConflict, isNotFound, statusCode, KubeError } from "../../lib/kubeRest.ts";
 import { invalidTemplateReason, invalidUserReason, invalidUserlandNameReason } from "./schemas.ts";
 
 export type ErrorLocation = "body" | "query" | "params" | "headers";

@@ -16,7 +16,8 @@ import {
   type ExamSpec,
 } from "../../api/v1alpha1/index.ts";
 import { StringEnum, Type, type Static } from "../../api/v1alpha1/schema.ts";
-import { isConflict, isNotFound } from "../../lib/kube.ts";
+import { isNotFound } from "../../lib/kubeRest.ts";
+import { isConflict } from "../../lib/kubeRest.ts";
 import type { KubeRest } from "../../lib/kubeRest.ts";
 import { AssignmentNameSchema } from "./assignmentSchemas.ts";
 import { COURSEWORK_RESOURCE } from "./assignments.ts";

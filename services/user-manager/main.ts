@@ -6,7 +6,7 @@
  */
 import { createAdminServer } from "../../lib/adminServer.ts";
 import { ConfigError } from "../../lib/config.ts";
-import { currentNamespace, loadKubeConfig } from "../../lib/kube.ts";
+import { currentNamespace, loadKubeConnection } from "../../lib/kubeConnection.ts";
 import { KubeRest } from "../../lib/kubeRest.ts";
 import { ServedNamespaces } from "../../lib/namespaces.ts";
 import type { Logger } from "../../lib/logger.ts";
@@ -17,11 +17,9 @@ import { loadUserManagerConfig, settings, type UserManagerConfig } from "./confi
 import { createMetrics } from "./metrics.ts";
 import { describePermission, missingPermissions } from "./permissions.ts";
 
-function kubeConfig() {
+async function kubeConnection() {
   try {
-    // Outside a pod, client-node's in-cluster loader "succeeds" with an unusable server address.
-    if (!process.env.KUBECONFIG && !process.env.KUBERNETES_SERVICE_HOST) throw new Error("neither is set");
-    return loadKubeConfig();
+    return await loadKubeConnection();
   } catch (error) {
     throw new ConfigError("user-manager", [
       `no Kubernetes credentials: set KUBECONFIG, or run in a pod with a ServiceAccount (${(error as Error).message})`,
@@ -30,7 +28,7 @@ function kubeConfig() {
 }
 
 async function start(config: UserManagerConfig, log: Logger) {
-  const rest = new KubeRest(kubeConfig(), "userland-user-manager");
+  const rest = new KubeRest(await kubeConnection(), "userland-user-manager");
   const metrics = createMetrics({ defaultMetrics: true });
   rest.onRequest = (verb, code) => metrics.kubeRequests.inc({ verb, code: String(code) });
   const namespace = config.namespace || (await currentNamespace());

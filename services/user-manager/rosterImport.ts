@@ -17,7 +17,7 @@ import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebo
 import pLimit from "p-limit";
 import { userlandNameFor } from "../../api/naming.ts";
 import type { Userland } from "../../api/v1alpha1/index.ts";
-import { isConflict } from "../../lib/kube.ts";
+import { isConflict } from "../../lib/kubeRest.ts";
 import { Type, type Static } from "../../api/v1alpha1/schema.ts";
 import { HttpError, badRequest, notFound } from "./errors.ts";
 import type { Metrics } from "./metrics.ts";

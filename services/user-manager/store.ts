@@ -28,8 +28,8 @@ import {
   userlandFieldSelector,
   userlandsPath,
 } from "../../api/v1alpha1/index.ts";
-import { isNotFound, statusCode } from "../../lib/kube.ts";
-import { paths, type KubeRest, type ListResult } from "../../lib/kubeRest.ts";
+import { paths } from "../../api/kubePaths.ts";
+import { isNotFound, statusCode, type KubeRest, type ListResult } from "../../lib/kubeRest.ts";
 import type { Logger } from "../../lib/logger.ts";
 import { oldest, ServedNamespaces } from "../../lib/namespaces.ts";
 

@@ -12,7 +12,7 @@ import type { FastifyRequest } from "fastify";
 import { userlandNameFor } from "../../api/naming.ts";
 import { activityStamp, ExamMarks, UserlandAnnotations, type Userland } from "../../api/v1alpha1/index.ts";
 import { Type } from "../../api/v1alpha1/schema.ts";
-import { isConflict } from "../../lib/kube.ts";
+import { isConflict } from "../../lib/kubeRest.ts";
 import { conflict, notFound, type HttpError } from "./errors.ts";
 import type { Metrics } from "./metrics.ts";
 import {

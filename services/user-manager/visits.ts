@@ -27,11 +27,10 @@ import {
 } from "../../api/visits.ts";
 import { Type } from "../../api/v1alpha1/schema.ts";
 import { USERLANDS, UserlandAnnotations, type Userland } from "../../api/v1alpha1/index.ts";
-import { isConflict } from "../../lib/kube.ts";
+import { isConflict, type KubeRest } from "../../lib/kubeRest.ts";
 import type { Logger } from "../../lib/logger.ts";
 import type { SessionVerifier } from "../../lib/session.ts";
 import { EventRecorder, userlandRef } from "../../operator/events.ts";
-import type { KubeRest } from "../../lib/kubeRest.ts";
 import { sessionCaller, type AccessReviewer, type SessionAuth } from "./auth.ts";
 import { badRequest, HttpError, notFound } from "./errors.ts";
 import { ErrorBody, UserlandNameSchema } from "./schemas.ts";

@@ -15,7 +15,7 @@ import {
   loadUserManagerConfig,
   settings as userManagerSettings,
 } from "../../services/user-manager/config.ts";
-import { repoRoot } from "../../cluster/controlPlane.ts";
+import { repoRoot } from "../../cluster/repoRoot.ts";
 import { eventually, testNamespace } from "../support/cluster.ts";
 import { installCrds } from "../support/operator.ts";
 import {

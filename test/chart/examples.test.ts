@@ -16,7 +16,7 @@ import {
   validateRoster,
   type JsonRosterItem,
 } from "../../services/user-manager/roster.ts";
-import { repoRoot } from "../../cluster/controlPlane.ts";
+import { repoRoot } from "../../cluster/repoRoot.ts";
 import { testNamespace } from "../support/cluster.ts";
 import { installCrds } from "../support/operator.ts";
 import {

@@ -9,7 +9,7 @@ import { randomBytes } from "node:crypto";
 import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { repoRoot } from "../../cluster/controlPlane.ts";
+import { repoRoot } from "../../cluster/repoRoot.ts";
 import { startPlatform, type Platform } from "../../dev/platform.ts";
 import { eventually } from "../support/cluster.ts";
 import { exportedSeries, metricNames } from "./promql.ts";

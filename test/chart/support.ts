@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TestContext } from "node:test";
 import { parseAllDocuments } from "yaml";
-import { repoRoot } from "../../cluster/controlPlane.ts";
+import { repoRoot } from "../../cluster/repoRoot.ts";
 import { testCluster } from "../support/cluster.ts";
 
 export const chartDir = join(repoRoot, "charts", "userland");

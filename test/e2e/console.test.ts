@@ -11,9 +11,9 @@ import { after, before, test } from "node:test";
 import type { Browser, Page } from "playwright-core";
 import type { Userland } from "../../api/v1alpha1/index.ts";
 import { userlandsPath } from "../../api/v1alpha1/index.ts";
-import { repoRoot } from "../../cluster/controlPlane.ts";
+import { repoRoot } from "../../cluster/repoRoot.ts";
 import { CONSOLE_TEACHER, DEMO_TEMPLATE, startPlatform, type Platform } from "../../dev/platform.ts";
-import { gotoSignIn, launchBrowser } from "../support/browser.ts";
+import { gotoSignIn, launchBrowser } from "../../cluster/harness/browser.ts";
 import { eventually } from "../support/cluster.ts";
 import { screenshotsDir } from "../support/screenshots.ts";
 

@@ -13,16 +13,16 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import type { Browser, Page } from "playwright-core";
 import { templatesPath, userlandsPath } from "../../api/v1alpha1/index.ts";
-import { repoRoot } from "../../cluster/controlPlane.ts";
+import { repoRoot } from "../../cluster/repoRoot.ts";
 import { CONSOLE_TEACHER, startPlatform, type Platform } from "../../dev/platform.ts";
-import { paths } from "../../lib/kubeRest.ts";
+import { paths } from "../../api/kubePaths.ts";
 import { assignmentsPath, type Assignment } from "../../api/v1alpha1/index.ts";
 import {
   courseworkTemplateSpec,
   createSubmission,
   reportSubmission,
 } from "../../services/user-manager/test/courseworkSupport.ts";
-import { gotoSignIn, launchBrowser } from "../support/browser.ts";
+import { gotoSignIn, launchBrowser } from "../../cluster/harness/browser.ts";
 import { screenshotsDir } from "../support/screenshots.ts";
 
 let platform: Platform;

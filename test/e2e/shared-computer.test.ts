@@ -21,7 +21,7 @@ import { startDevIdentityProvider } from "../../dev/identity-provider.ts";
 import { generateSigningKey } from "../../lib/session.ts";
 import { listen, startAuth, tempDir, writeKeys } from "../../services/auth/test/support/auth.ts";
 import { startProxy, testKeys } from "../../services/proxy/test/support.ts";
-import { launchBrowser } from "../support/browser.ts";
+import { launchBrowser } from "../../cluster/harness/browser.ts";
 import { testNamespace } from "../support/cluster.ts";
 import { installCrds } from "../support/operator.ts";
 import { createTemplate, createUserland, markReady, simpleTemplateSpec } from "../support/resources.ts";

@@ -15,11 +15,11 @@ import { after, before, test } from "node:test";
 import type { Browser } from "playwright-core";
 import { userlandNameFor } from "../../api/naming.ts";
 import type { Userland } from "../../api/v1alpha1/index.ts";
-import { paths } from "../../lib/kubeRest.ts";
+import { paths } from "../../api/kubePaths.ts";
 import { DEMO_TEMPLATE, startPlatform, type Platform } from "../../dev/platform.ts";
-import { repoRoot } from "../../cluster/controlPlane.ts";
-import { launchBrowser } from "../support/browser.ts";
-import { assertNoErrorPage, environmentOf, pagesLoaded, signIn } from "../support/platformPages.ts";
+import { repoRoot } from "../../cluster/repoRoot.ts";
+import { launchBrowser, pagesLoaded } from "../../cluster/harness/browser.ts";
+import { assertNoErrorPage, environmentOf, signIn } from "../support/platformPages.ts";
 
 const artifacts = join(repoRoot, "artifacts", "e2e-starting");
 /** Longer than the proxy's retry of a refused connection just after Ready. */

@@ -13,17 +13,12 @@ import { after, before, test } from "node:test";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { childNames, userlandNameFor } from "../../api/naming.ts";
 import type { Userland } from "../../api/v1alpha1/index.ts";
-import { paths } from "../../lib/kubeRest.ts";
+import { paths } from "../../api/kubePaths.ts";
 import { DEMO_TEMPLATE, startPlatform, type Platform } from "../../dev/platform.ts";
-import { repoRoot } from "../../cluster/controlPlane.ts";
-import { gotoSignIn, launchBrowser } from "../support/browser.ts";
+import { repoRoot } from "../../cluster/repoRoot.ts";
+import { gotoSignIn, launchBrowser, pagesLoaded } from "../../cluster/harness/browser.ts";
 import { eventually } from "../support/cluster.ts";
-import {
-  assertNoErrorPage,
-  environmentOf as environmentOfPage,
-  pagesLoaded,
-  signIn,
-} from "../support/platformPages.ts";
+import { assertNoErrorPage, environmentOf as environmentOfPage, signIn } from "../support/platformPages.ts";
 
 const artifacts = join(repoRoot, "artifacts", "e2e");
 let platform: Platform;

@@ -10,7 +10,7 @@ import { test, type TestContext } from "node:test";
 import type { V1PersistentVolumeClaim } from "@kubernetes/client-node";
 import { childNames, LABELS } from "../../api/naming.ts";
 import { type Userland, userlandsPath } from "../../api/v1alpha1/index.ts";
-import { repoRoot } from "../../cluster/controlPlane.ts";
+import { repoRoot } from "../../cluster/repoRoot.ts";
 import { UserlandIndex } from "../../services/proxy/routing.ts";
 import { UserlandStore } from "../../services/user-manager/store.ts";
 import { run } from "../chart/support.ts";

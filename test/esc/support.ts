@@ -3,7 +3,7 @@
  * spec.user its name as the user, installed for one test namespace, and ESC's sample objects.
  */
 import type { TestContext } from "node:test";
-import { isAlreadyExists, isNotFound } from "../../lib/kube.ts";
+import { isAlreadyExists, isNotFound } from "../../lib/kubeRest.ts";
 import { eventually } from "../support/cluster.ts";
 import { adminRest, deploymentsPath, pvcsPath, servicesPath } from "../support/resources.ts";
 import {

@@ -46,7 +46,7 @@ import {
   type Submission,
 } from "../../api/v1alpha1/index.ts";
 import { MACHINE_HOST } from "../../cluster/addresses.ts";
-import { repoRoot } from "../../cluster/controlPlane.ts";
+import { repoRoot } from "../../cluster/repoRoot.ts";
 import { buildPlatformImage, importImage, repositoryAndTag } from "../../cluster/node/images.ts";
 import { localTemplate } from "../../cluster/node/localTemplates.ts";
 import type { DevIdentityProvider } from "../../dev/identity-provider.ts";
@@ -60,10 +60,11 @@ import {
   waitForPlatformReady,
   type PlatformHosts,
 } from "../../dev/nodePlatform.ts";
+import { paths } from "../../api/kubePaths.ts";
 import { k8s } from "../../lib/kube.ts";
-import { isNotFound, paths } from "../../lib/kubeRest.ts";
+import { isNotFound } from "../../lib/kubeRest.ts";
 import { extract, sha256sumOfFolder } from "../../coursework/files/test/scratch.ts";
-import { gotoSignIn, launchBrowser } from "../support/browser.ts";
+import { gotoSignIn, launchBrowser } from "../../cluster/harness/browser.ts";
 import { eventually, testCluster } from "../support/cluster.ts";
 import { expectOnPage as expectOnPageIn, jupyterApi } from "../support/nodeBrowser.ts";
 import { adminRest, createTemplate, createUserland, waitForPhase } from "../support/resources.ts";

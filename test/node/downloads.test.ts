@@ -23,7 +23,8 @@ import {
   type Submission,
 } from "../../api/v1alpha1/index.ts";
 import { buildPlatformImage, importImage } from "../../cluster/node/images.ts";
-import { isConflict, paths } from "../../lib/kubeRest.ts";
+import { paths } from "../../api/kubePaths.ts";
+import { isConflict } from "../../lib/kubeRest.ts";
 import { eventually, testNamespace } from "../support/cluster.ts";
 import {
   appointTeacher,

@@ -27,7 +27,8 @@ import {
   type Submission,
 } from "../../api/v1alpha1/index.ts";
 import { buildPlatformImage, importImage } from "../../cluster/node/images.ts";
-import { isConflict, isNotFound, paths, type KubeRest } from "../../lib/kubeRest.ts";
+import { isConflict, isNotFound, type KubeRest } from "../../lib/kubeRest.ts";
+import { paths } from "../../api/kubePaths.ts";
 import { eventually, testNamespace } from "../support/cluster.ts";
 import {
   appointTeacher,

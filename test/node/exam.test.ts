@@ -27,7 +27,7 @@ import {
 } from "../../api/v1alpha1/index.ts";
 import { buildPlatformImage, importImage } from "../../cluster/node/images.ts";
 import { k8s } from "../../lib/kube.ts";
-import { paths } from "../../lib/kubeRest.ts";
+import { paths } from "../../api/kubePaths.ts";
 import { eventually, testCluster, testNamespace } from "../support/cluster.ts";
 import {
   appointTeacher,

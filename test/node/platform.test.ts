@@ -24,7 +24,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { stringify } from "yaml";
 import { childNames, userlandNameFor } from "../../api/naming.ts";
 import { MACHINE_HOST, POD_CIDR, SERVICE_CIDR } from "../../cluster/addresses.ts";
-import { repoRoot } from "../../cluster/controlPlane.ts";
+import { repoRoot } from "../../cluster/repoRoot.ts";
 import type { DevIdentityProvider } from "../../dev/identity-provider.ts";
 import {
   NODE_PLATFORM_DOMAIN,
@@ -36,7 +36,7 @@ import {
 } from "../../dev/nodePlatform.ts";
 import { k8s } from "../../lib/kube.ts";
 import { SESSION_COOKIE } from "../../lib/session.ts";
-import { gotoSignIn, launchBrowser } from "../support/browser.ts";
+import { gotoSignIn, launchBrowser, pagesLoaded } from "../../cluster/harness/browser.ts";
 import { eventually, testCluster } from "../support/cluster.ts";
 import { guideCommands } from "../support/guide.ts";
 import {
@@ -54,7 +54,7 @@ import {
   waitForOnePodReady,
 } from "../support/realNode.ts";
 import { run } from "../chart/support.ts";
-import { assertNoErrorPage, pagesLoaded } from "../support/platformPages.ts";
+import { assertNoErrorPage } from "../support/platformPages.ts";
 import { expectOnPage as expectOnPageIn, jupyterApi } from "../support/nodeBrowser.ts";
 
 // The page's globals, for the functions playwright runs in the browser (this file has no DOM types).

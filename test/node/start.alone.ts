@@ -8,11 +8,11 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import type { Browser } from "playwright-core";
-import { repoRoot } from "../../cluster/controlPlane.ts";
+import { repoRoot } from "../../cluster/repoRoot.ts";
 import { heldPort, type HeldPort } from "../../cluster/ports.ts";
 import { startRealPlatform, type RealPlatform } from "../../dev/realPlatform.ts";
-import { gotoSignIn, launchBrowser } from "../support/browser.ts";
-import { assertNoErrorPage, pagesLoaded } from "../support/platformPages.ts";
+import { gotoSignIn, launchBrowser, pagesLoaded } from "../../cluster/harness/browser.ts";
+import { assertNoErrorPage } from "../support/platformPages.ts";
 
 let platform: RealPlatform;
 let browser: Browser;

@@ -18,7 +18,7 @@ import { childNames, LABELS, submissionNameFor } from "../../api/naming.ts";
 import { submissionsPath, type Submission } from "../../api/v1alpha1/index.ts";
 import { buildPlatformImage, importImage } from "../../cluster/node/images.ts";
 import { scratch } from "../../coursework/files/test/scratch.ts";
-import { paths } from "../../lib/kubeRest.ts";
+import { paths } from "../../api/kubePaths.ts";
 import { CONSOLE_ORIGIN, startConsole } from "../../services/user-manager/test/consoleSupport.ts";
 import { courseTeacherRules } from "../../services/user-manager/test/courseworkSupport.ts";
 import { eventually } from "../support/cluster.ts";

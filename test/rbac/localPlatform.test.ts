@@ -13,13 +13,15 @@ import { after, before, test } from "node:test";
 import { userlandNameFor } from "../../api/naming.ts";
 import type { Userland } from "../../api/v1alpha1/index.ts";
 import { chartObjectPath, type ChartObject } from "../../cluster/chartRbac.ts";
-import { kubeconfigYaml, repoRoot } from "../../cluster/controlPlane.ts";
+import { kubeconfigYaml } from "../../cluster/controlPlane.ts";
 import { DEMO_TEMPLATE, platformRights, startPlatform, type Platform } from "../../dev/platform.ts";
+import { paths } from "../../api/kubePaths.ts";
 import { k8s } from "../../lib/kube.ts";
-import { KubeError, KubeRest, paths } from "../../lib/kubeRest.ts";
+import { KubeError, KubeRest } from "../../lib/kubeRest.ts";
 import { createSessionSigner, parseSigningKeys, SESSION_COOKIE } from "../../lib/session.ts";
 import { eventually } from "../support/cluster.ts";
 import { userlandsPath } from "../../api/v1alpha1/index.ts";
+import { repoRoot } from "../../cluster/repoRoot.ts";
 
 const dir = join(repoRoot, ".userland", `platform-rights-${randomBytes(3).toString("hex")}`);
 let platform: Platform;

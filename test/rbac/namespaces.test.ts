@@ -7,7 +7,8 @@
  */
 import assert from "node:assert/strict";
 import { test, type TestContext } from "node:test";
-import { KubeError, KubeRest, paths } from "../../lib/kubeRest.ts";
+import { paths } from "../../api/kubePaths.ts";
+import { KubeError, KubeRest } from "../../lib/kubeRest.ts";
 import { kubeconfigYaml } from "../../cluster/controlPlane.ts";
 import { serviceAccountToken, testCluster, testNamespace } from "../support/cluster.ts";
 import { installCrds } from "../support/operator.ts";

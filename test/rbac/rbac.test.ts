@@ -11,11 +11,12 @@ import { join } from "node:path";
 import { test, type TestContext } from "node:test";
 import { childNames } from "../../api/naming.ts";
 import type { Template, Userland } from "../../api/v1alpha1/index.ts";
-import { KubeError, KubeRest, paths } from "../../lib/kubeRest.ts";
+import { paths } from "../../api/kubePaths.ts";
+import { KubeError, KubeRest } from "../../lib/kubeRest.ts";
 import { missingPermissions } from "../../services/user-manager/permissions.ts";
 import { kubeconfigYaml } from "../../cluster/controlPlane.ts";
 import { eventually, serviceAccountToken, testCluster, testNamespace } from "../support/cluster.ts";
-import { installCrds, spawnOperator, waitForLeadership } from "../support/operator.ts";
+import { installCrds } from "../support/operator.ts";
 import {
   adminRest,
   auditLogCaughtUp,
@@ -32,6 +33,7 @@ import {
   waitForPhase,
 } from "../support/resources.ts";
 import { installChart, type KubeObject } from "../chart/support.ts";
+import { spawnOperator, waitForLeadership } from "../../cluster/harness/operator.ts";
 
 const RELEASE = "ul";
 const PREFIX = "ul-userland"; // the chart's fullname for this release

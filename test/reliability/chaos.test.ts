@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { privateControlPlane, testNamespace } from "../support/cluster.ts";
 import { installCrds } from "../support/operator.ts";
-import { Chaos, formatReport, PROCESS_FAULTS } from "./chaos.ts";
+import { Chaos, formatReport, PROCESS_FAULTS } from "../../reliability/chaos.ts";
 
 /** Convergence bound after the faults end (typically well under 30 s on two loaded cores). */
 const CONVERGE_SECONDS = 90;

@@ -1,12 +1,12 @@
 /**
- * The proxy soak (test/reliability/soak.ts) at CI size on the shared test control plane: ~30
+ * The proxy soak (reliability/soak.ts) at CI size on the shared test control plane: ~30
  * users, each with a keep-alive HTTP client and a WebSocket, for ~30 s while upstreams restart
  * and Userlands are stopped and started by the real operator. `npm run soak` is the long version.
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { testCluster, testNamespace } from "../support/cluster.ts";
-import { formatSoakReport, runSoak } from "./soak.ts";
+import { formatSoakReport, runSoak } from "../../reliability/soak.ts";
 
 const USERS = Number(process.env.SOAK_TEST_USERS ?? 30);
 const SECONDS = Number(process.env.SOAK_TEST_SECONDS ?? 30);

@@ -5,7 +5,8 @@ import { writeFileSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { k8s } from "../../lib/kube.ts";
-import { connect, eventually, serviceAccountToken, testCluster, testNamespace } from "../support/cluster.ts";
+import { eventually, serviceAccountToken, testCluster, testNamespace } from "../support/cluster.ts";
+import { connect } from "../../cluster/harness/connect.ts";
 
 test("a Deployment's pod is scheduled onto a kwok node and becomes Ready", async (t) => {
   const { kc } = await testCluster();

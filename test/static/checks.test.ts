@@ -12,7 +12,7 @@ import { spawn } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { suite, test } from "node:test";
-import { repoRoot } from "../../cluster/controlPlane.ts";
+import { repoRoot } from "../../cluster/repoRoot.ts";
 
 const bin = (name: string) => join(repoRoot, "node_modules", ".bin", name);
 const caches = join(repoRoot, ".userland", "checks");

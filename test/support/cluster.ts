@@ -4,24 +4,22 @@
  * the audit log to count requests. A test run without a reachable control plane fails loudly.
  */
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
 import type { TestContext } from "node:test";
-import { isConflict, k8s } from "../../lib/kube.ts";
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { ControlPlane, kubeconfigYaml, repoRoot, type ControlPlaneInfo } from "../../cluster/controlPlane.ts";
-import type { RealNodeInfo } from "../../cluster/node/realNode.ts";
+import { k8s } from "../../lib/kube.ts";
+import type { ControlPlane } from "../../cluster/controlPlane.ts";
+import {
+  CLUSTER_INFO_ENV,
+  connect,
+  requestServiceAccountToken,
+  type ClusterAccess,
+} from "../../cluster/harness/connect.ts";
+import {
+  privateControlPlane as newPrivateControlPlane,
+  startAndConnect,
+} from "../../cluster/harness/privateControlPlane.ts";
 
-export const CLUSTER_INFO_ENV = "USERLAND_TEST_CLUSTER";
-
-export interface TestCluster {
-  /** The control plane, and the real node when test/run.ts started one. */
-  info: ControlPlaneInfo & { realNode?: RealNodeInfo };
-  /** Cluster-admin client configuration. */
-  kc: k8s.KubeConfig;
-  /** A client configuration that authenticates with `token`. */
-  kubeConfigForToken: (token: string, namespace?: string) => k8s.KubeConfig;
-}
+/** The tests' name for a connection to a control plane. */
+export type TestCluster = ClusterAccess;
 
 let cached: Promise<TestCluster> | undefined;
 
@@ -29,28 +27,6 @@ let cached: Promise<TestCluster> | undefined;
 export function testCluster(): Promise<TestCluster> {
   cached ??= connect(process.env[CLUSTER_INFO_ENV]);
   return cached;
-}
-
-export async function connect(infoFile: string | undefined): Promise<TestCluster> {
-  if (!infoFile) {
-    throw new Error(
-      `${CLUSTER_INFO_ENV} is not set: run the tests with \`npm test\`, which starts the control plane`,
-    );
-  }
-  const info = JSON.parse(readFileSync(infoFile, "utf8")) as TestCluster["info"];
-  const ca = readFileSync(info.caFile);
-  const kubeConfigForToken = (token: string, namespace = "default"): k8s.KubeConfig => {
-    const kc = new k8s.KubeConfig();
-    kc.loadFromString(kubeconfigYaml(info.server, ca, "test", token, namespace));
-    return kc;
-  };
-  const kc = kubeConfigForToken(info.adminToken);
-  // Fail now, with the address, rather than in the middle of a test.
-  const version = kc.makeApiClient(k8s.VersionApi);
-  await version.getCode().catch((error: unknown) => {
-    throw new Error(`the test control plane at ${info.server} is unreachable: ${(error as Error).message}`);
-  });
-  return { info, kc, kubeConfigForToken };
 }
 
 /** A fresh namespace for one test, deleted when the test ends. */
@@ -71,21 +47,7 @@ export async function serviceAccountToken(
   name: string,
   cluster?: TestCluster,
 ): Promise<string> {
-  const { kc } = cluster ?? (await testCluster());
-  const core = kc.makeApiClient(k8s.CoreV1Api);
-  await core
-    .createNamespacedServiceAccount({ namespace, body: { metadata: { name } } })
-    .catch((error: unknown) => {
-      if (!isConflict(error)) throw error;
-    });
-  const request = await core.createNamespacedServiceAccountToken({
-    namespace,
-    name,
-    body: { spec: { audiences: [], expirationSeconds: 3600 } },
-  });
-  const token = request.status?.token;
-  if (!token) throw new Error(`no token issued for ServiceAccount ${namespace}/${name}`);
-  return token;
+  return requestServiceAccountToken(cluster ?? (await testCluster()), namespace, name);
 }
 
 /** Polls `check` until it returns a value other than undefined/false, or fails with `what`. */
@@ -120,13 +82,8 @@ export async function privateControlPlane(
   t: TestContext,
   prefix: string,
 ): Promise<{ controlPlane: ControlPlane; cluster: TestCluster }> {
-  const controlPlane = new ControlPlane({
-    dir: join(repoRoot, ".userland", `${prefix}-${randomBytes(3).toString("hex")}`),
-    nodes: 1,
-  });
-  const info = await controlPlane.start();
+  const controlPlane = newPrivateControlPlane(`${prefix}-${randomBytes(3).toString("hex")}`, { nodes: 1 });
   t.after(() => controlPlane.stop());
-  const infoFile = join(info.dir, "cluster.json");
-  writeFileSync(infoFile, JSON.stringify(info));
-  return { controlPlane, cluster: await connect(infoFile) };
+  const { cluster } = await startAndConnect(controlPlane);
+  return { controlPlane, cluster };
 }

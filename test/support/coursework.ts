@@ -4,7 +4,7 @@ import { join } from "node:path";
 import type { TestContext } from "node:test";
 import { renderChartRbac } from "../../cluster/chartRbac.ts";
 import { SESSION_USER_PREFIX_DEFAULT } from "../../lib/sessionSubjects.ts";
-import { paths } from "../../lib/kubeRest.ts";
+import { paths } from "../../api/kubePaths.ts";
 import type { TemplateSpec } from "../../api/v1alpha1/index.ts";
 import { testCluster } from "./cluster.ts";
 import { LOCAL_PATH_STORAGE_CLASS, onRealNode } from "./realNode.ts";

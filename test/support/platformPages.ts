@@ -4,8 +4,8 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import type { BrowserContext, Page } from "playwright-core";
-import { gotoSignIn } from "./browser.ts";
+import type { Page } from "playwright-core";
+import { errorPages, gotoSignIn } from "../../cluster/harness/browser.ts";
 
 /**
  * Opens `url` without a session, signs in as `name` at the local provider it is sent to, and waits
@@ -62,29 +62,9 @@ export async function environmentOf(
 }
 
 /**
- * Every page `context` loads from now on, in order, as "<status> <title>" (a starting page may be on
- * screen too briefly to poll for, so each is recorded as it arrives).
- */
-export function pagesLoaded(context: BrowserContext): string[] {
-  const pages: string[] = [];
-  context.on("response", (response) => {
-    if (response.request().resourceType() !== "document") return;
-    void response.text().then(
-      (html) => pages.push(`${response.status()} ${/<title>([^<]*)<\/title>/.exec(html)?.[1] ?? ""}`),
-      () => undefined,
-    );
-  });
-  return pages;
-}
-
-/**
  * From sign-in to the environment a student sees the starting page and then the environment, never
  * an error page: Ready means the Service routes, and a refusal just after keeps the starting page.
  */
 export function assertNoErrorPage(pages: string[]): void {
-  assert.deepEqual(
-    pages.filter((p) => /not answering|taking too long|could not start/.test(p)),
-    [],
-    `pages seen: ${JSON.stringify(pages)}`,
-  );
+  assert.deepEqual(errorPages(pages), [], `pages seen: ${JSON.stringify(pages)}`);
 }

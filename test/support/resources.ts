@@ -4,8 +4,9 @@ import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { V1Deployment, V1PersistentVolumeClaim, V1Service } from "@kubernetes/client-node";
 import type { Template, TemplateSpec, Userland } from "../../api/v1alpha1/index.ts";
-import { KubeRest, paths } from "../../lib/kubeRest.ts";
-import { isNotFound } from "../../lib/kube.ts";
+import { paths } from "../../api/kubePaths.ts";
+import { KubeRest, isNotFound } from "../../lib/kubeRest.ts";
+import type { AuditEvent } from "../../cluster/harness/auditLog.ts";
 import { eventually, testCluster } from "./cluster.ts";
 import { templatesPath, userlandsPath } from "../../api/v1alpha1/index.ts";
 
@@ -22,20 +23,7 @@ export const servicesPath = (ns: string, name?: string) => paths.namespaced("", 
 export const pvcsPath = (ns: string, name?: string) =>
   paths.namespaced("", "v1", "persistentvolumeclaims", ns, name);
 
-/** A minimal Template: one container on port 8080, no volumes. */
-export function simpleTemplateSpec(
-  image = "registry.invalid/ide:1",
-  extra: Partial<TemplateSpec> = {},
-): TemplateSpec {
-  return {
-    displayName: "Test IDE",
-    template: {
-      spec: { containers: [{ name: "ide", image, ports: [{ containerPort: 8080, name: "http" }] }] },
-    },
-    service: { ports: [{ name: "http", port: 80, targetPort: 8080 }] },
-    ...extra,
-  };
-}
+export { simpleTemplateSpec } from "../../cluster/harness/simpleTemplate.ts";
 
 export async function createTemplate(ns: string, name: string, spec: TemplateSpec): Promise<Template> {
   const rest = await adminRest();
@@ -121,20 +109,6 @@ export const getDeployment = async (ns: string, name: string) =>
 export const getService = async (ns: string, name: string) => tryGet<V1Service>(servicesPath(ns, name));
 export const getPvc = async (ns: string, name: string) => tryGet<V1PersistentVolumeClaim>(pvcsPath(ns, name));
 
-export interface AuditEvent {
-  verb: string;
-  user: { username: string };
-  objectRef?: {
-    resource?: string;
-    namespace?: string;
-    name?: string;
-    subresource?: string;
-    apiGroup?: string;
-  };
-  requestURI: string;
-  stageTimestamp: string;
-}
-
 /**
  * The API server's audit log entries for `username` since `since`. The log is written in batches (up
  * to 1 s late): before asserting that something is NOT there, call `auditLogCaughtUp`.
@@ -172,5 +146,3 @@ export async function auditLogCaughtUp(auditLog?: string): Promise<void> {
     50,
   );
 }
-
-export const WRITE_VERBS = new Set(["create", "update", "patch", "delete", "deletecollection"]);

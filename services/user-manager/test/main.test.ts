@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test, type TestContext } from "node:test";
-import { kubeconfigYaml, repoRoot } from "../../../cluster/controlPlane.ts";
+import { kubeconfigYaml } from "../../../cluster/controlPlane.ts";
 import {
   eventually,
   serviceAccountToken,
@@ -16,6 +16,7 @@ import { installCrds } from "../../../test/support/operator.ts";
 import { ConfigError } from "../../../lib/config.ts";
 import { loadUserManagerConfig, settings } from "../config.ts";
 import { userManagerRest } from "./support.ts";
+import { repoRoot } from "../../../cluster/repoRoot.ts";
 
 const main = join(repoRoot, "services", "user-manager", "main.ts");
 

@@ -34,10 +34,14 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { WebSocket } from "ws";
-import { childNames, userlandNameFor } from "../../api/naming.ts";
-import type { Userland } from "../../api/v1alpha1/index.ts";
-import { KubeRest } from "../../lib/kubeRest.ts";
-import { escapeHtml } from "../../lib/html.ts";
+import { childNames, userlandNameFor } from "../api/naming.ts";
+import { type Userland, templatesPath, userlandsPath } from "../api/v1alpha1/index.ts";
+import { KubeRest } from "../lib/kubeRest.ts";
+import { escapeHtml } from "../lib/html.ts";
+// The one exception to the rule that nothing outside test/ imports from a test folder: the proxy's
+// test helpers (loopback upstreams, session keys, WebSockets, its kubeconfig) have no home outside
+// services/proxy/test yet; they move when the proxy's files are regrouped (issue 25, item 4).
+// eslint-disable-next-line @typescript-eslint/no-restricted-imports
 import {
   openWebSocket,
   proxyKubeConfig,
@@ -45,18 +49,18 @@ import {
   testKeys,
   type CleanupScope,
   type Upstream,
-} from "../../services/proxy/test/support.ts";
-import { repoRoot } from "../../cluster/controlPlane.ts";
-import { listeningSocket, portOf, socketsFor } from "../../cluster/ports.ts";
-import type { TestCluster } from "../support/cluster.ts";
+} from "../services/proxy/test/support.ts";
+import { repoRoot } from "../cluster/repoRoot.ts";
+import { listeningSocket, portOf, socketsFor } from "../cluster/ports.ts";
+import type { ClusterAccess } from "../cluster/harness/connect.ts";
 import {
-  installCrds,
+  installCrdsOnce,
   operatorKubeconfig,
   spawnOperator,
   waitForLeadership,
   type OperatorProcess,
-} from "../support/operator.ts";
-import { simpleTemplateSpec, templatesPath, userlandsPath } from "../support/resources.ts";
+} from "../cluster/harness/operator.ts";
+import { simpleTemplateSpec } from "../cluster/harness/simpleTemplate.ts";
 
 export const SOAK_TEMPLATE = "soak";
 export const SOAK_HOST = "soak.example.test";
@@ -67,7 +71,7 @@ const SPOOF_KEYS_AT_UPSTREAM = ["x_user", "x-forwarded-user", "x-auth-request-us
 const UPSTREAM_TIMEOUT_MS = 3_000;
 
 export interface SoakOptions {
-  cluster: TestCluster;
+  cluster: ClusterAccess;
   /** An existing namespace the soak may fill (Template, Userlands, ServiceAccounts, Roles). */
   namespace: string;
   users: number;
@@ -397,7 +401,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const proxyOutput: string[] = [];
   try {
     // --- setup: CRDs, Template, operator, users with their upstreams and Userlands -------------
-    await installCrds(cluster);
+    await installCrdsOnce(cluster);
     await rest.create(templatesPath(namespace), {
       apiVersion: "userland.dev/v1alpha1",
       kind: "Template",

@@ -26,26 +26,25 @@ import type {
   V1Pod,
   V1Service,
 } from "@kubernetes/client-node";
-import { ANNOTATIONS, childNames, LABELS } from "../../api/naming.ts";
-import type { Template, TemplateSpec, Userland } from "../../api/v1alpha1/index.ts";
-import { statusCode } from "../../lib/kube.ts";
-import { KubeRest, paths } from "../../lib/kubeRest.ts";
-import { isSubset } from "../../operator/compare.ts";
-import { controllerRef, desiredChildren } from "../../operator/desired.ts";
-import { currentPod } from "../../operator/startDiagnosis.ts";
-import type { ControlPlane } from "../../cluster/controlPlane.ts";
-import type { TestCluster } from "../support/cluster.ts";
-import { operatorKubeconfig, spawnOperator, type OperatorProcess } from "../support/operator.ts";
+import { ANNOTATIONS, childNames, LABELS } from "../api/naming.ts";
 import {
-  deploymentsPath,
-  pvcsPath,
-  servicesPath,
-  simpleTemplateSpec,
+  type Template,
+  type TemplateSpec,
+  type Userland,
   templatesPath,
   userlandsPath,
-  WRITE_VERBS,
-  type AuditEvent,
-} from "../support/resources.ts";
+} from "../api/v1alpha1/index.ts";
+import { paths } from "../api/kubePaths.ts";
+import { statusCode, KubeRest } from "../lib/kubeRest.ts";
+import { isSubset } from "../operator/compare.ts";
+import { controllerRef, desiredChildren } from "../operator/desired.ts";
+import { currentPod } from "../operator/startDiagnosis.ts";
+import type { ControlPlane } from "../cluster/controlPlane.ts";
+import type { ClusterAccess } from "../cluster/harness/connect.ts";
+import { operatorKubeconfig, spawnOperator, type OperatorProcess } from "../cluster/harness/operator.ts";
+import { simpleTemplateSpec } from "../cluster/harness/simpleTemplate.ts";
+import { resources } from "../operator/resources.ts";
+import { WRITE_VERBS, type AuditEvent } from "../cluster/harness/auditLog.ts";
 
 export const OBJECT_FAULTS = [
   "deleteDeployment",
@@ -83,7 +82,7 @@ const MANAGED_BY_LABEL = "app.kubernetes.io/managed-by";
 export interface ChaosOptions {
   controlPlane: ControlPlane;
   /** Admin access to the same control plane. */
-  cluster: TestCluster;
+  cluster: ClusterAccess;
   /** An existing namespace that holds nothing else. */
   namespace: string;
   userlands: number;
@@ -574,18 +573,20 @@ export class Chaos {
     const merge = (path: string, patch: unknown) => this.rest.patch(path, patch, "merge");
     switch (kind) {
       case "deleteDeployment":
-        await this.rest.delete(deploymentsPath(ns, names.deployment), { propagationPolicy: "Background" });
+        await this.rest.delete(resources.Deployment.path(ns, names.deployment), {
+          propagationPolicy: "Background",
+        });
         return "delete";
       case "deleteService":
-        await this.rest.delete(servicesPath(ns, names.service));
+        await this.rest.delete(resources.Service.path(ns, names.service));
         return "delete";
       case "deletePvc": {
         if (volumes.length === 0) return undefined;
-        await this.rest.delete(pvcsPath(ns, names.pvc(this.pick(volumes))));
+        await this.rest.delete(resources.PersistentVolumeClaim.path(ns, names.pvc(this.pick(volumes))));
         return u.templateName;
       }
       case "editDeployment": {
-        const path = deploymentsPath(ns, names.deployment);
+        const path = resources.Deployment.path(ns, names.deployment);
         const variant = this.pick(["replicas", "image", "labels", "unlabel", "annotations"] as const);
         if (variant === "replicas") await merge(path, { spec: { replicas: 3 } });
         else if (variant === "image")
@@ -604,7 +605,7 @@ export class Chaos {
         return variant;
       }
       case "editService": {
-        const path = servicesPath(ns, names.service);
+        const path = resources.Service.path(ns, names.service);
         const variant = this.pick(["ports", "selector", "labels", "unlabel", "annotations"] as const);
         if (variant === "ports")
           await merge(path, {
@@ -617,7 +618,7 @@ export class Chaos {
       }
       case "editPvc": {
         if (volumes.length === 0) return undefined;
-        const path = pvcsPath(ns, names.pvc(this.pick(volumes)));
+        const path = resources.PersistentVolumeClaim.path(ns, names.pvc(this.pick(volumes)));
         if (this.rand() < 0.3) {
           // A label the operator does not own: it must be left alone.
           await merge(path, { metadata: { labels: { [EDITED_LABEL]: "true" } } });
@@ -767,9 +768,9 @@ export class Chaos {
     const [userlands, templates, deployments, services, pvcs, pods] = await Promise.all([
       list<Userland>(userlandsPath(ns)),
       list<Template>(templatesPath(ns)),
-      list<V1Deployment>(deploymentsPath(ns)),
-      list<V1Service>(servicesPath(ns)),
-      list<V1PersistentVolumeClaim>(pvcsPath(ns)),
+      list<V1Deployment>(resources.Deployment.path(ns)),
+      list<V1Service>(resources.Service.path(ns)),
+      list<V1PersistentVolumeClaim>(resources.PersistentVolumeClaim.path(ns)),
       list<V1Pod>(paths.namespaced("", "v1", "pods", ns)),
     ]);
     const byName = <T extends { metadata?: V1ObjectMeta }>(items: T[]) =>

@@ -3,7 +3,7 @@
  * running in the background that could dial out (no updates, no component downloads).
  */
 import { noteRetry } from "./retries.ts";
-import { chromium, type Browser, type Page } from "playwright-core";
+import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 
 /** Launches headless chromium; `args` adds flags, e.g. --host-resolver-rules. */
 export function launchBrowser(args: string[] = []): Promise<Browser> {
@@ -41,3 +41,23 @@ export async function gotoSignIn(page: Page, url: string): Promise<void> {
     await page.goto(url, { waitUntil: "commit" });
   }
 }
+
+/**
+ * Every page `context` loads from now on, in order, as "<status> <title>" (a starting page may be on
+ * screen too briefly to poll for, so each is recorded as it arrives).
+ */
+export function pagesLoaded(context: BrowserContext): string[] {
+  const pages: string[] = [];
+  context.on("response", (response) => {
+    if (response.request().resourceType() !== "document") return;
+    void response.text().then(
+      (html) => pages.push(`${response.status()} ${/<title>([^<]*)<\/title>/.exec(html)?.[1] ?? ""}`),
+      () => undefined,
+    );
+  });
+  return pages;
+}
+
+/** The proxy's error pages among `pages` (as pagesLoaded records them): what a student must not see on the way in. */
+export const errorPages = (pages: readonly string[]): string[] =>
+  pages.filter((p) => /not answering|taking too long|could not start/.test(p));

@@ -1,0 +1,148 @@
+/**
+ * Runs the real operator (operator/main.ts) as a child process against a control plane, under a
+ * real ServiceAccount token, scoped to one namespace: for tests, benchmarks, chaos and soak runs.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { k8s } from "../../lib/kube.ts";
+import { isAlreadyExists, KubeRest } from "../../lib/kubeRest.ts";
+import { kubeconfigYaml } from "../controlPlane.ts";
+import { installCustomResourceDefinitions } from "../customResourceDefinitions.ts";
+import { listeningSocket, portOf, socketsFor } from "../ports.ts";
+import { waitFor } from "../processes.ts";
+import { repoRoot } from "../repoRoot.ts";
+import { requestServiceAccountToken, type ClusterAccess } from "./connect.ts";
+
+/** A clean shutdown takes well under a second; past this the operator hangs, and the caller hears so. */
+const STOP_GRACE_MS = 20_000;
+
+const crdsInstalled = new Map<string, Promise<void>>();
+
+/** Creates or updates the generated CRDs and waits until the API server serves them; once per control plane. */
+export function installCrdsOnce(cluster: ClusterAccess): Promise<void> {
+  const key = cluster.info.server;
+  const pending =
+    crdsInstalled.get(key) ??
+    (async () => {
+      const rest = new KubeRest(cluster.kc, "userland-tests");
+      await installCustomResourceDefinitions(rest);
+    })();
+  crdsInstalled.set(key, pending);
+  return pending;
+}
+
+export interface OperatorProcess {
+  child: ChildProcess;
+  port: number;
+  username: string;
+  logs: () => string;
+  readyz: () => Promise<{ leader: boolean; synced: boolean; identity: string } | undefined>;
+  metrics: () => Promise<string>;
+  /** Sends a signal and waits for the process to exit. */
+  stop: (signal?: NodeJS.Signals) => Promise<number | null>;
+}
+
+/** The operator's ServiceAccount in `namespace`, bound to the namespace-scoped admin powers it needs. */
+export async function operatorKubeconfig(
+  namespace: string,
+  c: ClusterAccess,
+): Promise<{ path: string; username: string }> {
+  const rbac = c.kc.makeApiClient(k8s.RbacAuthorizationV1Api);
+  await rbac
+    .createNamespacedRoleBinding({
+      namespace,
+      body: {
+        metadata: { name: "userland-operator" },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "cluster-admin" },
+        subjects: [{ kind: "ServiceAccount", name: "userland-operator", namespace }],
+      },
+    })
+    .catch((error: unknown) => {
+      if (!isAlreadyExists(error)) throw error;
+    });
+  const token = await requestServiceAccountToken(c, namespace, "userland-operator");
+  const dir = mkdtempSync(join(tmpdir(), "userland-operator-"));
+  const path = join(dir, "kubeconfig");
+  writeFileSync(
+    path,
+    kubeconfigYaml(c.info.server, readFileSync(c.info.caFile), "userland-operator", token, namespace),
+  );
+  return { path, username: `system:serviceaccount:${namespace}:userland-operator` };
+}
+
+/** Starts operator/main.ts with `kubeconfig`; logs are kept in memory (LOG_LEVEL from `env`). */
+export async function spawnOperator(
+  kubeconfig: string,
+  username: string,
+  namespace: string,
+  opts: { env?: Record<string, string>; identity?: string } = {},
+): Promise<OperatorProcess> {
+  // Bound here and passed down (cluster/ports.ts), so the port is the operator's from the start.
+  const socket = await listeningSocket();
+  const port = portOf(socket);
+  const passed = socketsFor({ OPERATOR_HTTP_PORT: socket });
+  let output = "";
+  const child = spawn(process.execPath, [join(repoRoot, "operator", "main.ts")], {
+    cwd: repoRoot,
+    env: {
+      ...process.env,
+      KUBECONFIG: kubeconfig,
+      USERLAND_NAMESPACE: namespace,
+      OPERATOR_FREEZE_CACHE: "true",
+      POD_NAME: opts.identity ?? `operator-${port}`,
+      LOG_LEVEL: "debug",
+      ...opts.env,
+      ...passed.env,
+    },
+    stdio: ["ignore", "pipe", "pipe", ...passed.fds],
+  });
+  passed.close();
+  child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
+  child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const base = `http://127.0.0.1:${port}`;
+  return {
+    child,
+    port,
+    username,
+    logs: () => output,
+    readyz: async () => {
+      try {
+        // Bounded: an operator that accepts but never answers must fail the wait, not hang it.
+        const r = await fetch(`${base}/readyz`, { signal: AbortSignal.timeout(5_000) });
+        return (await r.json()) as { leader: boolean; synced: boolean; identity: string };
+      } catch {
+        return undefined;
+      }
+    },
+    metrics: async () => (await fetch(`${base}/metrics`)).text(),
+    stop: async (signal = "SIGTERM") => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      let overdue = false;
+      const timer = setTimeout(() => ((overdue = true), child.kill("SIGKILL")), STOP_GRACE_MS);
+      const code = await exited;
+      clearTimeout(timer);
+      if (overdue)
+        throw new Error(
+          `the operator did not exit within ${STOP_GRACE_MS} ms of ${signal}:\n${output.slice(-3000)}`,
+        );
+      return code;
+    },
+  };
+}
+
+export async function waitForLeadership(operator: OperatorProcess, timeoutMs = 30_000): Promise<void> {
+  await waitFor(
+    "the operator to lead with synced caches",
+    async () => {
+      const r = await operator.readyz();
+      return Boolean(r?.leader && r.synced);
+    },
+    timeoutMs,
+    { alive: () => operator.child.exitCode === null, intervalMs: 100 },
+  ).catch((error: unknown) => {
+    throw new Error(`${(error as Error).message}; the operator's log:\n${operator.logs().slice(-3000)}`);
+  });
+}
