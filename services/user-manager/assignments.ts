@@ -16,7 +16,7 @@
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyRequest } from "fastify";
 import { LABELS } from "../../api/naming.ts";
-import type { Template, Userland } from "../../api/v1alpha1/index.ts";
+import type { Userland } from "../../api/v1alpha1/index.ts";
 import { ASSIGNMENTS, SUBMISSIONS, TEMPLATES } from "../../api/v1alpha1/index.ts";
 import { Type } from "../../api/v1alpha1/schema.ts";
 import { isConflict } from "../../lib/kubeRest.ts";
@@ -95,14 +95,6 @@ export const assignmentRoutes: FastifyPluginCallbackTypebox<AssignmentRouteOptio
   const { store, coursework } = opts;
   const now = opts.now ?? (() => new Date());
 
-  /** The Template (404 naming it when there is none) and the namespace its Assignments live in. */
-  async function templateOf(name: string): Promise<{ template: Template; namespace: string }> {
-    const template = await store.getTemplate(name);
-    if (!template)
-      throw notFound(`Template "${name}" does not exist in ${store.where}`, "template", "params");
-    return { template, namespace: template.metadata.namespace ?? store.served.own };
-  }
-
   /**
    * 403 unless the person may `verb` assignments (named `name`) in the namespace and teaches the
    * Template (update templates/coursework on it).
@@ -140,7 +132,7 @@ export const assignmentRoutes: FastifyPluginCallbackTypebox<AssignmentRouteOptio
     },
     async (request) => {
       const { template: name } = request.params;
-      const { namespace } = await templateOf(name);
+      const { namespace } = await store.templateOrNotFound(name);
       await authorizeTeacher(request, "list", name, namespace);
       const items = await coursework.assignmentsOf(namespace, name);
       items.sort((a, b) =>
@@ -167,7 +159,7 @@ export const assignmentRoutes: FastifyPluginCallbackTypebox<AssignmentRouteOptio
     async (request, reply) => {
       const { template: templateName } = request.params;
       const body = request.body;
-      const { template, namespace } = await templateOf(templateName);
+      const { template, namespace } = await store.templateOrNotFound(templateName);
       await authorizeTeacher(request, "create", templateName, namespace);
       const work = template.spec.coursework;
       if (!work?.collection)
@@ -249,7 +241,7 @@ export const assignmentRoutes: FastifyPluginCallbackTypebox<AssignmentRouteOptio
     },
     async (request) => {
       const { template: templateName, name } = request.params;
-      const { namespace } = await templateOf(templateName);
+      const { namespace } = await store.templateOrNotFound(templateName);
       await authorizeTeacher(request, "get", templateName, namespace, name);
       await request.authorize("list", undefined, namespace, SUBMISSION_RESOURCE);
       const a = await assignmentOf(namespace, templateName, name);
@@ -310,7 +302,7 @@ export const assignmentRoutes: FastifyPluginCallbackTypebox<AssignmentRouteOptio
       async (request) => {
         const { template: templateName, name } = request.params;
         const from = request.body?.from;
-        const { namespace } = await templateOf(templateName);
+        const { namespace } = await store.templateOrNotFound(templateName);
         await authorizeTeacher(request, "update", templateName, namespace, name);
         await assignmentOf(namespace, templateName, name);
         const current = (a: Assignment) =>
@@ -383,7 +375,7 @@ export const assignmentRoutes: FastifyPluginCallbackTypebox<AssignmentRouteOptio
 
   /** The student's Submission of the Template's Assignment, and the Assignment; 404 when they are not in it. */
   async function studentOf(templateName: string, name: string, user: string) {
-    const { namespace } = await templateOf(templateName);
+    const { namespace } = await store.templateOrNotFound(templateName);
     const a = await coursework.getAssignment(namespace, name);
     const notIn = notFound(`user "${user}" has no assignment "${name}" of Template "${templateName}"`);
     if (!a || a.spec.templateName !== templateName) throw notIn;
@@ -404,7 +396,12 @@ export const assignmentRoutes: FastifyPluginCallbackTypebox<AssignmentRouteOptio
     },
     async (request) => {
       const { template, name, user } = request.params;
-      await request.authorize("get", undefined, (await templateOf(template)).namespace, HANDIN_RESOURCE);
+      await request.authorize(
+        "get",
+        undefined,
+        (await store.templateOrNotFound(template)).namespace,
+        HANDIN_RESOURCE,
+      );
       const { assignment, find, notIn } = await studentOf(template, name, user);
       const s = await find();
       if (!s) throw notIn;
@@ -427,7 +424,12 @@ export const assignmentRoutes: FastifyPluginCallbackTypebox<AssignmentRouteOptio
     },
     async (request) => {
       const { template, name, user } = request.params;
-      await request.authorize("update", undefined, (await templateOf(template)).namespace, HANDIN_RESOURCE);
+      await request.authorize(
+        "update",
+        undefined,
+        (await store.templateOrNotFound(template)).namespace,
+        HANDIN_RESOURCE,
+      );
       const { namespace, assignment, find, notIn } = await studentOf(template, name, user);
       const result = await coursework.changeSubmission(
         namespace,

@@ -10,7 +10,7 @@
  */
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyRequest } from "fastify";
-import { CLASS_ARCHIVES, type ClassArchive, type Template } from "../../api/v1alpha1/index.ts";
+import { CLASS_ARCHIVES, type ClassArchive } from "../../api/v1alpha1/index.ts";
 import { StringEnum, Type, type Static } from "../../api/v1alpha1/schema.ts";
 import { isConflict } from "../../lib/kubeRest.ts";
 import { COURSEWORK_RESOURCE } from "./assignments.ts";
@@ -121,13 +121,6 @@ export const classArchiveRoutes: FastifyPluginCallbackTypebox<ClassArchiveRouteO
 ) => {
   const { store, coursework, download } = opts;
 
-  async function templateOf(name: string): Promise<{ template: Template; namespace: string }> {
-    const template = await store.getTemplate(name);
-    if (!template)
-      throw notFound(`Template "${name}" does not exist in ${store.where}`, "template", "params");
-    return { template, namespace: template.metadata.namespace ?? store.served.own };
-  }
-
   /** 403 unless the person may `verb` classarchives and teaches the Template. */
   async function authorizeTeacher(
     request: FastifyRequest,
@@ -164,7 +157,7 @@ export const classArchiveRoutes: FastifyPluginCallbackTypebox<ClassArchiveRouteO
       },
     },
     async (request) => {
-      const { namespace } = await templateOf(request.params.template);
+      const { namespace } = await store.templateOrNotFound(request.params.template);
       await authorizeTeacher(request, "list", request.params.template, namespace);
       const items = await coursework.classArchivesOf(namespace, request.params.template);
       return { items: items.map(toClassArchiveView) };
@@ -197,7 +190,7 @@ export const classArchiveRoutes: FastifyPluginCallbackTypebox<ClassArchiveRouteO
     },
     async (request, reply) => {
       const { template } = request.params;
-      const { namespace } = await templateOf(template);
+      const { namespace } = await store.templateOrNotFound(template);
       await authorizeTeacher(request, "create", template, namespace);
       // A second click would stop and archive the same class twice: one at a time per class.
       const running = (await coursework.classArchivesOf(namespace, template)).find(
@@ -240,7 +233,7 @@ export const classArchiveRoutes: FastifyPluginCallbackTypebox<ClassArchiveRouteO
     },
     async (request) => {
       const { template, name } = request.params;
-      const { namespace } = await templateOf(template);
+      const { namespace } = await store.templateOrNotFound(template);
       await authorizeTeacher(request, "get", template, namespace, name);
       return toClassArchiveView(await classArchiveOf(namespace, template, name));
     },
@@ -261,7 +254,7 @@ export const classArchiveRoutes: FastifyPluginCallbackTypebox<ClassArchiveRouteO
     },
     async (request) => {
       const { template, name } = request.params;
-      const { namespace } = await templateOf(template);
+      const { namespace } = await store.templateOrNotFound(template);
       await authorizeTeacher(request, "patch", template, namespace, name);
       const current = await classArchiveOf(namespace, template, name);
       const hash = current.status?.dryRunHash;
@@ -307,7 +300,7 @@ export const classArchiveRoutes: FastifyPluginCallbackTypebox<ClassArchiveRouteO
     },
     async (request, reply) => {
       const { template, name } = request.params;
-      const { namespace } = await templateOf(template);
+      const { namespace } = await store.templateOrNotFound(template);
       await authorizeTeacher(request, "get", template, namespace, name);
       const c = await classArchiveOf(namespace, template, name);
       if (!c.status?.archive?.verifiedAt)

@@ -86,12 +86,6 @@ const ZIP = {
 export const downloadRoutes: FastifyPluginCallbackTypebox<DownloadRouteOptions> = (app, opts, done) => {
   const { store, coursework, download: send } = opts;
 
-  async function namespaceOf(templateName: string): Promise<string> {
-    const template = await store.getTemplate(templateName);
-    if (!template) throw notFound(`Template "${templateName}" does not exist in ${store.where}`, "template");
-    return template.metadata.namespace ?? store.served.own;
-  }
-
   app.get(
     "/api/v1/users/:user/archive",
     {
@@ -108,7 +102,7 @@ export const downloadRoutes: FastifyPluginCallbackTypebox<DownloadRouteOptions> 
     async (request, reply) => {
       const { user } = request.params;
       const templateName = request.query.template;
-      const namespace = await namespaceOf(templateName);
+      const { namespace } = await store.templateOrNotFound(templateName, undefined);
       await request.authorize("get", undefined, namespace, ARCHIVE_RESOURCE);
       const [userland] = await store.findPair(user, templateName, [namespace]);
       if (!userland) throw notFound(`${user} has no Userland of Template "${templateName}"`, "user");
@@ -136,7 +130,7 @@ export const downloadRoutes: FastifyPluginCallbackTypebox<DownloadRouteOptions> 
     },
     async (request, reply) => {
       const { template: templateName, name } = request.params;
-      const namespace = await namespaceOf(templateName);
+      const { namespace } = await store.templateOrNotFound(templateName, undefined);
       await request.authorize("get", name, namespace, ASSIGNMENT_RESOURCE);
       await request.authorize("update", templateName, namespace, COURSEWORK_RESOURCE);
       const a = await coursework.getAssignment(namespace, name);

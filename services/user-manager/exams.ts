@@ -128,13 +128,6 @@ export const examRoutes: FastifyPluginCallbackTypebox<ExamRouteOptions> = (app, 
   const { store, rest } = opts;
   const now = opts.now ?? (() => new Date());
 
-  async function templateOf(name: string): Promise<string> {
-    const template = await store.getTemplate(name);
-    if (!template)
-      throw notFound(`Template "${name}" does not exist in ${store.where}`, "template", "params");
-    return template.metadata.namespace ?? store.served.own;
-  }
-
   async function authorizeTeacher(
     request: FastifyRequest,
     verb: "get" | "list" | "create",
@@ -160,7 +153,7 @@ export const examRoutes: FastifyPluginCallbackTypebox<ExamRouteOptions> = (app, 
     },
     async (request) => {
       const { template } = request.params;
-      const namespace = await templateOf(template);
+      const { namespace } = await store.templateOrNotFound(template);
       await authorizeTeacher(request, "list", template, namespace);
       const all = await rest.list<Exam>(examsPath(namespace));
       const items = all.items.filter((e) => e.spec.templateName === template);
@@ -186,7 +179,7 @@ export const examRoutes: FastifyPluginCallbackTypebox<ExamRouteOptions> = (app, 
     async (request, reply) => {
       const { template } = request.params;
       const body = request.body;
-      const namespace = await templateOf(template);
+      const { namespace } = await store.templateOrNotFound(template);
       await authorizeTeacher(request, "create", template, namespace);
       const start = timeField(body.start, "start");
       const end = timeField(body.end, "end");
@@ -246,7 +239,7 @@ export const examRoutes: FastifyPluginCallbackTypebox<ExamRouteOptions> = (app, 
     },
     async (request) => {
       const { template, name } = request.params;
-      const namespace = await templateOf(template);
+      const { namespace } = await store.templateOrNotFound(template);
       await authorizeTeacher(request, "get", template, namespace, name);
       let exam: Exam;
       try {

@@ -31,6 +31,7 @@ import {
 import { paths } from "../../api/kubePaths.ts";
 import { isNotFound, statusCode, type KubeRest, type ListResult } from "../../lib/kubeRest.ts";
 import type { Logger } from "../../lib/logger.ts";
+import { notFound, type ErrorLocation } from "./errors.ts";
 import { oldest, ServedNamespaces } from "../../lib/namespaces.ts";
 
 const PAGE = 500;
@@ -169,6 +170,19 @@ export class UserlandStore {
     const { single } = this.served;
     if (single !== undefined) return this.getIfExists<Template>(this.templatePath(name, single));
     return oldest(await this.named<Template>(TEMPLATES, name));
+  }
+
+  /**
+   * The Template named `name` (as getTemplate finds it) and the namespace its objects live in, or a
+   * 404 that names it: what every route under /api/v1/templates/{template} starts with.
+   */
+  async templateOrNotFound(
+    name: string,
+    location: ErrorLocation | undefined = "params",
+  ): Promise<{ template: Template; namespace: string }> {
+    const template = await this.getTemplate(name);
+    if (!template) throw notFound(`Template "${name}" does not exist in ${this.where}`, "template", location);
+    return { template, namespace: template.metadata.namespace ?? this.served.own };
   }
 
   /** The namespaces served that hold a Template (every namespace served: listed; a list: as given). */

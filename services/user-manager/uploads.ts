@@ -168,13 +168,6 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<UploadRouteOptions> = async
   // preservePath: a folder input's names keep their folders (the pod checks every name).
   await app.register(multipart, { preservePath: true });
 
-  async function namespaceOf(templateName: string) {
-    const template = await store.getTemplate(templateName);
-    if (!template)
-      throw notFound(`Template "${templateName}" does not exist in ${store.where}`, "template", "params");
-    return { template, namespace: template.metadata.namespace ?? store.served.own };
-  }
-
   app.post(
     "/api/v1/templates/:template/folders/:folder/files",
     {
@@ -202,7 +195,7 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<UploadRouteOptions> = async
     async (request) => {
       const { template: templateName, folder } = request.params;
       const path = request.query.path.replace(/\/+$/, "");
-      const { template, namespace } = await namespaceOf(templateName);
+      const { template, namespace } = await store.templateOrNotFound(templateName);
       await request.authorize("update", templateName, namespace, COURSEWORK_RESOURCE);
       if (!(template.spec.coursework?.folders ?? []).some((f) => f.name === folder))
         throw notFound(
@@ -238,7 +231,7 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<UploadRouteOptions> = async
     async (request) => {
       const { template: templateName, name } = request.params;
       const { user } = request.query;
-      const { namespace } = await namespaceOf(templateName);
+      const { namespace } = await store.templateOrNotFound(templateName);
       await request.authorize("update", name, namespace, ASSIGNMENT_RESOURCE);
       await request.authorize("update", templateName, namespace, COURSEWORK_RESOURCE);
       const a = await coursework.getAssignment(namespace, name);

@@ -7,7 +7,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { AssignmentList, HandInTable, AssignmentView } from "../assignmentSchemas.ts";
 import { HttpError, badRequest } from "../errors.ts";
-import { invalidTemplateReason } from "../schemas.ts";
 import type { UserlandStore } from "../store.ts";
 import {
   EMPTY_FORM,
@@ -16,7 +15,7 @@ import {
   assignmentsPage,
   type CreateForm,
 } from "./assignmentPages.ts";
-import { formOf } from "./forms.ts";
+import { formOf, templateField } from "./forms.ts";
 import { CONSOLE_PATH, type Viewer } from "./layout.ts";
 import type { Static } from "../../../api/v1alpha1/schema.ts";
 
@@ -122,11 +121,6 @@ const NOTICES: Record<string, (v: string) => string> = {
 export function assignmentConsoleRoutes(app: FastifyInstance, deps: AssignmentConsoleDeps): void {
   const { store, api, send, viewerOf } = deps;
   const hidden = { hide: true } as const;
-  const templateOf = (value: string | null | undefined, where: "query" | "body"): string => {
-    const reason = invalidTemplateReason(value ?? "");
-    if (reason) throw badRequest(`template ${reason}`, "template", where);
-    return value ?? "";
-  };
   const base = (template: string) => `/api/v1/templates/${encodeURIComponent(template)}/assignments`;
 
   async function listPage(
@@ -163,7 +157,7 @@ export function assignmentConsoleRoutes(app: FastifyInstance, deps: AssignmentCo
     return listPage(
       request,
       reply,
-      templateOf(query.template, "query"),
+      templateField(query.template, "query"),
       uploaded ? `Uploaded ${query.value ?? ""}. Create the assignment from that folder below.` : undefined,
       undefined,
       uploaded ? { folder: query.folder ?? "", path: query.path ?? "" } : undefined,
@@ -172,7 +166,7 @@ export function assignmentConsoleRoutes(app: FastifyInstance, deps: AssignmentCo
 
   app.post(`${CONSOLE_PATH}/assignments/create`, { schema: hidden }, async (request, reply) => {
     const fields = formOf(request.body);
-    const template = templateOf(fields.get("template"), "body");
+    const template = templateField(fields.get("template"), "body");
     const form = { ...EMPTY_FORM };
     for (const key of Object.keys(form) as (keyof CreateForm)[]) form[key] = fields.get(key) ?? "";
     let body: Record<string, unknown>;
@@ -214,7 +208,7 @@ export function assignmentConsoleRoutes(app: FastifyInstance, deps: AssignmentCo
 
   app.get(`${CONSOLE_PATH}/assignment`, { schema: hidden }, async (request, reply) => {
     const query = request.query as Record<string, string | undefined>;
-    const template = templateOf(query.template, "query");
+    const template = templateField(query.template, "query");
     const name = query.name ?? "";
     const done = query.done;
     const notice = done && NOTICES[done] ? NOTICES[done](query.value ?? "") : undefined;
@@ -223,7 +217,7 @@ export function assignmentConsoleRoutes(app: FastifyInstance, deps: AssignmentCo
 
   app.post(`${CONSOLE_PATH}/assignment/actions`, { schema: hidden }, async (request, reply) => {
     const form = formOf(request.body);
-    const template = templateOf(form.get("template"), "body");
+    const template = templateField(form.get("template"), "body");
     const name = form.get("name") ?? "";
     const action = form.get("action");
     if (action !== "publish" && action !== "feedback")

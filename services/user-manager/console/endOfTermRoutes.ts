@@ -5,11 +5,10 @@
 import type { FastifyInstance } from "fastify";
 import type { ClassArchiveView } from "../classArchives.ts";
 import { badRequest } from "../errors.ts";
-import { invalidTemplateReason } from "../schemas.ts";
 import type { AssignmentConsoleDeps } from "./assignmentRoutes.ts";
 import { refused } from "./assignmentRoutes.ts";
 import { classArchivePage, classArchiveUrl, endOfTermPage } from "./endOfTermPages.ts";
-import { formOf } from "./forms.ts";
+import { formOf, templateField } from "./forms.ts";
 import { CONSOLE_PATH } from "./layout.ts";
 
 /** What an action's redirect says, while the steps it started are still under way (a refresh later would repeat it as news). */
@@ -30,16 +29,11 @@ export function endOfTermConsoleRoutes(
 ): void {
   const { api, send, viewerOf } = deps;
   const hidden = { hide: true } as const;
-  const templateOf = (value: string | null | undefined, where: "query" | "body"): string => {
-    const reason = invalidTemplateReason(value ?? "");
-    if (reason) throw badRequest(`template ${reason}`, "template", where);
-    return value ?? "";
-  };
   const base = (template: string) => `/api/v1/templates/${encodeURIComponent(template)}/classarchives`;
 
   app.get(`${CONSOLE_PATH}/end-of-term`, { schema: hidden }, async (request, reply) => {
     const query = request.query as Record<string, string | undefined>;
-    const template = templateOf(query.template, "query");
+    const template = templateField(query.template, "query");
     const klass = query.class || undefined;
     const answer = await api<{ items: ClassArchiveView[] }>(request, "GET", base(template));
     if (answer.status !== 200) throw refused(answer);
@@ -49,7 +43,7 @@ export function endOfTermConsoleRoutes(
 
   app.post(`${CONSOLE_PATH}/end-of-term/create`, { schema: hidden }, async (request, reply) => {
     const form = formOf(request.body);
-    const template = templateOf(form.get("template"), "body");
+    const template = templateField(form.get("template"), "body");
     const klass = form.get("class") || undefined;
     const answer = await api<ClassArchiveView>(
       request,
@@ -67,7 +61,7 @@ export function endOfTermConsoleRoutes(
 
   app.get(`${CONSOLE_PATH}/class-archive`, { schema: hidden }, async (request, reply) => {
     const query = request.query as Record<string, string | undefined>;
-    const template = templateOf(query.template, "query");
+    const template = templateField(query.template, "query");
     const answer = await api<ClassArchiveView>(
       request,
       "GET",
@@ -81,7 +75,7 @@ export function endOfTermConsoleRoutes(
 
   app.post(`${CONSOLE_PATH}/class-archive/end`, { schema: hidden }, async (request, reply) => {
     const form = formOf(request.body);
-    const template = templateOf(form.get("template"), "body");
+    const template = templateField(form.get("template"), "body");
     const name = form.get("name") ?? "";
     if (form.get("understood") !== "yes")
       throw badRequest("tick the box to say you understand what ending the class deletes", "understood");

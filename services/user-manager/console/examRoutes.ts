@@ -7,11 +7,10 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Static } from "../../../api/v1alpha1/schema.ts";
 import { HttpError, badRequest } from "../errors.ts";
 import type { ExamList, ExamView } from "../exams.ts";
-import { invalidTemplateReason } from "../schemas.ts";
 import type { AssignmentConsoleDeps } from "./assignmentRoutes.ts";
 import { localTime } from "./assignmentRoutes.ts";
 import { EMPTY_EXAM_FORM, examPage, examsPage, examUrl, type ExamForm } from "./examPages.ts";
-import { formOf } from "./forms.ts";
+import { formOf, templateField } from "./forms.ts";
 import { CONSOLE_PATH } from "./layout.ts";
 
 type ExamConsoleDeps = Omit<AssignmentConsoleDeps, "store">;
@@ -53,11 +52,6 @@ function createBody(form: ExamForm): Record<string, unknown> {
 export function examConsoleRoutes(app: FastifyInstance, deps: ExamConsoleDeps): void {
   const { api, send, viewerOf } = deps;
   const hidden = { hide: true } as const;
-  const templateOf = (value: string | null | undefined, where: "query" | "body"): string => {
-    const reason = invalidTemplateReason(value ?? "");
-    if (reason) throw badRequest(`template ${reason}`, "template", where);
-    return value ?? "";
-  };
   const base = (template: string) => `/api/v1/templates/${encodeURIComponent(template)}/exams`;
 
   async function listPage(
@@ -75,13 +69,13 @@ export function examConsoleRoutes(app: FastifyInstance, deps: ExamConsoleDeps): 
 
   app.get(`${CONSOLE_PATH}/exams`, { schema: hidden }, async (request, reply) => {
     const query = request.query as Record<string, string | undefined>;
-    const { status, page } = await listPage(request, templateOf(query.template, "query"));
+    const { status, page } = await listPage(request, templateField(query.template, "query"));
     return send(reply, status, page);
   });
 
   app.post(`${CONSOLE_PATH}/exams/create`, { schema: hidden }, async (request, reply) => {
     const fields = formOf(request.body);
-    const template = templateOf(fields.get("template"), "body");
+    const template = templateField(fields.get("template"), "body");
     const form = { ...EMPTY_EXAM_FORM };
     for (const key of Object.keys(form) as (keyof ExamForm)[]) form[key] = fields.get(key) ?? "";
     let body: Record<string, unknown>;
@@ -117,7 +111,7 @@ export function examConsoleRoutes(app: FastifyInstance, deps: ExamConsoleDeps): 
 
   app.get(`${CONSOLE_PATH}/exam`, { schema: hidden }, async (request, reply) => {
     const query = request.query as Record<string, string | undefined>;
-    const template = templateOf(query.template, "query");
+    const template = templateField(query.template, "query");
     const name = query.name ?? "";
     const answer = await api<ExamView>(request, "GET", `${base(template)}/${encodeURIComponent(name)}`);
     if (answer.status !== 200) throw refused(answer);

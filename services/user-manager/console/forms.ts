@@ -6,6 +6,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { badRequest } from "../errors.ts";
+import { invalidTemplateReason } from "../schemas.ts";
 
 export function installFormParsers(app: FastifyInstance, bodyLimit: number): void {
   app.addContentTypeParser(
@@ -41,4 +42,11 @@ export function installFormParsers(app: FastifyInstance, bodyLimit: number): voi
 export function formOf(body: unknown): URLSearchParams {
   if (body instanceof URLSearchParams) return body;
   throw badRequest("send the console's form (application/x-www-form-urlencoded or multipart/form-data)");
+}
+
+/** A console page's `template` field (from its query or its form), checked like the API's path: 400 naming what is wrong. */
+export function templateField(value: string | null | undefined, where: "query" | "body"): string {
+  const reason = invalidTemplateReason(value ?? "");
+  if (reason) throw badRequest(`template ${reason}`, "template", where);
+  return value ?? "";
 }
