@@ -83,11 +83,15 @@ function until(
   return { check, reached };
 }
 
-/** The copy pods one phase ran: how many by job, how many failed, and each one's seen created → seen finished (s). */
+/**
+ * The copy pods one phase ran: how many by job, how many failed, each one's seen created → seen
+ * finished (s), and its container's run as the kubelet reports it (started → finished, whole seconds).
+ */
 export interface CopyPods {
   byJob: Map<string, number>;
   failed: number;
   seconds: number[];
+  containerSeconds: number[];
 }
 
 export interface Phase {
@@ -128,7 +132,7 @@ class CopyPodWatch {
   current: CopyPods = CopyPodWatch.empty();
 
   static empty(): CopyPods {
-    return { byJob: new Map(), failed: 0, seconds: [] };
+    return { byJob: new Map(), failed: 0, seconds: [], containerSeconds: [] };
   }
 
   observe(pod: V1Pod): void {
@@ -145,6 +149,11 @@ class CopyPodWatch {
       entry.done = true;
       entry.phase.seconds.push((Date.now() - entry.at) / 1000);
       if (phase === "Failed") entry.phase.failed++;
+      const ran = pod.status?.containerStatuses?.[0]?.state?.terminated;
+      if (ran?.startedAt && ran.finishedAt)
+        entry.phase.containerSeconds.push(
+          (new Date(ran.finishedAt).getTime() - new Date(ran.startedAt).getTime()) / 1000,
+        );
     }
   }
 }
