@@ -107,7 +107,7 @@ export interface CourseworkRun {
   setupSeconds: number;
   publish: Phase;
   deadline: Phase;
-  /** The operator's warnings (failed reconciles are retried with back-off, which a run would then measure). */
+  /** The operator's warnings and Node's (failed reconciles are retried with back-off, which a run would then measure). */
   warnings: string[];
 }
 
@@ -315,7 +315,8 @@ export async function runCoursework(opts: RunOptions): Promise<CourseworkRun> {
     const warnings = operator
       .logs()
       .split("\n")
-      .filter((l) => l.includes('"level":"warn"'));
+      // Its own warnings, and Node's process warnings (a TimeoutOverflowWarning was one: workqueue.ts).
+      .filter((l) => l.includes('"level":"warn"') || /\(node:\d+\) \w*Warning/.test(l));
     return { setupSeconds, publish, deadline, warnings };
   } finally {
     for (const i of informers) await i.stop();
