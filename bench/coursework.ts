@@ -1,58 +1,69 @@
 /**
- * Coursework benchmark on a private kwok control plane (loopback only):
- *   node bench/coursework.ts [N]        (default 300 students; or BENCH_STUDENTS=N)
- * A Template with coursework (home volume, a course folder, a collection), N students' Userlands
- * (stopped: a stopped environment's copy runs anywhere) and the operator as a process. Measured:
- *   1. publish: an Assignment created → every student's Submission distributed;
- *   2. the deadline: the closing time set to now, for all N at once → every receipt written;
- * with each student's time (p50/p90), the operator's API requests by verb and resource per phase
- * (the API server's audit log), its CPU seconds and peak RSS. Baseline: the same Submissions, copy
- * pods and status writes made directly by this process, without the operator.
- * kwok runs no containers: a stand-in for the kubelet here finishes each copy pod as soon as it is
- * seen, writing the terminated status and the JSON result coursework/copy.ts would write. Each phase
- * must end within BENCH_PHASE_TIMEOUT_S (default 600) seconds, or the run fails saying which.
- * BENCH_AUDIT_COPY=<file> keeps a copy of the API server's audit log (the control plane's folder is
- * removed at the end), for reading which requests went where.
+ * Coursework benchmark on a private control plane (loopback only):
+ *   node bench/coursework.ts [N]               (default 300 students; or BENCH_STUDENTS=N)
+ *   node bench/coursework.ts --real-node [N]   (default 10; `npm run bench:coursework:node`)
+ * bench/courseworkPhases.ts's run (a Template with coursework, N stopped students, the operator as
+ * a process; publish → every copy distributed, then the closing time for all N at once → every
+ * receipt; per-student p50/p90, the operator's API requests per phase from the audit log, its CPU
+ * seconds and peak RSS, the copy pods' count and duration).
+ * kwok runs no containers: on kwok a stand-in for the kubelet here finishes each copy pod as soon as
+ * it is seen, writing the terminated status and the JSON result coursework/copy.ts would write.
+ * Baseline of the kwok run: the same Submissions, copy pods and status writes made directly by this
+ * process, without the operator.
+ * --real-node adds the real node (cluster/node) to the control plane and runs the same phases twice
+ * with N students: once on kwok with the stand-in, once with the Template on the real node
+ * (cluster/harness/labTemplate.ts: local-path claims) and the operator's copy pods running the
+ * platform's image (built from the Dockerfile and imported into the node's containerd, as the chart
+ * sets OPERATOR_COPY_IMAGE) for real; the handout is written into the course folder by a pod first.
+ * The two side by side show what real pods cost over the stand-in.
+ * Each phase must end within BENCH_PHASE_TIMEOUT_S (default 600) seconds, or the run fails saying
+ * which. BENCH_AUDIT_COPY=<file> keeps a copy of the API server's audit log (the control plane's
+ * folder is removed at the end), for reading which requests went where.
  */
-import { randomBytes } from "node:crypto";
 import { copyFileSync } from "node:fs";
+import { join } from "node:path";
 import type { V1Pod } from "@kubernetes/client-node";
-import { submissionNameFor } from "../api/naming.ts";
-import {
-  assignmentsPath,
-  submissionsPath,
-  templatesPath,
-  userlandsPath,
-  type Submission,
-  type TemplateSpec,
-} from "../api/v1alpha1/index.ts";
+import { courseFolderNames, submissionNameFor } from "../api/naming.ts";
+import { submissionsPath } from "../api/v1alpha1/index.ts";
+import { simpleTemplateSpec } from "../cluster/harness/simpleTemplate.ts";
+import { realNodeLabTemplate } from "../cluster/harness/labTemplate.ts";
+import { connectTo, privateControlPlane } from "../cluster/harness/privateControlPlane.ts";
+import { onRealNode } from "../cluster/node/addons.ts";
+import { buildPlatformImage, importImage } from "../cluster/node/images.ts";
+import { RealNode, type RealNodeInfo } from "../cluster/node/realNode.ts";
+import type { TemplateSpec } from "../api/v1alpha1/index.ts";
 import type { ClusterAccess } from "../cluster/harness/connect.ts";
-import { privateControlPlane, startAndConnect } from "../cluster/harness/privateControlPlane.ts";
 import { Informer } from "../lib/informer.ts";
-import { paths } from "../api/kubePaths.ts";
 import { KubeRest } from "../lib/kubeRest.ts";
 import { createLogger } from "../lib/logger.ts";
 import {
-  operatorKubeconfig,
-  spawnOperator,
-  waitForLeadership,
-  type OperatorProcess,
-} from "../cluster/harness/operator.ts";
-import { simpleTemplateSpec } from "../cluster/harness/simpleTemplate.ts";
-import { auditOffset, requestsByVerb } from "./audit.ts";
-import { sampleUsage, type Usage } from "./processUsage.ts";
+  breakdown,
+  fmt,
+  IN_FLIGHT,
+  log,
+  newNamespace,
+  podsPath,
+  pool,
+  runCoursework,
+  sleep,
+  studentNames,
+  total,
+  type CourseworkRun,
+  type Phase,
+} from "./courseworkPhases.ts";
 import { runBench } from "./run.ts";
 import { percentile } from "./stats.ts";
 
-const n = Number(process.argv[2] ?? process.env.BENCH_STUDENTS ?? 300);
+const args = process.argv.slice(2);
+const onTheRealNode = args[0] === "--real-node";
+const n = Number(
+  (onTheRealNode ? args[1] : args[0]) ?? process.env.BENCH_STUDENTS ?? (onTheRealNode ? 10 : 300),
+);
 if (!Number.isInteger(n) || n < 1)
   throw new Error("the number of students (argument or BENCH_STUDENTS) must be a positive integer");
 const PHASE_TIMEOUT_MS = Number(process.env.BENCH_PHASE_TIMEOUT_S ?? 600) * 1000;
 const IMAGE = "registry.invalid/userland-copy:bench"; // kwok pulls nothing
-const IN_FLIGHT = 50;
 const SHA = (c: string) => c.repeat(64);
-const log = (line: string) => console.error(`[coursework] ${line}`);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const claimSpec = { accessModes: ["ReadWriteMany"], resources: { requests: { storage: "1Gi" } } };
 const courseworkSpec: TemplateSpec = simpleTemplateSpec("registry.invalid/ide:1", {
@@ -63,43 +74,20 @@ const courseworkSpec: TemplateSpec = simpleTemplateSpec("registry.invalid/ide:1"
     collection: { pvcSpec: claimSpec, mountPath: "/srv/collection" },
   },
 });
+/** Where the real-node run's Template mounts its course folder. */
+const REAL_COURSE = "/srv/course";
 
-const controlPlane = privateControlPlane("bench-coursework", { nodes: 1 });
+const controlPlane = privateControlPlane(onTheRealNode ? "bench-coursework-node" : "bench-coursework", {
+  nodes: 1,
+});
+const node = onTheRealNode
+  ? new RealNode({
+      controlPlane,
+      dir: join(controlPlane.dir, "node"),
+      log: (line) => console.error(`[real-node] ${line}`),
+    })
+  : undefined;
 let rest: KubeRest | undefined;
-let operator: OperatorProcess | undefined;
-const informers: Informer<never>[] = [];
-
-const podsPath = (ns: string, name?: string, sub?: string) =>
-  paths.namespaced("", "v1", "pods", ns, name, sub);
-
-/** Runs `fn` over `items` with at most `limit` in flight. */
-async function pool<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<unknown>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: limit }, async () => {
-      while (next < items.length) await fn(items[next++] as T);
-    }),
-  );
-}
-
-/** Resolves when `done()` holds, checked on every call of the returned `check`; fails after the bound. */
-function until(what: string, done: () => boolean): { check: () => void; reached: Promise<void> } {
-  let resolve!: () => void;
-  let reject!: (e: Error) => void;
-  const reached = new Promise<void>((res, rej) => ((resolve = res), (reject = rej)));
-  const timer = setTimeout(
-    () => reject(new Error(`${what}: not done within ${PHASE_TIMEOUT_MS / 1000} s (BENCH_PHASE_TIMEOUT_S)`)),
-    PHASE_TIMEOUT_MS,
-  );
-  const check = () => {
-    if (done()) {
-      clearTimeout(timer);
-      resolve();
-    }
-  };
-  check();
-  return { check, reached };
-}
 
 /** A pod's terminated status as the kubelet writes it: copy.ts's JSON result as the termination message. */
 function terminated(result: object) {
@@ -144,7 +132,7 @@ const RESULTS: Record<string, object> = {
  * exited 0 (phase Succeeded, the container terminated, copy.ts's result as its message). Its own
  * requests are this process's, not the operator's, so they are not in the operator's counts.
  */
-async function kubeletStandIn(client: KubeRest, ns: string): Promise<void> {
+async function kubeletStandIn(client: KubeRest, ns: string): Promise<() => Promise<void>> {
   const pods = new Informer<V1Pod>(client, {
     path: podsPath(ns),
     labelSelector: "userland.dev/copy",
@@ -178,153 +166,8 @@ async function kubeletStandIn(client: KubeRest, ns: string): Promise<void> {
   };
   pods.on("add", onPod);
   pods.on("update", (pod) => onPod(pod));
-  informers.push(pods as unknown as Informer<never>);
   await pods.start();
-}
-
-interface Phase {
-  seconds: number;
-  p50: number;
-  p90: number;
-  requests: Map<string, number>;
-  usage?: Usage;
-}
-
-/** When each student's Submission first showed its release and its receipt (ms since the epoch). */
-class Marks {
-  readonly distributed = new Map<string, number>();
-  readonly received = new Map<string, number>();
-  onChange: () => void = () => undefined;
-
-  observe(s: Submission): void {
-    const name = s.metadata.name ?? "";
-    const now = Date.now();
-    if (s.status?.distributedRelease === 1 && !this.distributed.has(name)) this.distributed.set(name, now);
-    if (s.status?.receipt && !this.received.has(name)) this.received.set(name, now);
-    this.onChange();
-  }
-}
-
-function spread(marks: Map<string, number>, started: number): { p50: number; p90: number } {
-  const times = [...marks.values()].map((t) => (t - started) / 1000).sort((a, b) => a - b);
-  return { p50: percentile(times, 50), p90: percentile(times, 90) };
-}
-
-async function newNamespace(client: KubeRest, prefix: string): Promise<string> {
-  const name = `${prefix}-${randomBytes(3).toString("hex")}`;
-  await client.create("/api/v1/namespaces", { metadata: { name } });
-  return name;
-}
-
-const students = [...Array(n).keys()].map((i) => `student-${i}`);
-
-/**
- * The operator's work, measured: publish to `n` students, then close for all of them at once.
- */
-async function withOperator(client: KubeRest, auditLog: string, cluster: ClusterAccess) {
-  const ns = await newNamespace(client, "bench-coursework");
-  const { path, username } = await operatorKubeconfig(ns, cluster);
-  operator = await spawnOperator(path, username, ns, {
-    env: { LOG_LEVEL: "warn", OPERATOR_FREEZE_CACHE: "false", OPERATOR_COPY_IMAGE: IMAGE },
-  });
-  await waitForLeadership(operator);
-  const procs = [{ name: "operator", pid: operator.child.pid ?? 0 }];
-  await client.create(templatesPath(ns), {
-    apiVersion: "userland.dev/v1alpha1",
-    kind: "Template",
-    metadata: { name: "lab" },
-    spec: courseworkSpec,
-  });
-  log(`${n} Userlands (stopped)…`);
-  await pool(students, IN_FLIGHT, (user) =>
-    client.create(userlandsPath(ns), {
-      apiVersion: "userland.dev/v1alpha1",
-      kind: "Userland",
-      metadata: { name: user },
-      spec: { user, templateName: "lab", enabled: false },
-    }),
-  );
-  // A student's copy waits for their home claim: the set-up is done once all N are there and Stopped.
-  const homes = () =>
-    client
-      .list<never>(paths.namespaced("", "v1", "persistentvolumeclaims", ns), { timeoutMs: 60_000 })
-      .then((l) => l.items.length);
-  const stopped = () =>
-    client
-      .list<{ status?: { phase?: string } }>(userlandsPath(ns), { timeoutMs: 60_000 })
-      .then((l) => l.items.filter((u) => u.status?.phase === "Stopped").length);
-  const setupStarted = Date.now();
-  // n homes + the course folder's and the collection's claims.
-  while ((await homes()) < n + 2 || (await stopped()) < n) {
-    if (Date.now() - setupStarted > PHASE_TIMEOUT_MS)
-      throw new Error(`set-up: ${n} Userlands not Stopped with their home claims in time`);
-    await sleep(500);
-  }
-  log(`set-up done in ${((Date.now() - setupStarted) / 1000).toFixed(1)} s`);
-  await sleep(2000); // let the operator's queue drain before the first measured phase
-
-  await kubeletStandIn(client, ns);
-  const marks = new Marks();
-  const submissions = new Informer<Submission>(client, {
-    path: submissionsPath(ns),
-    log: createLogger("bench-submissions", "warn"),
-  });
-  submissions.on("add", (s) => marks.observe(s));
-  submissions.on("update", (s) => marks.observe(s));
-  informers.push(submissions as unknown as Informer<never>);
-  await submissions.start();
-
-  // 1. Publish.
-  log("publish…");
-  let offset = auditOffset(auditLog);
-  let usage = sampleUsage(procs);
-  const published = until("publish: every Submission distributed", () => marks.distributed.size >= n);
-  marks.onChange = published.check;
-  let started = Date.now();
-  await client.create(assignmentsPath(ns), {
-    apiVersion: "userland.dev/v1alpha1",
-    kind: "Assignment",
-    metadata: { name: "a1" },
-    spec: {
-      templateName: "lab",
-      title: "Week 1",
-      source: { folder: "course", path: "week1" },
-      deadline: "2099-01-01T00:00:00Z",
-    },
-  });
-  await published.reached;
-  let ended = Date.now();
-  const publishUsage = usage.stop()[0];
-  await sleep(3000); // the audit log is written in batches of up to a second; late deletes land too
-  const publish: Phase = {
-    seconds: (ended - started) / 1000,
-    ...spread(marks.distributed, started),
-    requests: requestsByVerb(auditLog, offset, ns, username),
-    ...(publishUsage ? { usage: publishUsage } : {}),
-  };
-
-  // 2. The deadline, for everyone at once: the closing time is now.
-  log("deadline…");
-  offset = auditOffset(auditLog);
-  usage = sampleUsage(procs);
-  const collected = until("deadline: every receipt written", () => marks.received.size >= n);
-  marks.onChange = collected.check;
-  const closing = new Date(Math.floor(Date.now() / 1000) * 1000);
-  started = closing.getTime();
-  await client.patch(assignmentsPath(ns, "a1"), {
-    spec: { deadline: closing.toISOString().replace(/\.\d+Z$/, "Z") },
-  });
-  await collected.reached;
-  ended = Date.now();
-  const deadlineUsage = usage.stop()[0];
-  await sleep(3000);
-  const deadline: Phase = {
-    seconds: (ended - started) / 1000,
-    ...spread(marks.received, started),
-    requests: requestsByVerb(auditLog, offset, ns, username),
-    ...(deadlineUsage ? { usage: deadlineUsage } : {}),
-  };
-  return { publish, deadline };
+  return () => pods.stop();
 }
 
 /**
@@ -348,7 +191,7 @@ async function baseline(
     return pod.metadata?.name ?? user;
   };
   let started = Date.now();
-  await pool(students, IN_FLIGHT, async (user) => {
+  await pool(studentNames(n), IN_FLIGHT, async (user) => {
     const name = submissionNameFor("a1", user);
     await client.create(submissionsPath(ns), {
       apiVersion: "userland.dev/v1alpha1",
@@ -365,7 +208,7 @@ async function baseline(
   const publish = (Date.now() - started) / 1000;
   started = Date.now();
   const closing = new Date().toISOString().replace(/\.\d+Z$/, "Z");
-  await pool(students, IN_FLIGHT, async (user) => {
+  await pool(studentNames(n), IN_FLIGHT, async (user) => {
     const name = submissionNameFor("a1", user);
     await client.patch(submissionsPath(ns, name), {
       spec: { handInRequestedAt: closing, handInRequestedBy: "deadline" },
@@ -391,58 +234,199 @@ async function baseline(
   return { publish, deadline, perStudent: 5 };
 }
 
-const fmt = (x: number, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : "–");
-const total = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
-const breakdown = (m: Map<string, number>) =>
-  [...m.entries()]
-    .sort((a, b) => b[1] - a[1])
-    .map(([k, v]) => `${k} ${v}`)
-    .join(", ");
+/** The kwok run: the phases with copy pods finished by the stand-in. */
+const onKwok = (client: KubeRest, cluster: ClusterAccess, auditLog: string): Promise<CourseworkRun> =>
+  runCoursework({
+    client,
+    cluster,
+    auditLog,
+    n,
+    namespacePrefix: "bench-coursework",
+    template: courseworkSpec,
+    folder: "course",
+    operatorEnv: { OPERATOR_COPY_IMAGE: IMAGE },
+    timeoutMs: PHASE_TIMEOUT_MS,
+    prepare: (ns) => kubeletStandIn(client, ns),
+  });
+
+/**
+ * The handout a teacher would have written: one file in the course folder's `week1/`, written by a
+ * pod on the real node as the environments' user (which also binds the folder's local-path claim there).
+ */
+async function writeHandout(client: KubeRest, ns: string, image: string): Promise<() => Promise<void>> {
+  const pod = await client.create<V1Pod>(podsPath(ns), {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: "handout" },
+    spec: {
+      ...onRealNode,
+      restartPolicy: "Never",
+      terminationGracePeriodSeconds: 0,
+      securityContext: { runAsUser: 1000, runAsGroup: 1000 },
+      containers: [
+        {
+          name: "write",
+          image,
+          imagePullPolicy: "Never",
+          command: [
+            "sh",
+            "-euc",
+            `mkdir -p ${REAL_COURSE}/week1 && printf 'print(1)\\n' > ${REAL_COURSE}/week1/a.py`,
+          ],
+          volumeMounts: [{ name: "course", mountPath: REAL_COURSE }],
+        },
+      ],
+      volumes: [
+        { name: "course", persistentVolumeClaim: { claimName: courseFolderNames("lab", "course").claim } },
+      ],
+    },
+  });
+  const started = Date.now();
+  for (;;) {
+    const phase = (await client.get<V1Pod>(podsPath(ns, pod.metadata?.name))).status?.phase;
+    if (phase === "Succeeded") break;
+    if (phase === "Failed") throw new Error("the handout pod failed");
+    if (Date.now() - started > PHASE_TIMEOUT_MS) throw new Error("the handout pod did not finish in time");
+    await sleep(250);
+  }
+  await client.delete(podsPath(ns, pod.metadata?.name));
+  return () => Promise.resolve();
+}
+
+/** The real-node run: the Template on the real node, the copy pods running the platform's image there. */
+async function onRealNodeRun(
+  client: KubeRest,
+  cluster: ClusterAccess,
+  auditLog: string,
+  nodeInfo: RealNodeInfo,
+  copyImage: string,
+): Promise<CourseworkRun> {
+  const tools = nodeInfo.images.tools ?? "";
+  return runCoursework({
+    client,
+    cluster,
+    auditLog,
+    n,
+    namespacePrefix: "bench-coursework-node",
+    template: realNodeLabTemplate(tools, "Coursework benchmark", REAL_COURSE),
+    folder: "course",
+    operatorEnv: { OPERATOR_COPY_IMAGE: copyImage },
+    timeoutMs: PHASE_TIMEOUT_MS,
+    prepare: (ns) => writeHandout(client, ns, tools),
+  });
+}
+
+const PHASES = [
+  ["publish: Assignment created → every copy distributed", "publish"],
+  ["deadline: closing time → every receipt", "deadline"],
+] as const;
+
+const requestsCell = (phase: Phase) => {
+  const requests = total(phase.requests);
+  return `${requests} (${fmt(requests / n, 2)})`;
+};
+const copyPodsCell = (phase: Phase) => {
+  const sorted = [...phase.copyPods.seconds].sort((a, b) => a - b);
+  const jobs = breakdown(phase.copyPods.byJob) || "none";
+  const failed = phase.copyPods.failed ? `, ${phase.copyPods.failed} failed` : "";
+  return `${jobs}${failed}; ${fmt(percentile(sorted, 50))} / ${fmt(percentile(sorted, 90))} / ${fmt(percentile(sorted, 100))}`;
+};
+
+const containerCell = (phase: Phase) => {
+  const sorted = [...phase.copyPods.containerSeconds].sort((a, b) => a - b);
+  return `${fmt(percentile(sorted, 50), 0)} / ${fmt(percentile(sorted, 100), 0)}`;
+};
+
+function printBreakdown(label: string, run: CourseworkRun): void {
+  console.log(`
+Operator requests by verb and resource (${label}):`);
+  console.log(`- publish: ${breakdown(run.publish.requests)}`);
+  console.log(`- deadline: ${breakdown(run.deadline.requests)}`);
+  console.log(
+    `- operator warnings logged: ${run.warnings.length}${run.warnings[0] ? ` (the first: ${run.warnings[0].slice(0, 300)})` : ""}`,
+  );
+}
+
+/** The kwok run alone, beside the baseline. */
+async function kwokOnly(): Promise<void> {
+  const info = await controlPlane.start();
+  const cluster = await connectTo(info, { crds: true });
+  rest = new KubeRest(cluster.kc, "userland-bench");
+  log(`baseline: ${n} students' objects written directly…`);
+  const base = await baseline(rest);
+  log(`with the operator, ${n} students…`);
+  const run = await onKwok(rest, cluster, info.auditLog);
+
+  console.log(`\nCoursework benchmark: ${n} students (kwok control plane on loopback, 2 cores shared)\n`);
+  console.log(
+    "| phase | direct (s) | operator: all done (s) | per student p50 / p90 (s) | operator API requests (per student) | operator CPU (s) | operator peak RSS (MiB) |",
+  );
+  console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+  for (const [name, key] of PHASES) {
+    const phase = run[key];
+    console.log(
+      `| ${name} | ${fmt(base[key])} | ${fmt(phase.seconds)} | ${fmt(phase.p50)} / ${fmt(phase.p90)} | ${requestsCell(phase)} | ${fmt(phase.usage?.cpuSeconds ?? NaN)} | ${fmt((phase.usage?.peakRssBytes ?? NaN) / 2 ** 20, 0)} |`,
+    );
+  }
+  printBreakdown("kwok", run);
+  console.log(
+    `\ndirect: this process writes, ${IN_FLIGHT} students in flight, per student a Submission (created, or its hand-in request), a copy pod, the pod's terminated status, the Submission's status and the pod's deletion (${base.perStudent} requests); no operator.`,
+  );
+  console.log(
+    "Copy pods are finished by the benchmark's kubelet stand-in (kwok runs no containers); its requests are not the operator's. Requests exclude Lease renewals.",
+  );
+}
+
+/** The same phases on kwok and on the real node, side by side. */
+async function kwokAndRealNode(realNode: RealNode): Promise<void> {
+  const info = await controlPlane.start();
+  const nodeStarted = Date.now();
+  const nodeInfo = await realNode.start();
+  const nodeStartS = (Date.now() - nodeStarted) / 1000;
+  const cluster = await connectTo({ ...info, realNode: nodeInfo }, { crds: true });
+  rest = new KubeRest(cluster.kc, "userland-bench");
+  const image = await buildPlatformImage();
+  await importImage(join(info.binDir, "ctr"), nodeInfo.containerdSocket, image);
+  log(`kwok, ${n} students…`);
+  const kwok = await onKwok(rest, cluster, info.auditLog);
+  log(`real node, ${n} students…`);
+  const real = await onRealNodeRun(rest, cluster, info.auditLog, nodeInfo, image.ref);
+
+  console.log(
+    `\nCoursework benchmark: ${n} students, kwok (copy pods finished by a kubelet stand-in) vs the real node (copy pods running ${image.ref}); one control plane on loopback, 2 cores shared; real node start-up ${fmt(nodeStartS)} s\n`,
+  );
+  console.log("| phase | measure | kwok | real node |");
+  console.log("| --- | --- | ---: | ---: |");
+  for (const [name, key] of PHASES) {
+    const rows: [string, (p: Phase) => string][] = [
+      ["all done (s)", (p) => fmt(p.seconds)],
+      ["per student p50 / p90 (s)", (p) => `${fmt(p.p50)} / ${fmt(p.p90)}`],
+      ["operator API requests (per student)", requestsCell],
+      ["operator CPU (s)", (p) => fmt(p.usage?.cpuSeconds ?? NaN)],
+      ["operator peak RSS (MiB)", (p) => fmt((p.usage?.peakRssBytes ?? NaN) / 2 ** 20, 0)],
+      ["copy pods by job; created → finished p50 / p90 / max (s)", copyPodsCell],
+      ["copy pods: the container's run p50 / max (s)", containerCell],
+    ];
+    for (const [i, [measure, cell]] of rows.entries())
+      console.log(`| ${i === 0 ? name : ""} | ${measure} | ${cell(kwok[key])} | ${cell(real[key])} |`);
+  }
+  console.log(
+    `\nSet-up (N Userlands Stopped with their claims): kwok ${fmt(kwok.setupSeconds)} s, real node ${fmt(real.setupSeconds)} s.`,
+  );
+  printBreakdown("kwok", kwok);
+  printBreakdown("real node", real);
+  console.log(
+    "\nCopy pods' times are as this process saw them (created → phase Succeeded or Failed); on kwok the stand-in ends them at once, so there they are the control plane's share. Requests exclude Lease renewals; they include the operator's re-watches of quiet collections (its informers renew a watch that saw nothing for 30 s: lib/informer.ts), which a longer phase has more of.",
+  );
+}
 
 await runBench(
   "coursework benchmark",
   async () => {
-    for (const i of informers) await i.stop();
-    if (operator) await operator.stop("SIGTERM");
     if (rest) await rest.close();
     if (process.env.BENCH_AUDIT_COPY) copyFileSync(controlPlane.auditLogPath, process.env.BENCH_AUDIT_COPY);
+    await node?.stop().catch(() => undefined);
     await controlPlane.stop();
   },
-  async () => {
-    const { info, cluster } = await startAndConnect(controlPlane, { crds: true });
-    rest = new KubeRest(cluster.kc, "userland-bench");
-    log(`baseline: ${n} students' objects written directly…`);
-    const base = await baseline(rest);
-    log(`with the operator, ${n} students…`);
-    const { publish, deadline } = await withOperator(rest, info.auditLog, cluster);
-
-    console.log(`\nCoursework benchmark: ${n} students (kwok control plane on loopback, 2 cores shared)\n`);
-    console.log(
-      "| phase | direct (s) | operator: all done (s) | per student p50 / p90 (s) | operator API requests (per student) | operator CPU (s) | operator peak RSS (MiB) |",
-    );
-    console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
-    for (const [name, phase, direct] of [
-      ["publish: Assignment created → every copy distributed", publish, base.publish],
-      ["deadline: closing time → every receipt", deadline, base.deadline],
-    ] as const) {
-      const requests = total(phase.requests);
-      console.log(
-        `| ${name} | ${fmt(direct)} | ${fmt(phase.seconds)} | ${fmt(phase.p50)} / ${fmt(phase.p90)} | ${requests} (${fmt(requests / n, 2)}) | ${fmt(phase.usage?.cpuSeconds ?? NaN)} | ${fmt((phase.usage?.peakRssBytes ?? NaN) / 2 ** 20, 0)} |`,
-      );
-    }
-    console.log(`\nOperator requests by verb and resource:`);
-    console.log(`- publish: ${breakdown(publish.requests)}`);
-    console.log(`- deadline: ${breakdown(deadline.requests)}`);
-    // Failed reconciles are retried with back-off: a run with many would measure the back-off.
-    const warnings = (operator?.logs() ?? "").split("\n").filter((l) => l.includes('"level":"warn"'));
-    console.log(
-      `- operator warnings logged: ${warnings.length}${warnings[0] ? ` (the first: ${warnings[0].slice(0, 300)})` : ""}`,
-    );
-    console.log(
-      `\ndirect: this process writes, ${IN_FLIGHT} students in flight, per student a Submission (created, or its hand-in request), a copy pod, the pod's terminated status, the Submission's status and the pod's deletion (${base.perStudent} requests); no operator.`,
-    );
-    console.log(
-      "Copy pods are finished by the benchmark's kubelet stand-in (kwok runs no containers); its requests are not the operator's. Requests exclude Lease renewals.",
-    );
-  },
+  () => (node ? kwokAndRealNode(node) : kwokOnly()),
 );

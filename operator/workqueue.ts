@@ -15,6 +15,9 @@ export interface QueueMetrics {
   waited(seconds: number): void;
 }
 
+/** The longest delay a Node timer keeps (2^31-1 ms, 24.8 days). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 const noMetrics: QueueMetrics = { depth: () => {}, added: () => {}, retried: () => {}, waited: () => {} };
 
 export interface RateLimiter {
@@ -130,10 +133,15 @@ export class WorkQueue {
     const pending = this.delayed.get(key);
     if (pending && pending.at <= at) return;
     if (pending) clearTimeout(pending.timer);
-    const timer = setTimeout(() => {
-      this.delayed.delete(key);
-      this.add(key);
-    }, ms);
+    // A longer timer is set to 1 ms by Node: the key comes back at the longest wait instead, and
+    // its sync asks for the rest.
+    const timer = setTimeout(
+      () => {
+        this.delayed.delete(key);
+        this.add(key);
+      },
+      Math.min(ms, MAX_TIMER_MS),
+    );
     timer.unref();
     this.delayed.set(key, { at, timer });
   }

@@ -48,6 +48,25 @@ test("addAfter delays a key; the earlier of two delays wins", async () => {
   await q.shutDownWithDrain();
 });
 
+test("addAfter with a delay beyond a timer's range (a closing time months away) waits, not 1 ms", async (t) => {
+  // Node sets a timer longer than 2^31-1 ms (24.8 days) to 1 ms: an Assignment whose closing time
+  // was further away than that was synced again every millisecond, for as long as it was open.
+  const delays: number[] = [];
+  const real = globalThis.setTimeout;
+  t.mock.method(globalThis, "setTimeout", ((fn: () => void, ms?: number) => {
+    delays.push(ms ?? 0);
+    return real(fn, ms);
+  }) as typeof setTimeout);
+  const q = new WorkQueue();
+  q.addAfter("k", 73 * 365 * 24 * 3_600_000);
+  t.mock.restoreAll();
+  assert.equal(delays.length, 1);
+  assert.ok((delays[0] ?? 0) <= 2 ** 31 - 1, `timer set for ${delays[0]} ms`);
+  assert.ok((delays[0] ?? 0) > 24 * 24 * 3_600_000, "still waits weeks, not a moment");
+  assert.equal(q.length, 0);
+  await q.shutDownWithDrain();
+});
+
 test("per-key exponential back-off doubles from 5 ms up to 1000 s and resets on forget", () => {
   const limiter = new ExponentialFailureRateLimiter(5, 1_000_000);
   const delays = Array.from({ length: 5 }, () => limiter.when("k"));

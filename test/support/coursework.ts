@@ -5,9 +5,7 @@ import type { TestContext } from "node:test";
 import { renderChartRbac } from "../../cluster/chartRbac.ts";
 import { SESSION_USER_PREFIX_DEFAULT } from "../../lib/sessionSubjects.ts";
 import { paths } from "../../api/kubePaths.ts";
-import type { TemplateSpec } from "../../api/v1alpha1/index.ts";
 import { testCluster } from "./cluster.ts";
-import { LOCAL_PATH_STORAGE_CLASS, onRealNode } from "./realNode.ts";
 import { adminRest } from "./resources.ts";
 
 const CLUSTER_ROLES = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
@@ -56,54 +54,4 @@ export async function appointTeacher(ns: string, role: string, user: string, nam
   return roleBindingsPath(ns, name);
 }
 
-/** Where the real-node coursework tests' environments keep a student's work and see the collection. */
-export const LAB_HOME = "/home/student";
-export const LAB_COLLECTION = "/srv/collection";
-
-const labClaim = {
-  storageClassName: LOCAL_PATH_STORAGE_CLASS,
-  accessModes: ["ReadWriteOnce"],
-  resources: { requests: { storage: "64Mi" } },
-};
-
-/**
- * A Template with coursework for the real node: busybox's httpd from the node's tools image as the
- * "IDE", the student's user (distributed files must be theirs to edit), a home volume and a
- * collection, and a course folder at `courseMountPath` when given.
- */
-export function realNodeLabTemplate(
-  image: string,
-  displayName: string,
-  courseMountPath?: string,
-): TemplateSpec {
-  return {
-    displayName,
-    template: {
-      spec: {
-        ...onRealNode,
-        securityContext: { runAsUser: 1000, runAsGroup: 1000 },
-        // busybox httpd as PID 1 ignores SIGTERM: stopping an environment must not take the 30 s grace period.
-        terminationGracePeriodSeconds: 1,
-        containers: [
-          {
-            name: "ide",
-            image,
-            imagePullPolicy: "Never",
-            command: ["busybox", "httpd", "-f", "-p", "8080", "-h", "/srv"],
-            ports: [{ containerPort: 8080, name: "http" }],
-            volumeMounts: [{ name: "home", mountPath: LAB_HOME }],
-          },
-        ],
-      },
-    },
-    service: { ports: [{ name: "http", port: 80, targetPort: 8080 }] },
-    volumes: [{ name: "home", pvcSpec: labClaim }],
-    coursework: {
-      home: { volume: "home", mountPath: LAB_HOME },
-      ...(courseMountPath
-        ? { folders: [{ name: "course", mountPath: courseMountPath, pvcSpec: labClaim }] }
-        : {}),
-      collection: { mountPath: LAB_COLLECTION, pvcSpec: labClaim },
-    },
-  };
-}
+export { LAB_COLLECTION, LAB_HOME, realNodeLabTemplate } from "../../cluster/harness/labTemplate.ts";
