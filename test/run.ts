@@ -96,7 +96,7 @@ const nodeInfo = await (realNode ? phase("real node start", () => realNode.start
 );
 const infoFile = join(controlPlane.dir, "cluster.json");
 writeFileSync(infoFile, JSON.stringify({ ...info, realNode: nodeInfo }, null, 2));
-/** Every retry in the test support appends its line here (test/support/retries.ts). */
+/** Every retry in the test support appends its line here (cluster/harness/retries.ts). */
 const retryLog = join(controlPlane.dir, "retries.log");
 writeFileSync(retryLog, "");
 /** One line per test file: duration, result, path (test/support/durationReporter.ts). */

@@ -37,7 +37,7 @@ export async function gotoSignIn(page: Page, url: string): Promise<void> {
   } catch (error) {
     if (!/ERR_EMPTY_RESPONSE|ERR_CONNECTION_RESET|ERR_CONNECTION_CLOSED|Timeout/.test(String(error)))
       throw error;
-    noteRetry("gotoSignIn (test/support/browser.ts)", `${url}: ${String(error)}`);
+    noteRetry("gotoSignIn (cluster/harness/browser.ts)", `${url}: ${String(error)}`);
     await page.goto(url, { waitUntil: "commit" });
   }
 }
