@@ -36,6 +36,7 @@ import { userlandRef, type EventTarget } from "../events.ts";
 import { resources } from "../resources.ts";
 import { requestOutstandingHandIns } from "../coursework/syncAssignment.ts";
 import { examNetworkPolicy, examPolicyName, type ExamNetworkPolicy, type ProxyPods } from "./policy.ts";
+import { writeStatus } from "../statusWrite.ts";
 
 export interface ExamSyncResult {
   againAfterMs?: number;
@@ -156,11 +157,14 @@ export async function syncExam(
   status.collected = status.students.filter((s) => s.state === "Collected").length;
   if (previous.phase !== phase)
     ctx.events.normal(examRef(exam), `Exam${phase}`, phaseMessage(phase, exam, status));
-  if (!deleting && stableJson(exam.status ?? {}) !== stableJson(status))
-    await ctx.rest.patch(resources.Exam.path(namespace, name, "status"), {
-      metadata: { resourceVersion: exam.metadata.resourceVersion },
+  if (!deleting)
+    await writeStatus(
+      ctx.rest,
+      resources.Exam.path(namespace, name, "status"),
+      exam.status,
       status,
-    });
+      exam.metadata.resourceVersion,
+    );
   return againAfterMs === undefined ? {} : { againAfterMs };
 }
 

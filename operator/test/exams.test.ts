@@ -177,6 +177,9 @@ test("an exam closes its class's environments at the start, stops the students' 
     async () =>
       (await rest.get(policyPath(ns, "userland-exam-midterm")).catch(() => undefined)) === undefined,
   );
+  // And the status says so: a field the restore removed is gone from the status too (a merge patch
+  // kept it, and the operator wrote the same status again on every sync).
+  await eventually("the status to name no policy", async () => (await exam()).status?.policy === undefined);
   const after = Object.fromEntries(
     await Promise.all(
       ["alice-lab", "bob-lab", "carol-lab", "alice-web", "bob-web", "carol-web"].map(
