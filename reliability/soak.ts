@@ -67,6 +67,8 @@ export const SOAK_HOST = "soak.example.test";
 /** Identity headers a client might forge; the proxy must remove every one (services/proxy/headers.ts). */
 const SPOOF_HEADERS = ["x-user", "X_User", "x-forwarded-user", "x-auth-request-user", "remote-user"];
 const SPOOF_KEYS_AT_UPSTREAM = ["x_user", "x-forwarded-user", "x-auth-request-user", "remote-user"];
+/** How long after Ready a refused connection gets the starting page (PROXY_READY_GRACE, its default). */
+const READY_GRACE_MS = 30_000;
 /** What a forwarded request may take before the proxy answers 504 (PROXY_UPSTREAM_TIMEOUT). */
 const UPSTREAM_TIMEOUT_MS = 3_000;
 
@@ -215,6 +217,8 @@ interface SoakUser {
   stopped: boolean;
   everDown: boolean;
   everStopped: boolean;
+  /** When its Userland turned Ready (the Ready condition's time), once all were. */
+  readyAt: number;
   served: number;
   echoed: number;
 }
@@ -441,6 +445,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
           stopped: false,
           everDown: false,
           everStopped: false,
+          readyAt: Number.NaN,
           served: 0,
           echoed: 0,
         };
@@ -464,7 +469,14 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
           u.status.observedGeneration === u.metadata.generation &&
           u.status.service?.name === childNames(SOAK_TEMPLATE, u.metadata.name ?? "").service,
       ).length;
-      if (ready === userCount) break;
+      if (ready === userCount) {
+        for (const u of list.items) {
+          const user = users.find((x) => x.userland === u.metadata.name);
+          const condition = u.status?.conditions?.find((c) => c.type === "Ready");
+          if (user) user.readyAt = Date.parse(condition?.lastTransitionTime ?? "");
+        }
+        break;
+      }
       if (Date.now() > readyDeadline)
         throw new Error(
           `only ${ready} of ${userCount} Userlands became Ready:\n${operator.logs().slice(-2000)}`,
@@ -502,6 +514,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         PROXY_HOST_TEMPLATES: `${SOAK_HOST}=${SOAK_TEMPLATE}`,
         PROXY_UPSTREAM_OVERRIDES_FILE: overridesFile,
         PROXY_UPSTREAM_TIMEOUT: `${UPSTREAM_TIMEOUT_MS}ms`,
+        PROXY_READY_GRACE: `${READY_GRACE_MS}ms`,
         PROXY_ACTIVITY_FLUSH: "5s",
         PROXY_ACCESS_LOG: "false",
         ...passed.env,
@@ -636,7 +649,13 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         (status === 502 && state === "unreachable") ||
         (status === 504 && state === "timeout");
       if (!expected) unexpected(`${what} for ${u.name}: ${status} ${body.slice(0, 160)}`);
-      else if (status === 503 && !u.everStopped)
+      // The proxy's ready grace (PROXY_READY_GRACE): just after Ready, an upstream that refuses for
+      // longer than the retries gets the starting page by design, stopped or not.
+      else if (
+        status === 503 &&
+        !u.everStopped &&
+        !(state === "starting" && Date.now() - u.readyAt < READY_GRACE_MS + 1000)
+      )
         unexpected(
           `${what} for ${u.name}: "${String(state)}" page, but this user's Userland was never stopped`,
         );
