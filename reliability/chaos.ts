@@ -285,14 +285,7 @@ export class Chaos {
       stable: false,
       quietWrites: [],
       quietStatusChanges: [],
-      audit: {
-        operatorWrites: 0,
-        operatorWritesByResource: {},
-        leaseWrites: 0,
-        pvcDeletesByOperator: [],
-        pvcDeletesByChaos: 0,
-        pvcDeletesByOthers: [],
-      },
+      audit: emptyAudit(),
       unexpectedExits: this.unexpectedExits,
       uncleanShutdowns: 0,
       histories: {},
@@ -891,14 +884,7 @@ export class Chaos {
   }
 
   private async readAudit(since: Date): Promise<{ summary: AuditSummary; operatorWriteRequests: string[] }> {
-    const summary: AuditSummary = {
-      operatorWrites: 0,
-      operatorWritesByResource: {},
-      leaseWrites: 0,
-      pvcDeletesByOperator: [],
-      pvcDeletesByChaos: 0,
-      pvcDeletesByOthers: [],
-    };
+    const summary = emptyAudit();
     const operatorWriteRequests: string[] = [];
     const ns = this.opts.namespace;
     for await (const line of auditLines(this.opts.controlPlane.auditLogPath)) {
@@ -1081,4 +1067,16 @@ export function formatReport(r: ChaosReport): string {
     out.push(`  history of ${name}: ${events.length > 0 ? events.join("; ") : "no faults"}`);
   out.push("", r.failures.length === 0 ? "PASS" : `FAIL: ${r.failures.join("; ")}`);
   return out.join("\n");
+}
+
+/** An audit summary before any request was counted. */
+function emptyAudit(): AuditSummary {
+  return {
+    operatorWrites: 0,
+    operatorWritesByResource: {},
+    leaseWrites: 0,
+    pvcDeletesByOperator: [],
+    pvcDeletesByChaos: 0,
+    pvcDeletesByOthers: [],
+  };
 }

@@ -64,6 +64,7 @@ import { paths } from "../../api/kubePaths.ts";
 import { k8s } from "../../lib/kube.ts";
 import { isNotFound } from "../../lib/kubeRest.ts";
 import { extract, sha256sumOfFolder } from "../../coursework/files/test/scratch.ts";
+import { MANIFEST_SHA256_SCRIPT } from "../support/coursework.ts";
 import { gotoSignIn, launchBrowser } from "../../cluster/harness/browser.ts";
 import { eventually, testCluster } from "../support/cluster.ts";
 import { expectOnPage as expectOnPageIn, jupyterApi } from "../support/nodeBrowser.ts";
@@ -261,7 +262,7 @@ async function collectedCopy(dir: string): Promise<{ sha256: string; files: numb
     `${LABELS.instance}=${childNames(TEMPLATE, userland).deployment}`,
   );
   const script =
-    `cd '${dir}' && find . -type f -printf '%P\\0' | LC_ALL=C sort -z | xargs -0r sha256sum | sha256sum | cut -d' ' -f1 && ` +
+    `cd '${dir}' && ${MANIFEST_SHA256_SCRIPT} && ` +
     `find . -type f | wc -l && find . -type f -printf '%s\\n' | awk '{ n += $1 } END { print n + 0 }' && ` +
     `find . -type f | LC_ALL=C sort`;
   const result = await execInContainer(pod, ["sh", "-euc", script]);

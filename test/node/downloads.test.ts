@@ -30,6 +30,7 @@ import {
   appointTeacher,
   chartCourseTeacherRole,
   LAB_HOME,
+  MANIFEST_SHA256_SCRIPT,
   realNodeLabTemplate,
 } from "../support/coursework.ts";
 import { startOperator } from "../support/operator.ts";
@@ -73,8 +74,6 @@ async function serveArchive(ns: string, name: string, source: Archive["spec"]["s
   );
   return { token, url: `http://${serving.status?.podIP}:${serving.status?.port}/archive.zip` };
 }
-
-const MANIFEST = `find . -type f -printf '%P\\0' | LC_ALL=C sort -z | xargs -0r sha256sum | sha256sum | cut -d' ' -f1`;
 
 test("downloads on the real node: a read-only archive pod serves a student's home once, only to the archive clients, the zip holding exactly their files; an assignment's hand-ins, a folder per student, as the receipt says", async (t) => {
   const node = await realNode();
@@ -120,7 +119,7 @@ test("downloads on the real node: a read-only archive pod serves a student's hom
   const expected = (
     await sh(
       ann,
-      `cd ${HOME} && mkdir -p week1/data && printf 'print(1)\\n' > week1/main.py && head -c 300000 /dev/urandom > week1/data/blob.bin && printf 'é\\n' > 'notes ü.md' && ln -s /etc/passwd passwd && ln -s / root && mkfifo pipe && ${MANIFEST}`,
+      `cd ${HOME} && mkdir -p week1/data && printf 'print(1)\\n' > week1/main.py && head -c 300000 /dev/urandom > week1/data/blob.bin && printf 'é\\n' > 'notes ü.md' && ln -s /etc/passwd passwd && ln -s / root && mkfifo pipe && ${MANIFEST_SHA256_SCRIPT}`,
     )
   ).trim();
 
@@ -153,7 +152,7 @@ test("downloads on the real node: a read-only archive pod serves a student's hom
   const fetched = (
     await sh(
       fetcher,
-      `cd /tmp && curl -sSf -m 60 -H 'Authorization: Bearer ${token}' -o a.zip ${url} && mkdir x && cd x && busybox unzip -q ../a.zip && ${MANIFEST} && find . -type l -o -type p | wc -l`,
+      `cd /tmp && curl -sSf -m 60 -H 'Authorization: Bearer ${token}' -o a.zip ${url} && mkdir x && cd x && busybox unzip -q ../a.zip && ${MANIFEST_SHA256_SCRIPT} && find . -type l -o -type p | wc -l`,
     )
   ).split("\n");
   assert.equal(fetched[0], expected, "the zip holds exactly ann's regular files, byte for byte");
@@ -229,7 +228,7 @@ test("downloads on the real node: a read-only archive pod serves a student's hom
   const inZip = (
     await sh(
       fetcher,
-      `cd /tmp && curl -sSf -m 60 -H 'Authorization: Bearer ${handins.token}' -o h.zip ${handins.url} && mkdir h && cd h && busybox unzip -q ../h.zip && ls && cd '${folder}' && ${MANIFEST}`,
+      `cd /tmp && curl -sSf -m 60 -H 'Authorization: Bearer ${handins.token}' -o h.zip ${handins.url} && mkdir h && cd h && busybox unzip -q ../h.zip && ls && cd '${folder}' && ${MANIFEST_SHA256_SCRIPT}`,
     )
   ).split("\n");
   assert.equal(inZip[0], folder, "one folder per student");

@@ -34,6 +34,7 @@ import {
   appointTeacher,
   chartCourseTeacherRole,
   LAB_HOME,
+  MANIFEST_SHA256_SCRIPT,
   realNodeLabTemplate,
 } from "../support/coursework.ts";
 import { startOperator } from "../support/operator.ts";
@@ -46,7 +47,6 @@ import {
   waitForPodReady,
 } from "../support/realNode.ts";
 
-const MANIFEST = `find . -type f -printf '%P\\0' | LC_ALL=C sort -z | xargs -0r sha256sum | sha256sum | cut -d' ' -f1`;
 const STUDENTS = ["ann", "ben", "cat"] as const;
 /** The labels that make a pod an archive client (the chart gives them to the user-manager's pods). */
 const CLIENT_LABEL = { "userland.dev/test-archive-client": "yes" };
@@ -102,7 +102,7 @@ test("end of term on the real node: a class of three archived into one zip in th
     const after = u === "cat" ? " && chmod 000 secret.txt" : "";
     const hash = await sh(
       pods.get(u)!,
-      `cd ${LAB_HOME} && mkdir -p src && printf '${u} was here\\n' > src/main.py && head -c 100000 /dev/urandom > data.bin${before} && ${MANIFEST}${after}`,
+      `cd ${LAB_HOME} && mkdir -p src && printf '${u} was here\\n' > src/main.py && head -c 100000 /dev/urandom > data.bin${before} && ${MANIFEST_SHA256_SCRIPT}${after}`,
     );
     expected.set(u, hash.trim());
   }
@@ -212,7 +212,7 @@ test("end of term on the real node: a class of three archived into one zip in th
   const out = (
     await sh(
       checker,
-      `sha256sum ${zipPath} | cut -d' ' -f1 && cd /tmp && mkdir x && cd x && busybox unzip -q ${zipPath} && for f in ${folders.join(" ")}; do (cd $f && ${MANIFEST}); done && find . -type l -o -type p | wc -l`,
+      `sha256sum ${zipPath} | cut -d' ' -f1 && cd /tmp && mkdir x && cd x && busybox unzip -q ${zipPath} && for f in ${folders.join(" ")}; do (cd $f && ${MANIFEST_SHA256_SCRIPT}); done && find . -type l -o -type p | wc -l`,
     )
   )
     .trim()

@@ -55,3 +55,9 @@ export async function appointTeacher(ns: string, role: string, user: string, nam
 }
 
 export { LAB_COLLECTION, LAB_HOME, realNodeLabTemplate } from "../../cluster/harness/labTemplate.ts";
+
+/**
+ * A folder's receipt hash recomputed with coreutils alone, in the current directory of a shell on
+ * the node (the manifest rule of coursework/files/manifest.ts): prints the SHA-256 in hex.
+ */
+export const MANIFEST_SHA256_SCRIPT = `find . -type f -printf '%P\\0' | LC_ALL=C sort -z | xargs -0r sha256sum | sha256sum | cut -d' ' -f1`;
