@@ -12,8 +12,7 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { templatesPath } from "../../api/v1alpha1/index.ts";
-import { SERVICE_WORKERS_ANNOTATION } from "../../services/proxy/origins.ts";
+import { SERVICE_WORKERS_ANNOTATION, templatesPath } from "../../api/v1alpha1/index.ts";
 import {
   send,
   startProxy,
