@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { test, type TestContext } from "node:test";
 import type { V1Container } from "@kubernetes/client-node";
 import { childNames } from "../../api/naming.ts";
-import type { TemplateSpec, Userland } from "../../api/v1alpha1/index.ts";
+import type { TemplateSpec } from "../../api/v1alpha1/index.ts";
 import { send, startProxy, testKeys, type TestProxy } from "../../services/proxy/test/support.ts";
 import { eventually, testNamespace } from "../support/cluster.ts";
 import { startOperator } from "../support/operator.ts";
