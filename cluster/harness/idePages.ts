@@ -10,8 +10,6 @@ export const IDE_PAGES = [
   { template: "phpmyadmin", title: "phpMyAdmin", selector: "#pma_navigation" },
 ] as const;
 
-export type IdePage = (typeof IDE_PAGES)[number];
-
 /**
  * The installed Templates' names that IDE_PAGES lacks, and the IDE_PAGES entries no installed
  * Template has: both empty when every Template is signed in to.
