@@ -16,6 +16,7 @@ import { SESSION_COOKIE } from "../../lib/session.ts";
 import type { ProxyConfig } from "./config.ts";
 import type { ProxyMetrics, UpstreamError } from "./metrics.ts";
 import type { RequestRecord } from "./requestLog.ts";
+import { sessionResponseValidators } from "./sharedCache.ts";
 
 export type ForwarderConfig = Pick<
   ProxyConfig,
@@ -79,9 +80,14 @@ type ResponseHeaders = Record<string, string | string[] | undefined>;
  * The environment's response headers as the client may see them: without hop-by-hop headers (Node
  * frames the response to the client itself) and the names `Connection` lists, without a
  * Set-Cookie for the platform's session cookie, and on a shared origin without
- * Service-Worker-Allowed. A new object: deleting keys would slow every later use of the headers.
+ * Service-Worker-Allowed; with `cacheTag` (a shared origin), not reusable by another session
+ * (sharedCache.ts). A new object: deleting keys would slow every later use of the headers.
  */
-export function clientResponseHeaders(headers: ResponseHeaders, serviceWorkers: boolean): ResponseHeaders {
+export function clientResponseHeaders(
+  headers: ResponseHeaders,
+  serviceWorkers: boolean,
+  cacheTag?: string,
+): ResponseHeaders {
   const connection = headers.connection;
   const listed =
     typeof connection === "string" && connection !== "keep-alive" ? connection.toLowerCase() : "";
@@ -100,6 +106,7 @@ export function clientResponseHeaders(headers: ResponseHeaders, serviceWorkers: 
     const cookies = all.filter((c) => c.split("=", 1)[0]?.trim().toLowerCase() !== SESSION_COOKIE);
     if (cookies.length !== all.length) kept["set-cookie"] = cookies;
   }
+  if (cacheTag !== undefined) sessionResponseValidators(kept, cacheTag);
   return kept;
 }
 
@@ -149,7 +156,7 @@ export class Forwarder {
     res: ServerResponse,
     target: URL,
     record: RequestRecord,
-    serviceWorkers: boolean,
+    answer: { serviceWorkers: boolean; cacheTag: string | undefined },
     onError: OnUpstreamError,
   ): void {
     const { metrics } = this.deps;
@@ -189,7 +196,11 @@ export class Forwarder {
             (performance.now() - (record.upstreamStart ?? 0)) / 1000,
           );
           // Throws for a status or header Node will not send: undici then fails the request (502).
-          res.writeHead(status, statusMessage, clientResponseHeaders(upstreamHeaders, serviceWorkers));
+          res.writeHead(
+            status,
+            statusMessage,
+            clientResponseHeaders(upstreamHeaders, answer.serviceWorkers, answer.cacheTag),
+          );
         },
         onResponseData: (c, chunk) => {
           if (!res.write(chunk)) c.pause();

@@ -1,9 +1,9 @@
 /**
  * `GET /_userland/signed-out?rd=<auth service URL>`: one hop of the chain the auth service sends a
  * browser through when a student signs out or starts signing in. Each hop answers on one Template
- * host with `Clear-Site-Data: "cookies", "storage"` (the browser drops that origin's service
- * workers, storage and every cookie of the site, also ones an environment's script planted with
- * another path) and moves on to the next Template host, and after the last back to `rd`, which
+ * host with `Clear-Site-Data: "cache", "cookies", "storage"` (the browser drops that origin's
+ * cached answers, service workers, storage and every cookie of the site, also ones an
+ * environment's script planted with another path; the cache: issue 29 item 1, sharedCache.ts) and moves on to the next Template host, and after the last back to `rd`, which
  * must be on the auth service's origin (never an open redirect). No session is needed: the auth
  * service has cleared its cookie before the first hop.
  *
@@ -94,7 +94,7 @@ export function serveSignedOut(
   res.writeHead(200, {
     "content-type": "text/html; charset=utf-8",
     "cache-control": "no-store",
-    "clear-site-data": '"cookies", "storage"',
+    "clear-site-data": '"cache", "cookies", "storage"',
     "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
     "referrer-policy": "no-referrer",
     "content-length": Buffer.byteLength(body),

@@ -220,7 +220,7 @@ test("shared lab computers: conflicting sessions, service workers, per-user host
         headers: { host: "code.example.test", "sec-fetch-site": "same-site" },
       });
       assert.equal(first.status, 200);
-      assert.equal(first.headers["clear-site-data"], '"cookies", "storage"');
+      assert.equal(first.headers["clear-site-data"], '"cache", "cookies", "storage"');
       // Sorted: code.apps…, code.example.test, jupyter.example.test, notebook.apps… (+ other tests' Templates).
       const next = /url=([^"]+)"/.exec(first.body)?.[1]?.replaceAll("&amp;", "&") ?? "";
       assert.match(next, /^http:\/\/jupyter\.example\.test\/_userland\/signed-out\?rd=/);
@@ -232,7 +232,7 @@ test("shared lab computers: conflicting sessions, service workers, per-user host
           path: `${hop.pathname}${hop.search}`,
           headers: { host: hop.host },
         });
-        assert.equal(r.headers["clear-site-data"], '"cookies", "storage"');
+        assert.equal(r.headers["clear-site-data"], '"cache", "cookies", "storage"');
         hop = new URL(/url=([^"]+)"/.exec(r.body)?.[1]?.replaceAll("&amp;", "&") ?? "");
       }
       assert.ok(visited.includes(NOTEBOOK), `visited ${visited.join(", ")}`);
