@@ -12,7 +12,7 @@ import { performance } from "node:perf_hooks";
 import { ProxyServer } from "http-proxy-3";
 import { Agent as UpstreamPool, type Dispatcher } from "undici";
 import type { Logger } from "../../lib/logger.ts";
-import { SESSION_COOKIE } from "../../lib/session.ts";
+import { isPlatformCookieName } from "../../lib/session.ts";
 import type { ProxyConfig } from "./config.ts";
 import type { ProxyMetrics, UpstreamError } from "./metrics.ts";
 import type { RequestRecord } from "./requestLog.ts";
@@ -77,9 +77,18 @@ const HOP_BY_HOP_RESPONSE: ReadonlySet<string> = new Set([
 type ResponseHeaders = Record<string, string | string[] | undefined>;
 
 /**
+ * The name a Set-Cookie sets, as the browser will send it: "=userland_session=x" (and "==…") sets
+ * a nameless cookie that browsers send as "userland_session=x".
+ */
+function setCookieName(header: string): string {
+  const pair = (header.split(";", 1)[0] ?? "").replace(/^[\s=]+/, "");
+  return pair.split("=", 1)[0] ?? "";
+}
+
+/**
  * The environment's response headers as the client may see them: without hop-by-hop headers (Node
  * frames the response to the client itself) and the names `Connection` lists, without a
- * Set-Cookie for the platform's session cookie, and on a shared origin without
+ * Set-Cookie for any of the platform's cookies, and on a shared origin without
  * Service-Worker-Allowed; with `cacheTag` (a shared origin), not reusable by another session
  * (sharedCache.ts). A new object: deleting keys would slow every later use of the headers.
  */
@@ -99,11 +108,12 @@ export function clientResponseHeaders(
     if (name === "service-worker-allowed" && !serviceWorkers) continue;
     kept[name] = headers[name];
   }
-  // An environment must not replace or clear the platform's session cookie.
+  // An environment must not set, replace or clear the platform's cookies: the session, nor a
+  // sign-in transaction or the signed-out mark planted for the auth service (login CSRF).
   const setCookie = kept["set-cookie"];
   if (setCookie !== undefined) {
     const all = typeof setCookie === "string" ? [setCookie] : setCookie;
-    const cookies = all.filter((c) => c.split("=", 1)[0]?.trim().toLowerCase() !== SESSION_COOKIE);
+    const cookies = all.filter((c) => !isPlatformCookieName(setCookieName(c)));
     if (cookies.length !== all.length) kept["set-cookie"] = cookies;
   }
   if (cacheTag !== undefined) sessionResponseValidators(kept, cacheTag);

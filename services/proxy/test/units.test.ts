@@ -200,6 +200,21 @@ test("response headers: hop-by-hop and Connection-listed names dropped, the sess
   );
 });
 
+test("response headers: no Set-Cookie for any platform cookie name reaches the browser (issue 29 item 2)", () => {
+  const planted = [
+    "userland_login_AAAAAAAAAAAAAAAA=tx; Domain=example.org; Path=/callback/",
+    "__Host-userland_login_AAAAAAAAAAAAAAAA=tx; Secure; Path=/",
+    "userland_signed_out=; Max-Age=0; Domain=example.org",
+    "__Secure-userland_session=x; Secure",
+    "__HOST-Userland_Session=x; Secure; Path=/",
+    "=userland_session=x; Domain=example.org",
+    " userland_visit=ns/other",
+  ];
+  assert.deepEqual(clientResponseHeaders({ "set-cookie": [...planted, "app=1", "userlandish=2"] }, true), {
+    "set-cookie": ["app=1", "userlandish=2"],
+  });
+});
+
 test("shared origin: an answer is never reused by another session (issue 29 item 1)", () => {
   const alice = sessionCacheTag("sid-alice");
   const bob = sessionCacheTag("sid-bob");
