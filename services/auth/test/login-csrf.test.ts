@@ -7,7 +7,12 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { SESSION_COOKIE } from "../../../lib/session.ts";
+import {
+  createSessionSigner,
+  parseSigningKeys,
+  SESSION_COOKIE,
+  type SessionSigner,
+} from "../../../lib/session.ts";
 import {
   listen,
   newKeysFile,
@@ -33,6 +38,7 @@ describe("login CSRF by cookie tossing (issue 29 item 2)", () => {
   let idp: TestOidcProvider;
   let auth: RunningAuth;
   let publicUrl: string;
+  let signer: SessionSigner;
 
   before(async () => {
     dir = await tempDir();
@@ -42,10 +48,12 @@ describe("login CSRF by cookie tossing (issue 29 item 2)", () => {
       redirectUri: `${publicUrl}callback/oidc`,
       accounts: { alice: claims("alice"), mallory: claims("mallory") },
     });
+    const keys = await newKeysFile(dir);
+    signer = createSessionSigner(await parseSigningKeys({ keys: keys.keys }));
     auth = await startAuth(listener, {
       AUTH_PUBLIC_URL: publicUrl,
       AUTH_COOKIE_SECURE: "true",
-      AUTH_SESSION_KEYS_FILE: (await newKeysFile(dir)).file,
+      AUTH_SESSION_KEYS_FILE: keys.file,
       AUTH_OIDC_ISSUER: idp.issuer,
       AUTH_OIDC_CLIENT_ID: idp.clientId,
       AUTH_OIDC_CLIENT_SECRET: idp.clientSecret,
@@ -135,5 +143,30 @@ describe("login CSRF by cookie tossing (issue 29 item 2)", () => {
     );
     assert.equal(victim.cookie(SESSION_COOKIE), aliceSession);
     assert.equal(await userOf(victim), "alice");
+  });
+
+  test("/whoami and /forward-auth with session cookies of two users: refused, as the proxy does (issue 29 item 6)", async () => {
+    const [alice, mallory, alice2] = await Promise.all([
+      signer.sign("alice", 600),
+      signer.sign("mallory", 600),
+      signer.sign("alice", 900),
+    ]);
+    const ask = (path: string, ...tokens: string[]) =>
+      fetch(new URL(path, listener.url), {
+        headers: { cookie: tokens.map((t) => `${SESSION_COOKIE}=${t}`).join("; ") },
+      });
+    // mallory's cookie planted with a longer path comes first: it must not win.
+    for (const path of ["whoami", "forward-auth"]) {
+      const both = await ask(path, mallory, alice);
+      assert.equal(both.status, 401, `${path}: two users' sessions are no session`);
+      assert.equal(both.headers.get("x-user"), null);
+      assert.equal(
+        (await ask(path, alice, alice2)).status,
+        200,
+        `${path}: two of the same user's are that user`,
+      );
+    }
+    const whoami = (await (await ask("whoami", alice, alice2)).json()) as { user: string };
+    assert.equal(whoami.user, "alice");
   });
 });
