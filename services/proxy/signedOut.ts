@@ -63,9 +63,16 @@ export function nextHop(
   return hop.href;
 }
 
-/** Another site must not sign students out: only same-site pages and the auth service's redirects start a hop. */
+/**
+ * Another site must not sign students out: only same-site pages and the auth service's redirects
+ * start a hop, and only as a top-level navigation (issue 29 item 6): an `<img>` or `fetch` on a
+ * sibling host (any student's environment) would otherwise sign a student out and wipe their
+ * storage without a page ever showing. Browsers without fetch metadata send none of these.
+ */
 function fromOwnSite(req: IncomingMessage): boolean {
-  const site = req.headers["sec-fetch-site"];
+  const { "sec-fetch-site": site, "sec-fetch-mode": mode, "sec-fetch-dest": dest } = req.headers;
+  if (mode !== undefined && mode !== "navigate") return false;
+  if (dest !== undefined && dest !== "document") return false;
   return site === undefined || site === "same-origin" || site === "same-site" || site === "none";
 }
 
