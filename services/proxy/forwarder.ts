@@ -65,6 +65,9 @@ export function classifyUpstreamError(error: unknown): UpstreamError {
   return "other";
 }
 
+/** How long a WebSocket the client half-closed waits for the environment to close its side. */
+const HALF_CLOSED_GRACE_MS = 1000;
+
 /** Response headers that describe the connection to the environment, not the one to the client. */
 const HOP_BY_HOP_RESPONSE: ReadonlySet<string> = new Set([
   "connection",
@@ -292,6 +295,17 @@ export class Forwarder {
       proxySocket.destroy();
     });
     proxySocket.once("close", () => socket.destroy());
+    // The client is done (its FIN): the environment gets its FIN too (http-proxy-3's pipe) and a
+    // moment to finish, then both close. An environment that never closes its side (half-open)
+    // would otherwise hold the student's slot until the idle timeout (issue 29 item 6).
+    socket.once("end", () => {
+      const timer = setTimeout(() => {
+        proxySocket.destroy();
+        socket.destroy();
+      }, HALF_CLOSED_GRACE_MS);
+      timer.unref();
+      socket.once("close", () => clearTimeout(timer));
+    });
     // http-proxy-3 clears socket timeouts right after this listener; set ours after it. One
     // timer covers both directions: a socket's timer restarts on reads and on writes.
     queueMicrotask(() =>
