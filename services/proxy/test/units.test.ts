@@ -124,7 +124,14 @@ test("identity headers are recognised in every spelling", () => {
   for (const name of SPOOFED_IDENTITY_HEADERS) {
     assert.ok(isIdentityHeader(name), name);
   }
-  for (const name of ["Authorization", "X-Requested-With", "User-Agent", "X-Xsrftoken"])
+  for (const name of [
+    "Authorization",
+    "X-Requested-With",
+    "User-Agent",
+    "X-Xsrftoken",
+    "Cookie",
+    "X-Api-Key",
+  ])
     assert.ok(!isIdentityHeader(name), name);
 });
 
