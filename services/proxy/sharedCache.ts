@@ -56,7 +56,7 @@ export function sessionRequestValidators(headers: IncomingHttpHeaders, tag: stri
     const value = headers[name];
     if (value === undefined) continue;
     // If-Range holds one ETag or a date; a date is never ours.
-    const own = ownTags(value, tag);
+    const own = ownTags(Array.isArray(value) ? value.join(", ") : value, tag);
     if (own === undefined || (name === "if-range" && own === "*")) delete headers[name];
     else headers[name] = own;
   }
