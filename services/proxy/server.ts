@@ -198,7 +198,7 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
           req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"]) > 0;
         const justStarted = justReady(route.readySince, config.readyGraceMs);
         // A shared origin: what the browser keeps of this answer is this session's only (sharedCache.ts).
-        const cacheTag = config.origins === "shared" ? sessionCacheTag(route.session.sid) : undefined;
+        const cacheTag = config.origins === "shared" ? sessionCacheTag(route.session) : undefined;
         if (cacheTag !== undefined) sessionRequestValidators(req.headers, cacheTag);
         const answer = { serviceWorkers: route.serviceWorkers, cacheTag };
         let attempt = 0;

@@ -23,9 +23,20 @@ import type { IncomingHttpHeaders } from "node:http";
 
 type ResponseHeaders = Record<string, string | string[] | undefined>;
 
+/**
+ * Per session object: lib/requestSessions.ts hands out the same one for a token while it is
+ * cached, so a student's requests hash once a minute, not once each.
+ */
+const tags = new WeakMap<{ sid: string }, string>();
+
 /** A session's ETag tag: not its sid (environments see it in If-None-Match), a hash of it. */
-export function sessionCacheTag(sid: string): string {
-  return createHash("sha256").update(`userland-etag:${sid}`).digest("base64url").slice(0, 16);
+export function sessionCacheTag(session: { sid: string }): string {
+  let tag = tags.get(session);
+  if (tag === undefined) {
+    tag = createHash("sha256").update(`userland-etag:${session.sid}`).digest("base64url").slice(0, 16);
+    tags.set(session, tag);
+  }
+  return tag;
 }
 
 const ENTITY_TAG = /^\s*(W\/)?"([^"]*)"\s*$/;

@@ -223,9 +223,10 @@ test("response headers: no Set-Cookie for any platform cookie name reaches the b
 });
 
 test("shared origin: an answer is never reused by another session (issue 29 item 1)", () => {
-  const alice = sessionCacheTag("sid-alice");
-  const bob = sessionCacheTag("sid-bob");
+  const alice = sessionCacheTag({ sid: "sid-alice" });
+  const bob = sessionCacheTag({ sid: "sid-bob" });
   assert.notEqual(alice, bob);
+  assert.equal(sessionCacheTag({ sid: "sid-alice" }), alice, "the same sid, the same tag");
   assert.ok(!alice.includes("sid"), "the tag does not show the sid");
   const answer = clientResponseHeaders(
     {
