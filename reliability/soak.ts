@@ -27,6 +27,7 @@
  * and fds stay flat after warm-up and the fds return to the baseline once clients close.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { appendFileSync } from "node:fs";
 import { mkdtemp, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { Agent, request, type IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
@@ -107,6 +108,10 @@ export interface SoakOptions {
    * (V8 shrinks its heap only some seconds after allocation stops). Default 30; 0: not waited.
    */
   idleSeconds?: number;
+  /** Node.js options for the proxy's process (e.g. V8 heap flags to compare), before its main.ts. */
+  proxyNodeOptions?: string[];
+  /** Also append everything the proxy prints to this file (e.g. with --trace-gc in proxyNodeOptions). */
+  proxyOutputFile?: string;
   /** Progress lines (default: none). */
   log?: (line: string) => void;
 }
@@ -120,7 +125,10 @@ export interface ResourceSample {
   heapMiB?: number | undefined;
   /** The proxy ran a full (major) collection since the previous sample: heapMiB is about its live data. */
   afterMajorGc?: boolean;
-  phase: "baseline" | "warmup" | "load" | "drain";
+  /** V8's heap spaces as reserved (MiB, e.g. new, old, code, large_object) and memory outside it. */
+  spacesMiB?: Record<string, number> | undefined;
+  externalMiB?: number | undefined;
+  phase: "baseline" | "warmup" | "load" | "drain" | "idle";
 }
 
 export interface SoakReport {
@@ -296,11 +304,23 @@ export interface IdleMemory {
   externalMiB: number | undefined;
   /** What is left: code, stacks, libuv and the allocator's free but unreturned memory. */
   restMiB: number | undefined;
+  /** V8's heap spaces as reserved (MiB). */
+  spacesMiB?: Record<string, number> | undefined;
 }
 
 function metricMiB(metrics: string, name: string): number | undefined {
   const bytes = new RegExp(`^userland_proxy_${name} (\\S+)`, "m").exec(metrics)?.[1];
   return bytes === undefined ? undefined : Math.round((Number(bytes) / 1024 / 1024) * 10) / 10;
+}
+
+/** Each V8 heap space's reserved size (prom-client's nodejs_heap_space_size_total_bytes), MiB. */
+function heapSpacesMiB(metrics: string): Record<string, number> | undefined {
+  const spaces: Record<string, number> = {};
+  for (const m of metrics.matchAll(
+    /^userland_proxy_nodejs_heap_space_size_total_bytes\{space="(\w+)"\} (\S+)/gm,
+  ))
+    spaces[m[1] as string] = Math.round((Number(m[2]) / 1024 / 1024) * 10) / 10;
+  return Object.keys(spaces).length > 0 ? spaces : undefined;
 }
 
 function majorGcs(metrics: string): number {
@@ -502,28 +522,33 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     const port = portOf(sockets.PROXY_PORT);
     const adminPort = portOf(sockets.PROXY_ADMIN_PORT);
     const passed = socketsFor(sockets);
-    const child = spawn(process.execPath, [join(repoRoot, "services", "proxy", "main.ts")], {
-      cwd: repoRoot,
-      env: {
-        ...process.env,
-        KUBECONFIG: kubeconfig,
-        USERLAND_NAMESPACE: namespace,
-        LOG_LEVEL: "warn",
-        PROXY_SESSION_PUBLIC_KEYS_FILE: keys.publicFile,
-        PROXY_LOGIN_URL: "https://auth.example.test/login",
-        PROXY_HOST_TEMPLATES: `${SOAK_HOST}=${SOAK_TEMPLATE}`,
-        PROXY_UPSTREAM_OVERRIDES_FILE: overridesFile,
-        PROXY_UPSTREAM_TIMEOUT: `${UPSTREAM_TIMEOUT_MS}ms`,
-        PROXY_READY_GRACE: `${READY_GRACE_MS}ms`,
-        PROXY_ACTIVITY_FLUSH: "5s",
-        PROXY_ACCESS_LOG: "false",
-        ...passed.env,
+    const child = spawn(
+      process.execPath,
+      [...(options.proxyNodeOptions ?? []), join(repoRoot, "services", "proxy", "main.ts")],
+      {
+        cwd: repoRoot,
+        env: {
+          ...process.env,
+          KUBECONFIG: kubeconfig,
+          USERLAND_NAMESPACE: namespace,
+          LOG_LEVEL: "warn",
+          PROXY_SESSION_PUBLIC_KEYS_FILE: keys.publicFile,
+          PROXY_LOGIN_URL: "https://auth.example.test/login",
+          PROXY_HOST_TEMPLATES: `${SOAK_HOST}=${SOAK_TEMPLATE}`,
+          PROXY_UPSTREAM_OVERRIDES_FILE: overridesFile,
+          PROXY_UPSTREAM_TIMEOUT: `${UPSTREAM_TIMEOUT_MS}ms`,
+          PROXY_READY_GRACE: `${READY_GRACE_MS}ms`,
+          PROXY_ACTIVITY_FLUSH: "5s",
+          PROXY_ACCESS_LOG: "false",
+          ...passed.env,
+        },
+        stdio: ["ignore", "pipe", "pipe", ...passed.fds],
       },
-      stdio: ["ignore", "pipe", "pipe", ...passed.fds],
-    });
+    );
     passed.close();
     proxyChild = child;
     const keep = (chunk: Buffer) => {
+      if (options.proxyOutputFile) appendFileSync(options.proxyOutputFile, chunk);
       proxyOutput.push(chunk.toString());
       if (proxyOutput.length > 200) proxyOutput.shift();
     };
@@ -567,7 +592,14 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       sampleProcess(pid)
         .then(async (s) => {
           const metrics = await adminGet(adminPort, "/metrics").catch(() => undefined);
-          const sample: ResourceSample = { t, ...s, heapMiB: metrics && heapMiB(metrics.body), phase: at };
+          const sample: ResourceSample = {
+            t,
+            ...s,
+            heapMiB: metrics && heapMiB(metrics.body),
+            spacesMiB: metrics && heapSpacesMiB(metrics.body),
+            externalMiB: metrics && metricMiB(metrics.body, "nodejs_external_memory_bytes"),
+            phase: at,
+          };
           const now = metrics ? majorGcs(metrics.body) : majors;
           if (majors >= 0 && now > majors) sample.afterMajorGc = true;
           majors = Math.max(majors, now);
@@ -1001,7 +1033,13 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     const idleSeconds = options.idleSeconds ?? 30;
     if (idleSeconds > 0) {
       log(`clients closed; the proxy idles ${idleSeconds} s before its memory is read again`);
-      await sleep(idleSeconds * 1000);
+      const idleStarted = Date.now();
+      // Every 5 s on the way (read from /proc only: /metrics would be traffic).
+      while (Date.now() - idleStarted < idleSeconds * 1000 - 5000) {
+        await sleep(5000);
+        samples.push({ t: Math.round(since() * 10) / 10, ...(await sampleProcess(pid)), phase: "idle" });
+      }
+      await sleep(Math.max(0, idleSeconds * 1000 - (Date.now() - idleStarted)));
       const idle = await sampleProcess(pid);
       const text = await adminGet(adminPort, "/metrics").then(
         (r) => r.body,
@@ -1015,6 +1053,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         heapTotalMiB,
         heapUsedMiB: heapMiB(text),
         externalMiB,
+        spacesMiB: heapSpacesMiB(text),
         restMiB:
           heapTotalMiB === undefined || externalMiB === undefined
             ? undefined
@@ -1167,7 +1206,7 @@ export function formatSoakReport(r: SoakReport): string {
             `(${(r.proxy.afterIdle.rssMiB / r.proxy.baseline.rssMiB).toFixed(2)}x the baseline): ` +
             `V8 heap ${r.proxy.afterIdle.heapTotalMiB ?? "?"} MiB reserved, ${r.proxy.afterIdle.heapUsedMiB ?? "?"} in use; ` +
             `external ${r.proxy.afterIdle.externalMiB ?? "?"} MiB; the rest ${r.proxy.afterIdle.restMiB ?? "?"} MiB ` +
-            `(code, stacks, the allocator's free memory)`,
+            `(code, stacks, the allocator's free memory); spaces ${JSON.stringify(r.proxy.afterIdle.spacesMiB ?? {})}`,
         ]
       : []),
     `  samples (t s: RSS MiB/heap MiB/fds): ${r.proxy.samples

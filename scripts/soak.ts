@@ -29,6 +29,10 @@ Options (or environment):
   --flip-ms N          SOAK_FLIP_MS        mean pause between Userland stops (default 30000/users, >= 500)
   --idle N             SOAK_IDLE           seconds the proxy idles after the clients close before its
                                            memory is read by part (default 30; 0: not waited)
+  --proxy-node-options "FLAGS"
+                       SOAK_PROXY_NODE_OPTIONS  Node.js/V8 options for the proxy's process only
+                                           (e.g. "--max-semi-space-size=8"), to compare memory
+  --proxy-output FILE                      append everything the proxy prints to FILE
   --json FILE                              also write the full report as JSON
   -q, --quiet                              no progress lines
   -h, --help
@@ -46,6 +50,8 @@ const { values } = parseArgs({
     "restart-ms": { type: "string" },
     "flip-ms": { type: "string" },
     idle: { type: "string" },
+    "proxy-node-options": { type: "string" },
+    "proxy-output": { type: "string" },
     json: { type: "string" },
     quiet: { type: "boolean", short: "q" },
     help: { type: "boolean", short: "h" },
@@ -110,6 +116,10 @@ try {
     restartEveryMs: number(values["restart-ms"], "SOAK_RESTART_MS"),
     flipEveryMs: number(values["flip-ms"], "SOAK_FLIP_MS"),
     idleSeconds: number(values.idle, "SOAK_IDLE"),
+    proxyNodeOptions: (values["proxy-node-options"] ?? process.env.SOAK_PROXY_NODE_OPTIONS ?? "")
+      .split(/\s+/)
+      .filter(Boolean),
+    proxyOutputFile: values["proxy-output"],
     log,
   });
   process.stdout.write(`${formatSoakReport(report)}\n`);
