@@ -21,7 +21,8 @@
  * latency and messages/s, and RSS and open file descriptors of each child after the run.
  *
  * The userland proxy runs createProxyServer with its real session verification, header rules,
- * activity recording, metrics and access log (to /dev/null); the Kubernetes side is a static view
+ * activity recording, metrics and access log (to /dev/null), under the Node.js options the chart
+ * gives it (proxy.nodeOptions: its heap limits); the Kubernetes side is a static view
  * of one Ready Userland (no API server needed; the informer is not on the request path anyway).
  */
 import { fork, type ChildProcess } from "node:child_process";
@@ -41,6 +42,7 @@ import { fileURLToPath } from "node:url";
 import { createRequire } from "node:module";
 import { Pool } from "undici";
 import { WebSocket, WebSocketServer } from "ws";
+import { chartProxyNodeOptions } from "../cluster/harness/chartValues.ts";
 import { heldPort } from "../cluster/ports.ts";
 import { repoRoot } from "../cluster/repoRoot.ts";
 import { startNginxAnchor, type NginxAnchor } from "./nginx.ts";
@@ -475,6 +477,8 @@ async function main(): Promise<void> {
     targets.push({ name: "configurable-http-proxy", port: chp.port, child: chp, headers: {} });
     const userland = await startChild("userland proxy", "userland", [String(upstream.port)], {
       BENCH_JWKS: JSON.stringify(publicJwks(keys)),
+      // With the heap limits the chart gives the proxy (proxy.nodeOptions).
+      NODE_OPTIONS: [process.env.NODE_OPTIONS, ...chartProxyNodeOptions()].filter(Boolean).join(" "),
     });
     children.push(userland);
     targets.push({
