@@ -8,6 +8,8 @@
  *   BENCH_NGINX=0 node bench/proxy.ts   without the nginx anchor (bench/nginx.ts)
  *   BENCH_CORES=1 node bench/proxy.ts   also minimal forwarding cores (node:http, undici stream()
  *                                       and dispatch()): the ceiling a Node proxy can reach here
+ *   BENCH_HEAP_DEFAULTS=1 node bench/proxy.ts
+ *                                       also the userland proxy without the chart's heap limits
  *
  * Every HTTP cell also shows the CPU time each server used per request (from /proc, measured part
  * only), which moves far less than requests/s when other work loads the machine.
@@ -475,18 +477,18 @@ async function main(): Promise<void> {
     const chp = await startChp(upstream.port);
     children.push(chp);
     targets.push({ name: "configurable-http-proxy", port: chp.port, child: chp, headers: {} });
-    const userland = await startChild("userland proxy", "userland", [String(upstream.port)], {
-      BENCH_JWKS: JSON.stringify(publicJwks(keys)),
-      // With the heap limits the chart gives the proxy (proxy.nodeOptions).
-      NODE_OPTIONS: [process.env.NODE_OPTIONS, ...chartProxyNodeOptions()].filter(Boolean).join(" "),
-    });
-    children.push(userland);
-    targets.push({
-      name: "userland proxy",
-      port: userland.port,
-      child: userland,
-      headers: { host: HOST, cookie },
-    });
+    // With the heap limits the chart gives the proxy (proxy.nodeOptions); BENCH_HEAP_DEFAULTS=1
+    // adds the same proxy under V8's defaults, to see what the limits cost in one run.
+    const heaps: [string, string[]][] = [["userland proxy", chartProxyNodeOptions()]];
+    if (process.env.BENCH_HEAP_DEFAULTS === "1") heaps.push(["userland proxy, V8 heap defaults", []]);
+    for (const [name, nodeOptions] of heaps) {
+      const userland = await startChild(name, "userland", [String(upstream.port)], {
+        BENCH_JWKS: JSON.stringify(publicJwks(keys)),
+        NODE_OPTIONS: [process.env.NODE_OPTIONS, ...nodeOptions].filter(Boolean).join(" "),
+      });
+      children.push(userland);
+      targets.push({ name, port: userland.port, child: userland, headers: { host: HOST, cookie } });
+    }
     if (process.env.BENCH_NGINX !== "0") {
       nginx = await startNginxAnchor(upstream.port, privateJwks, "bench-user", cookie);
       targets.push({ name: NGINX_NAME, port: nginx.port, pids: nginx.pids, headers: { cookie } });
