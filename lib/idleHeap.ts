@@ -14,7 +14,7 @@ import { performance, type EventLoopUtilization } from "node:perf_hooks";
 import v8 from "node:v8";
 import vm from "node:vm";
 
-export interface IdleHeapOptions {
+interface IdleHeapOptions {
   /** How often the event loop's utilization is read. Default 5 s. */
   checkMs?: number;
   /** Consecutive idle reads before compacting. Default 3 (15 s with the default checkMs). */
@@ -27,7 +27,7 @@ export interface IdleHeapOptions {
   onCompact?: (result: CompactionResult) => void;
 }
 
-export interface CompactionResult {
+interface CompactionResult {
   heapBefore: number;
   heapAfter: number;
   rssBefore: number;
@@ -52,7 +52,7 @@ function fullGc(): GcFunction {
 }
 
 /** One compaction now: a full collection that shrinks the heap and returns its free pages. */
-export function compactHeap(): CompactionResult {
+function compactHeap(): CompactionResult {
   const heapBefore = v8.getHeapStatistics().total_heap_size;
   const rssBefore = process.memoryUsage.rss();
   const started = performance.now();

@@ -24,7 +24,9 @@
  * meant for another user; upstreams only ever see X-User = their owner and no client identity
  * header; every non-200 is an expected page (503 starting/stopped, 502 unreachable, 504 timeout)
  * and a 503 only for a user whose Userland was stopped; every user got through; the proxy's RSS
- * and fds stay flat after warm-up and the fds return to the baseline once clients close.
+ * and fds stay flat after warm-up and the fds return to the baseline once clients close; its RSS
+ * never passes `rssBoundMiB` and is at most `idleRssShare` x its start `idleSeconds` after the
+ * clients closed (issue 32). The proxy runs with the chart's Node.js options (its heap limits).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { appendFileSync } from "node:fs";
