@@ -47,7 +47,14 @@ export const UserlandSpecSchema = Type.Object({
   templateName: Type.String({
     pattern: TEMPLATE_NAME_PATTERN,
     maxLength: TEMPLATE_NAME_MAX,
-    description: "The Template (same namespace) that defines this environment.",
+    description:
+      "The Template (same namespace) that defines this environment. Immutable: moving a student to another Template is a new Userland (a patch that may start and stop must not pick what runs).",
+    "x-kubernetes-validations": [
+      {
+        rule: "self == oldSelf",
+        message: "spec.templateName is immutable: create a new Userland for another Template",
+      },
+    ],
   }),
   enabled: Type.Optional(
     Type.Boolean({
