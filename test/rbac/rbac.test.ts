@@ -359,8 +359,8 @@ const rows: Row[] = [
   },
   {
     who: "class-teacher",
-    does: "cannot move it with a whole-object replace either",
-    expect: { invalid: TEMPLATE_IMMUTABLE },
+    does: "cannot replace the whole object (no update verb)",
+    expect: "rbac-forbidden",
     request: async (c) => {
       const alice = await c.as["class-teacher"].get<Userland>(userlandsPath(c.ns, "alice"));
       return c.as["class-teacher"].replace(userlandsPath(c.ns, "alice"), {
@@ -800,8 +800,8 @@ const rows: Row[] = [
   },
   {
     who: "proxy",
-    does: "cannot switch a student's Template (spec.templateName)",
-    expect: { policy: POLICY_SPEC },
+    does: "cannot switch a student's Template (spec.templateName is immutable, before its policy asks)",
+    expect: { invalid: TEMPLATE_IMMUTABLE },
     request: (c) => c.as.proxy.patch(userlandsPath(c.ns, "bob"), { spec: { templateName: "other" } }),
   },
   {
@@ -1108,7 +1108,9 @@ test("RBAC and the proxy's admission policy, request by request", async (t) => {
         ? "allowed"
         : row.expect === "rbac-forbidden"
           ? "403 from RBAC"
-          : "refused by the policy";
+          : "invalid" in row.expect
+            ? "422 from the CRD's rule"
+            : "refused by the policy";
     await t.test(`${row.who} ${row.does} → ${expectation}`, () => expectOutcome(row, c));
   }
 
