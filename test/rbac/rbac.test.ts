@@ -386,6 +386,24 @@ const rows: Row[] = [
   },
   {
     who: "class-teacher",
+    does: "can end a student's sessions (kubectl annotate userland.dev/sessions-valid-after)",
+    expect: "allowed",
+    request: (c) =>
+      c.as["class-teacher"].patch(userlandsPath(c.ns, "alice"), {
+        metadata: { annotations: { "userland.dev/sessions-valid-after": "2026-01-31T12:00:00Z" } },
+      }),
+  },
+  {
+    who: "class-teacher",
+    does: "cannot write a session mark that is not a time",
+    expect: { policy: /sessions-valid-after must be an RFC 3339 time/, status: 422, name: START_STOP },
+    request: (c) =>
+      c.as["class-teacher"].patch(userlandsPath(c.ns, "alice"), {
+        metadata: { annotations: { "userland.dev/sessions-valid-after": "forever" } },
+      }),
+  },
+  {
+    who: "class-teacher",
     does: "cannot add a finalizer",
     expect: { policy: /finalizers and owner references need update/, name: START_STOP },
     request: (c) =>
