@@ -308,6 +308,15 @@ export function homePage(view: HomeView, returnPath: string, now = new Date()): 
     <p class="muted">
       Signed in as <span class="status">${view.user}</span>. <a href="${view.signOutUrl}">Sign out</a>
     </p>
+    ${
+      view.canAct
+        ? html`<form method="post" action="/_userland/signout">
+            <input type="hidden" name="everywhere" value="yes" />
+            <button type="submit" class="secondary">Sign out everywhere</button>
+            <span class="muted">ends your sessions on every computer and browser</span>
+          </form>`
+        : ""
+    }
     ${environments}${assignments}${visitsSection(view.visits, view.visitRequests, back)}${available}
   </div>`;
   return {
