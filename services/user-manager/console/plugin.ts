@@ -49,9 +49,15 @@ export interface ConsoleOptions {
   now?: () => Date;
 }
 
-const ACTIONS = ["start", "stop", "delete"] as const;
+const ACTIONS = ["start", "stop", "delete", "end-sessions"] as const;
 type Action = (typeof ACTIONS)[number];
-const DONE: Record<Action, string> = { start: "Started", stop: "Stopped", delete: "Deleted" };
+const DONE: Record<Action, string> = {
+  start: "Started",
+  stop: "Stopped",
+  delete: "Deleted",
+  // A stolen laptop: every session of the student issued until now is refused (api/sessions.ts).
+  "end-sessions": "Signed out (everywhere) the students of",
+};
 /** Most environments one bulk action names (a class is far smaller). */
 const MAX_SELECTED = 2000;
 /**
@@ -350,7 +356,7 @@ export const consoleRoutes: FastifyPluginCallback<ConsoleOptions> = (app, opts, 
       action = row.slice(0, colon);
       names = [row.slice(colon + 1)];
     }
-    if (!isAction(action)) throw badRequest("choose Start, Stop or Delete", "action");
+    if (!isAction(action)) throw badRequest("choose Start, Stop, Delete or Sign out", "action");
     names = [...new Set(names)];
     if (names.length === 0) throw badRequest("select at least one student first", "name");
     if (names.length > MAX_SELECTED)

@@ -122,6 +122,15 @@ test("a teacher: a bulk Stop costs one review, forms are small unless rosters, a
   assert.ok(spent <= 2, `${spent} access reviews to stop 40 environments`);
   for (const n of names.slice(0, 3)) assert.equal((await admin.getUserland(h.ns, n)).spec.enabled, false);
 
+  // A stolen laptop: the teacher signs a student out everywhere (issue 29 item 5).
+  const signOut = await h.post("/console/class/actions", cookie, {
+    template: "code",
+    row: "end-sessions:s1-code",
+  });
+  assert.equal(signOut.status, 303);
+  const marked = (await admin.getUserland(h.ns, "s1-code")).metadata.annotations ?? {};
+  assert.match(marked["userland.dev/sessions-valid-after"] ?? "", /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+
   // A form far larger than any bulk action: 413, nothing done.
   const padded = await h.post("/console/class/actions", cookie, {
     template: "code",
