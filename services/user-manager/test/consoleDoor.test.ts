@@ -66,34 +66,41 @@ test("a signed-in student with no rights: refused before a body is read, anythin
 
   // The delete confirmation named each environment's owner to anyone who asked: an oracle of who
   // takes which class (Userland names are computable from identities).
-  const oracle = await h.post("/console/class/actions", cookie, {
-    template: "code",
-    action: "delete",
-    name: ["ada-code", "bob-code"],
+  await t.test("the delete confirmation names no owner", async () => {
+    const oracle = await h.post("/console/class/actions", cookie, {
+      template: "code",
+      action: "delete",
+      name: ["ada-code", "bob-code"],
+    });
+    const oracleText = await oracle.text();
+    assert.doesNotMatch(oracleText, /ada@uni\.example|bob@uni\.example/, "no owner is named");
+    assert.equal(oracle.status, 403, oracleText.slice(0, 300));
+    assert.match(oracleText, /userland:mallory@uni\.example may not list userlands/);
   });
-  const oracleText = await oracle.text();
-  assert.equal(oracle.status, 403, oracleText.slice(0, 300));
-  assert.doesNotMatch(oracleText, /ada@uni\.example|bob@uni\.example/, "no owner is named");
-  assert.match(oracleText, /userland:mallory@uni\.example may not list userlands/);
 
   // The index and a class page: each cost N+2 reviews and a full LIST, every time.
-  for (let i = 0; i < 3; i++) {
-    assert.equal((await h.page("/console/", cookie)).status, 403);
-    assert.equal((await h.page("/console/class?template=code", cookie)).status, 403);
-  }
-  const spent = (await accessReviews(h.metrics)) - before;
-  assert.ok(spent <= 3, `${spent} access reviews for 7 refused requests (the door's 3, then remembered)`);
+  await t.test("seven refused pages cost the door's 3 reviews (refusals remembered)", async () => {
+    for (let i = 0; i < 3; i++) {
+      assert.equal((await h.page("/console/", cookie)).status, 403);
+      assert.equal((await h.page("/console/class?template=code", cookie)).status, 403);
+    }
+    const spent = (await accessReviews(h.metrics)) - before;
+    assert.ok(spent <= 3, `${spent} access reviews for 7 refused requests (the door's 3, then remembered)`);
+  });
 
   // A 6 MB form announced and never finished: answered 403 at once, the body never read.
-  const big = headWithoutBody(
-    h.base,
-    `POST /console/roster/preview HTTP/1.1\r\nHost: x\r\nCookie: ${cookie}\r\nOrigin: ${CONSOLE_ORIGIN}\r\n` +
-      `Content-Type: application/x-www-form-urlencoded\r\nContent-Length: ${6 * 1024 * 1024}\r\n\r\n`,
-  );
-  t.after(big.close);
-  const raw = await big.answer;
-  assert.equal(statusOf(raw), 403, raw.slice(0, 300) || "no answer before the body");
-  assert.match(raw, /\r\nconnection: close\r\n/i, "the unread body is not waited for");
+  await t.test("a 6 MB form is refused before its body is read", async () => {
+    const big = headWithoutBody(
+      h.base,
+      `POST /console/roster/preview HTTP/1.1\r\nHost: x\r\nCookie: ${cookie}\r\nOrigin: ${CONSOLE_ORIGIN}\r\n` +
+        `Content-Type: application/x-www-form-urlencoded\r\nContent-Length: ${6 * 1024 * 1024}\r\n\r\n`,
+    );
+    const raw = await big.answer;
+    // Closed here: a service still waiting for the body would hold up its own shutdown.
+    big.close();
+    assert.equal(statusOf(raw), 403, raw.slice(0, 300) || "no answer before the body");
+    assert.match(raw, /\r\nconnection: close\r\n/i, "the unread body is not waited for");
+  });
 
   for (const name of ["ada-code", "bob-code"])
     assert.equal((await admin.getUserland(h.ns, name)).metadata.deletionTimestamp, undefined);
@@ -111,53 +118,67 @@ test("a teacher: a bulk Stop costs one review, forms are small unless rosters, a
   );
 
   // A class of 40: one review of the namespace-wide right, not one per student.
-  const before = await accessReviews(h.metrics);
-  const start = await h.post("/console/class/actions", cookie, {
-    template: "code",
-    action: "stop",
-    name: names,
+  await t.test("a bulk Stop of 40 costs one review, not one per student", async () => {
+    const before = await accessReviews(h.metrics);
+    const start = await h.post("/console/class/actions", cookie, {
+      template: "code",
+      action: "stop",
+      name: names,
+    });
+    assert.equal(start.status, 303, (await start.text()).slice(0, 300));
+    const spent = (await accessReviews(h.metrics)) - before;
+    for (const n of names.slice(0, 3)) assert.equal((await admin.getUserland(h.ns, n)).spec.enabled, false);
+    assert.ok(spent <= 2, `${spent} access reviews to stop 40 environments`);
   });
-  assert.equal(start.status, 303, (await start.text()).slice(0, 300));
-  const spent = (await accessReviews(h.metrics)) - before;
-  assert.ok(spent <= 2, `${spent} access reviews to stop 40 environments`);
-  for (const n of names.slice(0, 3)) assert.equal((await admin.getUserland(h.ns, n)).spec.enabled, false);
 
   // A stolen laptop: the teacher signs a student out everywhere (issue 29 item 5).
-  const signOut = await h.post("/console/class/actions", cookie, {
-    template: "code",
-    row: "end-sessions:s1-code",
+  await t.test("Sign out everywhere marks the student's Userland", async () => {
+    const signOut = await h.post("/console/class/actions", cookie, {
+      template: "code",
+      row: "end-sessions:s1-code",
+    });
+    assert.equal(signOut.status, 303);
+    const marked = (await admin.getUserland(h.ns, "s1-code")).metadata.annotations ?? {};
+    assert.match(marked["userland.dev/sessions-valid-after"] ?? "", /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
   });
-  assert.equal(signOut.status, 303);
-  const marked = (await admin.getUserland(h.ns, "s1-code")).metadata.annotations ?? {};
-  assert.match(marked["userland.dev/sessions-valid-after"] ?? "", /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
 
   // A form far larger than any bulk action: 413, nothing done.
-  const padded = await h.post("/console/class/actions", cookie, {
-    template: "code",
-    action: "start",
-    name: "s0-code",
-    pad: "x".repeat(512 * 1024),
+  await t.test("a 512 KiB form that is not a roster: 413, nothing done", async () => {
+    const padded = await h.post("/console/class/actions", cookie, {
+      template: "code",
+      action: "start",
+      name: "s0-code",
+      pad: "x".repeat(512 * 1024),
+    });
+    assert.equal(padded.status, 413);
+    assert.equal((await admin.getUserland(h.ns, "s0-code")).spec.enabled, false);
   });
-  assert.equal(padded.status, 413);
-  assert.equal((await admin.getUserland(h.ns, "s0-code")).spec.enabled, false);
 
   // Four requests held open (their bodies never finish): a fifth is refused with 429 and
   // Retry-After; another teacher is not affected; closing them frees the slots.
   const head =
     `POST /console/class/actions HTTP/1.1\r\nHost: x\r\nCookie: ${cookie}\r\nOrigin: ${CONSOLE_ORIGIN}\r\n` +
     `Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 1000\r\n\r\n`;
-  const held = Array.from({ length: 4 }, () => headWithoutBody(h.base, head));
-  t.after(() => held.forEach((c) => c.close()));
-  const fifth = await eventually("a fifth request to be refused", async () => {
-    const r = await fetch(`${h.base}/console/`, { headers: { cookie }, redirect: "manual" });
-    await r.text();
-    return r.status === 429 ? r : undefined;
+  await t.test("a fifth request in flight: 429; another teacher served; slots come back", async () => {
+    const held = Array.from({ length: 4 }, () => headWithoutBody(h.base, head));
+    try {
+      const fifth = await eventually(
+        "a fifth request to be refused",
+        async () => {
+          const r = await fetch(`${h.base}/console/`, { headers: { cookie }, redirect: "manual" });
+          await r.text();
+          return r.status === 429 ? r : undefined;
+        },
+        10_000,
+      );
+      assert.equal(fifth.headers.get("retry-after"), "5");
+      await h.appoint({ user: "bea@uni.example" });
+      const bea = await h.cookie("bea@uni.example");
+      assert.equal((await h.page("/console/", bea)).status, 200, "another teacher is served");
+    } finally {
+      for (const c of held) c.close();
+    }
+    await Promise.all(held.map((c) => c.closed));
+    await eventually("the slots to be freed", async () => (await h.page("/console/", cookie)).status === 200);
   });
-  assert.equal(fifth.headers.get("retry-after"), "5");
-  await h.appoint({ user: "bea@uni.example" });
-  const bea = await h.cookie("bea@uni.example");
-  assert.equal((await h.page("/console/", bea)).status, 200, "another teacher is served");
-  for (const c of held) c.close();
-  await Promise.all(held.map((c) => c.closed));
-  await eventually("the slots to be freed", async () => (await h.page("/console/", cookie)).status === 200);
 });
