@@ -84,14 +84,28 @@ async function runUserland(upstreamPort: number, publicJwks: string): Promise<nu
   const { trustedProxies } = await import("../services/proxy/headers.ts");
   const { UserlandIndex } = await import("../services/proxy/routing.ts");
   const { createLogger } = await import("../lib/logger.ts");
+  const { MAX_ENDED_SESSIONS } = await import("../api/sessions.ts");
   const index = new UserlandIndex();
-  index.upsert({
+  // Ended sessions (api/sessions.ts) at their most: a full list and a sign-out-everywhere mark, so
+  // every request pays the revocation check at its worst (issue 29 item 5).
+  const soon = Math.floor(Date.now() / 1000) + 3600;
+  const ended = Array.from({ length: MAX_ENDED_SESSIONS }, (_, i) => `ended-session-${i}:${soon}`).join(" ");
+  const benchUserland = {
     apiVersion: "userland.dev/v1alpha1",
     kind: "Userland",
-    metadata: { name: "bench", namespace: "bench", generation: 1 },
+    metadata: {
+      name: "bench",
+      namespace: "bench",
+      generation: 1,
+      annotations: {
+        "userland.dev/sessions-valid-after": "2020-01-01T00:00:00Z",
+        "userland.dev/ended-sessions": ended,
+      },
+    },
     spec: { user: "bench-user", templateName: "code" },
     status: { phase: "Ready", observedGeneration: 1, service: { name: "code-bench-svc", port: 80 } },
-  });
+  } as const;
+  index.upsert(benchUserland);
   const activity = new Map<string, number>();
   const proxy = createProxyServer({
     config: {
@@ -116,6 +130,7 @@ async function runUserland(upstreamPort: number, publicJwks: string): Promise<nu
     cluster: {
       namespace: "bench",
       findUserland: (u, t) => index.find(u, t),
+      userlandsOf: (u) => (u === "bench-user" ? [benchUserland] : []),
       getTemplate: () => undefined,
       synced: () => true,
     },

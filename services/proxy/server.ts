@@ -186,7 +186,14 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
               record,
             )
           : serveOwnEndpoint(
-              { cluster, starter, coursework, allowedOrigins: config.allowedOrigins, config },
+              {
+                cluster,
+                starter,
+                coursework,
+                allowedOrigins: config.allowedOrigins,
+                config,
+                userManager: deps.userManager,
+              },
               req,
               res,
               route,

@@ -205,6 +205,8 @@ test("helm template renders every component, its RBAC, Ingresses and NetworkPoli
     ["ClusterRole", "userland-teacher"],
     ["ValidatingAdmissionPolicy", "ide-userland-proxy-activity-only"],
     ["ValidatingAdmissionPolicyBinding", "ide-userland-proxy-activity-only"],
+    ["ValidatingAdmissionPolicy", "ide-userland-userland-start-stop-only"],
+    ["ValidatingAdmissionPolicyBinding", "ide-userland-userland-start-stop-only"],
     ["Ingress", "userland-proxy"],
     ["Ingress", "userland-auth"],
     ["NetworkPolicy", "userland-user-environments"],
@@ -636,7 +638,7 @@ test("optional parts can be switched off", async () => {
     await renderChart("userland", "ide", {
       ingress: { enabled: false },
       networkPolicy: { enabled: false },
-      rbac: { createClusterRoles: false, proxyAdmissionPolicy: false },
+      rbac: { createClusterRoles: false, proxyAdmissionPolicy: false, startStopAdmissionPolicy: false },
     }),
   );
   const kinds = new Set(objects.map((o) => o.kind));
