@@ -1071,20 +1071,9 @@ test("RBAC and the proxy's admission policy, request by request", async (t) => {
       30_000,
       250,
     );
-    const policy = await eventually(
-      "the policy's type-check to be reported",
-      async () => {
-        const p = await admin.get<{ status?: { observedGeneration?: number; typeChecking?: unknown } }>(
-          `/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/${name}`,
-        );
-        return p.status?.observedGeneration ? p : undefined;
-      },
-      30_000,
-      250,
-    );
     // The API server type-checks the expressions (request.* fully; a custom resource's fields are
     // dynamic to it, so the rows below are what proves the field checks).
-    assert.deepEqual(policy.status?.typeChecking ?? {}, {}, "CEL type-check warnings");
+    await assertTypeChecked(admin, name);
   });
 
   await t.test(
@@ -1105,18 +1094,7 @@ test("RBAC and the proxy's admission policy, request by request", async (t) => {
         30_000,
         250,
       );
-      const policy = await eventually(
-        "the policy's type-check to be reported",
-        async () => {
-          const p = await admin.get<{ status?: { observedGeneration?: number; typeChecking?: unknown } }>(
-            `/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/${name}`,
-          );
-          return p.status?.observedGeneration ? p : undefined;
-        },
-        30_000,
-        250,
-      );
-      assert.deepEqual(policy.status?.typeChecking ?? {}, {}, "CEL type-check warnings");
+      await assertTypeChecked(admin, name);
     },
   );
 
@@ -1236,3 +1214,19 @@ test("the operator does its whole job under the chart's Role, without a single 4
   const userlands = await admin.list<Userland>(userlandsPath(c.ns));
   assert.equal(userlands.items.length, 0);
 });
+
+/** Waits for the API server's type-check of a ValidatingAdmissionPolicy and asserts it warns of nothing. */
+async function assertTypeChecked(admin: KubeRest, name: string): Promise<void> {
+  const policy = await eventually(
+    "the policy's type-check to be reported",
+    async () => {
+      const p = await admin.get<{ status?: { observedGeneration?: number; typeChecking?: unknown } }>(
+        `/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/${name}`,
+      );
+      return p.status?.observedGeneration ? p : undefined;
+    },
+    30_000,
+    250,
+  );
+  assert.deepEqual(policy.status?.typeChecking ?? {}, {}, "CEL type-check warnings");
+}

@@ -16,12 +16,7 @@ import { SESSION_COOKIE } from "../../../lib/session.ts";
 import { eventually, serviceAccountToken, testCluster } from "../../../test/support/cluster.ts";
 import { adminRest, createUserland, markReady, userlandsPath } from "../../../test/support/resources.ts";
 import { isolatedValues } from "../../../test/chart/support.ts";
-import {
-  CONSOLE_ORIGIN,
-  LOGIN_URL,
-  startConsole,
-  USER_PREFIX,
-} from "../../user-manager/test/consoleSupport.ts";
+import { consoleConfig, startConsole, USER_PREFIX } from "../../user-manager/test/consoleSupport.ts";
 import type { HomeView } from "../home.ts";
 import { forgeToken, proxyKubeConfig, send, startProxy, startUpstream, testKeys } from "./support.ts";
 
@@ -30,13 +25,7 @@ const html = { accept: "text/html" };
 
 test("during an exam: the student with a session from after the start and the proctors get in; an older session and other teachers with the visit right get 403; a held environment is paused", async (t) => {
   const keys = await testKeys(t);
-  const um = await startConsole(t, {
-    config: {
-      sessionKeysFile: keys.publicFile,
-      loginUrl: new URL(LOGIN_URL),
-      consoleUrl: new URL(`${CONSOLE_ORIGIN}/console/`),
-    },
-  });
+  const um = await startConsole(t, { config: consoleConfig(keys.publicFile) });
   const ns = um.ns;
   const cluster = await testCluster();
   const admin = await adminRest();

@@ -12,7 +12,7 @@ import { test } from "node:test";
 import { decodeJwt } from "jose";
 import { eventually, serviceAccountToken } from "../../../test/support/cluster.ts";
 import { createUserland, markReady } from "../../../test/support/resources.ts";
-import { CONSOLE_ORIGIN, LOGIN_URL, startConsole } from "../../user-manager/test/consoleSupport.ts";
+import { consoleConfig, LOGIN_URL, startConsole } from "../../user-manager/test/consoleSupport.ts";
 import {
   forgeToken,
   proxyKubeConfig,
@@ -29,13 +29,7 @@ const WITHIN_MS = 5_000;
 
 test("a session signed out on one browser is refused by two proxy replicas within seconds; sign out everywhere and a teacher end the rest", async (t) => {
   const keys = await testKeys(t);
-  const um = await startConsole(t, {
-    config: {
-      sessionKeysFile: keys.publicFile,
-      loginUrl: new URL(LOGIN_URL),
-      consoleUrl: new URL(`${CONSOLE_ORIGIN}/console/`),
-    },
-  });
+  const um = await startConsole(t, { config: consoleConfig(keys.publicFile) });
   const ns = um.ns;
   await createUserland(ns, "mallory-code", "mallory", "code");
   await markReady(ns, "mallory-code", { name: "mallory-code-svc", port: 80 });

@@ -24,8 +24,7 @@ import {
 } from "../../../test/support/resources.ts";
 import { isolatedValues } from "../../../test/chart/support.ts";
 import {
-  CONSOLE_ORIGIN,
-  LOGIN_URL,
+  consoleConfig,
   startConsole,
   TEACHER_RULES,
   USER_PREFIX,
@@ -54,13 +53,7 @@ interface KubeEvent {
 
 test("a teacher with the visit right opens a student's environment as the student's X-User, visibly; one without gets 403", async (t) => {
   const keys = await testKeys(t);
-  const um = await startConsole(t, {
-    config: {
-      sessionKeysFile: keys.publicFile,
-      loginUrl: new URL(LOGIN_URL),
-      consoleUrl: new URL(`${CONSOLE_ORIGIN}/console/`),
-    },
-  });
+  const um = await startConsole(t, { config: consoleConfig(keys.publicFile) });
   const ns = um.ns;
   const cluster = await testCluster();
   const admin = await adminRest();
@@ -208,15 +201,16 @@ test("a teacher with the visit right opens a student's environment as the studen
           (e) => e.reason === "VisitStarted" && e.message === "alice opened bob's environment",
         ),
       );
-      const [visit, ...more] = parseVisits(
-        (await userland()).metadata.annotations?.[UserlandAnnotations.visits],
-      );
-      assert.equal(more.length, 0);
-      assert.equal(visit?.visitor, "alice");
-      assert.equal(visit?.ended, undefined);
+      // alice's visits so far: one, or two when more than the 1 s quiet period passed between the
+      // subtests (a quiet period ends a visit by design); the latest is going on.
+      const visits = parseVisits((await userland()).metadata.annotations?.[UserlandAnnotations.visits]);
+      assert.deepEqual([...new Set(visits.map((v) => v.visitor))], ["alice"]);
+      assert.equal(visits.at(-1)?.ended, undefined);
       assert.ok(um.logs.some((l) => l.msg === "visit began" && l.visitor === "alice" && l.owner === "bob"));
-      await eventually("bob's home to list the visit", async () => (await home("bob")).visits.length === 1);
-      const [shown] = (await home("bob")).visits;
+      await eventually("bob's home to list the visit live", async () =>
+        (await home("bob")).visits.some((v) => v.live),
+      );
+      const shown = (await home("bob")).visits.find((v) => v.live);
       assert.equal(shown?.visitor, "alice");
       assert.equal(shown?.live, true);
       assert.equal(shown?.environment, "Test IDE", "the Template's display name");
@@ -267,10 +261,7 @@ test("a teacher with the visit right opens a student's environment as the studen
       assert.equal(forgedNobody.status, 403);
       assert.equal(forgedNobody.body, forged.body);
       const visits = parseVisits((await userland()).metadata.annotations?.[UserlandAnnotations.visits]);
-      assert.deepEqual(
-        visits.map((v) => v.visitor),
-        ["alice"],
-      );
+      assert.deepEqual([...new Set(visits.map((v) => v.visitor))], ["alice"], "no visit of carol's recorded");
     },
   );
 

@@ -54,6 +54,17 @@ export interface ConsoleHarness extends Harness {
 
 let roleCount = 0;
 
+/** The console's session settings, verifying sessions signed by the keys in `keysFile`. */
+export function consoleConfig(
+  keysFile: string,
+): Pick<UserManagerConfig, "sessionKeysFile" | "loginUrl" | "consoleUrl"> {
+  return {
+    sessionKeysFile: keysFile,
+    loginUrl: new URL(LOGIN_URL),
+    consoleUrl: new URL(`${CONSOLE_ORIGIN}/console/`),
+  };
+}
+
 /**
  * The console's settings with a new session key (its public half in a file, as the chart mounts
  * it), and a session cookie header for `user` with `groups`, as the auth service signs it.
@@ -69,11 +80,7 @@ export async function consoleSessions(t: TestContext): Promise<{
   await writeFile(keysFile, JSON.stringify(publicJwks(keys)));
   const signer = createSessionSigner(keys);
   return {
-    config: {
-      sessionKeysFile: keysFile,
-      loginUrl: new URL(LOGIN_URL),
-      consoleUrl: new URL(`${CONSOLE_ORIGIN}/console/`),
-    },
+    config: consoleConfig(keysFile),
     cookie: async (user, groups = []) => `${SESSION_COOKIE}=${await signer.sign(user, 600, groups)}`,
   };
 }
