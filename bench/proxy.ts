@@ -8,6 +8,8 @@
  *   BENCH_NGINX=0 node bench/proxy.ts   without the nginx anchor (bench/nginx.ts)
  *   BENCH_CORES=1 node bench/proxy.ts   also minimal forwarding cores (node:http, undici stream()
  *                                       and dispatch()): the ceiling a Node proxy can reach here
+ *   BENCH_HEAP_DEFAULTS=1 node bench/proxy.ts
+ *                                       also the userland proxy without the chart's heap limits
  *
  * Every HTTP cell also shows the CPU time each server used per request (from /proc, measured part
  * only), which moves far less than requests/s when other work loads the machine.
@@ -21,7 +23,8 @@
  * latency and messages/s, and RSS and open file descriptors of each child after the run.
  *
  * The userland proxy runs createProxyServer with its real session verification, header rules,
- * activity recording, metrics and access log (to /dev/null); the Kubernetes side is a static view
+ * activity recording, metrics and access log (to /dev/null), under the Node.js options the chart
+ * gives it (proxy.nodeOptions: its heap limits); the Kubernetes side is a static view
  * of one Ready Userland (no API server needed; the informer is not on the request path anyway).
  */
 import { fork, type ChildProcess } from "node:child_process";
@@ -41,6 +44,7 @@ import { fileURLToPath } from "node:url";
 import { createRequire } from "node:module";
 import { Pool } from "undici";
 import { WebSocket, WebSocketServer } from "ws";
+import { chartProxyNodeOptions } from "../cluster/harness/chartValues.ts";
 import { heldPort } from "../cluster/ports.ts";
 import { repoRoot } from "../cluster/repoRoot.ts";
 import { startNginxAnchor, type NginxAnchor } from "./nginx.ts";
@@ -80,14 +84,28 @@ async function runUserland(upstreamPort: number, publicJwks: string): Promise<nu
   const { trustedProxies } = await import("../services/proxy/headers.ts");
   const { UserlandIndex } = await import("../services/proxy/routing.ts");
   const { createLogger } = await import("../lib/logger.ts");
+  const { MAX_ENDED_SESSIONS } = await import("../api/sessions.ts");
   const index = new UserlandIndex();
-  index.upsert({
+  // Ended sessions (api/sessions.ts) at their most: a full list and a sign-out-everywhere mark, so
+  // every request pays the revocation check at its worst (issue 29 item 5).
+  const soon = Math.floor(Date.now() / 1000) + 3600;
+  const ended = Array.from({ length: MAX_ENDED_SESSIONS }, (_, i) => `ended-session-${i}:${soon}`).join(" ");
+  const benchUserland = {
     apiVersion: "userland.dev/v1alpha1",
     kind: "Userland",
-    metadata: { name: "bench", namespace: "bench", generation: 1 },
+    metadata: {
+      name: "bench",
+      namespace: "bench",
+      generation: 1,
+      annotations: {
+        "userland.dev/sessions-valid-after": "2020-01-01T00:00:00Z",
+        "userland.dev/ended-sessions": ended,
+      },
+    },
     spec: { user: "bench-user", templateName: "code" },
     status: { phase: "Ready", observedGeneration: 1, service: { name: "code-bench-svc", port: 80 } },
-  });
+  } as const;
+  index.upsert(benchUserland);
   const activity = new Map<string, number>();
   const proxy = createProxyServer({
     config: {
@@ -112,6 +130,7 @@ async function runUserland(upstreamPort: number, publicJwks: string): Promise<nu
     cluster: {
       namespace: "bench",
       findUserland: (u, t) => index.find(u, t),
+      userlandsOf: (u) => (u === "bench-user" ? [benchUserland] : []),
       getTemplate: () => undefined,
       synced: () => true,
     },
@@ -473,16 +492,18 @@ async function main(): Promise<void> {
     const chp = await startChp(upstream.port);
     children.push(chp);
     targets.push({ name: "configurable-http-proxy", port: chp.port, child: chp, headers: {} });
-    const userland = await startChild("userland proxy", "userland", [String(upstream.port)], {
-      BENCH_JWKS: JSON.stringify(publicJwks(keys)),
-    });
-    children.push(userland);
-    targets.push({
-      name: "userland proxy",
-      port: userland.port,
-      child: userland,
-      headers: { host: HOST, cookie },
-    });
+    // With the heap limits the chart gives the proxy (proxy.nodeOptions); BENCH_HEAP_DEFAULTS=1
+    // adds the same proxy under V8's defaults, to see what the limits cost in one run.
+    const heaps: [string, string[]][] = [["userland proxy", chartProxyNodeOptions()]];
+    if (process.env.BENCH_HEAP_DEFAULTS === "1") heaps.push(["userland proxy, V8 heap defaults", []]);
+    for (const [name, nodeOptions] of heaps) {
+      const userland = await startChild(name, "userland", [String(upstream.port)], {
+        BENCH_JWKS: JSON.stringify(publicJwks(keys)),
+        NODE_OPTIONS: [process.env.NODE_OPTIONS, ...nodeOptions].filter(Boolean).join(" "),
+      });
+      children.push(userland);
+      targets.push({ name, port: userland.port, child: userland, headers: { host: HOST, cookie } });
+    }
     if (process.env.BENCH_NGINX !== "0") {
       nginx = await startNginxAnchor(upstream.port, privateJwks, "bench-user", cookie);
       targets.push({ name: NGINX_NAME, port: nginx.port, pids: nginx.pids, headers: { cookie } });

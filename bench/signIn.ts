@@ -13,14 +13,15 @@
 import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { userlandNameFor } from "../api/naming.ts";
-import { userlandsPath } from "../api/v1alpha1/index.ts";
+import { templatesPath, userlandsPath } from "../api/v1alpha1/index.ts";
 import { repoRoot } from "../cluster/repoRoot.ts";
 import { heldPort, type HeldPort } from "../cluster/ports.ts";
-import { startRealPlatform, type RealPlatform } from "../dev/realPlatform.ts";
+import { DEFAULT_TEMPLATE, startRealPlatform, type RealPlatform } from "../dev/realPlatform.ts";
 import { loadKubeConnection } from "../lib/kubeConnection.ts";
 import { KubeRest } from "../lib/kubeRest.ts";
 import { paths } from "../api/kubePaths.ts";
 import { errorPages, gotoSignIn, launchBrowser, pagesLoaded } from "../cluster/harness/browser.ts";
+import { IDE_PAGES, idePagesMismatch } from "../cluster/harness/idePages.ts";
 import { runBench } from "./run.ts";
 import { percentile } from "./stats.ts";
 
@@ -30,12 +31,8 @@ if (!Number.isInteger(count) || count < 1) {
   process.exit(2);
 }
 
-/** The IDE's own page: an element only it draws. */
-const IDES = [
-  { template: "code-server", title: "VS Code", selector: ".monaco-workbench", provisioned: true },
-  { template: "jupyter", title: "Jupyter", selector: "#notebook_list", provisioned: false },
-  { template: "phpmyadmin", title: "phpMyAdmin", selector: "#pma_navigation", provisioned: false },
-] as const;
+/** Each IDE of `npm start`; only the default Template's environment is made at sign-in. */
+const IDES = IDE_PAGES.map((ide) => ({ ...ide, provisioned: ide.template === DEFAULT_TEMPLATE }));
 const IDE_TIMEOUT_MS = 240_000;
 const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -69,6 +66,13 @@ await runBench("bench/signIn.ts", cleanup, async () => {
   const rest = new KubeRest(await loadKubeConnection(platform.kubeconfig), "userland-bench");
   const namespace = platform.namespace;
   const pods = paths.namespaced("", "v1", "pods", namespace);
+  // Every Template `npm start` installs is signed in to here: none left untried.
+  const installed = await rest.list<{ metadata: { name: string } }>(templatesPath(namespace));
+  const mismatch = idePagesMismatch(installed.items.map((t) => t.metadata.name));
+  if (mismatch.untried.length + mismatch.notInstalled.length > 0)
+    throw new Error(
+      `cluster/harness/idePages.ts does not match npm start's Templates: ${JSON.stringify(mismatch)}`,
+    );
 
   async function signIn(page: Page, url: string, user: string, selector: string): Promise<number> {
     await gotoSignIn(page, url);

@@ -29,7 +29,11 @@ import { startDevIdentityProvider, type DevIdentityProvider } from "./identity-p
 
 /** The students' domain here: <template>.ide.test, auth.ide.test (no DNS: see PlatformHosts). */
 export const NODE_PLATFORM_DOMAIN = "ide.test";
-/** deploy/'s Templates that run on the real node, by file. */
+/**
+ * deploy/'s Templates that run on the real node, by file: those whose images are built here
+ * (cluster/node/localTemplates.ts). Not cloud9.yaml: LinuxServer.io's image has no local recipe and
+ * comes only from a registry, which the node has no route to.
+ */
 export const LOCAL_TEMPLATE_FILES = ["jupyter.yaml", "phpmyadmin-mariadb.yaml", "code-server.yaml"];
 
 /**

@@ -52,7 +52,8 @@ export interface RealPlatform {
   stop(): Promise<void>;
 }
 
-const DEFAULT_TEMPLATE = "code-server";
+/** The Template every new student gets at first sign-in (provisioning), served at the base port. */
+export const DEFAULT_TEMPLATE = "code-server";
 /** Where each Template is served, as an offset from the base port (the default at the base itself). */
 const TEMPLATE_PORT_OFFSETS: Record<string, number> = { [DEFAULT_TEMPLATE]: 0, jupyter: 4, phpmyadmin: 5 };
 const ASSIGNED: Record<string, string> = { ada: "jupyter", grace: "phpmyadmin" };

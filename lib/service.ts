@@ -5,6 +5,7 @@
  * at once.
  */
 import { ConfigError, describeSettings, helpLine, type Settings } from "./config.ts";
+import { compactHeapWhenIdle } from "./idleHeap.ts";
 import { createLogger, type Logger } from "./logger.ts";
 
 export interface RunningService {
@@ -27,6 +28,11 @@ export interface Component<C> {
   kubernetes: boolean;
   /** Reads and cross-checks the settings; throws ConfigError listing every problem. */
   load: () => C;
+  /**
+   * Give the heap a burst of requests grew back once the process is idle (lib/idleHeap.ts): for
+   * the request-serving components, whose load comes in lectures and sign-in rushes.
+   */
+  compactHeapWhenIdle?: boolean;
   /** Starts serving; a ConfigError thrown here (e.g. an unreadable key file) exits 2 too. */
   start: (config: C, log: Logger) => Promise<RunningService>;
 }
@@ -56,6 +62,20 @@ export async function runComponent<C>(component: Component<C>): Promise<void> {
   try {
     const service = await component.start(component.load(), log);
     stopOnSignals(service, log);
+    if (component.compactHeapWhenIdle) {
+      const mib = (bytes: number) => Math.round(bytes / 2 ** 20);
+      compactHeapWhenIdle({
+        onCompact: (r) =>
+          log.info(
+            {
+              heapMiB: [mib(r.heapBefore), mib(r.heapAfter)],
+              rssMiB: [mib(r.rssBefore), mib(r.rssAfter)],
+              ms: Math.round(r.ms),
+            },
+            "idle: heap compacted",
+          ),
+      });
+    }
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n\nRun with --help to list every setting.\n`);

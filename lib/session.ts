@@ -35,6 +35,21 @@ import { USER_MAX, USER_PATTERN } from "../api/v1alpha1/userland.ts";
 import type { Logger } from "./logger.ts";
 
 export const SESSION_COOKIE = "userland_session";
+/**
+ * Every cookie the platform sets is named so (the session, sign-in transactions, the signed-out
+ * mark, a teacher's visit), also behind `__Host-`/`__Secure-`: the proxy drops environments'
+ * Set-Cookie for any such name (issue 29 item 2), so a student's environment cannot plant one.
+ */
+export const PLATFORM_COOKIE_PREFIX = "userland_";
+
+/** A cookie name the platform reserves, however it is spelt (case, `__Host-`/`__Secure-`, spaces). */
+export function isPlatformCookieName(name: string): boolean {
+  const bare = name
+    .trim()
+    .toLowerCase()
+    .replace(/^__(host|secure)-/, "");
+  return bare.startsWith(PLATFORM_COOKIE_PREFIX);
+}
 export const SESSION_ISSUER = "userland-auth";
 export const SESSION_AUDIENCE = "userland";
 export const SESSION_ALG = "ES256";

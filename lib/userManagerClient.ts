@@ -68,6 +68,11 @@ export interface UserManagerClient {
    * student must allow it first (409).
    */
   visit?(name: string, report: VisitReportBody): Promise<{ owner: string } | "forbidden" | "consent">;
+  /**
+   * Ends sessions of the Userland `name`'s user before they expire (api/sessions.ts): `one` that
+   * session, else every session issued until now (sign out everywhere).
+   */
+  endSessions?(name: string, one?: { sid: string; exp: number }): Promise<void>;
   /** The student's Allow for a waiting visitor (`session`: the student's own session token). */
   allowVisit?(name: string, consent: { session: string; visitor: string }): Promise<"allowed" | "none">;
 }
@@ -133,6 +138,13 @@ export function userManagerClient(options: UserManagerClientOptions): UserManage
     },
     async stop(name) {
       const { status, text } = await post(`api/v1/userlands/${encodeURIComponent(name)}/stop`, {});
+      if (status < 200 || status > 299) throw refused(status, text);
+    },
+    async endSessions(name, one) {
+      const { status, text } = await post(
+        `api/v1/userlands/${encodeURIComponent(name)}/end-sessions`,
+        one ? { sessionId: one.sid, expires: one.exp } : {},
+      );
       if (status < 200 || status > 299) throw refused(status, text);
     },
     async create(user, templateName, options) {

@@ -24,9 +24,12 @@
  * meant for another user; upstreams only ever see X-User = their owner and no client identity
  * header; every non-200 is an expected page (503 starting/stopped, 502 unreachable, 504 timeout)
  * and a 503 only for a user whose Userland was stopped; every user got through; the proxy's RSS
- * and fds stay flat after warm-up and the fds return to the baseline once clients close.
+ * and fds stay flat after warm-up and the fds return to the baseline once clients close; its RSS
+ * never passes `rssBoundMiB` and is at most `idleRssShare` x its start `idleSeconds` after the
+ * clients closed (issue 32). The proxy runs with the chart's Node.js options (its heap limits).
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { appendFileSync } from "node:fs";
 import { mkdtemp, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { Agent, request, type IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
@@ -61,12 +64,19 @@ import {
   type OperatorProcess,
 } from "../cluster/harness/operator.ts";
 import { simpleTemplateSpec } from "../cluster/harness/simpleTemplate.ts";
+import { chartProxyNodeOptions } from "../cluster/harness/chartValues.ts";
 
 export const SOAK_TEMPLATE = "soak";
 export const SOAK_HOST = "soak.example.test";
 /** Identity headers a client might forge; the proxy must remove every one (services/proxy/headers.ts). */
 const SPOOF_HEADERS = ["x-user", "X_User", "x-forwarded-user", "x-auth-request-user", "remote-user"];
 const SPOOF_KEYS_AT_UPSTREAM = ["x_user", "x-forwarded-user", "x-auth-request-user", "remote-user"];
+/**
+ * The proxy's RSS may never pass this in a soak of the default size (200 users; issue 32): it
+ * measured at most about 210 MiB with the chart's heap limits (proxy.nodeOptions) and 370–480 MiB
+ * without. The chart's memory limit for the proxy must stay above it (test/chart/chart.test.ts).
+ */
+export const PROXY_RSS_BOUND_MIB = 288;
 /** How long after Ready a refused connection gets the starting page (PROXY_READY_GRACE, its default). */
 const READY_GRACE_MS = 30_000;
 /** What a forwarded request may take before the proxy answers 504 (PROXY_UPSTREAM_TIMEOUT). */
@@ -103,10 +113,21 @@ export interface SoakOptions {
   rssGrowthMiB?: number;
   rssGrowthShare?: number;
   /**
-   * After the clients have closed, how long the proxy is left idle before its memory is read again
-   * (V8 shrinks its heap only some seconds after allocation stops). Default 30; 0: not waited.
+   * How long after the clients have closed the proxy's memory is read again (V8 shrinks its heap
+   * only some seconds after allocation stops). Default 60; 0: not waited (and not checked).
    */
   idleSeconds?: number;
+  /** The proxy's RSS may never pass this (MiB) from its start to the idle read. Default: not checked. */
+  rssBoundMiB?: number;
+  /** The proxy's RSS after the idle spell may be at most this times its RSS at start. Default 1.5. */
+  idleRssShare?: number;
+  /**
+   * Node.js options for the proxy's process, before its main.ts. Default: the chart's
+   * (proxy.nodeOptions, its heap limits); [] for V8's defaults.
+   */
+  proxyNodeOptions?: string[];
+  /** Also append everything the proxy prints to this file (e.g. with --trace-gc in proxyNodeOptions). */
+  proxyOutputFile?: string;
   /** Progress lines (default: none). */
   log?: (line: string) => void;
 }
@@ -120,7 +141,10 @@ export interface ResourceSample {
   heapMiB?: number | undefined;
   /** The proxy ran a full (major) collection since the previous sample: heapMiB is about its live data. */
   afterMajorGc?: boolean;
-  phase: "baseline" | "warmup" | "load" | "drain";
+  /** V8's heap spaces as reserved (MiB, e.g. new, old, code, large_object) and memory outside it. */
+  spacesMiB?: Record<string, number> | undefined;
+  externalMiB?: number | undefined;
+  phase: "baseline" | "warmup" | "load" | "drain" | "idle";
 }
 
 export interface SoakReport {
@@ -195,6 +219,17 @@ export interface SoakReport {
     afterClose: { fds: number; rssMiB: number; settleSeconds: number; websocketsOpen: number | undefined };
     /** After `idleSeconds` without clients: where the RSS is (undefined when not waited). */
     afterIdle?: IdleMemory | undefined;
+    /**
+     * The memory check: RSS at start (the baseline), its highest sample from then to the idle read,
+     * after the idle spell, and what each may be (the bound; the idle share of the baseline).
+     */
+    memory: {
+      beforeMiB: number;
+      peakMiB: number;
+      afterIdleMiB: number | undefined;
+      boundMiB: number | undefined;
+      afterIdleAllowedMiB: number | undefined;
+    };
     samples: ResourceSample[];
     /** userland_proxy_* counters from the proxy's /metrics at the end. */
     metrics: string[];
@@ -296,11 +331,23 @@ export interface IdleMemory {
   externalMiB: number | undefined;
   /** What is left: code, stacks, libuv and the allocator's free but unreturned memory. */
   restMiB: number | undefined;
+  /** V8's heap spaces as reserved (MiB). */
+  spacesMiB?: Record<string, number> | undefined;
 }
 
 function metricMiB(metrics: string, name: string): number | undefined {
   const bytes = new RegExp(`^userland_proxy_${name} (\\S+)`, "m").exec(metrics)?.[1];
   return bytes === undefined ? undefined : Math.round((Number(bytes) / 1024 / 1024) * 10) / 10;
+}
+
+/** Each V8 heap space's reserved size (prom-client's nodejs_heap_space_size_total_bytes), MiB. */
+function heapSpacesMiB(metrics: string): Record<string, number> | undefined {
+  const spaces: Record<string, number> = {};
+  for (const m of metrics.matchAll(
+    /^userland_proxy_nodejs_heap_space_size_total_bytes\{space="(\w+)"\} (\S+)/gm,
+  ))
+    spaces[m[1] as string] = Math.round((Number(m[2]) / 1024 / 1024) * 10) / 10;
+  return Object.keys(spaces).length > 0 ? spaces : undefined;
 }
 
 function majorGcs(metrics: string): number {
@@ -387,6 +434,13 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         heapAfterMajorGcMiB: [],
       },
       afterClose: { fds: 0, rssMiB: 0, settleSeconds: 0, websocketsOpen: undefined },
+      memory: {
+        beforeMiB: 0,
+        peakMiB: 0,
+        afterIdleMiB: undefined,
+        boundMiB: options.rssBoundMiB,
+        afterIdleAllowedMiB: undefined,
+      },
       samples: [],
       metrics: [],
       exitCode: null,
@@ -502,28 +556,36 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     const port = portOf(sockets.PROXY_PORT);
     const adminPort = portOf(sockets.PROXY_ADMIN_PORT);
     const passed = socketsFor(sockets);
-    const child = spawn(process.execPath, [join(repoRoot, "services", "proxy", "main.ts")], {
-      cwd: repoRoot,
-      env: {
-        ...process.env,
-        KUBECONFIG: kubeconfig,
-        USERLAND_NAMESPACE: namespace,
-        LOG_LEVEL: "warn",
-        PROXY_SESSION_PUBLIC_KEYS_FILE: keys.publicFile,
-        PROXY_LOGIN_URL: "https://auth.example.test/login",
-        PROXY_HOST_TEMPLATES: `${SOAK_HOST}=${SOAK_TEMPLATE}`,
-        PROXY_UPSTREAM_OVERRIDES_FILE: overridesFile,
-        PROXY_UPSTREAM_TIMEOUT: `${UPSTREAM_TIMEOUT_MS}ms`,
-        PROXY_READY_GRACE: `${READY_GRACE_MS}ms`,
-        PROXY_ACTIVITY_FLUSH: "5s",
-        PROXY_ACCESS_LOG: "false",
-        ...passed.env,
+    const child = spawn(
+      process.execPath,
+      [
+        ...(options.proxyNodeOptions ?? chartProxyNodeOptions()),
+        join(repoRoot, "services", "proxy", "main.ts"),
+      ],
+      {
+        cwd: repoRoot,
+        env: {
+          ...process.env,
+          KUBECONFIG: kubeconfig,
+          USERLAND_NAMESPACE: namespace,
+          LOG_LEVEL: "warn",
+          PROXY_SESSION_PUBLIC_KEYS_FILE: keys.publicFile,
+          PROXY_LOGIN_URL: "https://auth.example.test/login",
+          PROXY_HOST_TEMPLATES: `${SOAK_HOST}=${SOAK_TEMPLATE}`,
+          PROXY_UPSTREAM_OVERRIDES_FILE: overridesFile,
+          PROXY_UPSTREAM_TIMEOUT: `${UPSTREAM_TIMEOUT_MS}ms`,
+          PROXY_READY_GRACE: `${READY_GRACE_MS}ms`,
+          PROXY_ACTIVITY_FLUSH: "5s",
+          PROXY_ACCESS_LOG: "false",
+          ...passed.env,
+        },
+        stdio: ["ignore", "pipe", "pipe", ...passed.fds],
       },
-      stdio: ["ignore", "pipe", "pipe", ...passed.fds],
-    });
+    );
     passed.close();
     proxyChild = child;
     const keep = (chunk: Buffer) => {
+      if (options.proxyOutputFile) appendFileSync(options.proxyOutputFile, chunk);
       proxyOutput.push(chunk.toString());
       if (proxyOutput.length > 200) proxyOutput.shift();
     };
@@ -567,7 +629,14 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       sampleProcess(pid)
         .then(async (s) => {
           const metrics = await adminGet(adminPort, "/metrics").catch(() => undefined);
-          const sample: ResourceSample = { t, ...s, heapMiB: metrics && heapMiB(metrics.body), phase: at };
+          const sample: ResourceSample = {
+            t,
+            ...s,
+            heapMiB: metrics && heapMiB(metrics.body),
+            spacesMiB: metrics && heapSpacesMiB(metrics.body),
+            externalMiB: metrics && metricMiB(metrics.body, "nodejs_external_memory_bytes"),
+            phase: at,
+          };
           const now = metrics ? majorGcs(metrics.body) : majors;
           if (majors >= 0 && now > majors) sample.afterMajorGc = true;
           majors = Math.max(majors, now);
@@ -966,6 +1035,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       for (const ws of openSockets) ws.terminate();
     }, 5000);
     await clientsDone;
+    const clientsClosedAt = Date.now();
     clearTimeout(forced);
     for (const agent of agents) agent.destroy();
     scanUpstreams();
@@ -998,10 +1068,16 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       websocketsOpen: open === undefined ? undefined : Number(open),
     };
     report.drainSeconds = settleSeconds;
-    const idleSeconds = options.idleSeconds ?? 30;
+    const idleSeconds = options.idleSeconds ?? 60;
     if (idleSeconds > 0) {
-      log(`clients closed; the proxy idles ${idleSeconds} s before its memory is read again`);
-      await sleep(idleSeconds * 1000);
+      const readAt = clientsClosedAt + idleSeconds * 1000;
+      log(`clients closed; the proxy's memory is read again ${idleSeconds} s after they closed`);
+      // Every 5 s on the way (from /proc only: /metrics would be traffic).
+      while (readAt - Date.now() > 5000) {
+        await sleep(5000);
+        samples.push({ t: Math.round(since() * 10) / 10, ...(await sampleProcess(pid)), phase: "idle" });
+      }
+      await sleep(Math.max(0, readAt - Date.now()));
       const idle = await sampleProcess(pid);
       const text = await adminGet(adminPort, "/metrics").then(
         (r) => r.body,
@@ -1015,6 +1091,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         heapTotalMiB,
         heapUsedMiB: heapMiB(text),
         externalMiB,
+        spacesMiB: heapSpacesMiB(text),
         restMiB:
           heapTotalMiB === undefined || externalMiB === undefined
             ? undefined
@@ -1110,6 +1187,22 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       );
     if (report.proxy.afterClose.websocketsOpen !== undefined && report.proxy.afterClose.websocketsOpen !== 0)
       fail(`the proxy still counts ${report.proxy.afterClose.websocketsOpen} open WebSockets`);
+    // Memory (issue 32): a bound the chart's limit respects, and back near the start once idle.
+    const memory = report.proxy.memory;
+    memory.beforeMiB = baseline.rssMiB;
+    memory.peakMiB = Math.max(...samples.map((x) => x.rssMiB), report.proxy.afterIdle?.rssMiB ?? 0);
+    memory.afterIdleMiB = report.proxy.afterIdle?.rssMiB;
+    if (memory.boundMiB !== undefined && memory.peakMiB > memory.boundMiB)
+      fail(`the proxy's RSS reached ${memory.peakMiB} MiB, above its bound of ${memory.boundMiB} MiB`);
+    if (memory.afterIdleMiB !== undefined) {
+      const share = options.idleRssShare ?? 1.5;
+      memory.afterIdleAllowedMiB = Math.round(baseline.rssMiB * share * 10) / 10;
+      if (memory.afterIdleMiB > memory.afterIdleAllowedMiB)
+        fail(
+          `the proxy's RSS ${idleSeconds} s after the clients closed is ${memory.afterIdleMiB} MiB, ` +
+            `${(memory.afterIdleMiB / baseline.rssMiB).toFixed(2)}x its ${baseline.rssMiB} MiB at start (allowed ${share}x: ${memory.afterIdleAllowedMiB} MiB)`,
+        );
+    }
     return report;
   } catch (error) {
     if (proxyOutput.length > 0)
@@ -1126,6 +1219,16 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     await operator?.stop("SIGTERM");
     for (const cleanup of cleanups.reverse()) await Promise.resolve(cleanup()).catch(() => undefined);
   }
+}
+
+/** The memory check in one line: RSS before, peak and after idle, each against what it may be. */
+function memoryLine(m: SoakReport["proxy"]["memory"], idleSeconds: number | undefined): string {
+  const peak = `peak ${m.peakMiB}${m.boundMiB === undefined ? "" : ` (bound ${m.boundMiB})`}`;
+  const idle =
+    m.afterIdleMiB === undefined || idleSeconds === undefined
+      ? "not read after idle"
+      : `after ${idleSeconds} s idle ${m.afterIdleMiB} (${(m.afterIdleMiB / m.beforeMiB).toFixed(2)}x; allowed ${m.afterIdleAllowedMiB})`;
+  return `proxy RSS MiB: before ${m.beforeMiB} / ${peak} / ${idle}`;
 }
 
 /** The report as a reader wants it. */
@@ -1152,6 +1255,7 @@ export function formatSoakReport(r: SoakReport): string {
       `${r.faults.userlandStops} Userland stops / ${r.faults.userlandStarts} starts (${r.faults.flipErrors} patch retries), ` +
       `${r.faults.overridesRewrites} overrides file rewrites`,
     `wrong-user: ${r.wrongUser}   unexpected: ${r.unexpected}   mismatched: ${r.mismatched}`,
+    memoryLine(r.proxy.memory, r.proxy.afterIdle?.seconds),
     `proxy pid ${r.proxy.pid}: baseline ${r.proxy.baseline.rssMiB} MiB RSS, ` +
       `${r.proxy.baseline.heapMiB ?? "?"} MiB heap used, ${r.proxy.baseline.fds} fds`,
     `  after warm-up: RSS first ${first.rssMiB} / peak ${peak.rssMiB} / last ${last.rssMiB} MiB ` +
@@ -1167,7 +1271,7 @@ export function formatSoakReport(r: SoakReport): string {
             `(${(r.proxy.afterIdle.rssMiB / r.proxy.baseline.rssMiB).toFixed(2)}x the baseline): ` +
             `V8 heap ${r.proxy.afterIdle.heapTotalMiB ?? "?"} MiB reserved, ${r.proxy.afterIdle.heapUsedMiB ?? "?"} in use; ` +
             `external ${r.proxy.afterIdle.externalMiB ?? "?"} MiB; the rest ${r.proxy.afterIdle.restMiB ?? "?"} MiB ` +
-            `(code, stacks, the allocator's free memory)`,
+            `(code, stacks, the allocator's free memory); spaces ${JSON.stringify(r.proxy.afterIdle.spacesMiB ?? {})}`,
         ]
       : []),
     `  samples (t s: RSS MiB/heap MiB/fds): ${r.proxy.samples

@@ -5,7 +5,7 @@
 import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { privateControlPlane, startAndConnect } from "../cluster/harness/privateControlPlane.ts";
-import { formatSoakReport, runSoak } from "../reliability/soak.ts";
+import { PROXY_RSS_BOUND_MIB, formatSoakReport, runSoak } from "../reliability/soak.ts";
 
 const HELP = `npm run soak [-- options]
 
@@ -15,7 +15,9 @@ every user has a Userland, a session cookie, a loopback environment reached thro
 resolver overrides, keep-alive HTTP clients and long-lived WebSockets. After a warm-up, upstreams
 restart and Userlands are stopped and started, all the time. Afterwards: requests by status,
 WebSocket counts, wrong-user count (must be 0), the proxy's RSS and open fds (flat, back to the
-baseline once clients close), and after an idle spell the proxy's memory by part. Exit status 1 when a check fails.
+baseline once clients close), and the proxy's RSS at start, at its peak (never above --rss-bound) and
+--idle seconds after the clients closed (at most --idle-share x the start), with its memory by part.
+Exit status 1 when a check fails.
 
 Options (or environment):
   --users N            SOAK_USERS          users (default 200)
@@ -27,8 +29,16 @@ Options (or environment):
   --message-ms N       SOAK_MESSAGE_MS     pause between one WebSocket's messages (default 1000)
   --restart-ms N       SOAK_RESTART_MS     mean pause between upstream restarts (default 10000/users, >= 100)
   --flip-ms N          SOAK_FLIP_MS        mean pause between Userland stops (default 30000/users, >= 500)
-  --idle N             SOAK_IDLE           seconds the proxy idles after the clients close before its
-                                           memory is read by part (default 30; 0: not waited)
+  --idle N             SOAK_IDLE           seconds after the clients close when the proxy's memory is
+                                           read again, by part (default 60; 0: not waited, not checked)
+  --rss-bound N        SOAK_RSS_BOUND      MiB the proxy's RSS may never pass (default ${PROXY_RSS_BOUND_MIB}, the
+                                           bound for the default size; the chart's limit is above it)
+  --idle-share N       SOAK_IDLE_SHARE     the RSS read after --idle may be at most N x the RSS at
+                                           start (default 1.5)
+  --proxy-node-options="FLAGS"             SOAK_PROXY_NODE_OPTIONS: Node.js options of the proxy's
+                                           process (default: the chart's proxy.nodeOptions; empty:
+                                           V8's defaults), e.g. "--max-semi-space-size=8 --trace-gc"
+  --proxy-output FILE                      append everything the proxy prints to FILE
   --json FILE                              also write the full report as JSON
   -q, --quiet                              no progress lines
   -h, --help
@@ -46,6 +56,10 @@ const { values } = parseArgs({
     "restart-ms": { type: "string" },
     "flip-ms": { type: "string" },
     idle: { type: "string" },
+    "rss-bound": { type: "string" },
+    "idle-share": { type: "string" },
+    "proxy-node-options": { type: "string" },
+    "proxy-output": { type: "string" },
     json: { type: "string" },
     quiet: { type: "boolean", short: "q" },
     help: { type: "boolean", short: "h" },
@@ -73,6 +87,8 @@ if (users < 2 || seconds < 10) {
   process.stderr.write("the soak needs at least 2 users and 10 seconds\n");
   process.exit(2);
 }
+// Unset: the chart's (proxy.nodeOptions); set but empty: V8's defaults.
+const proxyNodeOptions = values["proxy-node-options"] ?? process.env.SOAK_PROXY_NODE_OPTIONS;
 const log = values.quiet ? () => undefined : (line: string) => process.stderr.write(`[soak] ${line}\n`);
 
 const controlPlane = privateControlPlane("soak", { log: (line) => log(`control plane: ${line}`) });
@@ -110,6 +126,10 @@ try {
     restartEveryMs: number(values["restart-ms"], "SOAK_RESTART_MS"),
     flipEveryMs: number(values["flip-ms"], "SOAK_FLIP_MS"),
     idleSeconds: number(values.idle, "SOAK_IDLE"),
+    rssBoundMiB: number(values["rss-bound"], "SOAK_RSS_BOUND", PROXY_RSS_BOUND_MIB),
+    idleRssShare: number(values["idle-share"], "SOAK_IDLE_SHARE"),
+    proxyNodeOptions: proxyNodeOptions?.split(/\s+/).filter(Boolean),
+    proxyOutputFile: values["proxy-output"],
     log,
   });
   process.stdout.write(`${formatSoakReport(report)}\n`);

@@ -26,6 +26,12 @@ import {
 export const TEMPLATE_NAME_PATTERN = "^[a-z]([-a-z0-9]{0,22}[a-z0-9])?$";
 export const TEMPLATE_NAME_MAX = 24;
 
+/**
+ * Template annotation: `"allowed"` lets this Template's environments register service workers on
+ * the shared origin (code-server's webviews use one). Read by the proxy, from its Template cache.
+ */
+export const SERVICE_WORKERS_ANNOTATION = "userland.dev/service-workers";
+
 export const PodTemplateSpecSchema = Type.Object(
   {
     metadata: Type.Optional(

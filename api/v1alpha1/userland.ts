@@ -47,7 +47,14 @@ export const UserlandSpecSchema = Type.Object({
   templateName: Type.String({
     pattern: TEMPLATE_NAME_PATTERN,
     maxLength: TEMPLATE_NAME_MAX,
-    description: "The Template (same namespace) that defines this environment.",
+    description:
+      "The Template (same namespace) that defines this environment. Immutable: moving a student to another Template is a new Userland (a patch that may start and stop must not pick what runs).",
+    "x-kubernetes-validations": [
+      {
+        rule: "self == oldSelf",
+        message: "spec.templateName is immutable: create a new Userland for another Template",
+      },
+    ],
   }),
   enabled: Type.Optional(
     Type.Boolean({
@@ -184,6 +191,13 @@ export const UserlandAnnotations = {
   visits: "userland.dev/visits",
   /** Visits waiting for (or given) the student's Allow (JSON, api/visits.ts), written by the user-manager. */
   visitRequests: "userland.dev/visit-requests",
+  /**
+   * RFC 3339: the user's sessions issued before it are refused (sign out everywhere, a stolen
+   * laptop); api/sessions.ts. Written by the user-manager, or by a teacher with kubectl annotate.
+   */
+  sessionsValidAfter: "userland.dev/sessions-valid-after",
+  /** Ended sessions of the user still unexpired, `<sid>:<exp>` separated by spaces; api/sessions.ts. */
+  endedSessions: "userland.dev/ended-sessions",
 } as const;
 
 /**

@@ -47,13 +47,21 @@ export function sessionCookieOptions(config: AuthConfig, maxAgeSeconds?: number)
   };
 }
 
-/** Login-transaction cookies: host-only and limited to the callback paths. */
+/**
+ * Login-transaction cookies are `__Host-` prefixed where the scheme allows it (https with Secure
+ * cookies; transaction.ts says why), else plain-http loopback's fallback: unprefixed.
+ */
+export function hostPrefixedTransactions(config: AuthConfig): boolean {
+  return config.cookie.secure && config.publicUrl.protocol === "https:";
+}
+
+/** Login-transaction cookies: host-only, and limited to the callback paths unless `__Host-` (which needs `/`). */
 export function transactionCookieOptions(config: AuthConfig, maxAgeSeconds?: number): CookieSerializeOptions {
   return {
     httpOnly: true,
     secure: config.cookie.secure,
     sameSite: "lax",
-    path: `${config.publicUrl.pathname}callback/`,
+    path: hostPrefixedTransactions(config) ? "/" : `${config.publicUrl.pathname}callback/`,
     ...(maxAgeSeconds !== undefined ? { maxAge: maxAgeSeconds } : {}),
   };
 }

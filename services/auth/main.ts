@@ -16,6 +16,7 @@ await runComponent({
   summary: "userland auth service: OpenID Connect and GitHub login, session cookies, forward-auth.",
   settings,
   kubernetes: false,
+  compactHeapWhenIdle: true,
   load: loadAuthConfig,
   start: async (config, log) => {
     for (const warning of configWarnings(config)) log.warn(warning);

@@ -22,7 +22,7 @@ export const createMetrics = declareMetrics("userland_auth_", (m): Omit<Metrics,
   ),
   logins: m.counter(
     "userland_auth_logins_total",
-    "Completed login callbacks by provider and result (success, refused by an allow-list or identity rule, error).",
+    "Completed login callbacks by provider and result (success, refused by an allow-list or identity rule or asked over another user's session, error).",
     ["provider", "result"],
   ),
   forwardAuth: m.counter(

@@ -71,3 +71,32 @@ export function landingPage(
       <div class="actions"><a class="button secondary" href="${links.logout}">Sign out</a></div>`,
   );
 }
+
+/**
+ * A sign-in finished for `next` in a browser signed in as `current`: asked, never replaced (a
+ * neighbour may have planted their own sign-in). Switching signs out first and signs in again.
+ */
+export function switchUserPage(
+  current: string,
+  next: string,
+  links: { stay: string; logout: string; signInAgain: string },
+): string {
+  return page(
+    "Already signed in",
+    html`<p>
+        This browser is signed in as <code>${current}</code>, and a sign-in as <code>${next}</code> has just
+        come back from the sign-in provider.
+      </p>
+      <p>
+        If you did not just sign in as <code>${next}</code> yourself, someone else may have started it: stay
+        <code>${current}</code>.
+      </p>
+      <form method="post" action="${links.logout}">
+        <input type="hidden" name="rd" value="${links.signInAgain}" />
+        <div class="actions">
+          <a class="button" href="${links.stay}">Stay ${current}</a>
+          <button type="submit" class="secondary">Sign out ${current} and sign in again</button>
+        </div>
+      </form>`,
+  );
+}

@@ -6,16 +6,23 @@ import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebo
 import Type from "typebox";
 import * as client from "openid-client";
 import { SESSION_COOKIE, sessionGroups } from "../../lib/session.ts";
+import { cookieValues } from "../../lib/requestSessions.ts";
 
 /** Set by sign-out: the next OpenID Connect login sends prompt=login, so a shared computer is really signed out. */
 export const SIGNED_OUT_COOKIE = "userland_signed_out";
 import { decideGitHub, decideOidc, groupsOf } from "./allowlist.ts";
-import { endpoint, sessionCookieOptions, transactionCookieOptions, type AuthContext } from "./context.ts";
+import {
+  endpoint,
+  hostPrefixedTransactions,
+  sessionCookieOptions,
+  transactionCookieOptions,
+  type AuthContext,
+} from "./context.ts";
 import { GitHubError } from "./github.ts";
 import type { Outcome } from "./identity.ts";
 import type { Provider } from "./metrics.ts";
 import { describeOidcError } from "./oidc.ts";
-import { chooserPage, landingPage, logoutPage, messagePage } from "./pages.ts";
+import { chooserPage, landingPage, logoutPage, messagePage, switchUserPage } from "./pages.ts";
 import { safeRedirect } from "./redirects.ts";
 import { transactionCookieName, type LoginTransaction } from "./transaction.ts";
 
@@ -160,7 +167,7 @@ export const loginRoutes: FastifyPluginCallbackTypebox<{ ctx: AuthContext }> = (
     } else {
       throw new Error(`provider ${provider} is not configured`);
     }
-    const name = transactionCookieName(tx.state) as string;
+    const name = transactionCookieName(tx.state, hostPrefixedTransactions(config)) as string;
     reply.setCookie(
       name,
       await ctx.transactions.seal(tx),
@@ -178,10 +185,14 @@ export const loginRoutes: FastifyPluginCallbackTypebox<{ ctx: AuthContext }> = (
     query: URLSearchParams,
   ) {
     const state = query.get("state");
-    const name = transactionCookieName(state);
+    // On https only the __Host- name, which no other host can set: a transaction planted by a
+    // sibling host (cookie tossing) is not one this browser's sign-in page started.
+    const name = transactionCookieName(state, hostPrefixedTransactions(config));
     if (!name) return undefined;
     const token = request.cookies[name];
     if (token !== undefined) reply.clearCookie(name, transactionCookieOptions(config));
+    // Two of that name: one was planted beside this browser's own (another path or domain).
+    if (cookieValues(request.headers.cookie, name).length !== 1) return undefined;
     const tx = await ctx.transactions.open(token);
     return tx && tx.state === state && tx.provider === provider ? tx : undefined;
   }
@@ -232,6 +243,23 @@ export const loginRoutes: FastifyPluginCallbackTypebox<{ ctx: AuthContext }> = (
       return sendPage(reply, 403, messagePage("Access denied", decision.reason));
     }
     const user = decision.value;
+    // Never silently replace another user's valid session: a sign-in planted by someone else
+    // (login CSRF) would have the student work, and type secrets, in that person's environment.
+    const current = await currentSession(reply.request);
+    if (current && current.user !== user) {
+      metrics.logins.inc({ provider, result: "refused" });
+      log.warn({ provider, user, signedIn: current.user }, "sign-in over another user's session: asked");
+      const again = loginUrl(tx.returnTo, provider);
+      return sendPage(
+        reply,
+        409,
+        switchUserPage(current.user, user, {
+          stay: tx.returnTo,
+          logout: endpoint(config, "logout").href,
+          signInAgain: again,
+        }),
+      );
+    }
     // The groups travel in the session so the user-manager's console can ask RBAC about them.
     const { groups, dropped } = sessionGroups(claimedGroups);
     if (dropped.length > 0)

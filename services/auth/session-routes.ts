@@ -5,7 +5,7 @@
 import type { FastifyRequest } from "fastify";
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import Type from "typebox";
-import { SESSION_COOKIE } from "../../lib/session.ts";
+import { requestSessions } from "../../lib/requestSessions.ts";
 import { endpoint, type AuthContext } from "./context.ts";
 import { checkRedirect } from "./redirects.ts";
 
@@ -27,6 +27,9 @@ function originalUrl(request: FastifyRequest): string | undefined {
 
 export const sessionRoutes: FastifyPluginCallbackTypebox<{ ctx: AuthContext }> = (app, { ctx }, done) => {
   const { config, metrics } = ctx;
+  // The proxy's rule (lib/requestSessions.ts): every session cookie is checked, and valid ones of
+  // different users are no session; the first one never wins (a planted one comes first).
+  const sessions = requestSessions(ctx.verifier);
 
   app.get(
     "/whoami",
@@ -43,7 +46,7 @@ export const sessionRoutes: FastifyPluginCallbackTypebox<{ ctx: AuthContext }> =
       },
     },
     async (request, reply) => {
-      const session = await ctx.verifier.verify(request.cookies[SESSION_COOKIE]);
+      const { session } = await sessions.fromRequest(request.raw);
       if (!session) return reply.code(401).send({ error: "not signed in" });
       return {
         user: session.user,
@@ -65,7 +68,7 @@ export const sessionRoutes: FastifyPluginCallbackTypebox<{ ctx: AuthContext }> =
       },
     },
     async (request, reply) => {
-      const session = await ctx.verifier.verify(request.cookies[SESSION_COOKIE]);
+      const { session } = await sessions.fromRequest(request.raw);
       if (session) {
         metrics.forwardAuth.inc({ result: "allowed" });
         // X-Auth-Request-User is what oauth2-proxy sets, so the original ESC proxy also works.

@@ -7,10 +7,16 @@
  *
  * One cookie per login (named after its state) lets a student start logins from several tabs at
  * once, which happens when more than one template host sends them to log in.
+ *
+ * On https its name is `__Host-` prefixed: a browser takes such a cookie only from this very host
+ * (Secure, `Path=/`, no Domain), so a page on a sibling host (any student's environment) cannot
+ * plant a transaction of its own (login CSRF by cookie tossing, issue 29 item 2); the callback
+ * reads only that name. Plain-http loopback (the local platform) cannot set Secure cookies
+ * everywhere, so there the unprefixed name is kept, path-limited to the callbacks.
  */
 import { hkdfSync } from "node:crypto";
 import { EncryptJWT, jwtDecrypt } from "jose";
-import type { SigningKeys } from "../../lib/session.ts";
+import { PLATFORM_COOKIE_PREFIX, type SigningKeys } from "../../lib/session.ts";
 import type { Provider } from "./metrics.ts";
 
 export interface LoginTransaction {
@@ -29,13 +35,16 @@ export interface TransactionSealer {
   open(token: string | undefined): Promise<LoginTransaction | undefined>;
 }
 
-const COOKIE_PREFIX = "userland_login_";
+const COOKIE_PREFIX = `${PLATFORM_COOKIE_PREFIX}login_`;
 const STATE_PATTERN = /^[A-Za-z0-9_-]{22,128}$/;
 
-/** The cookie that holds the transaction for `state`, or undefined for a state we never issue. */
-export function transactionCookieName(state: unknown): string | undefined {
+/**
+ * The cookie that holds the transaction for `state` (`__Host-` prefixed when `hostOnly`), or
+ * undefined for a state we never issue.
+ */
+export function transactionCookieName(state: unknown, hostOnly: boolean): string | undefined {
   if (typeof state !== "string" || !STATE_PATTERN.test(state)) return undefined;
-  return COOKIE_PREFIX + state.slice(0, 16);
+  return `${hostOnly ? "__Host-" : ""}${COOKIE_PREFIX}${state.slice(0, 16)}`;
 }
 
 function deriveKey(d: string): Uint8Array {

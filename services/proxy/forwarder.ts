@@ -12,10 +12,11 @@ import { performance } from "node:perf_hooks";
 import { ProxyServer } from "http-proxy-3";
 import { Agent as UpstreamPool, type Dispatcher } from "undici";
 import type { Logger } from "../../lib/logger.ts";
-import { SESSION_COOKIE } from "../../lib/session.ts";
+import { isPlatformCookieName } from "../../lib/session.ts";
 import type { ProxyConfig } from "./config.ts";
 import type { ProxyMetrics, UpstreamError } from "./metrics.ts";
 import type { RequestRecord } from "./requestLog.ts";
+import { sessionResponseValidators } from "./sharedCache.ts";
 
 export type ForwarderConfig = Pick<
   ProxyConfig,
@@ -64,6 +65,9 @@ export function classifyUpstreamError(error: unknown): UpstreamError {
   return "other";
 }
 
+/** How long a WebSocket the client half-closed waits for the environment to close its side. */
+const HALF_CLOSED_GRACE_MS = 1000;
+
 /** Response headers that describe the connection to the environment, not the one to the client. */
 const HOP_BY_HOP_RESPONSE: ReadonlySet<string> = new Set([
   "connection",
@@ -76,12 +80,26 @@ const HOP_BY_HOP_RESPONSE: ReadonlySet<string> = new Set([
 type ResponseHeaders = Record<string, string | string[] | undefined>;
 
 /**
+ * The name a Set-Cookie sets, as the browser will send it: "=userland_session=x" (and "==…") sets
+ * a nameless cookie that browsers send as "userland_session=x".
+ */
+function setCookieName(header: string): string {
+  const pair = (header.split(";", 1)[0] ?? "").replace(/^[\s=]+/, "");
+  return pair.split("=", 1)[0] ?? "";
+}
+
+/**
  * The environment's response headers as the client may see them: without hop-by-hop headers (Node
  * frames the response to the client itself) and the names `Connection` lists, without a
- * Set-Cookie for the platform's session cookie, and on a shared origin without
- * Service-Worker-Allowed. A new object: deleting keys would slow every later use of the headers.
+ * Set-Cookie for any of the platform's cookies, and on a shared origin without
+ * Service-Worker-Allowed; with `cacheTag` (a shared origin), not reusable by another session
+ * (sharedCache.ts). A new object: deleting keys would slow every later use of the headers.
  */
-export function clientResponseHeaders(headers: ResponseHeaders, serviceWorkers: boolean): ResponseHeaders {
+export function clientResponseHeaders(
+  headers: ResponseHeaders,
+  serviceWorkers: boolean,
+  cacheTag?: string,
+): ResponseHeaders {
   const connection = headers.connection;
   const listed =
     typeof connection === "string" && connection !== "keep-alive" ? connection.toLowerCase() : "";
@@ -93,13 +111,15 @@ export function clientResponseHeaders(headers: ResponseHeaders, serviceWorkers: 
     if (name === "service-worker-allowed" && !serviceWorkers) continue;
     kept[name] = headers[name];
   }
-  // An environment must not replace or clear the platform's session cookie.
+  // An environment must not set, replace or clear the platform's cookies: the session, nor a
+  // sign-in transaction or the signed-out mark planted for the auth service (login CSRF).
   const setCookie = kept["set-cookie"];
   if (setCookie !== undefined) {
     const all = typeof setCookie === "string" ? [setCookie] : setCookie;
-    const cookies = all.filter((c) => c.split("=", 1)[0]?.trim().toLowerCase() !== SESSION_COOKIE);
+    const cookies = all.filter((c) => !isPlatformCookieName(setCookieName(c)));
     if (cookies.length !== all.length) kept["set-cookie"] = cookies;
   }
+  if (cacheTag !== undefined) sessionResponseValidators(kept, cacheTag);
   return kept;
 }
 
@@ -149,7 +169,7 @@ export class Forwarder {
     res: ServerResponse,
     target: URL,
     record: RequestRecord,
-    serviceWorkers: boolean,
+    answer: { serviceWorkers: boolean; cacheTag: string | undefined },
     onError: OnUpstreamError,
   ): void {
     const { metrics } = this.deps;
@@ -189,7 +209,11 @@ export class Forwarder {
             (performance.now() - (record.upstreamStart ?? 0)) / 1000,
           );
           // Throws for a status or header Node will not send: undici then fails the request (502).
-          res.writeHead(status, statusMessage, clientResponseHeaders(upstreamHeaders, serviceWorkers));
+          res.writeHead(
+            status,
+            statusMessage,
+            clientResponseHeaders(upstreamHeaders, answer.serviceWorkers, answer.cacheTag),
+          );
         },
         onResponseData: (c, chunk) => {
           if (!res.write(chunk)) c.pause();
@@ -271,6 +295,17 @@ export class Forwarder {
       proxySocket.destroy();
     });
     proxySocket.once("close", () => socket.destroy());
+    // The client is done (its FIN): the environment gets its FIN too (http-proxy-3's pipe) and a
+    // moment to finish, then both close. An environment that never closes its side (half-open)
+    // would otherwise hold the student's slot until the idle timeout (issue 29 item 6).
+    socket.once("end", () => {
+      const timer = setTimeout(() => {
+        proxySocket.destroy();
+        socket.destroy();
+      }, HALF_CLOSED_GRACE_MS);
+      timer.unref();
+      socket.once("close", () => clearTimeout(timer));
+    });
     // http-proxy-3 clears socket timeouts right after this listener; set ours after it. One
     // timer covers both directions: a socket's timer restarts on reads and on writes.
     queueMicrotask(() =>

@@ -3,8 +3,10 @@
  * esc-proxy design; code-server, Jupyter and phpMyAdmin set-ups do the same), so the proxy is the
  * only one allowed to say who a request is from:
  *
- * - every client-supplied identity header is removed, matched after lowercasing and turning "_"
- *   into "-" (CGI/WSGI servers and nginx treat X_User like X-User, so both spellings are refused);
+ * - every client-supplied identity header is removed, matched after folding its name: lowercased,
+ *   with every "-", "_", "." and "~" dropped (CGI/WSGI servers and nginx read X_User as X-User, and
+ *   other servers and frameworks normalise other separators, so X.User and X~User are refused too,
+ *   issue 29 item 6), against the names and name families of common auth proxies and platforms;
  * - the session cookie is removed (an environment could otherwise act as the student elsewhere);
  * - X-Forwarded-For/Proto/Host and Forwarded are believed only from PROXY_TRUSTED_PROXIES and are
  *   otherwise replaced with what this proxy saw itself;
@@ -14,8 +16,12 @@ import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
 import { BlockList, isIP } from "node:net";
 import type { TLSSocket } from "node:tls";
 
-/** Identity headers of common auth proxies (oauth2-proxy, Apache, Grafana/WebAuth, ...), normalised. */
-export const IDENTITY_HEADERS: ReadonlySet<string> = new Set([
+/**
+ * Identity headers of common auth proxies and platforms (oauth2-proxy, Apache, Grafana/WebAuth,
+ * Authelia, JupyterHub, Kubernetes impersonation, Kong, Cloudflare Access, Google IAP, ...), as
+ * written; matched folded (`foldHeaderName`).
+ */
+export const IDENTITY_HEADERS: readonly string[] = [
   "x-user",
   "x-forwarded-user",
   "x-forwarded-email",
@@ -26,13 +32,21 @@ export const IDENTITY_HEADERS: ReadonlySet<string> = new Set([
   "x-auth-email",
   "x-email",
   "x-username",
+  "x-proxy-user",
+  "x-authenticated-user",
+  "x-authenticated-userid",
+  "x-authenticated-email",
+  "x-original-user",
+  "x-jupyterhub-user",
+  "x-credential-identifier",
+  "cf-access-jwt-assertion",
   "remote-user",
   "remote-email",
   "remote-groups",
   "remote-name",
-]);
+];
 
-/** Whole families of identity headers (oauth2-proxy, Apache, cloud load balancers, ours). */
+/** Whole families of identity headers (oauth2-proxy, Apache, cloud load balancers, ours, ...), as written. */
 export const IDENTITY_PREFIXES: readonly string[] = [
   "x-auth-request-",
   "x-remote-",
@@ -40,30 +54,47 @@ export const IDENTITY_PREFIXES: readonly string[] = [
   "x-user-",
   "x-userland-",
   "x-ms-client-principal",
+  "x-ms-token-",
   "x-goog-authenticated-user-",
+  "x-goog-iap-",
   "cf-access-authenticated-user-",
   "x-amzn-oidc-",
+  "x-pomerium-",
+  "x-authentik-",
+  "x-vouch-",
+  "x-consumer-",
+  "tailscale-user-",
+  "impersonate-",
+  "oidc-claim-",
 ];
 
+/** A header name as the proxy compares it: lowercased, without "-", "_", "." and "~". */
+export function foldHeaderName(name: string): string {
+  return name.toLowerCase().replace(/[-_.~]/g, "");
+}
+
+const FOLDED_IDENTITY_HEADERS: ReadonlySet<string> = new Set(IDENTITY_HEADERS.map(foldHeaderName));
+const FOLDED_IDENTITY_PREFIXES: readonly string[] = IDENTITY_PREFIXES.map(foldHeaderName);
+
+/** Folded. */
 const FORWARDING_HEADERS: ReadonlySet<string> = new Set([
   "forwarded",
-  "x-real-ip",
-  "x-client-ip",
-  "true-client-ip",
+  "xrealip",
+  "xclientip",
+  "trueclientip",
 ]);
 
-export function normaliseHeaderName(name: string): string {
-  return name.toLowerCase().replace(/_/g, "-");
-}
-
 export function isIdentityHeader(name: string): boolean {
-  const n = normaliseHeaderName(name);
-  return IDENTITY_HEADERS.has(n) || IDENTITY_PREFIXES.some((p) => n.startsWith(p));
+  const folded = foldHeaderName(name);
+  return FOLDED_IDENTITY_HEADERS.has(folded) || FOLDED_IDENTITY_PREFIXES.some((p) => folded.startsWith(p));
 }
 
-function isForwardingHeader(normalised: string): boolean {
-  return normalised.startsWith("x-forwarded-") || FORWARDING_HEADERS.has(normalised);
+function isForwardingHeader(folded: string): boolean {
+  return folded.startsWith("xforwarded") || FORWARDING_HEADERS.has(folded);
 }
+
+/** How Node delivers a header sent in its usual spelling: lowercase letters, digits and "-". */
+const CANONICAL_NAME = /^[a-z0-9-]+$/;
 
 export interface TrustedProxies {
   readonly cidrs: readonly string[];
@@ -205,10 +236,9 @@ export function prepareUpstreamHeaders(
   const forwardedFor = client.trusted ? headers["x-forwarded-for"] : undefined;
   removeHopByHop(headers);
   for (const name of Object.keys(headers)) {
-    const normalised = normaliseHeaderName(name);
-    if (IDENTITY_HEADERS.has(normalised) || IDENTITY_PREFIXES.some((p) => normalised.startsWith(p))) {
+    if (isIdentityHeader(name)) {
       delete headers[name];
-    } else if (isForwardingHeader(normalised) && (!client.trusted || normalised !== name)) {
+    } else if (isForwardingHeader(foldHeaderName(name)) && (!client.trusted || !CANONICAL_NAME.test(name))) {
       // From a trusted proxy only the canonical spellings pass; X_Forwarded_For never does.
       delete headers[name];
     }

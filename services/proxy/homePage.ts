@@ -305,9 +305,19 @@ export function homePage(view: HomeView, returnPath: string, now = new Date()): 
     view.available.some((a) => a.requested) ||
     view.assignments.some((a) => a.state === "handing-in");
   const body = html`<div id="home" data-signature="${signature(view)}">
-    <p class="muted">
-      Signed in as <span class="status">${view.user}</span>. <a href="${view.signOutUrl}">Sign out</a>
-    </p>
+    ${
+      view.canAct
+        ? // Sign-out ends the session on every proxy replica first (api/sessions.ts), then the auth
+          // service clears this browser; "everywhere" ends the student's other sessions too.
+          html`<form method="post" action="/_userland/signout" class="muted">
+            Signed in as <span class="status">${view.user}</span>.
+            <button type="submit" name="everywhere" value="no" class="secondary">Sign out</button>
+            <button type="submit" name="everywhere" value="yes" class="secondary">Sign out everywhere</button>
+          </form>`
+        : html`<p class="muted">
+            Signed in as <span class="status">${view.user}</span>. <a href="${view.signOutUrl}">Sign out</a>
+          </p>`
+    }
     ${environments}${assignments}${visitsSection(view.visits, view.visitRequests, back)}${available}
   </div>`;
   return {
@@ -316,5 +326,7 @@ export function homePage(view: HomeView, returnPath: string, now = new Date()): 
     body: document(title, body, { script, refreshSeconds: busy ? 5 : undefined, style: homeStyle }),
     json: { ...view },
     script,
+    // Sign-out continues at the auth service's page (a redirect form-action must allow).
+    formTargets: view.canAct ? [new URL(view.signOutUrl).origin] : [],
   };
 }

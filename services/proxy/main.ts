@@ -15,6 +15,7 @@ await runComponent({
   summary: "userland proxy: sends each student's HTTP and WebSocket traffic to their own environment.",
   settings,
   kubernetes: true,
+  compactHeapWhenIdle: true,
   load: loadProxyConfig,
   start: async (config, log) => {
     const namespace = config.namespace || (await currentNamespace());

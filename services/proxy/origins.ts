@@ -15,16 +15,10 @@
  *   own environment's host and serves no environment content itself.
  */
 import type { IncomingMessage } from "node:http";
-import type { Template, Userland } from "../../api/v1alpha1/index.ts";
+import { SERVICE_WORKERS_ANNOTATION, type Template, type Userland } from "../../api/v1alpha1/index.ts";
 
 export const ORIGIN_MODES = ["shared", "perUser"] as const;
 export type OriginMode = (typeof ORIGIN_MODES)[number];
-
-/**
- * Template annotation: `"allowed"` lets this Template's environments register service workers on
- * the shared origin (code-server's webviews use one). Read by the proxy only, from its Template cache.
- */
-export const SERVICE_WORKERS_ANNOTATION = "userland.dev/service-workers";
 
 /** Separates the Userland from the Template in a per-user host label. */
 const SEPARATOR = "--";

@@ -11,7 +11,9 @@
  * - `POST /_userland/handin`: the student's own work of `assignment` (of `template`), after a
  *   confirm page (`confirm=yes`);
  * - `GET /_userland/download?template=`: the student's own home volume of that Template as a zip
- *   (download.ts).
+ *   (download.ts);
+ * - `POST /_userland/signout`: with `everywhere=yes`, ends every session of the student issued
+ *   until now (api/sessions.ts), else this one; then on to the auth service's sign-out page.
  *
  * A Userland a form names counts only when its spec.user is exactly the session's user: any
  * other name is answered like a name that does not exist.
@@ -34,16 +36,19 @@ import { prefersJson, sendJson, sendPage } from "./respond.ts";
 import type { OwnEndpointRoute } from "./router.ts";
 import type { ClusterView } from "./routing.ts";
 import type { Starter } from "./starter.ts";
+import type { UserManagerClient } from "../../lib/userManagerClient.ts";
 
 export interface OwnEndpointDeps {
   cluster: ClusterView;
+  /** Ends sessions (the home page's Sign out everywhere); absent without a user-manager. */
+  userManager?: Pick<UserManagerClient, "endSessions"> | undefined;
   starter: Starter;
   coursework: Coursework;
   allowedOrigins: readonly string[];
   config: HomeConfig;
 }
 
-const FORM_ACTIONS = ["start", "stop", "create", "handin"] as const;
+const FORM_ACTIONS = ["start", "stop", "create", "handin", "signout"] as const;
 type FormAction = (typeof FORM_ACTIONS)[number];
 
 class FormTooLarge extends Error {}
@@ -143,6 +148,18 @@ export async function serveOwnEndpoint(
     );
     return;
   }
+  if (action === "signout") {
+    const refused = await endSessions(deps, own, form.get("everywhere") === "yes", record);
+    if (refused) return sendPage(req, res, refused);
+    // This browser's cookies go at the auth service, which clears every host (the shared computer).
+    res.writeHead(303, {
+      location: new URL("logout", deps.config.loginUrl).href,
+      "cache-control": "no-store",
+      "content-length": 0,
+    });
+    res.end();
+    return;
+  }
   const refusal =
     action === "handin"
       ? await handIn(deps, own.session.user, form, returnPath, record)
@@ -200,6 +217,36 @@ async function act(
   // A start sent a moment ago may not be in the cache yet: stopped there, but about to run.
   const running = state !== "stopped" || starter.recentlyRequested(userland);
   return running && !(await starter.stop(userland, user)) ? userManagerRefused("stop") : undefined;
+}
+
+/**
+ * Ends the session (or, `everywhere`, all of the student's) on their oldest Userland: a mark on
+ * any of them counts for all (api/sessions.ts). A student without an environment has nothing a
+ * proxy serves but this home page; their sign-out is the auth service's alone.
+ */
+async function endSessions(
+  deps: OwnEndpointDeps,
+  own: OwnEndpointRoute,
+  everywhere: boolean,
+  record: RequestRecord,
+): Promise<Page | undefined> {
+  const { user, sid, exp } = own.session;
+  const mine = (deps.cluster.userlandsOf?.(user) ?? []).filter((u) => u.spec.user === user);
+  const created = (u: Userland) => new Date(u.metadata.creationTimestamp ?? 0).getTime();
+  const oldest = mine.slice().sort((a, b) => created(a) - created(b))[0];
+  if (!oldest?.metadata.name) return undefined;
+  record.userland = userlandKey(oldest);
+  if (!deps.userManager?.endSessions) return userManagerRefused("sign out");
+  try {
+    await deps.userManager.endSessions(oldest.metadata.name, everywhere ? undefined : { sid, exp });
+    return undefined;
+  } catch {
+    return simplePage(
+      502,
+      "Could not end your sessions",
+      "The user-management service did not accept the request. Try again in a minute.",
+    );
+  }
 }
 
 /**

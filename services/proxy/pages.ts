@@ -70,14 +70,17 @@ export function inlineScript(source: string): InlineScript {
 const starting = inlineScript(startingScript);
 
 /** Headers every page gets: no caching (a page stands in for the environment), a strict CSP. */
-export function pageHeaders(script?: InlineScript): Record<string, string> {
+export function pageHeaders(
+  script?: InlineScript,
+  formTargets: readonly string[] = [],
+): Record<string, string> {
   return {
     "content-type": "text/html; charset=utf-8",
     "cache-control": "no-store",
     "x-content-type-options": "nosniff",
     "referrer-policy": "same-origin",
     "content-security-policy":
-      `default-src 'none'; style-src 'unsafe-inline'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'` +
+      `default-src 'none'; style-src 'unsafe-inline'; connect-src 'self'; form-action ${["'self'", ...formTargets].join(" ")}; base-uri 'none'; frame-ancestors 'none'` +
       (script ? `; script-src '${script.hash}'` : ""),
   };
 }
@@ -92,6 +95,11 @@ export interface Page {
   json: Record<string, unknown>;
   /** Its inline script, allowed by the CSP's hash. */
   script?: InlineScript | undefined;
+  /**
+   * Origins its forms may end up at besides this one (CSP form-action also governs where a form's
+   * redirect goes): the home page's sign-out continues at the auth service.
+   */
+  formTargets?: readonly string[];
 }
 
 export function document(

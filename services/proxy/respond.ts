@@ -33,7 +33,7 @@ export function sendPage(req: IncomingMessage, res: ServerResponse, page: Page):
   const body = json ? JSON.stringify(page.json) : page.body;
   const headers = json
     ? { "content-type": "application/json", "cache-control": "no-store" }
-    : pageHeaders(page.script);
+    : pageHeaders(page.script, page.formTargets);
   res.writeHead(page.status, { ...headers, ...page.headers, "content-length": Buffer.byteLength(body) });
   res.end(req.method === "HEAD" ? undefined : body);
 }

@@ -4,6 +4,7 @@
  * is a Route; server.ts acts on it in one place. Nothing in the request but the verified session
  * chooses whose environment is reached.
  */
+import { sessionEnded } from "../../api/sessions.ts";
 import type { IncomingMessage } from "node:http";
 import { UserlandAnnotations, type StartProgress, type Userland } from "../../api/v1alpha1/index.ts";
 import type { Session } from "../../lib/session.ts";
@@ -50,7 +51,7 @@ interface Signed {
 export type Route =
   /** A page (or its JSON) instead of the environment: refusals, unknown host, not ready. */
   | { kind: "page"; outcome: RouteOutcome; page: Page }
-  /** No valid session; `conflicting`: the cookies named different users (the browser must drop them). */
+  /** No valid session; `conflicting`: the cookies named different users, or the session was ended (the browser must drop them). */
   | { kind: "signIn"; outcome: "no_session"; client: ClientInfo; conflicting: boolean }
   /** PROXY_ORIGINS=perUser: the Template's host sends the student on to their environment's host. */
   | { kind: "redirect"; outcome: "per_user_host"; location: string }
@@ -185,6 +186,11 @@ export class Router {
     if (!lookup.session)
       return { kind: "signIn", outcome: "no_session", client, conflicting: lookup.conflicting };
     const { session } = lookup;
+    // Ended before its expiry (sign-out, sign out everywhere, a teacher for a stolen laptop): marks
+    // on the user's Userlands in this replica's cache (api/sessions.ts). The browser is told to drop
+    // its cookies, so the auth service signs it in afresh instead of sending it back here.
+    if (cluster.userlandsOf && sessionEnded(session, cluster.userlandsOf(session.user)))
+      return { kind: "signIn", outcome: "no_session", client, conflicting: true };
     record.user = session.user;
     if (!cluster.synced())
       return page(

@@ -31,6 +31,7 @@ import type { ClusterView } from "./routing.ts";
 import type { RequestSessions } from "../../lib/requestSessions.ts";
 import { progressText } from "../../lib/startProgress.ts";
 import { serveSignedOut } from "./signedOut.ts";
+import { sessionCacheTag, sessionRequestValidators } from "./sharedCache.ts";
 import { Coursework } from "./coursework.ts";
 import { Starter } from "./starter.ts";
 import { isVisitPath, serveVisitEndpoint, VISITOR_HEADER, withoutVisitCookie } from "./visitEndpoints.ts";
@@ -185,7 +186,14 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
               record,
             )
           : serveOwnEndpoint(
-              { cluster, starter, coursework, allowedOrigins: config.allowedOrigins, config },
+              {
+                cluster,
+                starter,
+                coursework,
+                allowedOrigins: config.allowedOrigins,
+                config,
+                userManager: deps.userManager,
+              },
               req,
               res,
               route,
@@ -196,11 +204,15 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
         const hasBody =
           req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"]) > 0;
         const justStarted = justReady(route.readySince, config.readyGraceMs);
+        // A shared origin: what the browser keeps of this answer is this session's only (sharedCache.ts).
+        const cacheTag = config.origins === "shared" ? sessionCacheTag(route.session) : undefined;
+        if (cacheTag !== undefined) sessionRequestValidators(req.headers, cacheTag);
+        const answer = { serviceWorkers: route.serviceWorkers, cacheTag };
         let attempt = 0;
         const send = (): void => {
           // The student gave up while a retry waited.
           if (res.destroyed || (req.socket as Socket | null)?.destroyed) return;
-          forwarder.web(req, res, route.target, record, route.serviceWorkers, (kind, error) => {
+          forwarder.web(req, res, route.target, record, answer, (kind, error) => {
             // Not req.destroyed: a request whose body was fully read is destroyed already.
             const socket = req.socket as Socket | null;
             if (res.destroyed || res.writableEnded || !socket || socket.destroyed) return;

@@ -1,9 +1,9 @@
 /**
  * `GET /_userland/signed-out?rd=<auth service URL>`: one hop of the chain the auth service sends a
  * browser through when a student signs out or starts signing in. Each hop answers on one Template
- * host with `Clear-Site-Data: "cookies", "storage"` (the browser drops that origin's service
- * workers, storage and every cookie of the site, also ones an environment's script planted with
- * another path) and moves on to the next Template host, and after the last back to `rd`, which
+ * host with `Clear-Site-Data: "cache", "cookies", "storage"` (the browser drops that origin's
+ * cached answers, service workers, storage and every cookie of the site, also ones an
+ * environment's script planted with another path; the cache: issue 29 item 1, sharedCache.ts) and moves on to the next Template host, and after the last back to `rd`, which
  * must be on the auth service's origin (never an open redirect). No session is needed: the auth
  * service has cleared its cookie before the first hop.
  *
@@ -63,9 +63,16 @@ export function nextHop(
   return hop.href;
 }
 
-/** Another site must not sign students out: only same-site pages and the auth service's redirects start a hop. */
+/**
+ * Another site must not sign students out: only same-site pages and the auth service's redirects
+ * start a hop, and only as a top-level navigation (issue 29 item 6): an `<img>` or `fetch` on a
+ * sibling host (any student's environment) would otherwise sign a student out and wipe their
+ * storage without a page ever showing. Browsers without fetch metadata send none of these.
+ */
 function fromOwnSite(req: IncomingMessage): boolean {
-  const site = req.headers["sec-fetch-site"];
+  const { "sec-fetch-site": site, "sec-fetch-mode": mode, "sec-fetch-dest": dest } = req.headers;
+  if (mode !== undefined && mode !== "navigate") return false;
+  if (dest !== undefined && dest !== "document") return false;
   return site === undefined || site === "same-origin" || site === "same-site" || site === "none";
 }
 
@@ -94,7 +101,7 @@ export function serveSignedOut(
   res.writeHead(200, {
     "content-type": "text/html; charset=utf-8",
     "cache-control": "no-store",
-    "clear-site-data": '"cookies", "storage"',
+    "clear-site-data": '"cache", "cookies", "storage"',
     "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
     "referrer-policy": "no-referrer",
     "content-length": Buffer.byteLength(body),

@@ -63,6 +63,11 @@ declare module "fastify" {
     /** Whether the caller may `verb` Userlands (or `resource`; named `name`, if given); false without a caller. */
     may(verb: Verb, name?: string, namespace?: string, resource?: Resource): Promise<boolean>;
     /**
+     * Whether the caller may `verb` `resource` (no name) in at least one served namespace: the
+     * console's door, asked before a body is read.
+     */
+    mayAnywhere(verb: Verb, resource?: Resource): Promise<boolean>;
+    /**
      * Several namespaces served, on a route of scope "each": the namespaces where the caller has
      * the route's rights (at least one); null for every namespace served, or one namespace served.
      */
@@ -244,8 +249,14 @@ export class AccessReviewer {
   ): Promise<Decision> {
     const { rest, ttlMs, metrics } = this.opts;
     const all = namespace === ALL_NAMESPACES;
-    const key = JSON.stringify([namespace, callerKey(caller), verb, name ?? "", resourceName(resource)]);
+    const keyOf = (ns: string, n: string) =>
+      JSON.stringify([ns, callerKey(caller), verb, n, resourceName(resource)]);
+    const key = keyOf(namespace, name ?? "");
     if (this.allowed.get(key)) return { allowed: true };
+    // RBAC grants a verb without a name only by a rule naming no resourceNames, which grants it
+    // for every name: one review answers a bulk action over a whole class (issue 29).
+    if (name && (this.allowed.get(keyOf(namespace, "")) || this.allowed.get(keyOf(ALL_NAMESPACES, ""))))
+      return { allowed: true };
     let status:
       { allowed?: boolean; denied?: boolean; reason?: string; evaluationError?: string } | undefined;
     try {
@@ -286,7 +297,7 @@ export class AccessReviewer {
 }
 
 /** Who a caller is, for caches of what it may do: everything RBAC decides by. */
-function callerKey(caller: Caller): string {
+export function callerKey(caller: Caller): string {
   return JSON.stringify([caller.username, caller.uid ?? "", [...caller.groups].sort(), caller.extra ?? {}]);
 }
 
@@ -296,6 +307,30 @@ function callerKey(caller: Caller): string {
  * namespace. A namespace newly granted or revoked shows in lists within this time.
  */
 const NAMESPACE_SCAN_TTL_MS = 5_000;
+
+/** RBAC's refusal of `verb` on `resource` (named `name`) in `ns`, saying what a Role must grant. */
+export function forbidden(
+  caller: Caller,
+  verb: Verb,
+  ns: string,
+  resource: Resource,
+  name?: string,
+): HttpError {
+  const plural = resourceName(resource);
+  const what = name ? `${plural}.${GROUP} "${name}"` : `${plural}.${GROUP}`;
+  const all = ns === ALL_NAMESPACES;
+  return new HttpError(
+    403,
+    "Forbidden",
+    `${caller.username} may not ${verb} ${what} ${all ? "in every namespace" : `in namespace "${ns}"`}: ` +
+      `a ${all ? "ClusterRole" : "Role"} bound to the caller must grant verb "${verb}" on resource "${plural}" in API group "${GROUP}"`,
+    {
+      extra: {
+        permission: { verb, group: GROUP, resource: plural, namespace: ns, ...(name ? { name } : {}) },
+      },
+    },
+  );
+}
 
 /** The bearer token of a request, undefined without one; 401 for a malformed Authorization header. */
 export function bearerToken(header: string | undefined): string | undefined {
@@ -388,27 +423,7 @@ export function installAuth(app: FastifyInstance, opts: AuthOptions): void {
     if (!caller) throw new HttpError(401, "Unauthorized", "authentication required");
     for (const ns of await where(name, namespace)) {
       const decision = await reviewer.review(caller, verb, name, ns, resource);
-      if (decision.allowed) continue;
-      const plural = resourceName(resource);
-      const what = name ? `${plural}.${GROUP} "${name}"` : `${plural}.${GROUP}`;
-      const all = ns === ALL_NAMESPACES;
-      throw new HttpError(
-        403,
-        "Forbidden",
-        `${caller.username} may not ${verb} ${what} ${all ? "in every namespace" : `in namespace "${ns}"`}: ` +
-          `a ${all ? "ClusterRole" : "Role"} bound to the caller must grant verb "${verb}" on resource "${plural}" in API group "${GROUP}"`,
-        {
-          extra: {
-            permission: {
-              verb,
-              group: GROUP,
-              resource: plural,
-              namespace: ns,
-              ...(name ? { name } : {}),
-            },
-          },
-        },
-      );
+      if (!decision.allowed) throw forbidden(caller, verb, ns, resource, name);
     }
   }
 
@@ -426,9 +441,22 @@ export function installAuth(app: FastifyInstance, opts: AuthOptions): void {
     return true;
   }
 
+  async function mayAnywhere(
+    this: FastifyRequest,
+    verb: Verb,
+    resource: Resource = USERLAND_RESOURCE,
+  ): Promise<boolean> {
+    const everywhere = opts.namespaces.includes(ALL_NAMESPACES);
+    if (everywhere && (await this.may(verb, undefined, ALL_NAMESPACES, resource))) return true;
+    const candidates = everywhere ? ((await opts.candidateNamespaces?.()) ?? []) : opts.namespaces;
+    const answers = await Promise.all(candidates.map((ns) => this.may(verb, undefined, ns, resource)));
+    return answers.some(Boolean);
+  }
+
   app.decorateRequest("caller", null);
   app.decorateRequest("authorize", authorize);
   app.decorateRequest("may", may);
+  app.decorateRequest("mayAnywhere", mayAnywhere);
   app.decorateRequest("namespaces", null);
   const scans = reviewCache<Promise<readonly string[]>>();
 

@@ -73,6 +73,7 @@ await runComponent({
     "Callers authenticate with Kubernetes bearer tokens; Kubernetes RBAC on userlands.userland.dev decides what they may do.",
   settings,
   kubernetes: true,
+  compactHeapWhenIdle: true,
   load: loadUserManagerConfig,
   start,
 });

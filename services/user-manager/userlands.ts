@@ -10,10 +10,11 @@
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyRequest } from "fastify";
 import { userlandNameFor } from "../../api/naming.ts";
+import { SESSION_ID, endSessionsPatch, type EndSessions } from "../../api/sessions.ts";
 import { activityStamp, ExamMarks, UserlandAnnotations, type Userland } from "../../api/v1alpha1/index.ts";
 import { Type } from "../../api/v1alpha1/schema.ts";
 import { isConflict } from "../../lib/kubeRest.ts";
-import { conflict, notFound, type HttpError } from "./errors.ts";
+import { badRequest, conflict, notFound, type HttpError } from "./errors.ts";
 import type { Metrics } from "./metrics.ts";
 import {
   ConflictBody,
@@ -323,6 +324,45 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
     () => ({ spec: { enabled: false } }),
   );
 
+  app.post(
+    "/api/v1/userlands/:name/end-sessions",
+    {
+      config: { permissions: ["patch"], nameParam: "name" },
+      schema: {
+        tags: ["userlands"],
+        summary: "End the user's sessions",
+        description:
+          'Ends sessions of the Userland\'s user before they expire (api/sessions.ts): with a JSON body {"sessionId": "<sid>", "expires": <exp, seconds since the epoch>}, that one session (sign-out on one browser); without a body, every session issued until now (sign out everywhere, a stolen laptop). Every proxy replica refuses them within seconds. Who may start and stop the Userland may do this.',
+        params: NameParams,
+        response: { 200: UserlandView, ...errors },
+      },
+    },
+    async (request) => {
+      const { name } = request.params;
+      const what = endWhat(request.body);
+      // A single session joins a list: read, then write against that version (two sign-outs at
+      // once must not drop one another's entry).
+      for (let attempt = 0; ; attempt++) {
+        const current = await store.get(name);
+        if (!current) throw notFound(`Userland "${name}" does not exist in ${where}`);
+        const annotations = endSessionsPatch(current.metadata.annotations, what, now().getTime());
+        try {
+          const u = await store.patch(name, {
+            metadata: { annotations, resourceVersion: current.metadata.resourceVersion },
+          });
+          if (!u) throw notFound(`Userland "${name}" does not exist in ${where}`);
+          request.log.info(
+            { by: request.caller?.username, name, user: u.spec.user, all: "all" in what },
+            "ended sessions",
+          );
+          return toView(u);
+        } catch (error) {
+          if (!isConflict(error) || attempt >= 4) throw error;
+        }
+      }
+    },
+  );
+
   app.delete(
     "/api/v1/userlands/:name",
     {
@@ -351,4 +391,18 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
 function byTemplate(userlands: Userland[]): Userland[] {
   const order = (u: Userland) => `${u.spec.templateName}\u0000${u.metadata.name ?? ""}`;
   return userlands.sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0));
+}
+
+/** What end-sessions ends: no body (or {}) every session, else the one its body names; 400 otherwise. */
+function endWhat(body: unknown): EndSessions {
+  if (body === undefined || body === null) return { all: true };
+  const { sessionId, expires, ...rest } = body as Record<string, unknown>;
+  if (typeof body !== "object" || Array.isArray(body) || Object.keys(rest).length > 0)
+    throw badRequest('send no body (every session) or {"sessionId": ..., "expires": ...} (one session)');
+  if (sessionId === undefined && expires === undefined) return { all: true };
+  if (typeof sessionId !== "string" || !SESSION_ID.test(sessionId))
+    throw badRequest("sessionId must be a session id (the session's sid)", "sessionId");
+  if (typeof expires !== "number" || !Number.isInteger(expires) || expires < 0)
+    throw badRequest("expires must be the session's exp (whole seconds since the epoch)", "expires");
+  return { sid: sessionId, exp: expires };
 }

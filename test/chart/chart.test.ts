@@ -16,6 +16,8 @@ import {
   settings as userManagerSettings,
 } from "../../services/user-manager/config.ts";
 import { repoRoot } from "../../cluster/repoRoot.ts";
+import { chartProxyNodeOptions } from "../../cluster/harness/chartValues.ts";
+import { PROXY_RSS_BOUND_MIB } from "../../reliability/soak.ts";
 import { eventually, testNamespace } from "../support/cluster.ts";
 import { installCrds } from "../support/operator.ts";
 import {
@@ -79,7 +81,8 @@ const COMPONENTS = {
 type Component = keyof typeof COMPONENTS;
 
 /** Set by the chart for every component, read by lib/ (logging, namespace) or the pod identity. */
-const COMMON_ENV = new Set(["LOG_LEVEL", "USERLAND_NAMESPACE", "POD_NAME", "NODE_ENV"]);
+// NODE_OPTIONS: the proxy's heap limits (proxy.nodeOptions), read by Node.js itself.
+const COMMON_ENV = new Set(["LOG_LEVEL", "USERLAND_NAMESPACE", "POD_NAME", "NODE_ENV", "NODE_OPTIONS"]);
 
 /** Values a real installation sets: a login provider (the auth service refuses to start without one). */
 const loginValues = {
@@ -202,6 +205,8 @@ test("helm template renders every component, its RBAC, Ingresses and NetworkPoli
     ["ClusterRole", "userland-teacher"],
     ["ValidatingAdmissionPolicy", "ide-userland-proxy-activity-only"],
     ["ValidatingAdmissionPolicyBinding", "ide-userland-proxy-activity-only"],
+    ["ValidatingAdmissionPolicy", "ide-userland-userland-start-stop-only"],
+    ["ValidatingAdmissionPolicyBinding", "ide-userland-userland-start-stop-only"],
     ["Ingress", "userland-proxy"],
     ["Ingress", "userland-auth"],
     ["NetworkPolicy", "userland-user-environments"],
@@ -434,6 +439,27 @@ test("the chart's env vars are settings the components know, with values they ac
   }
 });
 
+test("the proxy's heap is bounded (proxy.nodeOptions) and its memory limit is above that bound and the soak's", async () => {
+  const objects = parseManifests(await renderChart("userland", "ide", loginValues));
+  const container = deployments(objects).find((d) => componentOf(d) === "proxy")?.spec.template.spec
+    .containers[0];
+  const nodeOptions = container?.env?.find((e) => e.name === "NODE_OPTIONS")?.value ?? "";
+  // What the soak and bench:proxy run the proxy with is what the chart deploys.
+  assert.deepEqual(nodeOptions.split(" "), chartProxyNodeOptions());
+  assert.match(nodeOptions, /--max-semi-space-size=\d+/);
+  const oldSpaceMiB = Number(/--max-old-space-size=(\d+)/.exec(nodeOptions)?.[1]);
+  assert.ok(oldSpaceMiB > 0, `the old generation is bounded: ${nodeOptions}`);
+  const limit = /^(\d+)(Mi|Gi)$/.exec(container?.resources?.limits?.memory ?? "");
+  assert.ok(limit, `the memory limit is in Mi or Gi: ${container?.resources?.limits?.memory}`);
+  const limitMiB = Number(limit[1]) * (limit[2] === "Gi" ? 1024 : 1);
+  assert.ok(
+    limitMiB >= PROXY_RSS_BOUND_MIB,
+    `limit ${limitMiB} MiB ≥ the soak's bound ${PROXY_RSS_BOUND_MIB} MiB`,
+  );
+  // Besides the old generation: the young one, code, the module graph (~120 MiB) and buffers.
+  assert.ok(limitMiB >= oldSpaceMiB + 200, `limit ${limitMiB} MiB ≥ old generation ${oldSpaceMiB} + 200 MiB`);
+});
+
 test("a component with one replica gets no PodDisruptionBudget", async () => {
   const objects = parseManifests(await renderChart("userland", "ide", { userManager: { replicas: 1 } }));
   assert.equal(find(objects, "PodDisruptionBudget", "userland-user-manager"), undefined);
@@ -612,7 +638,7 @@ test("optional parts can be switched off", async () => {
     await renderChart("userland", "ide", {
       ingress: { enabled: false },
       networkPolicy: { enabled: false },
-      rbac: { createClusterRoles: false, proxyAdmissionPolicy: false },
+      rbac: { createClusterRoles: false, proxyAdmissionPolicy: false, startStopAdmissionPolicy: false },
     }),
   );
   const kinds = new Set(objects.map((o) => o.kind));

@@ -302,6 +302,8 @@ test("a teacher whose Role names one class's environments acts there and is refu
         verbs: ["get", "patch"],
         resourceNames: [sqlName],
       },
+      // The console's door for a teacher named by resourceNames (issue 29).
+      { apiGroups: ["userland.dev"], resources: ["userlands/console"], verbs: ["get"] },
     ],
   });
   await appoint(SCOPED, { kind: "Role", name: "sql-class" }, { verb: "patch", name: sqlName });

@@ -7,7 +7,11 @@
  *    path=/somewhere` on the whole domain from JavaScript and registers a service worker;
  * 2. alice signs out; bob signs in on the same browser;
  * 3. bob's requests under /somewhere must reach bob's environment, never alice's, and alice's
- *    service worker must never answer them.
+ *    service worker must never answer them;
+ * 4. (issue 29 item 1) alice's page loaded `/static/app.js`, which her environment answers with
+ *    `Cache-Control: public, max-age=31536000, immutable` (and the ETag and Last-Modified a static
+ *    server of the same image would give every student's copy): bob's page must run bob's file,
+ *    neither from the browser's cache nor revalidated with alice's validators.
  *
  * Host names are under `userland.localhost`: browsers treat *.localhost as secure contexts, which
  * service workers and Clear-Site-Data need, and map them to 127.0.0.1 (the resolver rule says so).
@@ -50,6 +54,28 @@ async function environment(t: TestContext, owner: string): Promise<{ url: string
 self.addEventListener("activate", (e) => e.waitUntil(self.clients.claim()));
 self.addEventListener("fetch", (e) => e.respondWith(new Response(
   '<p id="owner">intercepted by ${owner}\\'s service worker</p>', { headers: { "content-type": "text/html" } })));`);
+      return;
+    }
+    if (path === "/static/app.js") {
+      // As a static file server answers: the same validators for every student's copy of the
+      // image's file, so a conditional request with alice's would get a 304 from bob's environment.
+      const validators = { etag: '"app-1"', "last-modified": "Mon, 02 Nov 2026 10:00:00 GMT" };
+      if (req.headers["if-none-match"] === validators.etag || req.headers["if-modified-since"]) {
+        res.writeHead(304, validators);
+        res.end();
+        return;
+      }
+      res.writeHead(200, {
+        "content-type": "text/javascript",
+        "cache-control": "public, max-age=31536000, immutable",
+        ...validators,
+      });
+      res.end(`document.getElementById("script").textContent = "${owner}";`);
+      return;
+    }
+    if (path === "/cached") {
+      res.writeHead(200, { "content-type": "text/html" });
+      res.end(`<p id="owner">${owner}</p><p id="script"></p><script src="/static/app.js"></script>`);
       return;
     }
     if (path === "/attack") {
@@ -140,6 +166,12 @@ for (const mode of ["shared", "perUser"] as const) {
     };
 
     await signIn("alice");
+    const scriptOf = async (user: string) => {
+      await page.goto(`${envOrigin(user)}/cached`);
+      await page.waitForFunction('(document.getElementById("script")?.textContent ?? "") !== ""');
+      return page.textContent("#script");
+    };
+    assert.equal(await scriptOf("alice"), "alice", "alice's page runs her own file (now in the cache)");
     const aliceToken = (await context.cookies()).find((c) => c.name === "userland_session")?.value;
     assert.ok(aliceToken, "alice has a session");
     await page.goto(`${envOrigin("alice")}/attack?token=${aliceToken}`);
@@ -167,6 +199,7 @@ for (const mode of ["shared", "perUser"] as const) {
       );
       assert.equal(await page.textContent("#x-user"), "bob");
     }
+    assert.equal(await scriptOf("bob"), "bob", "bob's page runs bob's file, not alice's cached one");
     const bobsWorkers = await page.evaluate<string[]>(
       "navigator.serviceWorker.getRegistrations().then((rs) => rs.map((r) => r.scope))",
     );

@@ -1,8 +1,9 @@
 /**
  * What `npm start` gives with the real node (dev/realPlatform.ts), as a user on this machine meets
  * it: a browser with no special flags (it resolves the login provider's *.localhost name by itself)
- * opens the printed URL, signs in with any name and lands in VS Code; the pre-assigned student opens
- * Jupyter at its own port. Its own control plane and node, beside the test run's.
+ * opens the printed URL, signs in with any name and lands in VS Code; the pre-assigned students open
+ * Jupyter and phpMyAdmin at their own ports; every Template it installs is one of these
+ * (cluster/harness/idePages.ts). Its own control plane and node, beside the test run's.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -10,8 +11,12 @@ import { after, before, test } from "node:test";
 import type { Browser } from "playwright-core";
 import { repoRoot } from "../../cluster/repoRoot.ts";
 import { heldPort, type HeldPort } from "../../cluster/ports.ts";
-import { startRealPlatform, type RealPlatform } from "../../dev/realPlatform.ts";
+import { DEFAULT_TEMPLATE, startRealPlatform, type RealPlatform } from "../../dev/realPlatform.ts";
 import { gotoSignIn, launchBrowser, pagesLoaded } from "../../cluster/harness/browser.ts";
+import { IDE_PAGES, idePagesMismatch } from "../../cluster/harness/idePages.ts";
+import { templatesPath } from "../../api/v1alpha1/index.ts";
+import { loadKubeConnection } from "../../lib/kubeConnection.ts";
+import { KubeRest } from "../../lib/kubeRest.ts";
 import { assertNoErrorPage } from "../support/platformPages.ts";
 
 let platform: RealPlatform;
@@ -69,16 +74,33 @@ async function signInAndWait(url: string, name: string, selector: string): Promi
   }
 }
 
+test("npm start with the real node: every Template it installs is one this file signs in to", async () => {
+  const rest = new KubeRest(await loadKubeConnection(platform.kubeconfig), "userland-test");
+  try {
+    const installed = await rest.list<{ metadata: { name: string } }>(templatesPath(platform.namespace));
+    assert.deepEqual(idePagesMismatch(installed.items.map((t) => t.metadata.name)), {
+      untried: [],
+      notInstalled: [],
+    });
+  } finally {
+    await rest.close();
+  }
+});
+
 test("npm start with the real node: any name signs in to VS Code at the printed URL", async () => {
-  const landed = await signInAndWait(platform.url, "zoe", ".monaco-workbench");
+  const vscode = IDE_PAGES.find((p) => p.template === DEFAULT_TEMPLATE);
+  assert.ok(vscode);
+  const landed = await signInAndWait(platform.url, "zoe", vscode.selector);
   assert.equal(new URL(landed).origin, new URL(platform.url).origin, "VS Code at the printed URL");
 });
 
-test("npm start with the real node: the student assigned Jupyter opens it at its own port", async () => {
-  const [user] = Object.entries(platform.assigned).find(([, template]) => template === "jupyter") ?? [];
-  assert.ok(user, "a student is assigned Jupyter");
-  const url = platform.templates.jupyter;
-  assert.ok(url);
-  const landed = await signInAndWait(url, user, "#notebook_list");
-  assert.equal(new URL(landed).origin, new URL(url).origin);
-});
+for (const ide of IDE_PAGES.filter((p) => p.template !== DEFAULT_TEMPLATE)) {
+  test(`npm start with the real node: the student assigned ${ide.title} opens it at its own port`, async () => {
+    const [user] = Object.entries(platform.assigned).find(([, t]) => t === ide.template) ?? [];
+    assert.ok(user, `a student is assigned ${ide.template}`);
+    const url = platform.templates[ide.template];
+    assert.ok(url);
+    const landed = await signInAndWait(url, user, ide.selector);
+    assert.equal(new URL(landed).origin, new URL(url).origin);
+  });
+}

@@ -42,15 +42,24 @@ const ACTIVITY = "userland.dev/last-activity";
 
 const COMPONENTS = ["operator", "user-manager", "proxy", "auth"] as const;
 type Who =
-  (typeof COMPONENTS)[number] | "template-admin" | "teacher" | "course-teacher" | "environment-visitor";
+  | (typeof COMPONENTS)[number]
+  | "template-admin"
+  | "teacher"
+  | "class-teacher"
+  | "course-teacher"
+  | "environment-visitor";
 
 interface Ctx {
   ns: string;
   as: Record<Who, KubeRest>;
 }
 
-/** What must happen: the request succeeds, RBAC refuses it, or the admission policy refuses it. */
-type Outcome = "allowed" | "rbac-forbidden" | { policy: RegExp; status?: number };
+/**
+ * What must happen: the request succeeds, RBAC refuses it, an admission policy (the proxy's unless
+ * named) refuses it, or the CRD's own validation (a CEL rule) refuses it.
+ */
+type Outcome =
+  "allowed" | "rbac-forbidden" | { policy: RegExp; status?: number; name?: string } | { invalid: RegExp };
 
 interface Row {
   who: Who;
@@ -113,6 +122,8 @@ async function expectPastRbac(request: Promise<unknown>): Promise<void> {
 const activityNow = () => ({ metadata: { annotations: { [ACTIVITY]: new Date().toISOString() } } });
 
 const POLICY_SPEC = /may change only the userland\.dev\/last-activity annotation.*spec must not change/;
+const START_STOP = "userland-start-stop-only";
+const TEMPLATE_IMMUTABLE = /spec\.templateName is immutable/;
 
 const rows: Row[] = [
   // --- user-manager: Userlands, and nothing that decides what runs --------------------------------
@@ -294,6 +305,21 @@ const rows: Row[] = [
   },
   {
     who: "teacher",
+    does: "cannot move a student's Userland to another Template (spec.templateName is immutable)",
+    expect: { invalid: TEMPLATE_IMMUTABLE },
+    request: (c) => c.as.teacher.patch(userlandsPath(c.ns, "alice"), { spec: { templateName: "exam" } }),
+  },
+  {
+    who: "teacher",
+    does: "cannot grant a student's visit consent (annotations: start and stop only)",
+    expect: { policy: /labels and annotations need update on userlands\/metadata/, name: START_STOP },
+    request: (c) =>
+      c.as.teacher.patch(userlandsPath(c.ns, "alice"), {
+        metadata: { annotations: { "userland.dev/visit-consent": "2099-01-01T00:00:00Z" } },
+      }),
+  },
+  {
+    who: "teacher",
     does: "can read Templates",
     expect: "allowed",
     request: (c) => c.as.teacher.list(templatesPath(c.ns)),
@@ -311,6 +337,86 @@ const rows: Row[] = [
     request: (c) => c.as.teacher.patch(templatesPath(c.ns, "code"), { spec: { idleTimeout: "5m" } }),
   },
 
+  // --- a class's teacher (decision 0009's B: get, patch, delete on their class's Userland names) -----
+  {
+    who: "class-teacher",
+    does: "can stop a student of the class",
+    expect: "allowed",
+    request: (c) => c.as["class-teacher"].patch(userlandsPath(c.ns, "alice"), { spec: { enabled: false } }),
+  },
+  {
+    who: "class-teacher",
+    does: "can start a student of the class",
+    expect: "allowed",
+    request: (c) => c.as["class-teacher"].patch(userlandsPath(c.ns, "alice"), { spec: { enabled: true } }),
+  },
+  {
+    who: "class-teacher",
+    does: "cannot move a student of the class into an admin-only Template",
+    expect: { invalid: TEMPLATE_IMMUTABLE },
+    request: (c) =>
+      c.as["class-teacher"].patch(userlandsPath(c.ns, "alice"), { spec: { templateName: "exam" } }),
+  },
+  {
+    who: "class-teacher",
+    does: "cannot replace the whole object (no update verb)",
+    expect: "rbac-forbidden",
+    request: async (c) => {
+      const alice = await c.as["class-teacher"].get<Userland>(userlandsPath(c.ns, "alice"));
+      return c.as["class-teacher"].replace(userlandsPath(c.ns, "alice"), {
+        ...alice,
+        spec: { ...alice.spec, templateName: "exam" },
+      });
+    },
+  },
+  {
+    who: "class-teacher",
+    does: "cannot relabel a student of the class",
+    expect: { policy: /labels and annotations need update on userlands\/metadata/, name: START_STOP },
+    request: (c) =>
+      c.as["class-teacher"].patch(userlandsPath(c.ns, "alice"), {
+        metadata: { labels: { "userland.dev/class": "other" } },
+      }),
+  },
+  {
+    who: "class-teacher",
+    does: "cannot reset a student's idle clock",
+    expect: { policy: /labels and annotations need update on userlands\/metadata/, name: START_STOP },
+    request: (c) => c.as["class-teacher"].patch(userlandsPath(c.ns, "alice"), activityNow()),
+  },
+  {
+    who: "class-teacher",
+    does: "can end a student's sessions (kubectl annotate userland.dev/sessions-valid-after)",
+    expect: "allowed",
+    request: (c) =>
+      c.as["class-teacher"].patch(userlandsPath(c.ns, "alice"), {
+        metadata: { annotations: { "userland.dev/sessions-valid-after": "2026-01-31T12:00:00Z" } },
+      }),
+  },
+  {
+    who: "class-teacher",
+    does: "cannot write a session mark that is not a time",
+    expect: { policy: /sessions-valid-after must be an RFC 3339 time/, status: 422, name: START_STOP },
+    request: (c) =>
+      c.as["class-teacher"].patch(userlandsPath(c.ns, "alice"), {
+        metadata: { annotations: { "userland.dev/sessions-valid-after": "forever" } },
+      }),
+  },
+  {
+    who: "class-teacher",
+    does: "cannot add a finalizer",
+    expect: { policy: /finalizers and owner references need update/, name: START_STOP },
+    request: (c) =>
+      c.as["class-teacher"].patch(userlandsPath(c.ns, "alice"), {
+        metadata: { finalizers: ["example.org/hold"] },
+      }),
+  },
+  {
+    who: "class-teacher",
+    does: "cannot stop a student of another class",
+    expect: "rbac-forbidden",
+    request: (c) => c.as["class-teacher"].patch(userlandsPath(c.ns, "bob"), { spec: { enabled: false } }),
+  },
   // --- course teachers: their Templates' course folders, nothing else --------------------------------
   // templates/coursework has no handler: RBAC runs first, so an allowed request ends in 404 and a
   // refused one in RBAC's 403. That is the question the operator asks (operator/teachers.ts).
@@ -712,8 +818,8 @@ const rows: Row[] = [
   },
   {
     who: "proxy",
-    does: "cannot switch a student's Template (spec.templateName)",
-    expect: { policy: POLICY_SPEC },
+    does: "cannot switch a student's Template (spec.templateName is immutable, before its policy asks)",
+    expect: { invalid: TEMPLATE_IMMUTABLE },
     request: (c) => c.as.proxy.patch(userlandsPath(c.ns, "bob"), { spec: { templateName: "other" } }),
   },
   {
@@ -856,8 +962,14 @@ async function expectOutcome(row: Row, c: Ctx): Promise<void> {
     assert.match(error.message, new RegExp(`User "${user}" cannot `), error.message);
     return;
   }
+  if ("invalid" in row.expect) {
+    assert.equal(error.code, 422, error.message);
+    assert.match(error.message, row.expect.invalid);
+    return;
+  }
   assert.equal(error.code, row.expect.status ?? 403, error.message);
-  assert.match(error.message, /ValidatingAdmissionPolicy '[^']*proxy-activity-only'/, error.message);
+  const policy = row.expect.name ?? "proxy-activity-only";
+  assert.match(error.message, new RegExp(`ValidatingAdmissionPolicy '[^']*${policy}'`), error.message);
   assert.match(error.message, row.expect.policy);
 }
 
@@ -880,12 +992,34 @@ async function setUp(t: TestContext, prefix: string): Promise<Ctx & { objects: K
   await rbac("teacher", `${ns}-teacher`);
   await rbac("course-teacher", `${ns}-course-teacher`);
   await rbac("environment-visitor", `${ns}-environment-visitor`);
+  // A class's teacher: a Role naming their students' Userlands (docs/decisions/0009-teachers.md, B).
+  await admin.create(paths.namespaced("rbac.authorization.k8s.io", "v1", "roles", ns), {
+    apiVersion: "rbac.authorization.k8s.io/v1",
+    kind: "Role",
+    metadata: { name: "class-teacher" },
+    rules: [
+      {
+        apiGroups: ["userland.dev"],
+        resources: ["userlands"],
+        resourceNames: ["alice"],
+        verbs: ["get", "patch", "delete"],
+      },
+    ],
+  });
+  await admin.create(paths.namespaced("rbac.authorization.k8s.io", "v1", "rolebindings", ns), {
+    apiVersion: "rbac.authorization.k8s.io/v1",
+    kind: "RoleBinding",
+    metadata: { name: "class-teacher" },
+    roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "class-teacher" },
+    subjects: [{ kind: "ServiceAccount", name: "class-teacher", namespace: ns }],
+  });
   const cluster = await testCluster();
   const as = {} as Record<Who, KubeRest>;
   for (const who of [
     ...COMPONENTS,
     "template-admin",
     "teacher",
+    "class-teacher",
     "course-teacher",
     "environment-visitor",
   ] as const) {
@@ -953,13 +1087,48 @@ test("RBAC and the proxy's admission policy, request by request", async (t) => {
     assert.deepEqual(policy.status?.typeChecking ?? {}, {}, "CEL type-check warnings");
   });
 
+  await t.test(
+    "the start-and-stop-only policy is in force, its CEL type-checked without warnings",
+    async () => {
+      const name = `${c.ns}-${PREFIX}-${START_STOP}`;
+      await eventually(
+        "the start-and-stop-only policy to refuse a teacher's label change",
+        async () => {
+          try {
+            await c.as.teacher.patch(userlandsPath(c.ns, "bob"), { metadata: { labels: { probe: "x" } } });
+            await admin.patch(userlandsPath(c.ns, "bob"), { metadata: { labels: { probe: null } } });
+            return false;
+          } catch (error) {
+            return error instanceof KubeError && new RegExp(START_STOP).test(error.message);
+          }
+        },
+        30_000,
+        250,
+      );
+      const policy = await eventually(
+        "the policy's type-check to be reported",
+        async () => {
+          const p = await admin.get<{ status?: { observedGeneration?: number; typeChecking?: unknown } }>(
+            `/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/${name}`,
+          );
+          return p.status?.observedGeneration ? p : undefined;
+        },
+        30_000,
+        250,
+      );
+      assert.deepEqual(policy.status?.typeChecking ?? {}, {}, "CEL type-check warnings");
+    },
+  );
+
   for (const row of rows) {
     const expectation =
       row.expect === "allowed"
         ? "allowed"
         : row.expect === "rbac-forbidden"
           ? "403 from RBAC"
-          : "refused by the policy";
+          : "invalid" in row.expect
+            ? "422 from the CRD's rule"
+            : "refused by the policy";
     await t.test(`${row.who} ${row.does} → ${expectation}`, () => expectOutcome(row, c));
   }
 
@@ -970,6 +1139,12 @@ test("RBAC and the proxy's admission policy, request by request", async (t) => {
     assert.deepEqual(now.metadata.finalizers ?? [], []);
     assert.equal(now.metadata.annotations?.["example.org/note"], "keep");
     assert.equal(now.metadata.annotations?.["userland.dev/stopped-reason"], undefined);
+    const alice = await getUserland(c.ns, "alice");
+    assert.equal(alice.spec.templateName, "code", "nobody moved Alice to another Template");
+    assert.equal(alice.metadata.labels?.["userland.dev/class"], undefined);
+    assert.equal(alice.metadata.annotations?.["userland.dev/visit-consent"], undefined);
+    assert.equal(alice.metadata.annotations?.[ACTIVITY], undefined);
+    assert.deepEqual(alice.metadata.finalizers ?? [], []);
   });
 });
 

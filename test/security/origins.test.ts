@@ -12,8 +12,7 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { templatesPath } from "../../api/v1alpha1/index.ts";
-import { SERVICE_WORKERS_ANNOTATION } from "../../services/proxy/origins.ts";
+import { SERVICE_WORKERS_ANNOTATION, templatesPath } from "../../api/v1alpha1/index.ts";
 import {
   send,
   startProxy,
@@ -220,7 +219,7 @@ test("shared lab computers: conflicting sessions, service workers, per-user host
         headers: { host: "code.example.test", "sec-fetch-site": "same-site" },
       });
       assert.equal(first.status, 200);
-      assert.equal(first.headers["clear-site-data"], '"cookies", "storage"');
+      assert.equal(first.headers["clear-site-data"], '"cache", "cookies", "storage"');
       // Sorted: code.apps…, code.example.test, jupyter.example.test, notebook.apps… (+ other tests' Templates).
       const next = /url=([^"]+)"/.exec(first.body)?.[1]?.replaceAll("&amp;", "&") ?? "";
       assert.match(next, /^http:\/\/jupyter\.example\.test\/_userland\/signed-out\?rd=/);
@@ -232,7 +231,7 @@ test("shared lab computers: conflicting sessions, service workers, per-user host
           path: `${hop.pathname}${hop.search}`,
           headers: { host: hop.host },
         });
-        assert.equal(r.headers["clear-site-data"], '"cookies", "storage"');
+        assert.equal(r.headers["clear-site-data"], '"cache", "cookies", "storage"');
         hop = new URL(/url=([^"]+)"/.exec(r.body)?.[1]?.replaceAll("&amp;", "&") ?? "");
       }
       assert.ok(visited.includes(NOTEBOOK), `visited ${visited.join(", ")}`);
@@ -254,6 +253,35 @@ test("shared lab computers: conflicting sessions, service workers, per-user host
       });
       assert.equal(cross.status, 403);
       assert.equal(cross.headers["clear-site-data"], undefined);
+    },
+  );
+  await t.test(
+    "/_userland/signed-out only as a top-level navigation: a same-site <img>, fetch or frame is refused (issue 29 item 6)",
+    async () => {
+      const subresources: Record<string, string>[] = [
+        { "sec-fetch-mode": "no-cors", "sec-fetch-dest": "image" },
+        { "sec-fetch-mode": "cors", "sec-fetch-dest": "empty" },
+        { "sec-fetch-mode": "navigate", "sec-fetch-dest": "iframe" },
+      ];
+      for (const fetchMetadata of subresources) {
+        const r = await send(shared.port, {
+          path: "/_userland/signed-out",
+          headers: { host: CODE, "sec-fetch-site": "same-site", ...fetchMetadata },
+        });
+        assert.equal(r.status, 403, JSON.stringify(fetchMetadata));
+        assert.equal(r.headers["clear-site-data"], undefined);
+      }
+      const navigation = await send(shared.port, {
+        path: "/_userland/signed-out",
+        headers: {
+          host: CODE,
+          "sec-fetch-site": "same-site",
+          "sec-fetch-mode": "navigate",
+          "sec-fetch-dest": "document",
+        },
+      });
+      assert.equal(navigation.status, 200);
+      assert.equal(navigation.headers["clear-site-data"], '"cache", "cookies", "storage"');
     },
   );
 });

@@ -40,7 +40,8 @@ const now = () => Math.floor(Date.now() / 1000);
 const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url");
 
 /** Header names an environment could take for an identity (after the proxy, only x-user may remain). */
-const identityLike = (name: string) => /user|email|remote|principal|oidc|groups|auth-request/i.test(name);
+const identityLike = (name: string) =>
+  /user|email|remote|principal|oidc|group|auth-request|assertion|impersonate|pomerium/i.test(name);
 
 interface Row {
   name: string;

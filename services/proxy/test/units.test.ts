@@ -27,6 +27,7 @@ import { environmentState } from "../environment.ts";
 import { originAllowed } from "../headers.ts";
 import { classifyUpstreamError, clientResponseHeaders } from "../forwarder.ts";
 import { SPOOFED_IDENTITY_HEADERS, testKeys } from "./support.ts";
+import { sessionCacheTag, sessionRequestValidators } from "../sharedCache.ts";
 
 const routes = {
   hostTemplates: new Map([
@@ -123,7 +124,14 @@ test("identity headers are recognised in every spelling", () => {
   for (const name of SPOOFED_IDENTITY_HEADERS) {
     assert.ok(isIdentityHeader(name), name);
   }
-  for (const name of ["Authorization", "X-Requested-With", "User-Agent", "X-Xsrftoken"])
+  for (const name of [
+    "Authorization",
+    "X-Requested-With",
+    "User-Agent",
+    "X-Xsrftoken",
+    "Cookie",
+    "X-Api-Key",
+  ])
     assert.ok(!isIdentityHeader(name), name);
 });
 
@@ -197,6 +205,65 @@ test("response headers: hop-by-hop and Connection-listed names dropped, the sess
     clientResponseHeaders({ "set-cookie": ["app=1", "USERLAND_SESSION=x", " userland_session=y"] }, true),
     { "set-cookie": ["app=1"] },
   );
+});
+
+test("response headers: no Set-Cookie for any platform cookie name reaches the browser (issue 29 item 2)", () => {
+  const planted = [
+    "userland_login_AAAAAAAAAAAAAAAA=tx; Domain=example.org; Path=/callback/",
+    "__Host-userland_login_AAAAAAAAAAAAAAAA=tx; Secure; Path=/",
+    "userland_signed_out=; Max-Age=0; Domain=example.org",
+    "__Secure-userland_session=x; Secure",
+    "__HOST-Userland_Session=x; Secure; Path=/",
+    "=userland_session=x; Domain=example.org",
+    " userland_visit=ns/other",
+  ];
+  assert.deepEqual(clientResponseHeaders({ "set-cookie": [...planted, "app=1", "userlandish=2"] }, true), {
+    "set-cookie": ["app=1", "userlandish=2"],
+  });
+});
+
+test("shared origin: an answer is never reused by another session (issue 29 item 1)", () => {
+  const alice = sessionCacheTag({ sid: "sid-alice" });
+  const bob = sessionCacheTag({ sid: "sid-bob" });
+  assert.notEqual(alice, bob);
+  assert.equal(sessionCacheTag({ sid: "sid-alice" }), alice, "the same sid, the same tag");
+  assert.ok(!alice.includes("sid"), "the tag does not show the sid");
+  const answer = clientResponseHeaders(
+    {
+      "cache-control": "public, max-age=31536000, immutable",
+      etag: 'W/"app-1"',
+      "last-modified": "Mon, 02 Nov 2026 10:00:00 GMT",
+      expires: "Tue, 02 Nov 2027 10:00:00 GMT",
+    },
+    false,
+    alice,
+  );
+  assert.deepEqual(answer, { "cache-control": "private, no-cache", etag: `W/"${alice}.app-1"` });
+  assert.equal(
+    clientResponseHeaders({ "cache-control": "No-Store" }, false, alice)["cache-control"],
+    "no-store",
+  );
+  assert.equal(clientResponseHeaders({ etag: "unquoted" }, false, alice).etag, undefined);
+  // Own origins (no tag) keep the environment's caching.
+  assert.equal(clientResponseHeaders({ "cache-control": "public" }, true)["cache-control"], "public");
+
+  const request = (headers: Record<string, string>) => {
+    sessionRequestValidators(headers, bob);
+    return headers;
+  };
+  assert.deepEqual(
+    request({ "if-none-match": `W/"${alice}.app-1"`, "if-modified-since": "Mon, 02 Nov 2026 10:00:00 GMT" }),
+    {},
+    "alice's validators never reach bob's environment",
+  );
+  assert.deepEqual(request({ "if-none-match": `W/"${alice}.a", W/"${bob}.b", "c"` }), {
+    "if-none-match": 'W/"b"',
+  });
+  assert.deepEqual(request({ "if-range": "Mon, 02 Nov 2026 10:00:00 GMT" }), {});
+  assert.deepEqual(request({ "if-range": `"${bob}.x"`, "if-match": "*" }), {
+    "if-range": '"x"',
+    "if-match": "*",
+  });
 });
 
 test("upstream errors: timeouts are 504s, the rest 502s, whichever client library reports them", () => {

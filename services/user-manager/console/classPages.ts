@@ -200,6 +200,9 @@ export function classPage(viewer: Viewer, view: ClassView): string {
                 <button type="submit" name="action" value="start">Start</button>
                 <button type="submit" name="action" value="stop" class="secondary">Stop</button>
                 <button type="submit" name="action" value="delete" class="danger">Delete</button>
+                <button type="submit" name="action" value="end-sessions" class="secondary">
+                  Sign out everywhere
+                </button>
               </div>
               ${table}
             </form>`

@@ -13,10 +13,11 @@
 import { isStalled, progressText, startDuration } from "../../../lib/startProgress.ts";
 import type { FastifyPluginCallback, FastifyReply, FastifyRequest } from "fastify";
 import pLimit from "p-limit";
-import { UserlandAnnotations, type Userland } from "../../../api/v1alpha1/index.ts";
+import { USERLANDS, UserlandAnnotations, type Userland } from "../../../api/v1alpha1/index.ts";
 import { html } from "../../../lib/html.ts";
 import { ALL_NAMESPACES } from "../../../lib/namespaces.ts";
 import { KubeError } from "../../../lib/kubeRest.ts";
+import { callerKey, forbidden, reviewCache, type Resource, type Verb } from "../auth.ts";
 import type { ConsoleConfig } from "../config.ts";
 import { HttpError, badRequest, fromKubeError } from "../errors.ts";
 import { invalidTemplateReason, invalidUserlandNameReason } from "../schemas.ts";
@@ -48,11 +49,42 @@ export interface ConsoleOptions {
   now?: () => Date;
 }
 
-const ACTIONS = ["start", "stop", "delete"] as const;
+const ACTIONS = ["start", "stop", "delete", "end-sessions"] as const;
 type Action = (typeof ACTIONS)[number];
-const DONE: Record<Action, string> = { start: "Started", stop: "Stopped", delete: "Deleted" };
+const DONE: Record<Action, string> = {
+  start: "Started",
+  stop: "Stopped",
+  delete: "Deleted",
+  // A stolen laptop: every session of the student issued until now is refused (api/sessions.ts).
+  "end-sessions": "Signed out (everywhere) the students of",
+};
 /** Most environments one bulk action names (a class is far smaller). */
 const MAX_SELECTED = 2000;
+/**
+ * The console's door (issue 29): before a console route reads a body or lists anything, the caller
+ * must hold one of these rights without a name in some served namespace: `list` Userlands (a
+ * namespace's teacher), `list` Assignments (a course teacher), or `get` on the made-up subresource
+ * `userlands/console`, for a teacher whose Role names their class's Userlands (resourceNames),
+ * docs/decisions/0009-teachers.md.
+ */
+const DOOR: readonly [Verb, Resource][] = [
+  ["list", { resource: USERLANDS }],
+  ["list", { resource: "assignments" }],
+  ["get", { resource: USERLANDS, subresource: "console" }],
+];
+/**
+ * How long the door's answer is kept for a caller, refusals too: a student reloading the console
+ * costs no review within it; a new RoleBinding opens it within this time.
+ */
+const DOOR_TTL_MS = 5_000;
+/** Console requests one caller may have in flight; more are answered 429 (a teacher needs one or two). */
+const MAX_IN_FLIGHT_PER_CALLER = 4;
+/**
+ * The body limit of a console form that is not a roster: the largest, a bulk action naming
+ * MAX_SELECTED Userlands, is under 160 KiB. Only the roster forms take more, and only once the
+ * door has let the caller in (nothing is read before it).
+ */
+const FORM_MAX_BYTES = 256 * 1024;
 /** Headers an action's API request takes from the teacher's: who it is and where the form came from. */
 const FORWARDED = ["cookie", "authorization", "origin", "sec-fetch-site", "user-agent"] as const;
 
@@ -64,7 +96,65 @@ export const consoleRoutes: FastifyPluginCallback<ConsoleOptions> = (app, opts, 
   const limit = pLimit(opts.concurrency);
   // A roster travels in a form field twice at most (file and text box), percent-encoded at worst.
   const bodyLimit = opts.rosterMaxBytes * 3 + 64 * 1024;
-  installFormParsers(app, bodyLimit);
+  installFormParsers(app, FORM_MAX_BYTES);
+
+  const doors = reviewCache<Promise<boolean>>();
+  /** Whether the caller may use the console at all (DOOR), remembered for DOOR_TTL_MS; shared while asked. */
+  function mayEnter(request: FastifyRequest, key: string): Promise<boolean> {
+    let answer = doors.get(key);
+    if (!answer) {
+      answer = (async () => {
+        for (const [verb, resource] of DOOR) if (await request.mayAnywhere(verb, resource)) return true;
+        return false;
+      })();
+      doors.set(key, answer, { ttl: DOOR_TTL_MS });
+      answer.catch(() => doors.delete(key));
+    }
+    return answer;
+  }
+  const inFlight = new Map<string, number>();
+  // Refusals of a class table's rows, kept briefly (grants are kept by the reviewer): a teacher
+  // whose Role names their class does not cost a review per other student on every reload.
+  const refusals = reviewCache<true>();
+  async function mayBriefly(
+    request: FastifyRequest,
+    verb: Verb,
+    name?: string,
+    ns?: string,
+  ): Promise<boolean> {
+    const key = JSON.stringify([request.caller ? callerKey(request.caller) : "", verb, name ?? "", ns ?? ""]);
+    if (refusals.get(key)) return false;
+    const allowed = await request.may(verb, name, ns);
+    if (!allowed) refusals.set(key, true, { ttl: DOOR_TTL_MS });
+    return allowed;
+  }
+
+  // Authorize first: installAuth's onRequest has authenticated the caller; no console route reads
+  // its body, lists Userlands or renders a name before the door has let the caller in.
+  app.addHook("onRequest", async (request, reply) => {
+    const caller = request.caller;
+    if (!caller) return;
+    const key = callerKey(caller);
+    if (!(await mayEnter(request, key)))
+      throw forbidden(caller, "list", store.served.single ?? store.served.names[0] ?? ALL_NAMESPACES, {
+        resource: USERLANDS,
+      });
+    const busy = inFlight.get(key) ?? 0;
+    if (busy >= MAX_IN_FLIGHT_PER_CALLER) {
+      void reply.header("retry-after", "5");
+      throw new HttpError(
+        429,
+        "TooManyRequests",
+        `you have ${busy} console requests in progress: wait for them to finish, then try again`,
+      );
+    }
+    inFlight.set(key, busy + 1);
+    reply.raw.once("close", () => {
+      const left = (inFlight.get(key) ?? 1) - 1;
+      if (left > 0) inFlight.set(key, left);
+      else inFlight.delete(key);
+    });
+  });
 
   const signOutUrl = (() => {
     const url = new URL("logout", config.loginUrl);
@@ -155,15 +245,15 @@ export const consoleRoutes: FastifyPluginCallback<ConsoleOptions> = (app, opts, 
     wanted: (u: Userland) => boolean = () => true,
   ): Promise<{ items: Userland[]; complete: boolean }> {
     const all = (await store.list(filter)).filter(wanted);
-    if (await request.may("list")) return { items: all, complete: true };
+    if (await mayBriefly(request, "list")) return { items: all, complete: true };
     const namespaceOf = (u: Userland) => u.metadata.namespace ?? "";
     const listable = new Set<string>();
     if (store.served.single === undefined)
       for (const ns of new Set(all.map(namespaceOf)))
-        if (await request.may("list", undefined, ns)) listable.add(ns);
+        if (await mayBriefly(request, "list", undefined, ns)) listable.add(ns);
     const one = all.filter((u) => !listable.has(namespaceOf(u)));
     const allowed = await Promise.all(
-      one.map((u) => limit(() => request.may("get", u.metadata.name, namespaceOf(u)))),
+      one.map((u) => limit(() => mayBriefly(request, "get", u.metadata.name ?? "", namespaceOf(u)))),
     );
     const gettable = new Set(one.filter((_, i) => allowed[i]));
     const items = all.filter((u) => listable.has(namespaceOf(u)) || gettable.has(u));
@@ -254,7 +344,7 @@ export const consoleRoutes: FastifyPluginCallback<ConsoleOptions> = (app, opts, 
     );
   });
 
-  app.post(`${CONSOLE_PATH}/class/actions`, { schema: hidden, bodyLimit }, async (request, reply) => {
+  app.post(`${CONSOLE_PATH}/class/actions`, { schema: hidden }, async (request, reply) => {
     const form = formOf(request.body);
     const name = template(form.get("template"), "body");
     const klass = classOf(form.get("class"));
@@ -266,7 +356,7 @@ export const consoleRoutes: FastifyPluginCallback<ConsoleOptions> = (app, opts, 
       action = row.slice(0, colon);
       names = [row.slice(colon + 1)];
     }
-    if (!isAction(action)) throw badRequest("choose Start, Stop or Delete", "action");
+    if (!isAction(action)) throw badRequest("choose Start, Stop, Delete or Sign out", "action");
     names = [...new Set(names)];
     if (names.length === 0) throw badRequest("select at least one student first", "name");
     if (names.length > MAX_SELECTED)
@@ -276,7 +366,12 @@ export const consoleRoutes: FastifyPluginCallback<ConsoleOptions> = (app, opts, 
       if (reason) throw badRequest(`name ${reason}`, "name");
     }
 
+    // One review for a teacher of the whole namespace; the API's per-name checks then use its grant.
+    await request.may(action === "delete" ? "delete" : "patch");
     if (action === "delete" && form.get("confirm") !== "yes") {
+      // Who owns each named environment only for a caller who may delete it (as the delete
+      // itself would check): otherwise the page was an oracle of who takes which class.
+      await Promise.all(names.map((n) => limit(() => request.authorize("delete", n))));
       const users = new Map(
         (await store.list({ templateName: name })).map((u): [string, string] => [
           u.metadata.name ?? "",

@@ -395,6 +395,7 @@ test("the OpenAPI document describes every endpoint", async (t) => {
     "/api/v1/templates/{template}/folders/{folder}/files",
     "/api/v1/userlands",
     "/api/v1/userlands/{name}",
+    "/api/v1/userlands/{name}/end-sessions",
     "/api/v1/userlands/{name}/start",
     "/api/v1/userlands/{name}/stop",
     "/api/v1/userlands/{name}/visit-consents",

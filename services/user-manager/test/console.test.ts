@@ -304,6 +304,8 @@ test("a teacher limited by resourceNames sees and acts on their class only", asy
       verbs: ["get", "patch", "delete"],
       resourceNames: ["ada-code", "bob-code"],
     },
+    // The console's door for a teacher named by resourceNames (issue 29).
+    { apiGroups: ["userland.dev"], resources: ["userlands/console"], verbs: ["get"] },
   ]);
   const cookie = await h.cookie("alice");
 
