@@ -75,7 +75,7 @@ export async function buildApp(config: AuthConfig, options: AppOptions) {
 
   await app.register(fastifyService, {
     headers: {
-      "referrer-policy": "no-referrer",
+      "referrer-policy": "same-origin",
       "x-frame-options": "DENY",
       "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
     },

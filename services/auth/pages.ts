@@ -18,7 +18,7 @@ const style = `
 `;
 
 function page(title: string, body: Html): string {
-  return pageDocument({ title, style, head: html`<meta name="referrer" content="no-referrer" />`, body });
+  return pageDocument({ title, style, head: html`<meta name="referrer" content="same-origin" />`, body });
 }
 
 export function messagePage(

@@ -259,7 +259,7 @@ test("hostile input against the auth service; what a captured session is worth",
     ["Origin: null without Sec-Fetch-Site (a sandboxed frame)", { origin: "null" }, 403],
     ["the service's own Origin", { origin: own }, 303],
     [
-      "Origin: null, Sec-Fetch-Site: same-origin (the logout page's own form in chromium: no-referrer)",
+      "Origin: null, Sec-Fetch-Site: same-origin (a no-referrer page's own form in chromium)",
       { origin: "null", "sec-fetch-site": "same-origin" },
       303,
     ],
