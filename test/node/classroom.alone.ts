@@ -11,7 +11,16 @@
  * the deadline, ben after it (late), cat never (collected at the closing time). Every receipt on a
  * home page matches the console's table and the collected files, hashed again here from what the
  * teacher's Jupyter reads in its read-only handins/. Feedback written in the teacher's Jupyter comes
- * back into ann's. Then the teacher opens ann's Jupyter from the class table and her home page
+ * back into ann's. While the deadline is ahead (issue 27's proxy rules, in the time the wait costs
+ * anyway): uma, a teacher without the visit right, gets 403 from Open; with the Template asking
+ * first, vic (who holds it) waits on the waiting page until ben clicks Allow on his home page, then
+ * is in ben's Jupyter; an exam of cat's class (her environment alone) starts: the console shows it
+ * running, cat's home says so, her session from before the start gets "Sign in again on this
+ * machine" and, signed in again, she is back in her Jupyter; the teacher (its proctor) is refused
+ * with the old session and in with a new one; vic, no proctor, is refused. It ends after ben's late
+ * hand-in. (Its network: test/node/exam.test.ts; here the chart's own policy already keeps
+ * environments from the node's stand-ins, so a check would pass without the exam.) Then the teacher
+ * opens ann's Jupyter from the class table and her home page
  * shows the visit live. The teacher downloads every hand-in as one zip (hashed again here against
  * the receipts), uploads feedback for ben from his row of the table, and ends the term: archive the
  * class, read the dry run (the three students, not the teacher), download the class's zip (ann's
@@ -40,11 +49,15 @@ import {
 } from "../../api/naming.ts";
 import {
   assignmentsPath,
+  ExamMarks,
+  examsPath,
   submissionsPath,
   userlandsPath,
   type Assignment,
+  type Exam,
   type Submission,
 } from "../../api/v1alpha1/index.ts";
+import { VISIT_CONSENT_ANNOTATION } from "../../api/visits.ts";
 import { MACHINE_HOST } from "../../cluster/addresses.ts";
 import { repoRoot } from "../../cluster/repoRoot.ts";
 import { buildPlatformImage, importImage, repositoryAndTag } from "../../cluster/node/images.ts";
@@ -68,7 +81,14 @@ import { MANIFEST_SHA256_SCRIPT } from "../support/coursework.ts";
 import { gotoSignIn, launchBrowser } from "../../cluster/harness/browser.ts";
 import { eventually, testCluster } from "../support/cluster.ts";
 import { expectOnPage as expectOnPageIn, jupyterApi } from "../support/nodeBrowser.ts";
-import { adminRest, createTemplate, createUserland, waitForPhase } from "../support/resources.ts";
+import {
+  adminRest,
+  createTemplate,
+  createUserland,
+  patchTemplate,
+  patchUserland,
+  waitForPhase,
+} from "../support/resources.ts";
 import {
   execInContainer,
   nodeRelays,
@@ -90,6 +110,16 @@ const HOME = `http://${DOMAIN}/_userland/home`;
 const CONSOLE = `http://${DOMAIN}/console/`;
 /** The chart's people roles (charts/userland/values.yaml rbac.*RoleName), bound to the teacher. */
 const TEACHER_ROLES = ["userland-teacher", "userland-course-teacher", "userland-environment-visitor"];
+/** Issue 27's other teachers: uma manages the class without the visit right, vic also holds it. */
+const MANAGER = "uma";
+const VISITOR = "vic";
+const OTHER_TEACHERS: Record<string, string[]> = {
+  [MANAGER]: ["userland-teacher"],
+  [VISITOR]: ["userland-teacher", "userland-environment-visitor"],
+};
+const EXAM = "final";
+/** The exam's class: only cat's environment is labelled with it (one Jupyter restarts, not three). */
+const EXAM_CLASS = "exam-room";
 const artifacts = join(repoRoot, "artifacts", "node");
 
 let idp: DevIdentityProvider;
@@ -150,12 +180,13 @@ before(
 
     // The teacher, appointed as deploy/README.md says, before their environment exists: the
     // operator mounts the course folder read-write and the collection for them from the start.
-    for (const role of TEACHER_ROLES)
-      await rest.create(paths.namespaced("rbac.authorization.k8s.io", "v1", "rolebindings", NAMESPACE), {
-        metadata: { name: `${role}-${TEACHER}` },
-        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role },
-        subjects: [{ kind: "User", name: `userland:${TEACHER}`, apiGroup: "rbac.authorization.k8s.io" }],
-      });
+    for (const [who, roles] of Object.entries({ [TEACHER]: TEACHER_ROLES, ...OTHER_TEACHERS }))
+      for (const role of roles)
+        await rest.create(paths.namespaced("rbac.authorization.k8s.io", "v1", "rolebindings", NAMESPACE), {
+          metadata: { name: `${role}-${who}` },
+          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role },
+          subjects: [{ kind: "User", name: `userland:${who}`, apiGroup: "rbac.authorization.k8s.io" }],
+        });
     const template = await localTemplate("jupyter.yaml", containerd);
     await createTemplate(NAMESPACE, TEMPLATE, template.spec);
     for (const user of [TEACHER, ...STUDENTS])
@@ -199,6 +230,13 @@ async function open(context: BrowserContext, url: string, name: string): Promise
     return page;
   }
   await gotoSignIn(page, url);
+  await signInAtProvider(page, name);
+  signedIn.add(context);
+  return page;
+}
+
+/** On the way to the provider's login page: signs in as `name` and waits to be back on the platform. */
+async function signInAtProvider(page: Page, name: string): Promise<void> {
   await page.waitForSelector("input[name=name]", { timeout: 60_000 });
   assert.ok(page.url().startsWith(idp.issuer), `on the provider's login page: ${page.url()}`);
   await page.fill("input[name=name]", name);
@@ -206,8 +244,6 @@ async function open(context: BrowserContext, url: string, name: string): Promise
     page.waitForURL((u) => u.hostname !== MACHINE_HOST && !u.hostname.startsWith("auth.")),
     page.click("button[type=submit]"),
   ]);
-  signedIn.add(context);
-  return page;
 }
 
 function notebook(source: string) {
@@ -333,6 +369,37 @@ async function within<T>(
   }
 }
 
+/** An RFC 3339 time in whole seconds, as an Exam's spec takes it. */
+const isoSeconds = (ms: number) => new Date(ms).toISOString().replace(/\.\d+Z$/, "Z");
+
+/** The class table's Open link for `user`'s environment, as `who` (signed in on the way) sees it. */
+async function visitHref(context: BrowserContext, user: string, who = TEACHER): Promise<string> {
+  const page = await open(context, `${CONSOLE}class?template=${TEMPLATE}`, who);
+  const link = page.locator(
+    `#row-${userlandNameFor(user, TEMPLATE)} a[aria-label="Open ${user}'s environment"]`,
+  );
+  await link.waitFor();
+  const href = (await link.getAttribute("href")) ?? "";
+  await page.close();
+  assert.ok(href, `an Open link for ${user}`);
+  return href;
+}
+
+/** Follows a visit link: the proxy answers 403 with the page titled `title`. */
+async function expectRefused(
+  context: BrowserContext,
+  href: string,
+  title: string,
+  screenshot?: string,
+): Promise<void> {
+  const page = await context.newPage();
+  const response = await page.goto(href, { waitUntil: "domcontentloaded" });
+  assert.equal(response?.status(), 403, `${href}: ${await page.textContent("body")}`);
+  assert.equal(await page.textContent("h1"), title);
+  if (screenshot) await shot(page, screenshot);
+  await page.close();
+}
+
 /** A datetime-local value, in UTC (the form's zone below). */
 const formTime = (ms: number) => new Date(ms).toISOString().slice(0, 16);
 
@@ -371,7 +438,9 @@ test(
     await shot(tessJupyter, "teacher-course-folder");
     phase("materials");
 
-    // The console's form: a deadline a few minutes away, late hand-ins a little longer.
+    // The console's form: a deadline a few minutes away, late hand-ins two minutes longer (issue 27's
+    // visits and exam run in the wait for the deadline; should they outlast it, ben still hands in
+    // late, not after the closing time).
     const tessConsole = await open(teacher, `${CONSOLE}assignments?template=${TEMPLATE}`, TEACHER);
     await expectOnPage(tessConsole, "#f-name", "the console's new-assignment form");
     // Whole minutes: datetime-local's default step (60 s) makes the browser refuse seconds.
@@ -381,7 +450,7 @@ test(
     await tessConsole.selectOption("#f-folder", "course");
     await tessConsole.fill("#f-path", "week1");
     await tessConsole.fill("#f-deadline", formTime(deadlineAt));
-    await tessConsole.fill("#f-lateUntil", formTime(deadlineAt + 60_000));
+    await tessConsole.fill("#f-lateUntil", formTime(deadlineAt + 120_000));
     await tessConsole.fill("#f-zone", "UTC");
     await shot(tessConsole, "console-new");
     await tessConsole.getByRole("button", { name: "Create and publish" }).click();
@@ -479,6 +548,138 @@ test(
     await shot(homes.ann, "home-receipt");
     phase("ann's hand-in");
 
+    // issue 27's rules in the proxy, while the deadline is ahead (its wait costs no time of its own).
+    const classTable = `${CONSOLE}class?template=${TEMPLATE}`;
+    const catLink = await visitHref(teacher, "cat");
+
+    // A teacher who manages the class but lacks the visit right: Open answers 403.
+    const uma = await newContext();
+    const umaLink = await visitHref(uma, "ann", MANAGER);
+    await expectRefused(uma, umaLink, "You may not open this environment", "visit-refused");
+    await uma.close();
+    phase("no visit right: 403");
+
+    // A Template that asks first: vic waits on the waiting page until ben clicks Allow on his home.
+    await patchTemplate(NAMESPACE, TEMPLATE, {
+      metadata: { annotations: { [VISIT_CONSENT_ANNOTATION]: "required" } },
+    });
+    const vic = await newContext();
+    const vicClass = await open(vic, classTable, VISITOR);
+    const [waiting] = await Promise.all([
+      vic.waitForEvent("page"),
+      vicClass
+        .locator(`#row-${userlandNameFor("ben", TEMPLATE)} a[aria-label="Open ben's environment"]`)
+        .click(),
+    ]);
+    const waitingText = "text=Waiting for ben to allow your visit";
+    await expectOnPage(waiting, waitingText, "the waiting page", 60_000);
+    const allow = homes.ben.locator(`button[aria-label="Allow ${VISITOR} to open your JupyterLab"]`);
+    await allow.waitFor({ timeout: 60_000 });
+    // Still waiting (its page asks every 3 s): nothing but ben's click lets vic in.
+    await waiting.waitForEvent("load", { timeout: 10_000 });
+    await expectOnPage(waiting, waitingText, "still the waiting page before ben's Allow", 10_000);
+    await shot(waiting, "visit-waiting");
+    await shot(homes.ben, "home-visit-request");
+    await Promise.all([homes.ben.waitForURL(HOME), allow.click()]);
+    await expectOnPage(waiting, "#notebook_list", "ben's Jupyter in vic's tab once ben allowed", 60_000);
+    assert.equal(
+      (await jupyterApi(waiting, "GET", "/api/contents/work/assignments/week1")).status,
+      200,
+      "vic is in a student's environment (a teacher's has no assignments/)",
+    );
+    await homes.ben.locator("li.visit-live").waitFor({ timeout: 60_000 });
+    assert.match((await homes.ben.locator("li.visit-live").textContent()) ?? "", new RegExp(VISITOR));
+    await vic.close();
+    await patchTemplate(NAMESPACE, TEMPLATE, {
+      metadata: { annotations: { [VISIT_CONSENT_ANNOTATION]: null } },
+    });
+    phase("consent: waited for ben's Allow");
+
+    // An exam of cat's class (the class label on her environment alone), proctored by the teacher.
+    const admin = await adminRest();
+    const catUserland = userlandNameFor("cat", TEMPLATE);
+    await patchUserland(NAMESPACE, catUserland, { metadata: { labels: { [LABELS.class]: EXAM_CLASS } } });
+    const examStart = Date.now() + 5_000;
+    await admin.create(examsPath(NAMESPACE), {
+      apiVersion: "userland.dev/v1alpha1",
+      kind: "Exam",
+      metadata: { name: EXAM },
+      spec: {
+        templateName: TEMPLATE,
+        class: EXAM_CLASS,
+        title: "Final exam",
+        start: isoSeconds(examStart),
+        end: isoSeconds(examStart + 3_600_000),
+        proctors: { users: [TEACHER] },
+      },
+    });
+    // Restarted with the exam's label (out of the chart's open policy, into the exam's).
+    await waitForOnePodReady(
+      NAMESPACE,
+      `${LABELS.instance}=${childNames(TEMPLATE, catUserland).deployment},${ExamMarks.examLabel}=${EXAM}`,
+      240_000,
+    );
+    const examPage = await open(teacher, `${CONSOLE}exam?template=${TEMPLATE}&name=${EXAM}`, TEACHER);
+    await within(
+      "the console to show the exam running with cat ready",
+      async () => {
+        await examPage.reload({ waitUntil: "domcontentloaded" });
+        const rows = (await examPage.locator("tbody tr").allTextContents()).join("\n");
+        return (await examPage.textContent("#exam-phase")) === "Running" && /cat[\s\S]*Ready/.test(rows);
+      },
+      120_000,
+    );
+    await shot(examPage, "exam-console");
+    await examPage.close();
+    // Her home, open all along, reloads by itself as her environment restarts for the exam.
+    await expectOnPage(
+      homes.cat,
+      "main :text('In the exam Final exam until')",
+      "the exam on cat's home",
+      60_000,
+    );
+    await shot(homes.cat, "exam-home");
+    phase("exam started");
+
+    // cat's session is from before the start: refused until she signs in again, then in her Jupyter.
+    const catJupyter = students.cat.jupyter;
+    const stale = await catJupyter.goto(JUPYTER, { waitUntil: "domcontentloaded" });
+    assert.equal(stale?.status(), 403);
+    assert.equal(await catJupyter.textContent("h1"), "Sign in again on this machine");
+    await shot(catJupyter, "exam-sign-in-again");
+    await catJupyter.getByRole("link", { name: "Sign out, then sign in again" }).click();
+    await catJupyter.getByRole("button", { name: "Sign out" }).click();
+    await signInAtProvider(catJupyter, "cat");
+    await expectOnPage(catJupyter, "#notebook_list", "cat's Jupyter, signed in again");
+    assert.equal((await jupyterApi(catJupyter, "GET", "/api/contents/work/assignments/week1")).status, 200);
+
+    // The proctor: their session from before the start is refused as cat's was; signed in anew, in.
+    await expectRefused(teacher, catLink, "Sign in again on this machine");
+    const proctor = await newContext();
+    const proctorClass = await open(proctor, classTable, TEACHER);
+    const [proctorTab] = await Promise.all([
+      proctor.waitForEvent("page"),
+      proctorClass.locator(`#row-${catUserland} a[aria-label="Open cat's environment"]`).click(),
+    ]);
+    await expectOnPage(proctorTab, "#notebook_list", "cat's Jupyter in the proctor's tab");
+    assert.equal(
+      (await jupyterApi(proctorTab, "GET", "/api/contents/work/assignments/week1")).status,
+      200,
+      "the proctor is in cat's environment",
+    );
+    await proctor.close();
+
+    // vic, signed in since the start and holding the visit right (he just used it), is no proctor.
+    const vicAgain = await newContext();
+    await expectRefused(
+      vicAgain,
+      await visitHref(vicAgain, "cat", VISITOR),
+      "You may not open this environment",
+      "exam-visit-refused",
+    );
+    await vicAgain.close();
+    phase("exam: signed in again, proctor in, another teacher refused");
+
     // ben hands in after the deadline (before late hand-ins close).
     await within("the deadline to pass", () => Date.now() > deadline + 1000, deadline - Date.now() + 60_000);
     await homes.ben.reload({ waitUntil: "domcontentloaded" });
@@ -488,6 +689,23 @@ test(
     assert.match(benReceipt.text, /Handed in .* late/);
     await shot(homes.ben, "home-receipt-late");
     phase("ben's late hand-in");
+
+    // The exam ends now (an admin moves its end): cat's environment is restored, the policy gone.
+    await admin.patch(examsPath(NAMESPACE, EXAM), { spec: { end: isoSeconds(Date.now() + 2_000) } });
+    await within(
+      "the exam to be over",
+      async () => (await admin.get<Exam>(examsPath(NAMESPACE, EXAM))).status?.phase === "Over",
+      180_000,
+    );
+    await patchUserland(NAMESPACE, catUserland, { metadata: { labels: { [LABELS.class]: null } } });
+    // Gone before the namespace is (its finalizer is the operator's, which the namespace deletes too).
+    await admin.delete(examsPath(NAMESPACE, EXAM));
+    await within(
+      "the exam to be deleted",
+      async () => (await admin.get(examsPath(NAMESPACE, EXAM)).then(() => false, isNotFound)) === true,
+      60_000,
+    );
+    phase("exam over");
 
     // cat does nothing: her home page (open, following by itself) shows the collection.
     const catReceipt = await receiptOn(homes.cat, closing - Date.now() + 180_000);
