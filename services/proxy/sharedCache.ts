@@ -47,27 +47,36 @@ function bindTag(etag: string, tag: string): string | undefined {
   return m ? `${m[1] ?? ""}"${tag}.${m[2] ?? ""}"` : undefined;
 }
 
-/** A list of entity tags with only this session's, unbound; `*` stays. Undefined when none is left. */
-function ownTags(value: string, tag: string): string | undefined {
+/**
+ * A list of entity tags with this session's unbound; `*` stays. Others are dropped, or with
+ * `keepOthers` passed unchanged. Undefined when none is left.
+ */
+function ownTags(value: string, tag: string, keepOthers = false): string | undefined {
   if (value.trim() === "*") return "*";
   const kept: string[] = [];
   for (const item of value.match(/(?:W\/)?"[^"]*"/g) ?? []) {
     const m = ENTITY_TAG.exec(item);
     const inner = m?.[2] ?? "";
     if (inner.startsWith(`${tag}.`)) kept.push(`${m?.[1] ?? ""}"${inner.slice(tag.length + 1)}"`);
+    else if (keepOthers) kept.push(item);
   }
   return kept.length > 0 ? kept.join(", ") : undefined;
 }
 
-/** The forwarded request's validators: this session's ETags only, no dates (none were given out). */
+/**
+ * The forwarded request's validators: what could make an environment answer 304 (or a range) for
+ * a body the browser cached from another session carries only this session's ETags and no date
+ * (none were given out). The write preconditions (If-Match, If-Unmodified-Since) only ever make an
+ * environment refuse, so they pass, this session's tags unbound: dropping one would turn a
+ * conditional write into an unconditional one.
+ */
 export function sessionRequestValidators(headers: IncomingHttpHeaders, tag: string): void {
   delete headers["if-modified-since"];
-  delete headers["if-unmodified-since"];
   for (const name of ["if-none-match", "if-match", "if-range"] as const) {
     const value = headers[name];
     if (value === undefined) continue;
     // If-Range holds one ETag or a date; a date is never ours.
-    const own = ownTags(Array.isArray(value) ? value.join(", ") : value, tag);
+    const own = ownTags(Array.isArray(value) ? value.join(", ") : value, tag, name === "if-match");
     if (own === undefined || (name === "if-range" && own === "*")) delete headers[name];
     else headers[name] = own;
   }

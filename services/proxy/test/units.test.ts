@@ -264,6 +264,11 @@ test("shared origin: an answer is never reused by another session (issue 29 item
     "if-range": '"x"',
     "if-match": "*",
   });
+  // Write preconditions only make an environment refuse: kept (own tags unbound), never dropped.
+  assert.deepEqual(
+    request({ "if-match": `"${bob}.v2", "app-v7"`, "if-unmodified-since": "Mon, 02 Nov 2026 10:00:00 GMT" }),
+    { "if-match": '"v2", "app-v7"', "if-unmodified-since": "Mon, 02 Nov 2026 10:00:00 GMT" },
+  );
 });
 
 test("upstream errors: timeouts are 504s, the rest 502s, whichever client library reports them", () => {
