@@ -9,6 +9,7 @@ import Fastify, { LogController } from "fastify";
 import { ConfigError } from "../../lib/config.ts";
 import { formFromOwnSite } from "../../lib/formOrigin.ts";
 import { fastifyService } from "../../lib/fastifyService.ts";
+import { pageSecurityHeaders } from "../../lib/pageHeaders.ts";
 import { fastifyTimeoutOptions } from "../../lib/serverTimeouts.ts";
 import type { Logger } from "../../lib/logger.ts";
 import {
@@ -74,11 +75,9 @@ export async function buildApp(config: AuthConfig, options: AppOptions) {
   await app.register(fastifyFormbody);
 
   await app.register(fastifyService, {
-    headers: {
-      "referrer-policy": "same-origin",
-      "x-frame-options": "DENY",
-      "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
-    },
+    // Its sign-out form ends at whatever address rd names (an environment's signed-out page, the
+    // provider's end-session endpoint), so form-action cannot be restricted.
+    headers: pageSecurityHeaders({ formTargets: "unrestricted" }),
     requestLogLevel: "debug",
     // Ready once the OIDC provider's metadata is known; GitHub needs no discovery.
     notReady: async () =>

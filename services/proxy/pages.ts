@@ -7,6 +7,7 @@
 import { createHash } from "node:crypto";
 import { html, Html, pageDocument } from "../../lib/html.ts";
 import { localPath } from "../../lib/localPath.ts";
+import { pageSecurityHeaders } from "../../lib/pageHeaders.ts";
 
 const style = `
   :root { color-scheme: light dark; --bg: #f4f5f7; --card: #fff; --fg: #1d2430; --muted: #5b6474; --accent: #2456c7; }
@@ -77,11 +78,7 @@ export function pageHeaders(
   return {
     "content-type": "text/html; charset=utf-8",
     "cache-control": "no-store",
-    "x-content-type-options": "nosniff",
-    "referrer-policy": "same-origin",
-    "content-security-policy":
-      `default-src 'none'; style-src 'unsafe-inline'; connect-src 'self'; form-action ${["'self'", ...formTargets].join(" ")}; base-uri 'none'; frame-ancestors 'none'` +
-      (script ? `; script-src '${script.hash}'` : ""),
+    ...pageSecurityHeaders({ scriptHash: script?.hash, formTargets, connectSelf: true }),
   };
 }
 

@@ -12,6 +12,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { html, pageDocument } from "../../lib/html.ts";
+import { pageSecurityHeaders } from "../../lib/pageHeaders.ts";
 import type { ProxyConfig } from "./config.ts";
 import type { ClientInfo } from "./headers.ts";
 import { normaliseHost, stripPort } from "./host.ts";
@@ -101,9 +102,8 @@ export function serveSignedOut(
   res.writeHead(200, {
     "content-type": "text/html; charset=utf-8",
     "cache-control": "no-store",
+    ...pageSecurityHeaders({ referrer: "no-referrer" }),
     "clear-site-data": '"cache", "cookies", "storage"',
-    "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
-    "referrer-policy": "no-referrer",
     "content-length": Buffer.byteLength(body),
   });
   res.end(req.method === "HEAD" ? undefined : body);

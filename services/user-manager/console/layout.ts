@@ -6,6 +6,7 @@
  * headers, and a visible focus ring.
  */
 import { html, pageDocument, type Html } from "../../../lib/html.ts";
+import { pageSecurityHeaders } from "../../../lib/pageHeaders.ts";
 
 export const CONSOLE_PATH = "/console";
 
@@ -13,10 +14,7 @@ export const CONSOLE_PATH = "/console";
 export const PAGE_HEADERS: Record<string, string> = {
   "content-type": "text/html; charset=utf-8",
   "cache-control": "no-store",
-  "x-content-type-options": "nosniff",
-  "referrer-policy": "same-origin",
-  "content-security-policy":
-    "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+  ...pageSecurityHeaders(),
 };
 
 const style = `
