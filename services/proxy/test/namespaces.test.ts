@@ -5,43 +5,22 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { test } from "node:test";
-import { GROUP } from "../../../api/v1alpha1/index.ts";
-import { k8s } from "../../../lib/kube.ts";
 import { installCrds } from "../../../test/support/operator.ts";
-import { eventually, testCluster, testNamespace } from "../../../test/support/cluster.ts";
+import { eventually, testNamespace } from "../../../test/support/cluster.ts";
 import {
   createTemplate,
   createUserland,
   markReady,
   simpleTemplateSpec,
 } from "../../../test/support/resources.ts";
-import { send, startProxy, startUpstream, testKeys } from "./support.ts";
+import { grantProxyChartRights, send, startProxy, startUpstream, testKeys } from "./support.ts";
 
 test("several namespaces: routed in the second namespace; a younger duplicate Template is not served", async (t) => {
   await installCrds();
   const own = await testNamespace(t, "proxy");
   const a = await testNamespace(t, "course");
   const b = await testNamespace(t, "course");
-  const rbac = (await testCluster()).kc.makeApiClient(k8s.RbacAuthorizationV1Api);
-  for (const namespace of [a, b]) {
-    await rbac.createNamespacedRole({
-      namespace,
-      body: {
-        metadata: { name: "userland-proxy" },
-        rules: [
-          { apiGroups: [GROUP], resources: ["userlands", "templates"], verbs: ["get", "list", "watch"] },
-        ],
-      },
-    });
-    await rbac.createNamespacedRoleBinding({
-      namespace,
-      body: {
-        metadata: { name: "userland-proxy" },
-        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "userland-proxy" },
-        subjects: [{ kind: "ServiceAccount", name: "userland-proxy", namespace: own }],
-      },
-    });
-  }
+  await grantProxyChartRights(own, { watchNamespaces: [a, b] });
   await createTemplate(a, "code", simpleTemplateSpec());
   await new Promise((r) => setTimeout(r, 1100)); // creationTimestamp has whole seconds
   await createTemplate(b, "code", simpleTemplateSpec());
@@ -87,25 +66,7 @@ test("several namespaces: routed in the second namespace; a younger duplicate Te
 test('"*": a Userland in a namespace created after the proxy started is routed', async (t) => {
   await installCrds();
   const own = await testNamespace(t, "proxy");
-  const rbac = (await testCluster()).kc.makeApiClient(k8s.RbacAuthorizationV1Api);
-  const name = `${own}-proxy-all`;
-  await rbac.createClusterRole({
-    body: {
-      metadata: { name },
-      rules: [{ apiGroups: [GROUP], resources: ["userlands", "templates"], verbs: ["get", "list", "watch"] }],
-    },
-  });
-  await rbac.createClusterRoleBinding({
-    body: {
-      metadata: { name },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name },
-      subjects: [{ kind: "ServiceAccount", name: "userland-proxy", namespace: own }],
-    },
-  });
-  t.after(async () => {
-    await rbac.deleteClusterRoleBinding({ name }).catch(() => undefined);
-    await rbac.deleteClusterRole({ name }).catch(() => undefined);
-  });
+  await grantProxyChartRights(own, { watchNamespaces: ["*"], scope: t });
   const keys = await testKeys(t);
   const proxy = await startProxy(t, own, keys, { USERLAND_WATCH_NAMESPACES: "*" });
 
