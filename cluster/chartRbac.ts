@@ -1,8 +1,9 @@
 /**
- * The Helm chart's rights for components that run outside the chart (the local platform): helm
- * renders charts/userland's RBAC and admission policies, and exactly those objects are
- * created. So there is one source for who may do what (docs/decisions/0004-rbac.md), and each
- * component runs under its own ServiceAccount with the chart's Role, never a copy of it.
+ * The Helm chart's rights for components that run outside the chart (the local platform, the
+ * component tests, benchmarks): helm renders charts/userland's RBAC and admission policies, and
+ * exactly those objects are created. So there is one source for who may do what
+ * (docs/decisions/0004-rbac.md), and each component runs under its own ServiceAccount with the
+ * chart's Role, never a copy of it: a right the chart lacks fails the component's own tests first.
  */
 import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -11,7 +12,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { parseAllDocuments } from "yaml";
 import { paths } from "../api/kubePaths.ts";
-import type { KubeRest } from "../lib/kubeRest.ts";
+import { isAlreadyExists, type KubeRest } from "../lib/kubeRest.ts";
 import { repoRoot } from "./repoRoot.ts";
 
 const CHART_DIR = join(repoRoot, "charts", "userland");
@@ -132,4 +133,58 @@ export async function createChartObjects(
   objects: readonly ChartObject[],
 ): Promise<void> {
   for (const object of objects) await rest.create(chartObjectPath(object, namespace), object);
+}
+
+/** The release name under which components run outside the chart: ServiceAccounts `userland-<component>`. */
+const OUTSIDE_RELEASE = "userland";
+
+export interface GrantOptions {
+  /** The chart's `watchNamespaces` (default: the release namespace alone). */
+  watchNamespaces?: readonly string[];
+  /** Registers the deletion of cluster-scoped objects (a "*" render's ClusterRoles); required for them. */
+  after?: (cleanUp: () => Promise<unknown>) => void;
+}
+
+/**
+ * Gives `component`'s ServiceAccount in `namespace` the chart's RBAC, as rendered for a release
+ * named "userland": its Roles (or, for "*", ClusterRoles) and bindings; admission policies are left
+ * out (cluster-wide; proven with real tokens in test/rbac/rbac.test.ts). Objects already there
+ * (a second start in one namespace) are kept. Returns the ServiceAccount's name.
+ */
+export async function grantChartRights(
+  rest: KubeRest,
+  helm: string,
+  component: Component,
+  namespace: string,
+  options: GrantOptions = {},
+): Promise<string> {
+  const rendered = await renderChartRbac({
+    helm,
+    namespace,
+    release: OUTSIDE_RELEASE,
+    values: { watchNamespaces: options.watchNamespaces ?? [] },
+  });
+  const objects = rendered.filter(
+    (o) =>
+      o.metadata.labels?.["app.kubernetes.io/component"] === component && !o.kind.includes("AdmissionPolicy"),
+  );
+  for (const object of objects) {
+    const clusterScoped = object.kind.startsWith("Cluster");
+    if (clusterScoped && !options.after)
+      throw new Error(
+        `${object.kind} ${object.metadata.name} is cluster-scoped: pass \`after\` to delete it`,
+      );
+    const created = await rest.create(chartObjectPath(object, namespace), object).then(
+      () => true,
+      (error: unknown) => {
+        if (!isAlreadyExists(error)) throw error;
+        return false;
+      },
+    );
+    if (created && clusterScoped)
+      options.after?.(() =>
+        rest.delete(chartObjectPath(object, namespace, object.metadata.name)).catch(() => undefined),
+      );
+  }
+  return serviceAccountOf(rendered, component);
 }

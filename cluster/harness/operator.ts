@@ -6,8 +6,8 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { k8s } from "../../lib/kube.ts";
-import { isAlreadyExists, KubeRest } from "../../lib/kubeRest.ts";
+import { KubeRest } from "../../lib/kubeRest.ts";
+import { grantChartRights, type GrantOptions } from "../chartRbac.ts";
 import { kubeconfigYaml } from "../controlPlane.ts";
 import { installCustomResourceDefinitions } from "../customResourceDefinitions.ts";
 import { listeningSocket, portOf, socketsFor } from "../ports.ts";
@@ -44,32 +44,26 @@ export interface OperatorProcess {
   stop: (signal?: NodeJS.Signals) => Promise<number | null>;
 }
 
-/** The operator's ServiceAccount in `namespace`, bound to the namespace-scoped admin powers it needs. */
+/**
+ * The operator's ServiceAccount in `namespace` with the chart's rights (cluster/chartRbac.ts): there,
+ * or in each of `grant.watchNamespaces` ("*": cluster-wide, deleted through `grant.after`).
+ */
 export async function operatorKubeconfig(
   namespace: string,
   c: ClusterAccess,
+  grant: GrantOptions = {},
 ): Promise<{ path: string; username: string }> {
-  const rbac = c.kc.makeApiClient(k8s.RbacAuthorizationV1Api);
-  await rbac
-    .createNamespacedRoleBinding({
-      namespace,
-      body: {
-        metadata: { name: "userland-operator" },
-        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "cluster-admin" },
-        subjects: [{ kind: "ServiceAccount", name: "userland-operator", namespace }],
-      },
-    })
-    .catch((error: unknown) => {
-      if (!isAlreadyExists(error)) throw error;
-    });
-  const token = await requestServiceAccountToken(c, namespace, "userland-operator");
+  const rest = new KubeRest(c.kc, "userland-tests");
+  const { after } = grant;
+  const account = await grantChartRights(rest, join(c.info.binDir, "helm"), "operator", namespace, {
+    ...grant,
+    ...(after ? { after: (cleanUp) => after(() => cleanUp().finally(() => rest.close())) } : {}),
+  }).finally(() => rest.close());
+  const token = await requestServiceAccountToken(c, namespace, account);
   const dir = mkdtempSync(join(tmpdir(), "userland-operator-"));
   const path = join(dir, "kubeconfig");
-  writeFileSync(
-    path,
-    kubeconfigYaml(c.info.server, readFileSync(c.info.caFile), "userland-operator", token, namespace),
-  );
-  return { path, username: `system:serviceaccount:${namespace}:userland-operator` };
+  writeFileSync(path, kubeconfigYaml(c.info.server, readFileSync(c.info.caFile), account, token, namespace));
+  return { path, username: `system:serviceaccount:${namespace}:${account}` };
 }
 
 /** Starts operator/main.ts with `kubeconfig`; logs are kept in memory (LOG_LEVEL from `env`). */

@@ -483,7 +483,8 @@ spec:
     { name: "user-volume", persistentVolumeClaim: { claimName: "vscode-koba1t-pvc-user-volume" } },
   ]);
   assert.equal((await getPvc(ns, names.pvc("user-volume")))?.spec?.storageClassName, "longhorn");
-  assert.ok(await getService(ns, names.service));
+  // Created beside the Deployment, not after it (operator/syncUserland.ts): it may land a moment later.
+  await eventually("the ESC-named Service", () => getService(ns, names.service));
   // The claim never binds here (no "longhorn" provisioner), so the pod waits: Starting.
   const u: Userland = await waitForPhase(ns, "koba1t", "Starting");
   assert.equal(u.status?.service?.port, 80);

@@ -38,7 +38,8 @@ test("an ESC Userland with only its apiVersion changed is accepted: its name bec
     deployment.spec?.template.spec?.containers[0]?.env?.find((e) => e.name === "USERLAND_USER"),
     { name: "USERLAND_USER", value: "koba1t" },
   );
-  assert.ok(await getService(ns, "vscode-koba1t-svc"));
+  // Created beside the Deployment, not after it (operator/syncUserland.ts): it may land a moment later.
+  await eventually("the ESC-named Service", () => getService(ns, "vscode-koba1t-svc"));
   assert.ok(await getPvc(ns, "vscode-koba1t-pvc-user-volume"));
 
   // The proxy's index and the user-manager's lookup find it by the same identity.

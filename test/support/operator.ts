@@ -10,8 +10,6 @@ import {
   waitForLeadership,
   type OperatorProcess,
 } from "../../cluster/harness/operator.ts";
-import { k8s } from "../../lib/kube.ts";
-import { isAlreadyExists } from "../../lib/kubeRest.ts";
 import { testCluster, type TestCluster } from "./cluster.ts";
 
 export interface OperatorOptions {
@@ -55,26 +53,10 @@ export async function startOperatorServing(
 ): Promise<OperatorProcess> {
   await installCrds();
   const cluster = await testCluster();
-  const { path, username } = await operatorKubeconfig(own, cluster);
-  const { kc } = cluster;
-  const rbac = kc.makeApiClient(k8s.RbacAuthorizationV1Api);
-  const subjects = [{ kind: "ServiceAccount", name: "userland-operator", namespace: own }];
-  const roleRef = { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "cluster-admin" };
-  if (served === "*") {
-    const name = `${own}-operator-all`;
-    await rbac.createClusterRoleBinding({ body: { metadata: { name }, roleRef, subjects } });
-    t.after(() => rbac.deleteClusterRoleBinding({ name }).catch(() => undefined));
-  } else {
-    for (const namespace of served.filter((ns) => ns !== own))
-      await rbac
-        .createNamespacedRoleBinding({
-          namespace,
-          body: { metadata: { name: "userland-operator" }, roleRef, subjects },
-        })
-        .catch((error: unknown) => {
-          if (!isAlreadyExists(error)) throw error;
-        });
-  }
+  const { path, username } = await operatorKubeconfig(own, cluster, {
+    watchNamespaces: served === "*" ? ["*"] : served,
+    after: (cleanUp) => t.after(cleanUp),
+  });
   const operator = await spawnOperator(path, username, own, {
     env: { USERLAND_WATCH_NAMESPACES: served === "*" ? "*" : served.join(",") },
   });

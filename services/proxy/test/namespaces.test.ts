@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { test } from "node:test";
+import { grantChartRights } from "../../../test/support/chartRights.ts";
 import { installCrds } from "../../../test/support/operator.ts";
 import { eventually, testNamespace } from "../../../test/support/cluster.ts";
 import {
@@ -13,14 +14,14 @@ import {
   markReady,
   simpleTemplateSpec,
 } from "../../../test/support/resources.ts";
-import { grantProxyChartRights, send, startProxy, startUpstream, testKeys } from "./support.ts";
+import { send, startProxy, startUpstream, testKeys } from "./support.ts";
 
 test("several namespaces: routed in the second namespace; a younger duplicate Template is not served", async (t) => {
   await installCrds();
   const own = await testNamespace(t, "proxy");
   const a = await testNamespace(t, "course");
   const b = await testNamespace(t, "course");
-  await grantProxyChartRights(own, { watchNamespaces: [a, b] });
+  await grantChartRights("proxy", own, { watchNamespaces: [a, b] });
   await createTemplate(a, "code", simpleTemplateSpec());
   await new Promise((r) => setTimeout(r, 1100)); // creationTimestamp has whole seconds
   await createTemplate(b, "code", simpleTemplateSpec());
@@ -66,7 +67,7 @@ test("several namespaces: routed in the second namespace; a younger duplicate Te
 test('"*": a Userland in a namespace created after the proxy started is routed', async (t) => {
   await installCrds();
   const own = await testNamespace(t, "proxy");
-  await grantProxyChartRights(own, { watchNamespaces: ["*"], scope: t });
+  await grantChartRights("proxy", own, { watchNamespaces: ["*"], scope: t });
   const keys = await testKeys(t);
   const proxy = await startProxy(t, own, keys, { USERLAND_WATCH_NAMESPACES: "*" });
 

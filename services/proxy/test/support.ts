@@ -19,9 +19,7 @@ import { join } from "node:path";
 import type { TestContext } from "node:test";
 import { SignJWT, type JWK } from "jose";
 import { WebSocket, WebSocketServer } from "ws";
-import { chartObjectPath, renderChartRbac } from "../../../cluster/chartRbac.ts";
 import type { k8s } from "../../../lib/kube.ts";
-import { isAlreadyExists, KubeRest } from "../../../lib/kubeRest.ts";
 import { createLogger } from "../../../lib/logger.ts";
 import {
   SESSION_AUDIENCE,
@@ -33,6 +31,7 @@ import {
   type SessionSigner,
   type SigningKeys,
 } from "../../../lib/session.ts";
+import { grantChartRights } from "../../../test/support/chartRights.ts";
 import { serviceAccountToken, testCluster, type TestCluster } from "../../../test/support/cluster.ts";
 import { buildProxyApp, type ProxyApp } from "../app.ts";
 import { loadProxyConfig } from "../config.ts";
@@ -193,57 +192,11 @@ export async function startUpstream(t: CleanupScope, name: string): Promise<Upst
   return { name, url: `http://127.0.0.1:${port}`, port, server, seen, close };
 }
 
-/** The release name whose rendered proxy ServiceAccount is `userland-proxy`, the tests' proxy identity. */
-const PROXY_RELEASE = "userland";
-
-/**
- * Gives the proxy's ServiceAccount in `namespace` exactly the chart's rights, as helm renders them
- * (cluster/chartRbac.ts): a Role per served namespace, or for "*" a ClusterRole, and their
- * bindings. Never a copy (docs/decisions/0004-rbac.md): a right the chart lacks fails here first.
- * The proxy's admission policy is left out (cluster-wide; proven in test/rbac/rbac.test.ts).
- * Cluster-scoped objects need `scope` to delete them when the test ends.
- */
-export async function grantProxyChartRights(
-  namespace: string,
-  options: { watchNamespaces?: readonly string[]; scope?: CleanupScope; cluster?: TestCluster } = {},
-): Promise<void> {
-  const cluster = options.cluster ?? (await testCluster());
-  const objects = (
-    await renderChartRbac({
-      helm: join(cluster.info.binDir, "helm"),
-      namespace,
-      release: PROXY_RELEASE,
-      values: { watchNamespaces: options.watchNamespaces ?? [] },
-    })
-  ).filter(
-    (o) =>
-      o.metadata.labels?.["app.kubernetes.io/component"] === "proxy" && !o.kind.includes("AdmissionPolicy"),
-  );
-  const rest = new KubeRest(cluster.kc, "userland-tests");
-  for (const object of objects) {
-    const clusterScoped = object.kind.startsWith("Cluster");
-    if (clusterScoped && !options.scope)
-      throw new Error(`${object.kind} ${object.metadata.name}: pass a scope`);
-    // Called once per proxy a test starts: the namespace's Role may be there already.
-    const created = await rest.create(chartObjectPath(object, namespace), object).then(
-      () => true,
-      (error: unknown) => {
-        if (!isAlreadyExists(error)) throw error;
-        return false;
-      },
-    );
-    if (created && clusterScoped)
-      options.scope?.after(() =>
-        rest.delete(chartObjectPath(object, namespace, object.metadata.name)).catch(() => undefined),
-      );
-  }
-}
-
 /** A kubeconfig of the proxy's ServiceAccount in `namespace`, with the chart's rights. */
 export async function proxyKubeConfig(namespace: string, on?: TestCluster): Promise<k8s.KubeConfig> {
   const cluster = on ?? (await testCluster());
-  await grantProxyChartRights(namespace, { cluster });
-  const token = await serviceAccountToken(namespace, `${PROXY_RELEASE}-proxy`, cluster);
+  const account = await grantChartRights("proxy", namespace, { cluster });
+  const token = await serviceAccountToken(namespace, account, cluster);
   return cluster.kubeConfigForToken(token, namespace);
 }
 

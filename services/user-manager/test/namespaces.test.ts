@@ -18,6 +18,7 @@ import {
   testCluster,
   testNamespace,
 } from "../../../test/support/cluster.ts";
+import { grantChartRights } from "../../../test/support/chartRights.ts";
 import { installCrds } from "../../../test/support/operator.ts";
 import {
   createTemplate,
@@ -33,20 +34,6 @@ import { consoleSessions, TEACHER_RULES, USER_PREFIX } from "./consoleSupport.ts
 import { metricValue } from "./support.ts";
 
 const rbacApi = async () => (await testCluster()).kc.makeApiClient(k8s.RbacAuthorizationV1Api);
-
-/** Binds the ServiceAccount `own/sa` to the ClusterRole `role` in each of `namespaces`. */
-async function bind(own: string, sa: string, role: string, namespaces: string[]): Promise<void> {
-  const rbac = await rbacApi();
-  for (const namespace of namespaces)
-    await rbac.createNamespacedRoleBinding({
-      namespace,
-      body: {
-        metadata: { name: `${sa}-${role}`.slice(0, 60) },
-        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role },
-        subjects: [{ kind: "ServiceAccount", name: sa, namespace: own }],
-      },
-    });
-}
 
 async function clusterBind(t: TestContext, own: string, sa: string, role: string): Promise<void> {
   const rbac = await rbacApi();
@@ -69,10 +56,11 @@ async function serve(
   config: Partial<UserManagerConfig> = {},
 ) {
   const cluster = await testCluster();
-  if (watch === "*") await clusterBind(t, own, "user-manager", "cluster-admin");
-  else await bind(own, "user-manager", "cluster-admin", watch);
-  await clusterBind(t, own, "user-manager", "system:auth-delegator");
-  const token = await serviceAccountToken(own, "user-manager");
+  const account = await grantChartRights("user-manager", own, {
+    watchNamespaces: watch === "*" ? ["*"] : watch,
+    scope: t,
+  });
+  const token = await serviceAccountToken(own, account);
   const rest = new KubeRest(cluster.kubeConfigForToken(token, own), "userland-user-manager-test");
   t.after(() => rest.close());
   const probe = userlandsPath(watch === "*" ? own : (watch[0] ?? own));

@@ -15,6 +15,7 @@ import {
   testCluster,
   testNamespace,
 } from "../../../test/support/cluster.ts";
+import { grantChartRights } from "../../../test/support/chartRights.ts";
 import { installCrds } from "../../../test/support/operator.ts";
 import type { Userland } from "../../../api/v1alpha1/index.ts";
 import {
@@ -30,7 +31,7 @@ import {
 import { buildApp, type UserManagerApp } from "../app.ts";
 import { defaultConfig, type UserManagerConfig } from "../config.ts";
 import { createMetrics, type Metrics } from "../metrics.ts";
-import { REQUIRED_PERMISSIONS, missingPermissions } from "../permissions.ts";
+import { missingPermissions } from "../permissions.ts";
 
 /**
  * The admin's reads and writes. KubeRest sends them again on 429: other test files (other
@@ -83,6 +84,7 @@ export interface ApiResponse {
 
 const rbacApi = async () => (await testCluster()).kc.makeApiClient(k8s.RbacAuthorizationV1Api);
 
+/** A Role of `rules` for the ServiceAccount `subject` (a caller of the service, not the service). */
 async function role(ns: string, name: string, rules: k8s.V1PolicyRule[], subject: string): Promise<void> {
   const rbac = await rbacApi();
   await rbac.createNamespacedRole({ namespace: ns, body: { metadata: { name }, rules } });
@@ -92,34 +94,6 @@ async function role(ns: string, name: string, rules: k8s.V1PolicyRule[], subject
       metadata: { name },
       roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
       subjects: [{ kind: "ServiceAccount", name: subject, namespace: ns }],
-    },
-  });
-}
-
-/**
- * The user-manager's Role and ClusterRole from REQUIRED_PERMISSIONS, which the chart's grant exactly
- * (permissions.test.ts).
- */
-async function grantServiceAccount(t: TestContext, ns: string, sa: string): Promise<void> {
-  const rules = (namespaced: boolean): k8s.V1PolicyRule[] =>
-    REQUIRED_PERMISSIONS.filter((p) => p.namespaced === namespaced).map((p) => ({
-      apiGroups: [p.group],
-      resources: [p.resource],
-      verbs: [p.verb],
-    }));
-  await role(ns, "userland-user-manager", rules(true), sa);
-  const rbac = await rbacApi();
-  const clusterName = `userland-user-manager-${ns}`;
-  await rbac.createClusterRole({ body: { metadata: { name: clusterName }, rules: rules(false) } });
-  t.after(async () => {
-    await rbac.deleteClusterRoleBinding({ name: clusterName }).catch(() => undefined);
-    await rbac.deleteClusterRole({ name: clusterName }).catch(() => undefined);
-  });
-  await rbac.createClusterRoleBinding({
-    body: {
-      metadata: { name: clusterName },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: clusterName },
-      subjects: [{ kind: "ServiceAccount", name: sa, namespace: ns }],
     },
   });
 }
@@ -140,8 +114,8 @@ export async function userManagerRest(
   ns: string,
 ): Promise<{ rest: KubeRest; token: string }> {
   const cluster = await testCluster();
-  await grantServiceAccount(t, ns, "user-manager");
-  const token = await serviceAccountToken(ns, "user-manager", cluster);
+  const account = await grantChartRights("user-manager", ns, { scope: t, cluster });
+  const token = await serviceAccountToken(ns, account, cluster);
   const rest = new KubeRest(cluster.kubeConfigForToken(token, ns), "userland-user-manager-test");
   t.after(() => rest.close());
   // RBAC reaches the authorizer through an informer: wait until every grant is in effect.
