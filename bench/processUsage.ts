@@ -69,6 +69,17 @@ function rssBytes(pid: number): number {
   return Number(kib ?? 0) * 1024;
 }
 
+/** Each process's RSS now (0 for one that has exited). */
+export function rssNow(procs: readonly Proc[]): number[] {
+  return procs.map((p) => {
+    try {
+      return rssBytes(p.pid);
+    } catch {
+      return 0;
+    }
+  });
+}
+
 /** Starts measuring `procs`: RSS sampled every `everyMs`; stop() gives CPU used and peak RSS since. */
 export function sampleUsage(procs: readonly Proc[], everyMs = 250): { stop(): Usage[] } {
   const read = <T>(f: () => T, fallback: T): T => {

@@ -14,7 +14,9 @@
  *       imported: a teacher imported the roster beforehand and every environment is Ready.
  * Printed: sign-in → first proxied byte p50/p95/max, where the time goes (each step's time since
  * the student's sign-in started, from watch events), each process's CPU seconds and peak RSS, the
- * API server's requests by identity (its audit log) and the operator's queue wait.
+ * API server's requests by identity (its audit log) and the operator's queue wait. At the end,
+ * after an idle spell (`--idle`), each process's RSS beside its RSS at rest: the run fails when
+ * the auth service, the user-manager or the proxy keeps more than 1.5x (issue 32).
  */
 import { readFileSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
@@ -28,20 +30,29 @@ import { DEMO_TEMPLATE, NAMESPACE, startPlatform, type Platform } from "../dev/p
 import { k8s } from "../lib/kube.ts";
 import { auditOffset, requestsSince, type RequestCount } from "./audit.ts";
 import { timeDeploymentsReady, timePodsReady } from "./pods.ts";
-import { childProcesses, sampleUsage, type Proc, type Usage } from "./processUsage.ts";
+import { childProcesses, rssNow, sampleUsage, type Proc, type Usage } from "./processUsage.ts";
 import { STEPS, Timeline } from "./rushTimeline.ts";
 import { percentile } from "./stats.ts";
 import { StudentClient } from "./studentClient.ts";
 import { runBench } from "./run.ts";
 
 const VARIANTS = ["auto", "imported"] as const;
+/**
+ * The platform's own services, after the rushes and an idle spell, may hold at most this times
+ * their RSS at rest (the soak's rule for the proxy, docs/decisions/0003): a rush must not leave
+ * the auth service or the user-manager permanently bigger.
+ */
+const IDLE_RSS_SHARE = 1.5;
+const MEMORY_CHECKED = ["auth", "user-manager", "proxy"];
 type Variant = (typeof VARIANTS)[number];
 
-const usage = `usage: node bench/rush.ts [--students 100,300] [--variants auto,imported] [--window 10] [--timeout 600]
+const usage = `usage: node bench/rush.ts [--students 100,300] [--variants auto,imported] [--window 10] [--timeout 600] [--idle 60]
   --students  class sizes, comma-separated (default 100,300)
   --variants  auto (provisioned at first login), imported (roster imported and Ready beforehand)
   --window    seconds over which the students start signing in (default 10)
-  --timeout   seconds one rush may take before it counts as failed (default 600)`;
+  --timeout   seconds one rush may take before it counts as failed (default 600)
+  --idle      seconds left idle after the last rush before each component's RSS is read again
+              (default 60; the platform's services must then be within ${IDLE_RSS_SHARE}x their RSS at rest)`;
 
 const { values } = parseArgs({
   options: {
@@ -49,6 +60,7 @@ const { values } = parseArgs({
     variants: { type: "string", default: VARIANTS.join(",") },
     window: { type: "string", default: "10" },
     timeout: { type: "string", default: "600" },
+    idle: { type: "string", default: "60" },
     help: { type: "boolean", short: "h" },
   },
 });
@@ -60,11 +72,13 @@ const sizes = values.students.split(",").map(Number);
 const variants = values.variants.split(",");
 const windowMs = Number(values.window) * 1000;
 const timeoutMs = Number(values.timeout) * 1000;
+const idleMs = Number(values.idle) * 1000;
 if (
   sizes.some((n) => !Number.isInteger(n) || n < 1 || n > 1000) ||
   variants.some((v) => !(VARIANTS as readonly string[]).includes(v)) ||
   !(windowMs >= 0) ||
-  !(timeoutMs > 0)
+  !(timeoutMs > 0) ||
+  !(idleMs >= 0)
 ) {
   console.error(usage);
   process.exit(2);
@@ -433,6 +447,42 @@ function print(rows: Measured[], details = true): void {
   }
 }
 
+/**
+ * RSS at rest before the first rush, the peak of every rush, and after the idle spell; fails the
+ * run when one of the platform's services stays above IDLE_RSS_SHARE times its RSS at rest.
+ */
+function printMemory(procs: readonly Proc[], atRest: number[], rows: Measured[], afterIdle: number[]): void {
+  const row = (...cells: (string | number)[]) => console.log(`| ${cells.join(" | ")} |`);
+  console.log(`\n## Memory: at rest, peak of the rushes, ${idleMs / 1000} s after the last\n`);
+  row("process", "RSS at rest MiB", "peak MiB", "after idle MiB", "after idle / at rest");
+  row("---", "---:", "---:", "---:", "---:");
+  const over: string[] = [];
+  procs.forEach((p, i) => {
+    const rest = atRest[i] ?? 0;
+    const idle = afterIdle[i] ?? 0;
+    const peak = Math.max(
+      rest,
+      idle,
+      ...rows.flatMap((m) => m.usage.filter((u) => u.name === p.name).map((u) => u.peakRssBytes)),
+    );
+    const share = rest > 0 ? idle / rest : NaN;
+    const checked = MEMORY_CHECKED.includes(p.name);
+    row(
+      p.name,
+      mib(rest),
+      mib(peak),
+      mib(idle),
+      `${share.toFixed(2)}x${checked ? ` (≤ ${IDLE_RSS_SHARE}x)` : ""}`,
+    );
+    if (checked && !(share <= IDLE_RSS_SHARE))
+      over.push(`${p.name}: ${mib(idle)} MiB after idle, ${share.toFixed(2)}x its ${mib(rest)} MiB at rest`);
+  });
+  if (over.length > 0)
+    throw new Error(
+      `memory not given back after the rushes (allowed ${IDLE_RSS_SHARE}x): ${over.join("; ")}`,
+    );
+}
+
 await runBench("bench/rush.ts", cleanup, async () => {
   await timeline.start();
   // The proxy answers once it listens (it redirects to the sign-in).
@@ -454,6 +504,7 @@ await runBench("bench/rush.ts", cleanup, async () => {
   console.log(
     `\n# Class-start rush on the local platform (kwok control plane, components as processes)\n\nstudents start signing in evenly over ${windowMs / 1000} s`,
   );
+  const atRest = rssNow(procs);
   for (const n of sizes) {
     // Each measurement printed as soon as it is done: a long run cut short still reports.
     const measured = (m: Measured) => {
@@ -466,6 +517,9 @@ await runBench("bench/rush.ts", cleanup, async () => {
   }
   console.log("\n## All measurements");
   print(rows, false);
+  log(`idle for ${idleMs / 1000} s, then each component's RSS`);
+  await sleep(idleMs);
+  printMemory(procs, atRest, rows, rssNow(procs));
   console.log(
     "\nsign-in → first proxied byte: from the student's first request (the proxy, which sends it to the" +
       " auth service and on to the provider's form) to the first byte of their own environment's page" +
