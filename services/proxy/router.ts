@@ -1,8 +1,9 @@
 /**
  * Decides what becomes of a request or WebSocket handshake, for both alike: Host → Template,
  * session → user, (user, Template) → Userland → a page or the upstream to forward to. The answer
- * is a Route; server.ts acts on it in one place. Nothing in the request but the verified session
- * chooses whose environment is reached.
+ * is a Route; server.ts acts on it in one place. Deciding changes nothing (a stopped environment's
+ * start is a Route too). Nothing in the request but the verified session chooses whose environment
+ * is reached.
  */
 import { sessionEnded } from "../../api/sessions.ts";
 import type { IncomingMessage } from "node:http";
@@ -69,6 +70,11 @@ export type Route =
       /** Where the home page is shown when that is not HOME_PATH. */
       homeAt?: string;
     })
+  /**
+   * A stopped environment with PROXY_START_ON_ACCESS: server.ts asks for its start (an action, not
+   * part of the decision) and shows `starting` once it was sent, else `stopped` with its button.
+   */
+  | { kind: "start"; outcome: "starting"; userland: Userland; user: string; starting: Page; stopped: Page }
   /** The session's own environment, ready, at `target`. */
   | (Signed & {
       kind: "forward";
@@ -389,7 +395,7 @@ export class Router {
           ? undefined
           : ownerRefusal(userland, signed.session, this.signOutUrl(signed.client, returnPath))));
     if (exam) return page("exam_refused", exam);
-    const notReady = await this.pageFor(userland, env, returnPath, record);
+    const notReady = this.pageFor(userland, env, returnPath, signed.session.user);
     if (notReady || !userland) return notReady ?? page("no_environment", missingPage(env));
     const { namespace = "", name = "" } = userland.metadata;
     const service = userland.status?.service;
@@ -421,32 +427,29 @@ export class Router {
     };
   }
 
-  /** The page for a Userland that is not ready, or undefined when it is. */
-  private async pageFor(
+  /** The page (or start) for a Userland that is not ready, or undefined when it is. */
+  private pageFor(
     userland: Userland | undefined,
     env: EnvironmentInfo,
     returnPath: string,
-    record: RequestRecord,
-  ): Promise<Route | undefined> {
+    user: string,
+  ): Route | undefined {
     const { config, starter } = this.deps;
     const state = environmentState(userland);
     if (!userland || state === "missing") return page("no_environment", missingPage(env));
     if (state === "ready") return undefined;
     if (state === "failed") return page("failed", failedPage(env, userland.status?.message));
     if (state === "stopped") {
-      if (
-        starter.recentlyRequested(userland) ||
-        (config.startOnAccess && (await starter.request(userland, record.user)))
-      )
-        return page("starting", startingPage(env, "Starting", "Start requested"));
-      return page(
-        "stopped",
-        stoppedPage(env, {
-          canStart: starter.canStart,
-          returnPath,
-          reason: userland.metadata.annotations?.[UserlandAnnotations.stoppedReason],
-        }),
-      );
+      const starting = startingPage(env, "Starting", "Start requested");
+      if (starter.recentlyRequested(userland)) return page("starting", starting);
+      const stopped = stoppedPage(env, {
+        canStart: starter.canStart,
+        returnPath,
+        reason: userland.metadata.annotations?.[UserlandAnnotations.stoppedReason],
+      });
+      if (config.startOnAccess && starter.canStart)
+        return { kind: "start", outcome: "starting", userland, user, starting, stopped };
+      return page("stopped", stopped);
     }
     return page(
       "starting",

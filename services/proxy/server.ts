@@ -126,6 +126,11 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
         return reply.signedOut(route);
       case "ownEndpoint":
         return reply.ownEndpoint(route);
+      case "start": {
+        const sent = await starter.request(route.userland, route.user);
+        if (!sent) record.outcome = "stopped";
+        return reply.page(sent ? route.starting : route.stopped);
+      }
       case "forward": {
         const release = limits.acquire(record.kind, route.session.user);
         if (!release) {

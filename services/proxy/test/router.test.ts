@@ -54,6 +54,7 @@ function router(
     userlands?: Userland[];
     startOnAccess?: boolean;
     userManager?: UserManagerClient;
+    starter?: Starter;
     synced?: boolean;
   } = {},
 ) {
@@ -61,7 +62,7 @@ function router(
   for (const u of options.userlands ?? []) index.upsert(u);
   const resolver = overrideResolver();
   resolver.set("ns", "svc", "http://127.0.0.1:9");
-  const starter = new Starter(options.userManager, createMetrics(), log);
+  const starter = options.starter ?? new Starter(options.userManager, createMetrics(), log);
   return new Router({
     config: {
       hostTemplates: new Map([[HOST, "code"]]),
@@ -219,8 +220,15 @@ test("start on access asks the user-manager at most once a minute per Userland",
     assignments: () => Promise.reject(new Error("not used")),
     handIn: () => Promise.reject(new Error("not used")),
   };
-  const r = router({ userlands: [userland("carol", undefined, false)], startOnAccess: true, userManager });
-  for (let i = 0; i < 3; i++)
+  const starter = new Starter(userManager, createMetrics(), log);
+  const r = router({ userlands: [userland("carol", undefined, false)], startOnAccess: true, starter });
+  const decided = await r.route(fakeRequest("/", { user: "carol" }), "http", record());
+  assert.equal(decided.kind, "start");
+  assert.deepEqual(starts, [], "deciding starts nothing: server.ts acts on the route");
+  // What server.ts's act() does with a start route, then two more requests within the minute.
+  assert.equal(await starter.request(decided.userland, decided.user), true);
+  assert.equal(decided.starting.status, 503);
+  for (let i = 0; i < 2; i++)
     assert.deepEqual(pageOf(await r.route(fakeRequest("/", { user: "carol" }), "http", record())), {
       outcome: "starting",
       status: 503,
