@@ -253,7 +253,7 @@ export class Router {
       );
     // A refused WebSocket has no page to return to.
     const returnPath = kind === "http" ? url : "/";
-    const route = await this.resolveTarget(
+    const route = this.resolveTarget(
       { session, template, client },
       `${pathname}${parsed.search}`,
       returnPath,
@@ -358,7 +358,7 @@ export class Router {
           "It opens here once it is running again; its student starts it from their home page.",
         ),
       );
-    const route = await this.resolveTarget(
+    const route = this.resolveTarget(
       { session, template, client },
       path,
       "/",
@@ -375,14 +375,14 @@ export class Router {
   }
 
   /** The session user's environment for the Template: where to forward, or the page to show. */
-  private async resolveTarget(
+  private resolveTarget(
     signed: Signed,
     path: string,
     returnPath: string,
     record: RequestRecord,
     serviceWorkers: boolean,
     named?: Userland,
-  ): Promise<Route> {
+  ): Route {
     const { cluster, resolver } = this.deps;
     const userland = named ?? cluster.findUserland(signed.session.user, signed.template);
     const env = environmentInfo(cluster, signed.template, signed.session.user);
