@@ -8,7 +8,7 @@
  * with only the proxy's rights; sessions are ES256 cookies signed with lib/session.ts keys; every
  * user has a real Userland reconciled by the real operator (a child process too) and is routed
  * through the proxy's informer. Each user's environment is a loopback upstream
- * (services/proxy/test/support.ts startUpstream) that answers with its owner's name, the path and
+ * (cluster/harness/proxyPartners.ts startUpstream) that answers with its owner's name, the path and
  * the X-User it received, and echoes WebSocket messages; the proxy reaches it only through the
  * resolver seam, PROXY_UPSTREAM_OVERRIDES_FILE. Nothing dials anything but 127.0.0.1.
  *
@@ -41,10 +41,6 @@ import { childNames, userlandNameFor } from "../api/naming.ts";
 import { type Userland, templatesPath, userlandsPath } from "../api/v1alpha1/index.ts";
 import { KubeRest } from "../lib/kubeRest.ts";
 import { escapeHtml } from "../lib/html.ts";
-// The one exception to the rule that nothing outside test/ imports from a test folder: the proxy's
-// test helpers (loopback upstreams, session keys, WebSockets, its kubeconfig) have no home outside
-// services/proxy/test yet; they move when the proxy's files are regrouped (issue 25, item 4).
-// eslint-disable-next-line @typescript-eslint/no-restricted-imports
 import {
   openWebSocket,
   proxyKubeConfig,
@@ -52,7 +48,7 @@ import {
   testKeys,
   type CleanupScope,
   type Upstream,
-} from "../services/proxy/test/support.ts";
+} from "../cluster/harness/proxyPartners.ts";
 import { repoRoot } from "../cluster/repoRoot.ts";
 import { listeningSocket, portOf, socketsFor } from "../cluster/ports.ts";
 import type { ClusterAccess } from "../cluster/harness/connect.ts";

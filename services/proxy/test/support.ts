@@ -1,83 +1,31 @@
 /**
- * Test support for the proxy: real sessions (lib/session.ts), loopback upstreams that report what
- * they received, the proxy in-process under a real ServiceAccount with only the rights it needs,
- * and a raw HTTP client that can send what browsers never would (duplicate and underscore
- * headers, absolute-form targets, any Host).
+ * Test support for the proxy: the proxy in-process under a real ServiceAccount with the chart's
+ * rights, forged tokens, and a raw HTTP client that can send what browsers never would (duplicate
+ * and underscore headers, absolute-form targets, any Host). Session keys, loopback upstreams and
+ * the WebSocket client are cluster/harness/proxyPartners.ts's (the soak uses them too).
  */
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import {
-  createServer,
-  request,
-  type IncomingHttpHeaders,
-  type IncomingMessage,
-  type OutgoingHttpHeaders,
-  type Server,
-} from "node:http";
-import { connect, type AddressInfo, type Socket } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { request, type IncomingHttpHeaders, type OutgoingHttpHeaders } from "node:http";
+import { connect } from "node:net";
 import type { TestContext } from "node:test";
-import { SignJWT, type JWK } from "jose";
-import { WebSocket, WebSocketServer } from "ws";
+import { SignJWT } from "jose";
+import type { WebSocket } from "ws";
 import type { k8s } from "../../../lib/kube.ts";
 import { createLogger } from "../../../lib/logger.ts";
+import { SESSION_AUDIENCE, SESSION_ISSUER, type SigningKeys } from "../../../lib/session.ts";
 import {
-  SESSION_AUDIENCE,
-  SESSION_ISSUER,
-  createSessionSigner,
-  generateSigningKey,
-  parseSigningKeys,
-  publicJwks,
-  type SessionSigner,
-  type SigningKeys,
-} from "../../../lib/session.ts";
-import { grantChartRights } from "../../../test/support/chartRights.ts";
-import { serviceAccountToken, testCluster, type TestCluster } from "../../../test/support/cluster.ts";
+  openWebSocket,
+  proxyKubeConfig as proxyKubeConfigOn,
+  startUpstream,
+  testKeys,
+  type CleanupScope,
+  type Seen,
+  type TestKeys,
+  type Upstream,
+} from "../../../cluster/harness/proxyPartners.ts";
+import { testCluster, type TestCluster } from "../../../test/support/cluster.ts";
 import { buildProxyApp, type ProxyApp } from "../app.ts";
 import { loadProxyConfig } from "../config.ts";
 import { overrideResolver, type OverrideResolver } from "../resolver.ts";
-
-/**
- * Where a helper registers its clean-up: a test's `TestContext`, or a script's own list
- * (test/reliability/soak.ts runs these helpers outside node:test).
- */
-export interface CleanupScope {
-  after(fn: () => unknown): void;
-}
-
-export interface TestKeys {
-  signer: SessionSigner;
-  keys: SigningKeys;
-  jwk: JWK;
-  publicFile: string;
-  dir: string;
-  /** A valid session cookie header value for `user`. */
-  cookie(user: string, ttlSeconds?: number): Promise<string>;
-}
-
-/**
- * Session keys for a test proxy: a new key, or the given private JWKs (the first signs; all of them
- * are in the public file the proxy verifies with), e.g. the auth service's own keys.
- */
-export async function testKeys(t: CleanupScope, signingJwks?: JWK[]): Promise<TestKeys> {
-  const dir = await mkdtemp(join(tmpdir(), "userland-proxy-test-"));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  const jwks = signingJwks ?? [await generateSigningKey("proxy-test")];
-  const jwk = jwks[0];
-  if (!jwk) throw new Error("testKeys: no key given");
-  const keys = await parseSigningKeys({ keys: jwks });
-  const publicFile = join(dir, "session-public.json");
-  await writeFile(publicFile, JSON.stringify(publicJwks(keys)));
-  const signer = createSessionSigner(keys);
-  return {
-    signer,
-    keys,
-    jwk,
-    publicFile,
-    dir,
-    cookie: async (user, ttl = 3600) => `userland_session=${await signer.sign(user, ttl)}`,
-  };
-}
 
 /** A token the real signer would never make (expired, wrong audience, ...), signed with a real key. */
 export async function forgeToken(
@@ -93,112 +41,13 @@ export async function forgeToken(
     .sign(key.privateKey);
 }
 
-export interface Seen {
-  upstream: string;
-  method: string;
-  url: string;
-  headers: IncomingHttpHeaders;
-  rawHeaders: string[];
-  /** Trailers of a chunked request body (set once the body has been read). */
-  trailers?: NodeJS.Dict<string>;
-}
-
-export interface Upstream {
-  name: string;
-  url: string;
-  port: number;
-  server: Server;
-  /** Requests received, newest last. */
-  seen: Seen[];
-  close(): Promise<void>;
-}
-
-/**
- * A loopback environment stand-in: answers every request with JSON saying which upstream it is
- * and what it received; `/slow?ms=N` answers after N ms; `/reset` drops the connection; WebSocket
- * messages are echoed with the upstream's name and the X-User it saw at the handshake.
- */
-export async function startUpstream(t: CleanupScope, name: string): Promise<Upstream> {
-  const seen: Seen[] = [];
-  const timers = new Set<NodeJS.Timeout>();
-  const server = createServer((req, res) => {
-    const record: Seen = {
-      upstream: name,
-      method: req.method ?? "",
-      url: req.url ?? "",
-      headers: req.headers,
-      rawHeaders: req.rawHeaders,
-    };
-    seen.push(record);
-    // Prefixed, not resolved against a base: "//x:99999" is a path here, not a host.
-    const url = new URL(`http://x${req.url ?? "/"}`);
-    const reply = () => {
-      const body = JSON.stringify({ ...record, xUser: req.headers["x-user"] });
-      res.writeHead(200, {
-        "content-type": "application/json",
-        "set-cookie": ["app=1; Path=/", "userland_session=evil; Path=/"],
-        // What an environment sends to widen its service worker's scope to the whole origin.
-        ...(url.pathname === "/sw.js" ? { "service-worker-allowed": "/" } : {}),
-      });
-      res.end(body);
-    };
-    if (url.pathname === "/reset") {
-      req.socket.destroy();
-      return;
-    }
-    if (url.pathname === "/slow") {
-      const timer = setTimeout(
-        () => {
-          timers.delete(timer);
-          reply();
-        },
-        Number(url.searchParams.get("ms") ?? 1000),
-      );
-      timers.add(timer);
-      return;
-    }
-    req.resume();
-    req.on("end", () => {
-      record.trailers = req.trailers;
-      reply();
-    });
-  });
-  const wss = new WebSocketServer({ noServer: true });
-  server.on("upgrade", (req: IncomingMessage, socket: Socket, head: Buffer) => {
-    seen.push({
-      upstream: name,
-      method: "UPGRADE",
-      url: req.url ?? "",
-      headers: req.headers,
-      rawHeaders: req.rawHeaders,
-    });
-    wss.handleUpgrade(req, socket, head, (ws) => {
-      const xUser = req.headers["x-user"];
-      ws.on("message", (data: Buffer) =>
-        ws.send(JSON.stringify({ upstream: name, xUser, echo: data.toString() })),
-      );
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as AddressInfo).port;
-  const close = async () => {
-    for (const timer of timers) clearTimeout(timer);
-    for (const client of wss.clients) client.terminate();
-    wss.close();
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  };
-  t.after(close);
-  return { name, url: `http://127.0.0.1:${port}`, port, server, seen, close };
-}
-
-/** A kubeconfig of the proxy's ServiceAccount in `namespace`, with the chart's rights. */
+/** The proxy's kubeconfig in `namespace` of the shared test cluster (or `on`), with the chart's rights. */
 export async function proxyKubeConfig(namespace: string, on?: TestCluster): Promise<k8s.KubeConfig> {
-  const cluster = on ?? (await testCluster());
-  const account = await grantChartRights("proxy", namespace, { cluster });
-  const token = await serviceAccountToken(namespace, account, cluster);
-  return cluster.kubeConfigForToken(token, namespace);
+  return proxyKubeConfigOn(namespace, on ?? (await testCluster()));
 }
+
+// The proxy tests' partners live in cluster/harness (the soak uses them too); tests import them here.
+export { openWebSocket, startUpstream, testKeys, type CleanupScope, type Seen, type TestKeys, type Upstream };
 
 export interface TestProxy {
   app: ProxyApp;
@@ -333,36 +182,6 @@ export function rawExchange(port: number, text: string, timeoutMs = 5000): Promi
 /** The status codes of every response in a raw exchange, in order. */
 export function rawStatuses(response: string): number[] {
   return [...response.matchAll(/^HTTP\/1\.[01] (\d{3})/gm)].map((m) => Number(m[1]));
-}
-
-/** Opens a WebSocket through the proxy; resolves with the socket or the refusal status. */
-export function openWebSocket(
-  port: number,
-  options: {
-    host: string;
-    cookie?: string;
-    origin?: string;
-    path?: string;
-    headers?: Record<string, string>;
-  },
-): Promise<{ ws: WebSocket } | { status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = { host: options.host, ...options.headers };
-    if (options.cookie) headers.cookie = options.cookie;
-    const ws = new WebSocket(`ws://127.0.0.1:${port}${options.path ?? "/socket"}`, {
-      headers,
-      ...(options.origin ? { origin: options.origin } : {}),
-    });
-    ws.once("open", () => resolve({ ws }));
-    ws.once("unexpected-response", (_req, res: IncomingMessage) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () =>
-        resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }),
-      );
-    });
-    ws.once("error", (error) => reject(error));
-  });
 }
 
 /** Sends one message and waits for the echo. */
