@@ -9,12 +9,19 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { pipeline } from "node:stream/promises";
 import { simplePage } from "./pages.ts";
-import type { OwnEndpointDeps } from "./ownEndpoints.ts";
+import type { Coursework } from "./coursework.ts";
 import type { RequestRecord } from "./requestLog.ts";
 import { sendPage } from "./respond.ts";
+import type { ClusterView } from "./routing.ts";
+
+/** What a download needs of the proxy (ownEndpoints.ts passes its own dependencies). */
+interface DownloadDeps {
+  cluster: Pick<ClusterView, "findUserland">;
+  coursework: Pick<Coursework, "download">;
+}
 
 export async function serveDownload(
-  deps: OwnEndpointDeps,
+  deps: DownloadDeps,
   req: IncomingMessage,
   res: ServerResponse,
   user: string,

@@ -37,7 +37,7 @@ import { justReady, readySince, WAITING_TO_ANSWER } from "./readyRetry.ts";
 import { isStalled, progressText } from "../../lib/startProgress.ts";
 import { cookieValues } from "../../lib/requestSessions.ts";
 import { VISIT_COOKIE, type VisitTracker } from "./visits.ts";
-import { visitRefusedPage, waitingPage } from "./visitEndpoints.ts";
+import { visitRefusedPage, waitingPage } from "./visitPages.ts";
 import { heldPage, ownerRefusal, signOutUrlFor, visitorRefusal } from "./exam.ts";
 
 /** A request whose session and Template are known. */

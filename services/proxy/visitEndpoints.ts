@@ -20,14 +20,14 @@ import { UserlandAnnotations, type Userland } from "../../api/v1alpha1/index.ts"
 import { consentState, parseVisitRequests, VISIT_CONSENT_ANNOTATION } from "../../api/visits.ts";
 import { HOME_PATH, ownUserland, type HomeConfig } from "./home.ts";
 import { userlandLabel } from "./origins.ts";
-import { document, simplePage, type Page } from "./pages.ts";
+import { simplePage } from "./pages.ts";
 import type { RequestRecord } from "./requestLog.ts";
 import { sendPage } from "./respond.ts";
 import type { OwnEndpointRoute } from "./router.ts";
 import { hostForTemplate, type ClusterView } from "./routing.ts";
+import { visitRefusedPage, waitingPage } from "./visitPages.ts";
 import { ALLOW_PATH, LEAVE_PATH, VISIT_COOKIE, VISIT_PATH, type VisitTracker } from "./visits.ts";
 import { formFromOwnSite } from "../../lib/formOrigin.ts";
-import { html } from "../../lib/html.ts";
 import { localPath } from "../../lib/localPath.ts";
 import type { UserManagerClient } from "../../lib/userManagerClient.ts";
 import { originAllowed } from "./headers.ts";
@@ -41,30 +41,6 @@ export interface VisitEndpointDeps {
   config: HomeConfig;
   allowedOrigins: readonly string[];
   userManager: UserManagerClient | undefined;
-}
-
-/**
- * One refusal for an environment that does not exist and one the visitor may not open (no
- * names): a signed-in person learns nothing of who has an environment.
- */
-export function visitRefusedPage(): Page {
-  return simplePage(
-    403,
-    "You may not open this environment",
-    `Opening a student's environment needs the right to visit it (verb "create" on "userlands/visit" in its namespace), which you do not have, or the environment does not exist. Ask an admin. To go back to your own environment: ${LEAVE_PATH}`,
-  );
-}
-
-/** The visitor waits for the student's Allow; the page asks again every 3 s by itself. */
-export function waitingPage(owner: string): Page {
-  const title = `Waiting for ${owner} to allow your visit`;
-  const message = `This environment's Template asks its student first. ${owner} sees your request on their home page; this page opens the environment as soon as they click Allow.`;
-  return {
-    status: 202,
-    title,
-    body: document(title, html`<p>${message}</p>`, { refreshSeconds: 3, spinner: true }),
-    json: { state: "waiting", owner, message },
-  };
 }
 
 /** The Template of `userland` asks its student before every visit (api/visits.ts). */
