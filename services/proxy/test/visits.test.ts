@@ -150,13 +150,24 @@ test("a teacher with the visit right opens a student's environment as the studen
     return r.json<HomeView>();
   };
 
+  let visitCookie = "";
+  /** alice's WebSocket into bob's environment, on her visit. */
+  const aliceVisitSocket = async () => {
+    const opened = await openWebSocket(proxy.port, {
+      host: CODE_HOST,
+      origin: `http://${CODE_HOST}`,
+      cookie: `${await keys.cookie("alice")}; ${visitCookie}`,
+    });
+    assert.ok("ws" in opened, JSON.stringify(opened));
+    return opened.ws;
+  };
+
   await t.test("the console's Open on the home host goes on to the Template's host", async () => {
     const r = await get("alice", visitPath, {}, APEX);
     assert.equal(r.status, 303);
     assert.equal(r.headers.location, `http://${CODE_HOST}${visitPath}`);
   });
 
-  let visitCookie = "";
   await t.test(
     "alice enters bob's environment: X-User is bob's, X-Userland-Visitor names alice, forged copies are gone",
     async () => {
@@ -198,12 +209,7 @@ test("a teacher with the visit right opens a student's environment as the studen
     async () => {
       // alice keeps a WebSocket open through the checks: the visit stays live however slow the
       // machine is (with only requests, a 1 s quiet period between two reads would end it).
-      const opened = await openWebSocket(proxy.port, {
-        host: CODE_HOST,
-        origin: `http://${CODE_HOST}`,
-        cookie: `${await keys.cookie("alice")}; ${visitCookie}`,
-      });
-      assert.ok("ws" in opened, JSON.stringify(opened));
+      const opened = { ws: await aliceVisitSocket() };
       try {
         await eventually("the VisitStarted Event", async () =>
           (await events()).some(
@@ -289,12 +295,7 @@ test("a teacher with the visit right opens a student's environment as the studen
   await t.test(
     "an open WebSocket keeps the visit going past the quiet period; it ends a quiet period after it closes",
     async () => {
-      const opened = await openWebSocket(proxy.port, {
-        host: CODE_HOST,
-        origin: `http://${CODE_HOST}`,
-        cookie: `${await keys.cookie("alice")}; ${visitCookie}`,
-      });
-      assert.ok("ws" in opened, JSON.stringify(opened));
+      const opened = { ws: await aliceVisitSocket() };
       assert.equal((await roundTrip(opened.ws, "hi")).xUser, "bob");
       const socketAt = Date.now();
       const latest = async () =>
