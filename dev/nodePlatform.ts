@@ -25,7 +25,7 @@ import { onRealNode } from "../cluster/node/addons.ts";
 import { localTemplate } from "../cluster/node/localTemplates.ts";
 import type { Relays } from "../cluster/node/relay.ts";
 import type { Template } from "../api/v1alpha1/index.ts";
-import { startDevIdentityProvider, type DevIdentityProvider } from "./identity-provider.ts";
+import { startDevIdentityProvider, type DevIdentityProvider } from "./identityProvider.ts";
 
 /** The students' domain here: <template>.ide.test, auth.ide.test (no DNS: see PlatformHosts). */
 export const NODE_PLATFORM_DOMAIN = "ide.test";

@@ -41,8 +41,8 @@ import {
 } from "../cluster/chartRbac.ts";
 import { installCustomResourceDefinitions } from "../cluster/customResourceDefinitions.ts";
 import { heldPort, listeningSocket, portOf, socketsFor, type HeldPort } from "../cluster/ports.ts";
-import { startDemoEnvironment, type DemoEnvironment } from "./demo-environment.ts";
-import { startDevIdentityProvider, type DevIdentityProvider } from "./identity-provider.ts";
+import { startDemoEnvironment, type DemoEnvironment } from "./demoEnvironment.ts";
+import { startDevIdentityProvider, type DevIdentityProvider } from "./identityProvider.ts";
 import { templatesPath, userlandsPath } from "../api/v1alpha1/index.ts";
 import { repoRoot } from "../cluster/repoRoot.ts";
 

@@ -21,7 +21,7 @@ import { paths } from "../api/kubePaths.ts";
 import { k8s } from "../lib/kube.ts";
 import { KubeRest } from "../lib/kubeRest.ts";
 import { CONSOLE_TEACHER } from "./platform.ts";
-import type { DevIdentityProvider } from "./identity-provider.ts";
+import type { DevIdentityProvider } from "./identityProvider.ts";
 import {
   helmInstall,
   localTemplates,

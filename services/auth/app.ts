@@ -27,7 +27,7 @@ import { createOidcClient } from "./oidc.ts";
 import { createProvisioner } from "./provision.ts";
 import { messagePage } from "./pages.ts";
 import { loginRoutes, sendPage } from "./routes.ts";
-import { sessionRoutes } from "./session-routes.ts";
+import { sessionRoutes } from "./sessionRoutes.ts";
 import { createTransactionSealer } from "./transaction.ts";
 
 export interface AppOptions {

@@ -48,7 +48,7 @@ export const settings = {
   sessionKeysFile: {
     env: "AUTH_SESSION_KEYS_FILE",
     description:
-      "File with the session signing keys, the first signs: EC P-256 private keys as PEM (openssl ecparam -name prime256v1 -genkey -noout) or a private JWKS (node scripts/session-keys.ts)",
+      "File with the session signing keys, the first signs: EC P-256 private keys as PEM (openssl ecparam -name prime256v1 -genkey -noout) or a private JWKS (node scripts/sessionKeys.ts)",
     parse: parse.string,
   },
   sessionTtl: {

@@ -104,7 +104,7 @@ export const settings = {
   sessionKeysFile: {
     env: "PROXY_SESSION_PUBLIC_KEYS_FILE",
     description:
-      "Public JWKS file of the auth service's session keys, read at start-up (node scripts/session-keys.ts --public keys.json; set this or PROXY_SESSION_JWKS_URL)",
+      "Public JWKS file of the auth service's session keys, read at start-up (node scripts/sessionKeys.ts --public keys.json; set this or PROXY_SESSION_JWKS_URL)",
     parse: parse.string,
     default: undefined,
   },

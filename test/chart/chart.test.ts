@@ -608,7 +608,7 @@ test("the Dockerfile builds one non-root image that holds every component the ch
     }
   };
   for (const { main } of Object.values(COMPONENTS)) walk(join(repoRoot, main));
-  walk(join(repoRoot, "scripts", "session-keys.ts"));
+  walk(join(repoRoot, "scripts", "sessionKeys.ts"));
   for (const file of imported) {
     const path = relative(repoRoot, file);
     assert.ok(existsSync(file), `${path} exists`);

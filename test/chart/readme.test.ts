@@ -1,5 +1,5 @@
 /**
- * charts/userland/README.md's table of values is the one scripts/chart-readme.ts generates from
+ * charts/userland/README.md's table of values is the one scripts/chartReadme.ts generates from
  * values.yaml and values.schema.json (run `npm run generate` after changing a value), like the CRDs.
  */
 import assert from "node:assert/strict";
@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { parse } from "yaml";
-import { README, generatedReadme, valueRows } from "../../scripts/chart-readme.ts";
+import { README, generatedReadme, valueRows } from "../../scripts/chartReadme.ts";
 import { chartDir } from "./support.ts";
 
 const valuesYaml = readFileSync(join(chartDir, "values.yaml"), "utf8");

@@ -62,7 +62,7 @@ import { MACHINE_HOST } from "../../cluster/addresses.ts";
 import { repoRoot } from "../../cluster/repoRoot.ts";
 import { buildPlatformImage, importImage, repositoryAndTag } from "../../cluster/node/images.ts";
 import { localTemplate } from "../../cluster/node/localTemplates.ts";
-import type { DevIdentityProvider } from "../../dev/identity-provider.ts";
+import type { DevIdentityProvider } from "../../dev/identityProvider.ts";
 import {
   NODE_PLATFORM_DOMAIN,
   exposePlatform,

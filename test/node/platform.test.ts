@@ -25,7 +25,7 @@ import { stringify } from "yaml";
 import { childNames, userlandNameFor } from "../../api/naming.ts";
 import { MACHINE_HOST, POD_CIDR, SERVICE_CIDR } from "../../cluster/addresses.ts";
 import { repoRoot } from "../../cluster/repoRoot.ts";
-import type { DevIdentityProvider } from "../../dev/identity-provider.ts";
+import type { DevIdentityProvider } from "../../dev/identityProvider.ts";
 import {
   NODE_PLATFORM_DOMAIN,
   exposePlatform,
@@ -136,7 +136,7 @@ async function prepareGuide(): Promise<void> {
   mkdirSync(join(work, "bin"), { recursive: true });
   writeFileSync(
     join(work, "bin", "docker"),
-    `#!/bin/sh\nexec "${process.execPath}" "${join(repoRoot, "test", "support", "docker-stand-in.ts")}" "$@"\n`,
+    `#!/bin/sh\nexec "${process.execPath}" "${join(repoRoot, "test", "support", "dockerStandIn.ts")}" "$@"\n`,
     { mode: 0o755 },
   );
   substitutions = [

@@ -13,8 +13,8 @@ import {
 } from "../../lib/session.ts";
 import { listen, newKeysFile, startAuth, tempDir } from "../../services/auth/test/support/auth.ts";
 import { Browser } from "../../services/auth/test/support/browser.ts";
-import { startGitHubStandIn } from "../../services/auth/test/support/github-stand-in.ts";
-import { startOidcProvider } from "../../services/auth/test/support/oidc-provider.ts";
+import { startGitHubStandIn } from "../../services/auth/test/support/githubStandIn.ts";
+import { startOidcProvider } from "../../services/auth/test/support/oidcProvider.ts";
 import { send, startProxy, startUpstream, testKeys } from "../../services/proxy/test/support.ts";
 import { testNamespace } from "../support/cluster.ts";
 import { installCrds } from "../support/operator.ts";

@@ -1,7 +1,7 @@
 /**
  * Shared lab computers (issue 13 item 1), at the HTTP level: the real proxy (in-process, under its
  * own Role), the real operator and control plane, real session keys. The browser-level attack is
- * test/e2e/shared-computer.test.ts; these rows pin each rule the proxy applies for it:
+ * test/e2e/sharedComputer.test.ts; these rows pin each rule the proxy applies for it:
  *
  * - cookies carrying valid sessions of different users are no session, and the browser is told to
  *   drop its cookies (the first valid one used to win);

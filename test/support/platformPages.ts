@@ -39,7 +39,7 @@ export const homeCard = (page: Page, title: string) =>
     .filter({ has: page.getByRole("heading", { name: title, exact: true }) });
 
 /**
- * Whose demo environment the page shows and the X-User it received (dev/demo-environment.ts); a
+ * Whose demo environment the page shows and the X-User it received (dev/demoEnvironment.ts); a
  * screenshot goes to `artifacts` when there is none.
  */
 export async function environmentOf(

@@ -7,7 +7,7 @@ import { describe, test } from "node:test";
 import { SESSION_COOKIE } from "../../../lib/session.ts";
 import { listen, newKeysFile, startAuth, tempDir } from "./support/auth.ts";
 import { Browser, parseSetCookie } from "./support/browser.ts";
-import { startGitHubStandIn } from "./support/github-stand-in.ts";
+import { startGitHubStandIn } from "./support/githubStandIn.ts";
 
 describe("auth endpoints", () => {
   test("with two providers /login offers a choice; cookies are Secure by default", async (t) => {

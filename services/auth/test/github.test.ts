@@ -17,7 +17,7 @@ import {
   type TempDir,
 } from "./support/auth.ts";
 import { Browser } from "./support/browser.ts";
-import { startGitHubStandIn, type GitHubStandIn } from "./support/github-stand-in.ts";
+import { startGitHubStandIn, type GitHubStandIn } from "./support/githubStandIn.ts";
 
 const users = [
   {

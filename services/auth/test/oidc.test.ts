@@ -10,7 +10,7 @@ import { loadSigningKeys } from "../../../lib/session.ts";
 import { createTransactionSealer } from "../transaction.ts";
 import { startAuthWithOidc, type AuthWithOidc, type RunningAuth } from "./support/auth.ts";
 import { Browser, parseSetCookie } from "./support/browser.ts";
-import type { TestOidcProvider } from "./support/oidc-provider.ts";
+import type { TestOidcProvider } from "./support/oidcProvider.ts";
 
 const accounts = {
   alice: {

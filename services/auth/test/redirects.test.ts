@@ -15,8 +15,8 @@ import {
   type TempDir,
 } from "./support/auth.ts";
 import { Browser } from "./support/browser.ts";
-import { startGitHubStandIn, type GitHubStandIn } from "./support/github-stand-in.ts";
-import { ALLOWED_HOSTS, redirectCases } from "./support/redirect-cases.ts";
+import { startGitHubStandIn, type GitHubStandIn } from "./support/githubStandIn.ts";
+import { ALLOWED_HOSTS, redirectCases } from "./support/redirectCases.ts";
 
 describe("redirects.ts", () => {
   const publicUrl = new URL("https://auth.example.org/");

@@ -1,6 +1,6 @@
 /**
  * lib/session.ts: the session cookie contract the proxy relies on, its key files (JWKS and PEM),
- * and scripts/session-keys.ts.
+ * and scripts/sessionKeys.ts.
  */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
@@ -26,7 +26,7 @@ import {
 } from "../../../lib/session.ts";
 import { listen, startAuth, tempDir, writeKeys, type TempDir } from "./support/auth.ts";
 import { Browser } from "./support/browser.ts";
-import { startGitHubStandIn } from "./support/github-stand-in.ts";
+import { startGitHubStandIn } from "./support/githubStandIn.ts";
 
 const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url");
 const now = () => Math.floor(Date.now() / 1000);
@@ -397,10 +397,10 @@ describe("PEM key files", () => {
   });
 });
 
-describe("scripts/session-keys.ts", () => {
+describe("scripts/sessionKeys.ts", () => {
   const run = promisify(execFile);
   const node = process.execPath;
-  const script = join(import.meta.dirname, "../../../scripts/session-keys.ts");
+  const script = join(import.meta.dirname, "../../../scripts/sessionKeys.ts");
 
   test("creates, rotates, prunes and publishes key files that lib/session.ts loads", async () => {
     const first = await dir.file("keys.json", (await run(node, [script])).stdout);

@@ -19,7 +19,7 @@ import {
 } from "../../../test/support/resources.ts";
 import { listen, startAuth, tempDir } from "../../auth/test/support/auth.ts";
 import { Browser } from "../../auth/test/support/browser.ts";
-import { startGitHubStandIn } from "../../auth/test/support/github-stand-in.ts";
+import { startGitHubStandIn } from "../../auth/test/support/githubStandIn.ts";
 import { send, startProxy, startUpstream } from "./support.ts";
 
 const HOST = "code.example.test";

@@ -14,7 +14,7 @@ import { generateSigningKey } from "../../../../lib/session.ts";
 import { buildApp, type AuthApp } from "../../app.ts";
 import { loadAuthConfig } from "../../config.ts";
 import { createMetrics } from "../../metrics.ts";
-import { startOidcProvider, type AccountClaims, type TestOidcProvider } from "./oidc-provider.ts";
+import { startOidcProvider, type AccountClaims, type TestOidcProvider } from "./oidcProvider.ts";
 
 export interface Listener {
   server: Server;

@@ -23,7 +23,7 @@ import {
   type TempDir,
 } from "./support/auth.ts";
 import { Browser, parseSetCookie } from "./support/browser.ts";
-import { startOidcProvider, type TestOidcProvider } from "./support/oidc-provider.ts";
+import { startOidcProvider, type TestOidcProvider } from "./support/oidcProvider.ts";
 
 const claims = (name: string) => ({
   preferred_username: name,

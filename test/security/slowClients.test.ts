@@ -13,7 +13,7 @@ import { createLogger } from "../../lib/logger.ts";
 import { buildApp as buildAuthApp } from "../../services/auth/app.ts";
 import { loadAuthConfig } from "../../services/auth/config.ts";
 import { newKeysFile, tempDir } from "../../services/auth/test/support/auth.ts";
-import { startOidcProvider } from "../../services/auth/test/support/oidc-provider.ts";
+import { startOidcProvider } from "../../services/auth/test/support/oidcProvider.ts";
 import { startProxy, startUpstream, testKeys } from "../../services/proxy/test/support.ts";
 import { startUserManager } from "../../services/user-manager/test/support.ts";
 import { testNamespace } from "../support/cluster.ts";

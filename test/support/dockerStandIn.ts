@@ -4,7 +4,7 @@
  * with buildah (cluster/images/platform.sh); `push NAME` puts that image into the real node's
  * containerd under NAME, which is where a push followed by the kubelet's pull would have put it.
  *
- *   USERLAND_CTR=<ctr> USERLAND_CONTAINERD=<socket> node test/support/docker-stand-in.ts build -t NAME .
+ *   USERLAND_CTR=<ctr> USERLAND_CONTAINERD=<socket> node test/support/dockerStandIn.ts build -t NAME .
  */
 import { execFileSync } from "node:child_process";
 import { buildPlatformImage, importImage } from "../../cluster/node/images.ts";

@@ -21,7 +21,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, test, type TestContext } from "node:test";
 import type { Browser, BrowserContext, Page } from "playwright-core";
-import { startDevIdentityProvider } from "../../dev/identity-provider.ts";
+import { startDevIdentityProvider } from "../../dev/identityProvider.ts";
 import { generateSigningKey } from "../../lib/session.ts";
 import { listen, startAuth, tempDir, writeKeys } from "../../services/auth/test/support/auth.ts";
 import { startProxy, testKeys } from "../../services/proxy/test/support.ts";

@@ -2,20 +2,20 @@
  * Session signing keys for the auth service as a JWKS (see lib/session.ts and services/auth/README.md).
  * The chart needs none of this: it creates a PEM key itself. FILE may be a private JWKS or PEM keys.
  *
- *   node scripts/session-keys.ts > keys.json          a new private JWKS with one key
- *   node scripts/session-keys.ts --public keys.json   the public JWKS, for the proxy
- *   node scripts/session-keys.ts --rotate keys.json   keys.json with a new signing key first
- *   node scripts/session-keys.ts --prune keys.json    keys.json with only its active (first) key
+ *   node scripts/sessionKeys.ts > keys.json          a new private JWKS with one key
+ *   node scripts/sessionKeys.ts --public keys.json   the public JWKS, for the proxy
+ *   node scripts/sessionKeys.ts --rotate keys.json   keys.json with a new signing key first
+ *   node scripts/sessionKeys.ts --prune keys.json    keys.json with only its active (first) key
  *
  * Output goes to stdout so the private keys only land where the admin redirects them.
  */
 import { generateSigningKey, loadSigningKeys, publicJwks } from "../lib/session.ts";
 
 const usage = `usage:
-  node scripts/session-keys.ts                  print a new private JWKS (one ES256 key)
-  node scripts/session-keys.ts --public FILE    print the public JWKS of a private key file (JWKS or PEM)
-  node scripts/session-keys.ts --rotate FILE    print FILE with a new key first (the new signer)
-  node scripts/session-keys.ts --prune FILE     print FILE with only its first (active) key`;
+  node scripts/sessionKeys.ts                  print a new private JWKS (one ES256 key)
+  node scripts/sessionKeys.ts --public FILE    print the public JWKS of a private key file (JWKS or PEM)
+  node scripts/sessionKeys.ts --rotate FILE    print FILE with a new key first (the new signer)
+  node scripts/sessionKeys.ts --prune FILE     print FILE with only its first (active) key`;
 
 async function run(args: string[]): Promise<string> {
   const [command, file, ...rest] = args;

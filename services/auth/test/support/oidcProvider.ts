@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { exportJWK, generateKeyPair } from "jose";
 import Provider from "oidc-provider";
-import { providerHandler } from "../../../../dev/identity-provider.ts";
+import { providerHandler } from "../../../../dev/identityProvider.ts";
 
 export type AccountClaims = Record<string, unknown>;
 
