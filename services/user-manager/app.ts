@@ -10,7 +10,10 @@ import type { KubeRest } from "../../lib/kubeRest.ts";
 import { createLogger, type Logger } from "../../lib/logger.ts";
 import { sessionVerifierFor, type SessionVerifier } from "../../lib/session.ts";
 import { requestSessions } from "../../lib/requestSessions.ts";
-import { AccessReviewer, TokenAuthenticator, installAuth, type SessionAuth } from "./auth.ts";
+import { AccessReviewer } from "./auth/accessReview.ts";
+import { authPlugin } from "./auth/plugin.ts";
+import type { SessionAuth } from "./auth/sessionCaller.ts";
+import { TokenAuthenticator } from "./auth/tokenReview.ts";
 import { consoleConfig, type UserManagerConfig } from "./config.ts";
 import { assignmentRoutes, COURSEWORK_RESOURCE } from "./assignments.ts";
 import { examRoutes } from "./exams.ts";
@@ -21,7 +24,8 @@ import { downloadRoutes, downloadSender } from "./downloads.ts";
 import { uploadRoutes } from "./uploads.ts";
 import { consoleRoutes } from "./console/plugin.ts";
 import { CourseworkStore } from "./courseworkStore.ts";
-import { installErrorHandlers } from "./errors.ts";
+import { bodyParsersPlugin } from "./bodyParsers.ts";
+import { errorsPlugin } from "./errors.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
 import { OPENAPI_PATH, openApiRoute, registerOpenApi } from "./openapi.ts";
 import { rosterRoutes } from "./rosterImport.ts";
@@ -83,18 +87,8 @@ export async function buildApp(options: AppOptions) {
     .withTypeProvider<TypeBoxTypeProvider>()
     .setValidatorCompiler(TypeBoxValidatorCompiler);
 
-  // Only JSON (and CSV on the roster route): anything else is a clear 415, not an unvalidated string.
-  app.removeContentTypeParser("text/plain");
-  // An empty JSON body is no body (clients often send the header on POST .../start anyway); the
-  // routes that need a body then fail validation with a 400 naming it.
-  const json = app.getDefaultJsonParser("error", "error");
-  app.removeContentTypeParser("application/json");
-  app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
-    const text = body.toString();
-    if (text.trim() === "") return done(null, undefined);
-    void json(request, text, done);
-  });
-  installErrorHandlers(app);
+  await app.register(errorsPlugin);
+  await app.register(bodyParsersPlugin);
   await registerOpenApi(app, API_VERSION);
 
   const reviewer = new AccessReviewer({
@@ -103,7 +97,7 @@ export async function buildApp(options: AppOptions) {
     ttlMs: config.authzCacheTtl,
     metrics,
   });
-  installAuth(app, {
+  await app.register(authPlugin, {
     namespaces: served.all ? [ALL_NAMESPACES] : served.names,
     locate: served.single === undefined ? (name) => store.namespaceOf(name) : undefined,
     templateNamespace: async (name) => (await store.getTemplate(name))?.metadata.namespace,

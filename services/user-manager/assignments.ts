@@ -20,7 +20,7 @@ import type { Userland } from "../../api/v1alpha1/index.ts";
 import { ASSIGNMENTS, SUBMISSIONS, TEMPLATES } from "../../api/v1alpha1/index.ts";
 import { Type } from "../../api/v1alpha1/schema.ts";
 import { isConflict } from "../../lib/kubeRest.ts";
-import type { Resource } from "./auth.ts";
+import type { Resource } from "./auth/caller.ts";
 import {
   AssignmentList,
   AssignmentNameSchema,

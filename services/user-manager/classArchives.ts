@@ -14,7 +14,7 @@ import { CLASS_ARCHIVES, type ClassArchive } from "../../api/v1alpha1/index.ts";
 import { StringEnum, Type, type Static } from "../../api/v1alpha1/schema.ts";
 import { isConflict } from "../../lib/kubeRest.ts";
 import { COURSEWORK_RESOURCE } from "./assignments.ts";
-import type { Resource, Verb } from "./auth.ts";
+import type { Resource, Verb } from "./auth/caller.ts";
 import type { CourseworkStore } from "./courseworkStore.ts";
 import type { DownloadSender } from "./downloads.ts";
 import { conflict, notFound } from "./errors.ts";

@@ -15,7 +15,7 @@ import { USERLANDS, type ArchiveSpec } from "../../api/v1alpha1/index.ts";
 import { Type } from "../../api/v1alpha1/schema.ts";
 import { ASSIGNMENT_RESOURCE, COURSEWORK_RESOURCE } from "./assignments.ts";
 import { AssignmentNameSchema } from "./assignmentSchemas.ts";
-import type { Resource } from "./auth.ts";
+import type { Resource } from "./auth/caller.ts";
 import type { ArchiveTransfers } from "./archiveTransfer.ts";
 import type { CourseworkStore } from "./courseworkStore.ts";
 import { notFound } from "./errors.ts";

@@ -2,7 +2,8 @@
  * One error shape for every failure: `{error, message, field?, in?}`. Bad input is always a 4xx
  * naming the field at fault; only our own faults (and the API server's) are 5xx.
  */
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyError, FastifyPluginCallback, FastifyReply, FastifyRequest } from "fastify";
+import fastifyPlugin from "fastify-plugin";
 import { isConflict, isNotFound, statusCode, KubeError } from "../../lib/kubeRest.ts";
 import { invalidTemplateReason, invalidUserReason, invalidUserlandNameReason } from "./schemas.ts";
 
@@ -134,7 +135,7 @@ function valueAt(data: unknown, path: string[]): unknown {
   return v;
 }
 
-export function installErrorHandlers(app: FastifyInstance): void {
+const errorHandlers: FastifyPluginCallback = (app, _options, done) => {
   app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) => {
     return reply.code(404).send({
       error: "NotFound",
@@ -169,7 +170,14 @@ export function installErrorHandlers(app: FastifyInstance): void {
     if (http.statusCode === 401) reply.header("www-authenticate", 'Bearer realm="userland"');
     return reply.code(http.statusCode).type("application/json").send(http.body());
   });
-}
+  done();
+};
+
+/**
+ * The one error shape for every route and for unknown ones, as a plugin without encapsulation so
+ * it covers the whole app; plugins whose hooks throw HttpErrors declare it as a dependency.
+ */
+export const errorsPlugin = fastifyPlugin(errorHandlers, { name: "userland-errors" });
 
 function dataFor(request: FastifyRequest, context: string | undefined): unknown {
   if (context === "querystring") return request.query;

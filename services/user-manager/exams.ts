@@ -21,7 +21,7 @@ import { isConflict } from "../../lib/kubeRest.ts";
 import type { KubeRest } from "../../lib/kubeRest.ts";
 import { AssignmentNameSchema } from "./assignmentSchemas.ts";
 import { COURSEWORK_RESOURCE } from "./assignments.ts";
-import type { Resource } from "./auth.ts";
+import type { Resource } from "./auth/caller.ts";
 import { HttpError, badRequest, notFound } from "./errors.ts";
 import { ErrorBody, TemplateNameSchema, UserSchema } from "./schemas.ts";
 import type { UserlandStore } from "./store.ts";

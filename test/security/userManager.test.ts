@@ -12,7 +12,7 @@ import { request } from "node:http";
 import { test } from "node:test";
 import { userlandNameFor } from "../../api/naming.ts";
 import type { Userland } from "../../api/v1alpha1/index.ts";
-import { TokenAuthenticator } from "../../services/user-manager/auth.ts";
+import { TokenAuthenticator } from "../../services/user-manager/auth/tokenReview.ts";
 import { HttpError } from "../../services/user-manager/errors.ts";
 import { createMetrics } from "../../services/user-manager/metrics.ts";
 import {

@@ -17,7 +17,8 @@ import { USERLANDS, UserlandAnnotations, type Userland } from "../../../api/v1al
 import { html } from "../../../lib/html.ts";
 import { ALL_NAMESPACES } from "../../../lib/namespaces.ts";
 import { KubeError } from "../../../lib/kubeRest.ts";
-import { callerKey, forbidden, reviewCache, type Resource, type Verb } from "../auth.ts";
+import { forbidden } from "../auth/accessReview.ts";
+import { callerKey, reviewCache, type Resource, type Verb } from "../auth/caller.ts";
 import type { ConsoleConfig } from "../config.ts";
 import { HttpError, badRequest, fromKubeError } from "../errors.ts";
 import { invalidTemplateReason, invalidUserlandNameReason } from "../schemas.ts";

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { Userland } from "../../../api/v1alpha1/index.ts";
-import { bearerToken, reviewCache } from "../auth.ts";
+import { bearerToken, reviewCache } from "../auth/caller.ts";
 import { HttpError, describeValidation } from "../errors.ts";
 import { csvRoster, jsonRoster, parseCsv, planImport, pruneScope, validateRoster } from "../roster.ts";
 
