@@ -11,7 +11,13 @@
  *
  * A marked Userland whose notice cannot be read admits nobody: an exam must never look open.
  */
-import { ExamMarks, parseExamNotice, type ExamNotice, type Userland } from "../../api/v1alpha1/index.ts";
+import {
+  examRefText,
+  ExamMarks,
+  parseExamNotice,
+  type ExamNotice,
+  type Userland,
+} from "../../api/v1alpha1/index.ts";
 import { html } from "../../lib/html.ts";
 import type { Session } from "../../lib/session.ts";
 import { document, simplePage, type Page } from "./pages.ts";
@@ -95,26 +101,39 @@ export function visitorRefusal(
   return before(session, exam.notice) ? signInAgainPage(exam.notice, signOutUrl) : undefined;
 }
 
+/**
+ * How a page names an exam: its title and, since a held environment may be in another course's
+ * namespace than the exam, the exam's namespace and name ("Midterm (course-a/midterm)").
+ */
+export const examName = (notice: ExamNotice) =>
+  notice.title === undefined ? examRefText(notice) : `${notice.title} (${examRefText(notice)})`;
+
+/** The exam that holds a Userland (hold label and notice); undefined when none does. */
+function holdOf(userland: Userland): { notice: ExamNotice | undefined } | undefined {
+  if (userland.metadata.labels?.[ExamMarks.holdLabel] === undefined) return undefined;
+  return { notice: parseExamNotice(userland.metadata.annotations?.[ExamMarks.holdAnnotation]) };
+}
+
 /** A student's other environment, stopped for an exam: not served, not started, until it ends. */
 export function heldPage(userland: Userland): Page | undefined {
-  const exam = userland.metadata.labels?.[ExamMarks.holdLabel];
-  if (exam === undefined) return undefined;
-  const notice = parseExamNotice(userland.metadata.annotations?.[ExamMarks.holdAnnotation]);
+  const hold = holdOf(userland);
+  if (!hold) return undefined;
+  const { notice } = hold;
   return simplePage(
     403,
     "Paused for an exam",
-    `This environment is stopped during the exam ${notice?.title ?? exam}${notice ? `, until ${utcMinute(notice.end)}` : ""}. It starts again by itself after the exam.`,
+    `This environment is stopped during ${notice ? `the exam ${examName(notice)}, until ${utcMinute(notice.end)}` : "an exam"}. It starts again by itself after the exam.`,
   );
 }
 
 /** What the student's home says of an exam on one of their environments; undefined outside exams. */
 export function examOnHome(userland: Userland): { held: boolean; text: string } | undefined {
-  const hold = userland.metadata.labels?.[ExamMarks.holdLabel];
-  if (hold !== undefined) {
-    const notice = parseExamNotice(userland.metadata.annotations?.[ExamMarks.holdAnnotation]);
+  const hold = holdOf(userland);
+  if (hold) {
+    const { notice } = hold;
     return {
       held: true,
-      text: `Paused for the exam ${notice?.title ?? hold}${notice ? ` until ${utcMinute(notice.end)}` : ""}: it starts again by itself after it.`,
+      text: `Paused for ${notice ? `the exam ${examName(notice)} until ${utcMinute(notice.end)}` : "an exam"}: it starts again by itself after it.`,
     };
   }
   const exam = examOf(userland);

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { test } from "node:test";
-import { ExamMarks, type ExamNotice } from "../../../api/v1alpha1/index.ts";
+import { examHoldValue, ExamMarks, type ExamNotice } from "../../../api/v1alpha1/index.ts";
 import { renderChartRbac } from "../../../cluster/chartRbac.ts";
 import { KubeRest } from "../../../lib/kubeRest.ts";
 import { SESSION_COOKIE } from "../../../lib/session.ts";
@@ -176,10 +176,12 @@ test("during an exam: the student with a session from after the start and the pr
     await createUserland(ns, "bob-lab", "bob", "code", false);
     await admin.patch(userlandsPath(ns, "bob-code"), { spec: { enabled: true } });
     // bob-lab is on another Template in real life; here its hold label alone is what is checked.
+    // It is held by the exam of another course's namespace: the pages name that one.
+    const held: ExamNotice = { ...notice, namespace: "course-b" };
     await admin.patch(userlandsPath(ns, "bob-lab"), {
       metadata: {
-        labels: { [ExamMarks.holdLabel]: "midterm" },
-        annotations: { [ExamMarks.holdAnnotation]: JSON.stringify(notice) },
+        labels: { [ExamMarks.holdLabel]: examHoldValue("course-b", "midterm") },
+        annotations: { [ExamMarks.holdAnnotation]: JSON.stringify(held) },
       },
     });
     await eventually("the hold in the proxy's cache", () =>
@@ -199,6 +201,7 @@ test("during an exam: the student with a session from after the start and the pr
     });
     assert.equal(start.status, 403, start.body);
     assert.match(start.body, /Paused for an exam/);
+    assert.match(start.body, /during the exam Midterm \(course-b\/midterm\), until /);
     const lab = await admin.get<{ spec: { enabled?: boolean } }>(userlandsPath(ns, "bob-lab"));
     assert.equal(lab.spec.enabled, false, "not started");
   });
@@ -214,7 +217,7 @@ test("during an exam: the student with a session from after the start and the pr
       const lab = envs.find((e) => e.name === "bob-lab");
       assert.match(code?.detail ?? "", /^In the exam Midterm until \d{4}-\d\d-\d\d \d\d:\d\d UTC: only you/);
       assert.equal(lab?.held, true);
-      assert.match(lab?.detail ?? "", /^Paused for the exam Midterm until /);
+      assert.match(lab?.detail ?? "", /^Paused for the exam Midterm \(course-b\/midterm\) until /);
       const page = await get(cookie, "/_userland/home");
       assert.equal(page.status, 200);
       assert.doesNotMatch(page.body, /aria-label="Start [^"]*"/, "no Start button for the held environment");
