@@ -2,6 +2,8 @@
  * The Exam sync handler (docs/decisions/0013-exams.md). Level-triggered: the phase follows from
  * the clock, the Exam and the caches, so a restart at any point converges.
  *
+ * - Scheduled: in the day before the start, each student's exam environment carries the notice
+ *   the home page shows (ExamMarks.upcomingAnnotation); it goes at the start, or if the exam moves.
  * - Running: the exam's NetworkPolicy exists; what is about to change is recorded in status first
  *   (changed.enabled, changed.stopped), then each student's exam environment is marked and started
  *   and their other Userlands, in every namespace the release serves, are put on hold (stopped).
@@ -44,6 +46,8 @@ export interface ExamSyncResult {
   againAfterMs?: number;
 }
 
+/** How long before its start an exam is announced on its students' home pages. */
+export const ANNOUNCE_BEFORE_MS = 24 * 3_600_000;
 /** The network stays closed for collection at most this long after the end. */
 export const COLLECT_AT_MOST_MS = 10 * 60_000;
 /** While collecting, or waiting for exam pods to go, look again this often (events come too). */
@@ -121,6 +125,8 @@ export async function syncExam(
   let againAfterMs: number | undefined;
   const soonest = (ms: number) => (againAfterMs = Math.min(againAfterMs ?? ms, Math.max(ms, 0)));
   if (phase === "Scheduled") soonest(start - now);
+  if (phase === "Scheduled" && now < start - ANNOUNCE_BEFORE_MS) soonest(start - ANNOUNCE_BEFORE_MS - now);
+  await announce(ctx, exam, students, phase === "Scheduled" && now >= start - ANNOUNCE_BEFORE_MS);
   if (phase === "Running") soonest(end - now);
   if (phase === "Collecting") soonest(Math.min(RECHECK_MS, end + COLLECT_AT_MOST_MS - now));
 
@@ -384,6 +390,61 @@ function notice(exam: Exam): ExamNotice {
     end: exam.spec.end,
     proctors: { users: exam.spec.proctors?.users ?? [], groups: exam.spec.proctors?.groups ?? [] },
   };
+}
+
+/** The upcoming exam a Userland's notice names (ExamMarks.upcomingAnnotation), if readable. */
+function upcomingOn(u: Userland): ExamRef | undefined {
+  const n = parseExamNotice(u.metadata.annotations?.[ExamMarks.upcomingAnnotation]);
+  return n ? { namespace: n.namespace ?? u.metadata.namespace ?? "", name: n.exam } : undefined;
+}
+
+/**
+ * Another scheduled exam that starts sooner (or at the same time, first by name) and already
+ * announces itself on `u`: the notice names one exam, the soonest; this one follows once it started.
+ */
+function soonerAnnounced(ctx: OperatorContext, u: Userland, exam: Exam): boolean {
+  const ref = upcomingOn(u);
+  if (!ref || (ref.namespace === exam.metadata.namespace && ref.name === exam.metadata.name)) return false;
+  const other = ctx.caches.exams.get(ref.name, ref.namespace);
+  if (!other || other.metadata.deletionTimestamp || (other.status?.phase ?? "Scheduled") !== "Scheduled")
+    return false;
+  const [a, b] = [timeMs(other.spec.start), timeMs(exam.spec.start)];
+  return a < b || (a === b && (other.metadata.name ?? "") < (exam.metadata.name ?? ""));
+}
+
+/**
+ * The home page's notice before the start: on each student's exam environment while `show`,
+ * taken off every Userland of the Template that carries this exam's otherwise (started, moved
+ * later, deleted, a student who left the class).
+ */
+async function announce(
+  ctx: OperatorContext,
+  exam: Exam,
+  students: Map<string, Student>,
+  show: boolean,
+): Promise<void> {
+  const namespace = exam.metadata.namespace ?? "";
+  const info = JSON.stringify(notice(exam));
+  const limit = pLimit(USERLAND_WRITES_IN_FLIGHT);
+  const writes: Promise<void>[] = [];
+  const shown = new Set<string>();
+  if (show)
+    for (const { userland: u } of students.values()) {
+      if (soonerAnnounced(ctx, u, exam)) continue;
+      shown.add(userlandKey(u));
+      writes.push(
+        limit(() => mark(ctx, u, { labels: {}, annotations: { [ExamMarks.upcomingAnnotation]: info } })),
+      );
+    }
+  const template = namespacedKey(namespace, exam.spec.templateName);
+  for (const u of ctx.caches.userlands.byIndex(Index.byTemplate, template)) {
+    const ref = upcomingOn(u);
+    if (ref?.namespace === namespace && ref.name === exam.metadata.name && !shown.has(userlandKey(u)))
+      writes.push(
+        limit(() => mark(ctx, u, { labels: {}, annotations: { [ExamMarks.upcomingAnnotation]: null } })),
+      );
+  }
+  await Promise.all(writes);
 }
 
 /** Patches a Userland when `want` (labels, annotations, enabled) differs from what it has. */

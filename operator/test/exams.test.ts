@@ -8,7 +8,14 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { V1Deployment } from "@kubernetes/client-node";
 import { childNames, LABELS, MANAGED_BY } from "../../api/naming.ts";
-import { ExamMarks, examsPath, type Exam, type ExamNotice, type Userland } from "../../api/v1alpha1/index.ts";
+import {
+  ExamMarks,
+  examsPath,
+  parseExamNotice,
+  type Exam,
+  type ExamNotice,
+  type Userland,
+} from "../../api/v1alpha1/index.ts";
 import { isNotFound } from "../../lib/kubeRest.ts";
 import { paths } from "../../api/kubePaths.ts";
 import { eventually, testNamespace } from "../../test/support/cluster.ts";
@@ -77,6 +84,15 @@ test("an exam closes its class's environments at the start, stops the students' 
   const exam = () => rest.get<Exam>(examsPath(ns, "midterm"));
   await eventually("the exam to be Scheduled", async () => (await exam()).status?.phase === "Scheduled");
   assert.ok(Date.now() < start, "seen before the start");
+  // Within a day of its start, the home page's notice is on the class's exam environments.
+  const upcoming = async (name: string) =>
+    parseExamNotice((await get(name)).metadata.annotations?.[ExamMarks.upcomingAnnotation]);
+  for (const student of ["alice-lab", "bob-lab"]) {
+    const n = await upcoming(student);
+    assert.deepEqual([n?.exam, n?.namespace, n?.class, n?.start], ["midterm", ns, "c1", iso(start)], student);
+  }
+  assert.equal(await upcoming("carol-lab"), undefined, "not on another class's");
+  assert.equal(await upcoming("alice-web"), undefined, "not on another Template's");
   assert.equal((await get("alice-web")).spec.enabled, true, "nothing stopped before the start");
   await assert.rejects(
     rest.get(policyPath(ns, "userland-exam-midterm")),
@@ -129,6 +145,8 @@ test("an exam closes its class's environments at the start, stops the students' 
     return (
       a?.spec.enabled === true &&
       a.metadata.labels?.[ExamMarks.examLabel] === "midterm" &&
+      a.metadata.annotations?.[ExamMarks.upcomingAnnotation] === undefined &&
+      b?.metadata.annotations?.[ExamMarks.upcomingAnnotation] === undefined &&
       b?.metadata.labels?.[ExamMarks.examLabel] === "midterm" &&
       aw?.spec.enabled === false &&
       aw.metadata.labels?.[ExamMarks.holdLabel] === `${ns}.midterm` &&
@@ -509,4 +527,64 @@ test("two exams of the same name in two namespaces: each holds its own students'
     bobLab: [undefined, true],
     bobWeb: [undefined, true],
   });
+});
+
+test("an exam is announced on its students' environments in the day before its start: not earlier, moved with it, gone with it", async (t) => {
+  const ns = await testNamespace(t, "exam-ahead");
+  const rest = await adminRest();
+  await startOperator(t, ns, { env: { OPERATOR_PROXY_PODS: `${ns}:app.kubernetes.io/component=proxy` } });
+  await createTemplate(ns, "lab", simpleTemplateSpec());
+  await userland(ns, "hal-lab", "hal", "lab", false, "c1");
+  await userland(ns, "ivy-lab", "ivy", "lab", false, "c2");
+  const hour = 3_600_000;
+  const at = (fromNow: number) => ({
+    start: iso(Date.now() + fromNow),
+    end: iso(Date.now() + fromNow + 2 * hour),
+  });
+  const far = at(30 * hour);
+  await rest.create(examsPath(ns), {
+    apiVersion: "userland.dev/v1alpha1",
+    kind: "Exam",
+    metadata: { name: "final" },
+    spec: { templateName: "lab", class: "c1", title: "Final", ...far },
+  });
+  const notice = async (name: string) =>
+    parseExamNotice(
+      (await rest.get<Userland>(userlandsPath(ns, name))).metadata.annotations?.[
+        ExamMarks.upcomingAnnotation
+      ],
+    );
+  await eventually(
+    "the exam to be Scheduled",
+    async () => (await rest.get<Exam>(examsPath(ns, "final"))).status?.phase === "Scheduled",
+  );
+  assert.equal(await notice("hal-lab"), undefined, "not announced 30 hours ahead");
+
+  const soon = at(2 * hour);
+  await rest.patch(examsPath(ns, "final"), { spec: soon });
+  const shown = await eventually("the notice 2 hours ahead", () => notice("hal-lab"));
+  assert.deepEqual(shown, {
+    exam: "final",
+    namespace: ns,
+    title: "Final",
+    class: "c1",
+    start: soon.start,
+    end: soon.end,
+    proctors: { users: [], groups: [] },
+  });
+  assert.equal(await notice("ivy-lab"), undefined, "not on another class's");
+
+  await rest.patch(examsPath(ns, "final"), { spec: far });
+  await eventually(
+    "the notice gone when the exam moves later",
+    async () => (await notice("hal-lab")) === undefined,
+  );
+  await rest.patch(examsPath(ns, "final"), { spec: soon });
+  await eventually("the notice back", () => notice("hal-lab"));
+  await rest.delete(examsPath(ns, "final"));
+  await eventually(
+    "the exam gone",
+    async () => (await rest.get(examsPath(ns, "final")).catch(() => undefined)) === undefined,
+  );
+  assert.equal(await notice("hal-lab"), undefined, "taken off before the exam goes");
 });
