@@ -12,14 +12,15 @@ import type {
   V1Service,
 } from "@kubernetes/client-node";
 import { ANNOTATIONS, LABELS, MANAGED_BY } from "../api/naming.ts";
-import type {
-  Archive,
-  Assignment,
-  ClassArchive,
-  Exam,
-  Submission,
-  Template,
-  Userland,
+import {
+  ExamMarks,
+  type Archive,
+  type Assignment,
+  type ClassArchive,
+  type Exam,
+  type Submission,
+  type Template,
+  type Userland,
 } from "../api/v1alpha1/index.ts";
 import { Informer, namespacedKey, withoutManagedFields } from "../lib/informer.ts";
 import type { k8s } from "../lib/kube.ts";
@@ -50,6 +51,10 @@ export interface Caches {
   exams: Informer<Exam>;
 }
 
+/** Index.byExamMark values. */
+export const examMarkKey = (namespacedExam: string) => `exam:${namespacedExam}`;
+export const holdMarkKey = (holdValue: string) => `hold:${holdValue}`;
+
 /** The label the EndpointSlice controller puts on every slice: the Service it belongs to. */
 export const SERVICE_NAME_LABEL = "kubernetes.io/service-name";
 
@@ -57,6 +62,13 @@ export const SERVICE_NAME_LABEL = "kubernetes.io/service-name";
 export const Index = {
   /** On userlands: the Template each one uses. */
   byTemplate: "byTemplate",
+  /** On userlands: spec.user alone (a student's Userlands in every served namespace). */
+  byUser: "byUser",
+  /**
+   * On userlands: the exam marks, "exam:<namespace>/<exam>" for an exam environment and
+   * "hold:<hold label value>" for a held one (operator/exams/).
+   */
+  byExamMark: "byExamMark",
   /** On deployments and services: the Userland that owns each one. */
   byUserland: "byUserland",
   /** On templates: the name alone, to find the same name in other namespaces. */
@@ -183,6 +195,15 @@ export function createCaches(opts: CacheOptions): Caches {
   caches.userlands.addIndex(Index.byTemplate, (u) => [
     namespacedKey(u.metadata.namespace, u.spec.templateName),
   ]);
+  caches.userlands.addIndex(Index.byUser, (u) => [u.spec.user]);
+  caches.userlands.addIndex(Index.byExamMark, (u) => {
+    const exam = u.metadata.labels?.[ExamMarks.examLabel];
+    const hold = u.metadata.labels?.[ExamMarks.holdLabel];
+    return [
+      ...(exam === undefined ? [] : [examMarkKey(namespacedKey(u.metadata.namespace, exam))]),
+      ...(hold === undefined ? [] : [holdMarkKey(hold)]),
+    ];
+  });
   caches.templates.addIndex(Index.byName, (t) => [t.metadata.name ?? ""]);
   caches.deployments.addIndex(Index.byUserland, byOwningUserland);
   caches.services.addIndex(Index.byUserland, byOwningUserland);

@@ -3,6 +3,7 @@
  * cluster DNS, admit only their student and the proctors, and are collected at the end
  * (docs/decisions/0013-exams.md). A teacher's object; the operator (operator/exams/) writes status.
  */
+import { shortHash } from "../naming.ts";
 import { TEMPLATE_NAME_PATTERN } from "./template.ts";
 import { USER_MAX, USER_PATTERN } from "./userland.ts";
 import type { CustomObject } from "./group.ts";
@@ -93,6 +94,8 @@ export const EXAM_STUDENT_STATES = [
 ] as const;
 
 const NAMES = Type.Array(Type.String({ maxLength: 253 }), { maxItems: 5000 });
+/** "<namespace>/<name>": a held Userland may be in any namespace the release serves. */
+const REFS = Type.Array(Type.String({ maxLength: 317 }), { maxItems: 5000 });
 
 export const ExamStatusSchema = Type.Object({
   observedGeneration: Type.Optional(Type.Integer({ format: "int64" })),
@@ -120,11 +123,11 @@ export const ExamStatusSchema = Type.Object({
     Type.Object(
       {
         enabled: Type.Optional(NAMES),
-        stopped: Type.Optional(NAMES),
+        stopped: Type.Optional(REFS),
       },
       {
         description:
-          "What the exam changed, written before the change, so the end restores exactly that: enabled, exam environments that were stopped (stopped again); stopped, the students' other Userlands that were running (started again).",
+          "What the exam changed, written before the change, so the end restores exactly that: enabled, exam environments (in the exam's namespace, by name) that were stopped (stopped again); stopped, the students' other Userlands, in any namespace the release serves, as <namespace>/<name>, that were running (started again).",
       },
     ),
   ),
@@ -147,22 +150,49 @@ export const ExamConditions = {
 export const ExamMarks = {
   /** Label on an exam environment (and copied to its pods): the exam's name. */
   examLabel: "userland.dev/exam",
-  /** Label on a student's other Userland, stopped for the exam: the exam's name. */
+  /**
+   * Label on a student's other Userland, stopped for the exam, in any namespace the release serves:
+   * examHoldValue(the exam's namespace, its name), so that same-named exams of two namespaces
+   * never take each other's holds. The hold annotation names the exam in full.
+   */
   holdLabel: "userland.dev/exam-hold",
   /** Annotation on an exam environment: ExamNotice as JSON. */
   examAnnotation: "userland.dev/exam",
   /** Annotation on a held Userland: ExamNotice as JSON (the proxy's "paused until" page). */
   holdAnnotation: "userland.dev/exam-hold",
+  /**
+   * Annotation on a student's exam environment in the day before the exam starts: ExamNotice as
+   * JSON (the home page's notice). It names one exam, the soonest.
+   */
+  upcomingAnnotation: "userland.dev/exam-upcoming",
   /** Finalizer on an Exam: its changes are undone before it goes. */
   finalizer: "userland.dev/exam-restore",
   /** stopped-reason of a held Userland. */
   stoppedReason: "Exam",
 } as const;
 
+/**
+ * The value of ExamMarks.holdLabel for the exam `name` of `namespace`: "<namespace>.<name>" when it
+ * fits a label value (63 characters; a namespace has no dot, so the first dot splits it), else a
+ * hash of both (no dot, so never equal to a readable one).
+ */
+export function examHoldValue(namespace: string, name: string): string {
+  const readable = `${namespace}.${name}`;
+  return readable.length <= 63 ? readable : shortHash(`${namespace}/${name}`, 24);
+}
+
+/** How the exam of a notice is named to people: its name, with its namespace when it has one. */
+export const examRefText = (notice: Pick<ExamNotice, "exam" | "namespace">) =>
+  notice.namespace === undefined ? notice.exam : `${notice.namespace}/${notice.exam}`;
+
 /** The exam as the proxy needs it, on the Userland (JSON in ExamMarks.examAnnotation). */
 export interface ExamNotice {
   exam: string;
+  /** The exam's namespace: a held Userland may be in another one. */
+  namespace?: string;
   title?: string;
+  /** The class it is for (spec.class). */
+  class?: string;
   start: string;
   end: string;
   proctors: { users: string[]; groups: string[] };
@@ -186,7 +216,9 @@ export function parseExamNotice(raw: string | undefined): ExamNotice | undefined
       return undefined;
     return {
       exam: v.exam,
+      ...(typeof v.namespace === "string" ? { namespace: v.namespace } : {}),
       ...(typeof v.title === "string" ? { title: v.title } : {}),
+      ...(typeof v.class === "string" ? { class: v.class } : {}),
       start: v.start,
       end: v.end,
       proctors: { users: v.proctors.users, groups: v.proctors.groups },

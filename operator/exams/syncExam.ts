@@ -2,9 +2,11 @@
  * The Exam sync handler (docs/decisions/0013-exams.md). Level-triggered: the phase follows from
  * the clock, the Exam and the caches, so a restart at any point converges.
  *
+ * - Scheduled: in the day before the start, each student's exam environment carries the notice
+ *   the home page shows (ExamMarks.upcomingAnnotation); it goes at the start, or if the exam moves.
  * - Running: the exam's NetworkPolicy exists; what is about to change is recorded in status first
  *   (changed.enabled, changed.stopped), then each student's exam environment is marked and started
- *   and their other Userlands in the namespace are put on hold (stopped).
+ *   and their other Userlands, in every namespace the release serves, are put on hold (stopped).
  * - Collecting (after the end, with spec.assignment): every outstanding hand-in is requested, as
  *   at an Assignment's closing time; the network stays closed until each is collected or failed.
  * - Over (or the Exam deleted): marks removed, the record undone, the policy deleted once no pod
@@ -15,7 +17,9 @@ import { LABELS, submissionNameFor } from "../../api/naming.ts";
 import {
   API_VERSION,
   ExamConditions,
+  examHoldValue,
   ExamMarks,
+  parseExamNotice,
   SubmissionConditions,
   UserlandAnnotations,
   type Exam,
@@ -28,7 +32,7 @@ import {
 } from "../../api/v1alpha1/index.ts";
 import { namespacedKey } from "../../lib/informer.ts";
 import { isAlreadyExists, isNotFound } from "../../lib/kubeRest.ts";
-import { Index } from "../caches.ts";
+import { examMarkKey, holdMarkKey, Index } from "../caches.ts";
 import { stableJson } from "../compare.ts";
 import { findCondition, setCondition, timeMs, type ConditionInput } from "../conditions.ts";
 import type { OperatorContext } from "../context.ts";
@@ -42,6 +46,8 @@ export interface ExamSyncResult {
   againAfterMs?: number;
 }
 
+/** How long before its start an exam is announced on its students' home pages. */
+export const ANNOUNCE_BEFORE_MS = 24 * 3_600_000;
 /** The network stays closed for collection at most this long after the end. */
 export const COLLECT_AT_MOST_MS = 10 * 60_000;
 /** While collecting, or waiting for exam pods to go, look again this often (events come too). */
@@ -57,6 +63,21 @@ export interface ExamOptions {
 }
 
 const label = (u: Userland, key: string) => u.metadata.labels?.[key];
+
+/** An exam by namespace and name: a hold reaches across namespaces, names alone would meet. */
+interface ExamRef {
+  namespace: string;
+  name: string;
+}
+
+/** "<namespace>/<name>", as status.changed.stopped keeps a held Userland. */
+const userlandKey = (u: Userland) => namespacedKey(u.metadata.namespace, u.metadata.name ?? "");
+const holdValueOf = (exam: Exam) => examHoldValue(exam.metadata.namespace ?? "", exam.metadata.name ?? "");
+/** `u` is this exam's environment: its exam label, in the exam's namespace. */
+const isExamEnvOf = (u: Userland, exam: Exam) =>
+  u.metadata.namespace === exam.metadata.namespace && label(u, ExamMarks.examLabel) === exam.metadata.name;
+/** `u` is held by this exam. */
+const isHeldBy = (u: Userland, exam: Exam) => label(u, ExamMarks.holdLabel) === holdValueOf(exam);
 
 export async function syncExam(
   ctx: OperatorContext,
@@ -104,6 +125,8 @@ export async function syncExam(
   let againAfterMs: number | undefined;
   const soonest = (ms: number) => (againAfterMs = Math.min(againAfterMs ?? ms, Math.max(ms, 0)));
   if (phase === "Scheduled") soonest(start - now);
+  if (phase === "Scheduled" && now < start - ANNOUNCE_BEFORE_MS) soonest(start - ANNOUNCE_BEFORE_MS - now);
+  await announce(ctx, exam, students, phase === "Scheduled" && now >= start - ANNOUNCE_BEFORE_MS);
   if (phase === "Running") soonest(end - now);
   if (phase === "Collecting") soonest(Math.min(RECHECK_MS, end + COLLECT_AT_MOST_MS - now));
 
@@ -149,8 +172,10 @@ export async function syncExam(
     .map((s) => {
       const state = studentState(phase, s, exam, collected(s.user));
       const other =
-        phase === "Running" || phase === "Collecting" ? otherExam(ctx, s.userland, name) : undefined;
-      return other ? { ...state, message: `Left to the exam ${other}, which holds this environment` } : state;
+        phase === "Running" || phase === "Collecting" ? otherExam(ctx, s.userland, exam) : undefined;
+      const which =
+        other && (other.namespace === namespace ? other.name : `${other.name} of ${other.namespace}`);
+      return other ? { ...state, message: `Left to the exam ${which}, which holds this environment` } : state;
     });
   status.studentCount = status.students.length;
   status.ready = status.students.filter((s) => s.state === "Ready").length;
@@ -289,28 +314,40 @@ async function closeNetwork(ctx: OperatorContext, options: ExamOptions, exam: Ex
 /**
  * The other exam a Userland is marked for (exam or hold label), if that exam exists and is not
  * over: two exams at once over the same environments leave them to the first; a mark naming no
- * such exam (left by hand) is taken over.
+ * such exam (left by hand) is taken over. An exam label names an exam of the Userland's own
+ * namespace; a hold names its exam in the hold annotation, checked against the label's value.
  */
-function otherExam(ctx: Pick<OperatorContext, "caches">, u: Userland, exam: string): string | undefined {
-  for (const key of [ExamMarks.examLabel, ExamMarks.holdLabel]) {
-    const other = label(u, key);
-    if (other === undefined || other === exam) continue;
-    const found = ctx.caches.exams.get(other, u.metadata.namespace);
-    if (found && found.status?.phase !== "Over") return other;
+function otherExam(ctx: Pick<OperatorContext, "caches">, u: Userland, exam: Exam): ExamRef | undefined {
+  const live = (ref: ExamRef) => {
+    const found = ctx.caches.exams.get(ref.name, ref.namespace);
+    return found && found.status?.phase !== "Over" ? ref : undefined;
+  };
+  const examMark = label(u, ExamMarks.examLabel);
+  if (examMark !== undefined && !isExamEnvOf(u, exam)) {
+    const other = live({ namespace: u.metadata.namespace ?? "", name: examMark });
+    if (other) return other;
+  }
+  const hold = label(u, ExamMarks.holdLabel);
+  if (hold !== undefined && !isHeldBy(u, exam)) {
+    const notice = parseExamNotice(u.metadata.annotations?.[ExamMarks.holdAnnotation]);
+    const namespace = notice?.namespace;
+    if (notice && namespace !== undefined && examHoldValue(namespace, notice.exam) === hold) {
+      const other = live({ namespace, name: notice.exam });
+      if (other) return other;
+    }
   }
   return undefined;
 }
 
-/** A student's Userlands in the namespace that are not their exam environment. */
-function othersOf(ctx: OperatorContext, exam: Exam, students: Map<string, Student>): Userland[] {
-  return ctx.caches.userlands
-    .list(exam.metadata.namespace)
-    .filter(
-      (u) =>
-        !u.metadata.deletionTimestamp &&
-        students.has(u.spec.user) &&
-        students.get(u.spec.user)?.userland.metadata.name !== u.metadata.name,
-    );
+/** A student's Userlands in every namespace the release serves that are not their exam environment. */
+function othersOf(ctx: OperatorContext, students: Map<string, Student>): Userland[] {
+  return [...students.values()].flatMap(({ user, userland: env }) =>
+    ctx.caches.userlands
+      .byIndex(Index.byUser, user)
+      .filter(
+        (u) => !u.metadata.deletionTimestamp && u.spec.user === user && userlandKey(u) !== userlandKey(env),
+      ),
+  );
 }
 
 /**
@@ -329,11 +366,11 @@ async function recordChanges(
   const enabled = new Set(status.changed?.enabled ?? []);
   const stopped = new Set(status.changed?.stopped ?? []);
   for (const { userland: u } of students.values())
-    if (label(u, ExamMarks.examLabel) !== name && u.spec.enabled === false && !otherExam(ctx, u, name))
+    if (!isExamEnvOf(u, exam) && u.spec.enabled === false && !otherExam(ctx, u, exam))
       enabled.add(u.metadata.name ?? "");
-  for (const u of othersOf(ctx, exam, students))
-    if (label(u, ExamMarks.holdLabel) !== name && u.spec.enabled !== false && !otherExam(ctx, u, name))
-      stopped.add(u.metadata.name ?? "");
+  for (const u of othersOf(ctx, students))
+    if (!isHeldBy(u, exam) && u.spec.enabled !== false && !otherExam(ctx, u, exam))
+      stopped.add(userlandKey(u));
   const changed = { enabled: [...enabled].sort(), stopped: [...stopped].sort() };
   status.changed = changed;
   if (stableJson(exam.status?.changed ?? { enabled: [], stopped: [] }) === stableJson(changed)) return exam;
@@ -346,11 +383,68 @@ async function recordChanges(
 function notice(exam: Exam): ExamNotice {
   return {
     exam: exam.metadata.name ?? "",
+    namespace: exam.metadata.namespace ?? "",
     ...(exam.spec.title ? { title: exam.spec.title } : {}),
+    ...(exam.spec.class !== undefined ? { class: exam.spec.class } : {}),
     start: exam.spec.start,
     end: exam.spec.end,
     proctors: { users: exam.spec.proctors?.users ?? [], groups: exam.spec.proctors?.groups ?? [] },
   };
+}
+
+/** The upcoming exam a Userland's notice names (ExamMarks.upcomingAnnotation), if readable. */
+function upcomingOn(u: Userland): ExamRef | undefined {
+  const n = parseExamNotice(u.metadata.annotations?.[ExamMarks.upcomingAnnotation]);
+  return n ? { namespace: n.namespace ?? u.metadata.namespace ?? "", name: n.exam } : undefined;
+}
+
+/**
+ * Another scheduled exam that starts sooner (or at the same time, first by name) and already
+ * announces itself on `u`: the notice names one exam, the soonest; this one follows once it started.
+ */
+function soonerAnnounced(ctx: OperatorContext, u: Userland, exam: Exam): boolean {
+  const ref = upcomingOn(u);
+  if (!ref || (ref.namespace === exam.metadata.namespace && ref.name === exam.metadata.name)) return false;
+  const other = ctx.caches.exams.get(ref.name, ref.namespace);
+  if (!other || other.metadata.deletionTimestamp || (other.status?.phase ?? "Scheduled") !== "Scheduled")
+    return false;
+  const [a, b] = [timeMs(other.spec.start), timeMs(exam.spec.start)];
+  return a < b || (a === b && (other.metadata.name ?? "") < (exam.metadata.name ?? ""));
+}
+
+/**
+ * The home page's notice before the start: on each student's exam environment while `show`,
+ * taken off every Userland of the Template that carries this exam's otherwise (started, moved
+ * later, deleted, a student who left the class).
+ */
+async function announce(
+  ctx: OperatorContext,
+  exam: Exam,
+  students: Map<string, Student>,
+  show: boolean,
+): Promise<void> {
+  const namespace = exam.metadata.namespace ?? "";
+  const info = JSON.stringify(notice(exam));
+  const limit = pLimit(USERLAND_WRITES_IN_FLIGHT);
+  const writes: Promise<void>[] = [];
+  const shown = new Set<string>();
+  if (show)
+    for (const { userland: u } of students.values()) {
+      if (soonerAnnounced(ctx, u, exam)) continue;
+      shown.add(userlandKey(u));
+      writes.push(
+        limit(() => mark(ctx, u, { labels: {}, annotations: { [ExamMarks.upcomingAnnotation]: info } })),
+      );
+    }
+  const template = namespacedKey(namespace, exam.spec.templateName);
+  for (const u of ctx.caches.userlands.byIndex(Index.byTemplate, template)) {
+    const ref = upcomingOn(u);
+    if (ref?.namespace === namespace && ref.name === exam.metadata.name && !shown.has(userlandKey(u)))
+      writes.push(
+        limit(() => mark(ctx, u, { labels: {}, annotations: { [ExamMarks.upcomingAnnotation]: null } })),
+      );
+  }
+  await Promise.all(writes);
 }
 
 /** Patches a Userland when `want` (labels, annotations, enabled) differs from what it has. */
@@ -383,11 +477,13 @@ async function mark(
 /** Running: exam environments marked and started; the students' others held (stopped). */
 async function applyMarks(ctx: OperatorContext, exam: Exam, students: Map<string, Student>): Promise<void> {
   const name = exam.metadata.name ?? "";
+  const namespace = exam.metadata.namespace ?? "";
+  const hold = holdValueOf(exam);
   const info = JSON.stringify(notice(exam));
   const limit = pLimit(USERLAND_WRITES_IN_FLIGHT);
   const writes: Promise<void>[] = [];
   for (const { userland: u } of students.values()) {
-    if (otherExam(ctx, u, name)) continue;
+    if (otherExam(ctx, u, exam)) continue;
     writes.push(
       limit(async () => {
         await mark(ctx, u, {
@@ -398,13 +494,14 @@ async function applyMarks(ctx: OperatorContext, exam: Exam, students: Map<string
       }),
     );
   }
-  for (const u of othersOf(ctx, exam, students)) {
-    if (otherExam(ctx, u, name)) continue;
+  const others = othersOf(ctx, students);
+  for (const u of others) {
+    if (otherExam(ctx, u, exam)) continue;
     writes.push(
       limit(async () => {
-        const wasRunning = u.spec.enabled !== false && label(u, ExamMarks.holdLabel) !== name;
+        const wasRunning = u.spec.enabled !== false && !isHeldBy(u, exam);
         await mark(ctx, u, {
-          labels: { [ExamMarks.holdLabel]: name },
+          labels: { [ExamMarks.holdLabel]: hold },
           annotations: {
             [ExamMarks.holdAnnotation]: info,
             [UserlandAnnotations.stoppedReason]: ExamMarks.stoppedReason,
@@ -415,34 +512,40 @@ async function applyMarks(ctx: OperatorContext, exam: Exam, students: Map<string
           ctx.events.normal(
             userlandRef(u),
             "ExamHold",
-            `Stopped for the exam ${name} until ${exam.spec.end}; started again after it`,
+            `Stopped for the exam ${name} of ${namespace} until ${exam.spec.end}; started again after it`,
           );
       }),
     );
   }
   // Marked earlier but no longer in the class (a label changed): let go now, as at the end.
-  const current = new Set([...students.values()].map((s) => s.userland.metadata.name));
-  const others = new Set(othersOf(ctx, exam, students).map((u) => u.metadata.name));
-  for (const u of ctx.caches.userlands.list(exam.metadata.namespace)) {
-    if (label(u, ExamMarks.examLabel) === name && !current.has(u.metadata.name))
+  const current = new Set([...students.values()].map((s) => userlandKey(s.userland)));
+  const heldNow = new Set(others.map(userlandKey));
+  for (const u of markedBy(ctx, exam))
+    if (isExamEnvOf(u, exam) ? !current.has(userlandKey(u)) : !heldNow.has(userlandKey(u)))
       writes.push(limit(() => release(ctx, u, exam)));
-    if (label(u, ExamMarks.holdLabel) === name && !others.has(u.metadata.name))
-      writes.push(limit(() => release(ctx, u, exam)));
-  }
   await Promise.all(writes);
+}
+
+/** The Userlands this exam marked: its environments (its namespace) and its holds (any namespace). */
+function markedBy(ctx: OperatorContext, exam: Exam): Userland[] {
+  const key = namespacedKey(exam.metadata.namespace, exam.metadata.name ?? "");
+  return [
+    ...ctx.caches.userlands.byIndex(Index.byExamMark, examMarkKey(key)),
+    ...ctx.caches.userlands.byIndex(Index.byExamMark, holdMarkKey(holdValueOf(exam))),
+  ].filter((u) => isExamEnvOf(u, exam) || isHeldBy(u, exam));
 }
 
 /** One Userland back to what it was before the exam touched it. */
 async function release(ctx: OperatorContext, u: Userland, exam: Exam): Promise<void> {
   const name = u.metadata.name ?? "";
   const changed = exam.status?.changed ?? {};
-  if (label(u, ExamMarks.examLabel) === exam.metadata.name) {
+  if (isExamEnvOf(u, exam)) {
     await mark(ctx, u, {
       labels: { [ExamMarks.examLabel]: null },
       annotations: { [ExamMarks.examAnnotation]: null },
       ...(changed.enabled?.includes(name) ? { enabled: false } : {}),
     });
-  } else if (label(u, ExamMarks.holdLabel) === exam.metadata.name) {
+  } else if (isHeldBy(u, exam)) {
     const reason = u.metadata.annotations?.[UserlandAnnotations.stoppedReason];
     await mark(ctx, u, {
       labels: { [ExamMarks.holdLabel]: null },
@@ -450,7 +553,7 @@ async function release(ctx: OperatorContext, u: Userland, exam: Exam): Promise<v
         [ExamMarks.holdAnnotation]: null,
         ...(reason === ExamMarks.stoppedReason ? { [UserlandAnnotations.stoppedReason]: null } : {}),
       },
-      ...(changed.stopped?.includes(name) ? { enabled: true } : {}),
+      ...(changed.stopped?.includes(userlandKey(u)) ? { enabled: true } : {}),
     });
   }
 }
@@ -468,9 +571,7 @@ async function restore(
 ): Promise<{ restored: boolean; podsLeft: boolean }> {
   const namespace = exam.metadata.namespace ?? "";
   const name = exam.metadata.name ?? "";
-  const marked = ctx.caches.userlands
-    .list(namespace)
-    .filter((u) => label(u, ExamMarks.examLabel) === name || label(u, ExamMarks.holdLabel) === name);
+  const marked = markedBy(ctx, exam);
   const limit = pLimit(USERLAND_WRITES_IN_FLIGHT);
   await Promise.all(marked.map((u) => limit(() => release(ctx, u, { ...exam, status }))));
   const podsLeft = ctx.caches.pods

@@ -1,10 +1,17 @@
 /**
  * Informer events → Exam keys: an Exam is synced again when it changes, and (batched) when what its
- * sync reads changes: a Userland in its namespace (a student, their other environments, a mark),
+ * sync reads changes: a Userland in its namespace (a student, a mark), one in any served namespace
+ * while it runs (a student's other environments, held wherever they are),
  * a Submission of its assignment (collection), a pod carrying its label (the policy waits for
  * them to go at the end).
  */
-import { ExamConditions, ExamMarks, type Exam } from "../../api/v1alpha1/index.ts";
+import {
+  ExamConditions,
+  examHoldValue,
+  ExamMarks,
+  parseExamNotice,
+  type Exam,
+} from "../../api/v1alpha1/index.ts";
 import type { k8s } from "../../lib/kube.ts";
 import type { Caches } from "../caches.ts";
 import type { WorkQueue } from "../workqueue.ts";
@@ -17,6 +24,11 @@ const BATCH_MS = 500;
 
 /** An exam that can still change something: not over, or being deleted. */
 const active = (e: Exam) => e.status?.phase !== "Over" || e.metadata.deletionTimestamp !== undefined;
+/** An exam that holds (or releases) Userlands in other namespaces than its own. */
+const holding = (e: Exam) =>
+  e.status?.phase === "Running" ||
+  e.status?.phase === "Collecting" ||
+  e.metadata.deletionTimestamp !== undefined;
 
 const networkClosed = (e: Exam | undefined) =>
   e?.status?.conditions?.find((c) => c.type === ExamConditions.NetworkClosed)?.status;
@@ -41,14 +53,27 @@ export function registerExamHandlers(
   exams.on("delete", (e) => onExam(e, { ...e, status: {} }));
 
   const later = (namespace: string, name: string) => queue.addAfter(examKey(namespace, name), BATCH_MS);
-  const marksOf = (o: k8s.KubernetesObject | undefined) =>
-    [o?.metadata?.labels?.[ExamMarks.examLabel], o?.metadata?.labels?.[ExamMarks.holdLabel]].filter(
-      (x): x is string => x !== undefined,
-    );
+  /** The exams that marked `o`: its exam label's (its namespace), its hold's (named in its annotation). */
+  const marksOf = (o: k8s.KubernetesObject | undefined): [string, string][] => {
+    const namespace = o?.metadata?.namespace ?? "";
+    const exam = o?.metadata?.labels?.[ExamMarks.examLabel];
+    const hold = o?.metadata?.labels?.[ExamMarks.holdLabel];
+    const notice = parseExamNotice(o?.metadata?.annotations?.[ExamMarks.holdAnnotation]);
+    return [
+      ...(exam === undefined ? [] : [[namespace, exam] as [string, string]]),
+      ...(hold !== undefined &&
+      notice?.namespace !== undefined &&
+      examHoldValue(notice.namespace, notice.exam) === hold
+        ? [[notice.namespace, notice.exam] as [string, string]]
+        : []),
+    ];
+  };
   const onUserland = (u: k8s.KubernetesObject, old?: k8s.KubernetesObject) => {
     const namespace = u.metadata?.namespace ?? "";
-    for (const name of [...marksOf(u), ...marksOf(old)]) later(namespace, name);
-    for (const e of exams.list(namespace)) if (active(e)) later(namespace, e.metadata.name ?? "");
+    for (const [ns, name] of [...marksOf(u), ...marksOf(old)]) later(ns, name);
+    for (const e of exams.list())
+      if (e.metadata.namespace === namespace ? active(e) : holding(e))
+        later(e.metadata.namespace ?? "", e.metadata.name ?? "");
   };
   userlands.on("add", (u) => onUserland(u));
   userlands.on("update", (u, old) => onUserland(u, old));

@@ -8,11 +8,19 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { V1Deployment } from "@kubernetes/client-node";
 import { childNames, LABELS, MANAGED_BY } from "../../api/naming.ts";
-import { ExamMarks, examsPath, type Exam, type Userland } from "../../api/v1alpha1/index.ts";
+import {
+  ExamMarks,
+  examsPath,
+  parseExamNotice,
+  type Exam,
+  type ExamNotice,
+  type Userland,
+} from "../../api/v1alpha1/index.ts";
 import { isNotFound } from "../../lib/kubeRest.ts";
 import { paths } from "../../api/kubePaths.ts";
 import { eventually, testNamespace } from "../../test/support/cluster.ts";
-import { installCrds, startOperator } from "../../test/support/operator.ts";
+import { installCrds, startOperator, startOperatorServing } from "../../test/support/operator.ts";
+import { stableJson } from "../compare.ts";
 import {
   adminRest,
   createTemplate,
@@ -76,6 +84,15 @@ test("an exam closes its class's environments at the start, stops the students' 
   const exam = () => rest.get<Exam>(examsPath(ns, "midterm"));
   await eventually("the exam to be Scheduled", async () => (await exam()).status?.phase === "Scheduled");
   assert.ok(Date.now() < start, "seen before the start");
+  // Within a day of its start, the home page's notice is on the class's exam environments.
+  const upcoming = async (name: string) =>
+    parseExamNotice((await get(name)).metadata.annotations?.[ExamMarks.upcomingAnnotation]);
+  for (const student of ["alice-lab", "bob-lab"]) {
+    const n = await upcoming(student);
+    assert.deepEqual([n?.exam, n?.namespace, n?.class, n?.start], ["midterm", ns, "c1", iso(start)], student);
+  }
+  assert.equal(await upcoming("carol-lab"), undefined, "not on another class's");
+  assert.equal(await upcoming("alice-web"), undefined, "not on another Template's");
   assert.equal((await get("alice-web")).spec.enabled, true, "nothing stopped before the start");
   await assert.rejects(
     rest.get(policyPath(ns, "userland-exam-midterm")),
@@ -128,10 +145,12 @@ test("an exam closes its class's environments at the start, stops the students' 
     return (
       a?.spec.enabled === true &&
       a.metadata.labels?.[ExamMarks.examLabel] === "midterm" &&
+      a.metadata.annotations?.[ExamMarks.upcomingAnnotation] === undefined &&
+      b?.metadata.annotations?.[ExamMarks.upcomingAnnotation] === undefined &&
       b?.metadata.labels?.[ExamMarks.examLabel] === "midterm" &&
       aw?.spec.enabled === false &&
-      aw.metadata.labels?.[ExamMarks.holdLabel] === "midterm" &&
-      bw?.metadata.labels?.[ExamMarks.holdLabel] === "midterm"
+      aw.metadata.labels?.[ExamMarks.holdLabel] === `${ns}.midterm` &&
+      bw?.metadata.labels?.[ExamMarks.holdLabel] === `${ns}.midterm`
     );
   });
   assert.equal((await get("alice-web")).metadata.annotations?.["userland.dev/stopped-reason"], "Exam");
@@ -144,7 +163,7 @@ test("an exam closes its class's environments at the start, stops the students' 
       undefined,
     );
   }
-  assert.deepEqual((await exam()).status?.changed, { enabled: ["alice-lab"], stopped: ["alice-web"] });
+  assert.deepEqual((await exam()).status?.changed, { enabled: ["alice-lab"], stopped: [`${ns}/alice-web`] });
   // The environment's pods carry the label the policy selects.
   const deployment = await eventually("bob's Deployment with the exam's pod label", async () => {
     const d = await rest.get<V1Deployment>(deploymentsPath(ns, childNames("lab", "bob-lab").deployment));
@@ -168,7 +187,7 @@ test("an exam closes its class's environments at the start, stops the students' 
     return aw.spec.enabled === false && p !== undefined;
   });
   assert.ok(Date.now() < end, "converged inside the window");
-  assert.deepEqual((await exam()).status?.changed, { enabled: ["alice-lab"], stopped: ["alice-web"] });
+  assert.deepEqual((await exam()).status?.changed, { enabled: ["alice-lab"], stopped: [`${ns}/alice-web`] });
 
   // The end: every mark gone, each Userland as before the start, then the policy.
   await eventually("the exam to be over", async () => (await exam()).status?.phase === "Over", 40_000);
@@ -351,4 +370,221 @@ test("two exams at once over the same environment: the second leaves it to the f
 
   await rest.delete(examsPath(ns, "first"));
   await eventually("the second exam to take gil's environment", async () => (await examLabel()) === "second");
+});
+
+/** The hold label's value for the exam `name` of `ns` (examHoldValue; short names read as "<ns>.<name>"). */
+const holdOf = (ns: string, name: string) => `${ns}.${name}`;
+
+test("an exam holds its students' environments in every namespace the release serves, through an operator restart, and gives them back at the end", async (t) => {
+  const own = await testNamespace(t, "exam-own");
+  const a = await testNamespace(t, "exam-a");
+  const b = await testNamespace(t, "exam-b");
+  const rest = await adminRest();
+  const env = { OPERATOR_PROXY_PODS: `${a}:app.kubernetes.io/component=proxy` };
+  let operator = await startOperatorServing(t, own, [a, b], env);
+  await createTemplate(a, "lab", simpleTemplateSpec());
+  await createTemplate(b, "web", simpleTemplateSpec());
+  await createTemplate(b, "notes", simpleTemplateSpec());
+  await userland(a, "ada-lab", "ada", "lab", false);
+  await userland(b, "ada-web", "ada", "web", true); // running in another course: stopped for the window
+  await userland(b, "ada-notes", "ada", "notes", false); // stopped already: stays so
+  await userland(b, "cy-web", "cy", "web", true); // no student of the exam
+  const get = (ns: string, name: string) => rest.get<Userland>(userlandsPath(ns, name));
+
+  const start = Date.now() + 5_000;
+  const end = start + 20_000;
+  await rest.create(examsPath(a), {
+    apiVersion: "userland.dev/v1alpha1",
+    kind: "Exam",
+    metadata: { name: "midterm" },
+    spec: { templateName: "lab", title: "Midterm", start: iso(start), end: iso(end) },
+  });
+  const exam = () => rest.get<Exam>(examsPath(a, "midterm"));
+  await eventually("the exam to run", async () => (await exam()).status?.phase === "Running", 20_000);
+  await eventually("ada's environment of the other namespace held", async () => {
+    const [web, notes] = await Promise.all([get(b, "ada-web"), get(b, "ada-notes")]);
+    return (
+      web.spec.enabled === false &&
+      web.metadata.labels?.[ExamMarks.holdLabel] === holdOf(a, "midterm") &&
+      notes.metadata.labels?.[ExamMarks.holdLabel] === holdOf(a, "midterm")
+    );
+  });
+  const web = await get(b, "ada-web");
+  assert.equal(web.metadata.annotations?.["userland.dev/stopped-reason"], "Exam");
+  const held = JSON.parse(web.metadata.annotations?.[ExamMarks.holdAnnotation] ?? "{}") as ExamNotice;
+  assert.deepEqual([held.namespace, held.exam, held.title], [a, "midterm", "Midterm"]);
+  assert.equal((await get(b, "ada-notes")).spec.enabled, false);
+  const cy = await get(b, "cy-web");
+  assert.equal(cy.spec.enabled, true, "another student untouched");
+  assert.equal(cy.metadata.labels?.[ExamMarks.holdLabel], undefined);
+  assert.deepEqual((await exam()).status?.changed, { enabled: ["ada-lab"], stopped: [`${b}/ada-web`] });
+
+  // The operator dies mid-exam; ada starts her other environment meanwhile: the next one stops it again.
+  await operator.stop("SIGKILL");
+  await rest.patch(userlandsPath(b, "ada-web"), { spec: { enabled: true } });
+  operator = await startOperatorServing(t, own, [a, b], env);
+  await eventually(
+    "the new operator to hold it again",
+    async () => (await get(b, "ada-web")).spec.enabled === false,
+  );
+  assert.ok(Date.now() < end, "held again inside the window");
+
+  // The end, seen by the new operator: back as it was, in both namespaces, no mark left.
+  await eventually("the exam to be over", async () => (await exam()).status?.phase === "Over", 40_000);
+  const after = await Promise.all(
+    [
+      [a, "ada-lab"],
+      [b, "ada-web"],
+      [b, "ada-notes"],
+      [b, "cy-web"],
+    ].map(async ([ns, n]) => [n, await get(ns ?? "", n ?? "")] as const),
+  );
+  assert.deepEqual(
+    Object.fromEntries(after.map(([n, u]) => [n, u.spec.enabled])),
+    { "ada-lab": false, "ada-web": true, "ada-notes": false, "cy-web": true },
+    "each Userland as it was before the exam",
+  );
+  for (const [n, u] of after) {
+    const marks = Object.keys({ ...u.metadata.labels, ...u.metadata.annotations }).filter(
+      (k) => k.startsWith("userland.dev/exam") || k === "userland.dev/stopped-reason",
+    );
+    assert.deepEqual(marks, [], `${n} carries no exam mark`);
+  }
+  assert.equal(operator.child.exitCode, null);
+});
+
+test("two exams of the same name in two namespaces: each holds its own students' other environments, and one deleted gives back only its own", async (t) => {
+  const own = await testNamespace(t, "exam-own");
+  const a = await testNamespace(t, "exam-a");
+  const b = await testNamespace(t, "exam-b");
+  const rest = await adminRest();
+  const env = { OPERATOR_PROXY_PODS: `${a}:app.kubernetes.io/component=proxy` };
+  await startOperatorServing(t, own, [a, b], env);
+  for (const ns of [a, b]) {
+    await createTemplate(ns, "lab", simpleTemplateSpec());
+    await createTemplate(ns, "web", simpleTemplateSpec());
+  }
+  await userland(a, "ada-lab", "ada", "lab", true); // in a's exam
+  await userland(b, "ada-web", "ada", "web", true); // held by a's exam
+  await userland(b, "bob-lab", "bob", "lab", true); // in b's exam
+  await userland(a, "bob-web", "bob", "web", true); // held by b's exam
+  const get = (ns: string, name: string) => rest.get<Userland>(userlandsPath(ns, name));
+  for (const ns of [a, b])
+    await rest.create(examsPath(ns), {
+      apiVersion: "userland.dev/v1alpha1",
+      kind: "Exam",
+      metadata: { name: "midterm" },
+      spec: { templateName: "lab", start: iso(Date.now() - 1000), end: iso(Date.now() + 3_600_000) },
+    });
+  const marks = async () => {
+    const [adaLab, adaWeb, bobLab, bobWeb] = await Promise.all([
+      get(a, "ada-lab"),
+      get(b, "ada-web"),
+      get(b, "bob-lab"),
+      get(a, "bob-web"),
+    ]);
+    const of = (u: Userland) => [
+      u.metadata.labels?.[ExamMarks.examLabel] ?? u.metadata.labels?.[ExamMarks.holdLabel],
+      u.spec.enabled,
+    ];
+    return { adaLab: of(adaLab), adaWeb: of(adaWeb), bobLab: of(bobLab), bobWeb: of(bobWeb) };
+  };
+  const both = {
+    adaLab: ["midterm", true],
+    adaWeb: [holdOf(a, "midterm"), false],
+    bobLab: ["midterm", true],
+    bobWeb: [holdOf(b, "midterm"), false],
+  };
+  await eventually(
+    "both exams to hold their own",
+    async () => stableJson(await marks()) === stableJson(both),
+  );
+  for (const ns of [a, b]) {
+    const e = await rest.get<Exam>(examsPath(ns, "midterm"));
+    assert.equal(e.status?.students?.[0]?.message, undefined, `${ns}'s exam leaves nothing to the other`);
+  }
+
+  // b's exam deleted: bob's environments come back; ada's stay as a's exam holds them.
+  await rest.delete(examsPath(b, "midterm"));
+  await eventually(
+    "b's exam to be gone",
+    async () => (await rest.get(examsPath(b, "midterm")).catch(() => undefined)) === undefined,
+  );
+  assert.deepEqual(await marks(), {
+    adaLab: ["midterm", true],
+    adaWeb: [holdOf(a, "midterm"), false],
+    bobLab: [undefined, true],
+    bobWeb: [undefined, true],
+  });
+  await rest.delete(examsPath(a, "midterm"));
+  await eventually(
+    "a's exam to be gone",
+    async () => (await rest.get(examsPath(a, "midterm")).catch(() => undefined)) === undefined,
+  );
+  assert.deepEqual(await marks(), {
+    adaLab: [undefined, true],
+    adaWeb: [undefined, true],
+    bobLab: [undefined, true],
+    bobWeb: [undefined, true],
+  });
+});
+
+test("an exam is announced on its students' environments in the day before its start: not earlier, moved with it, gone with it", async (t) => {
+  const ns = await testNamespace(t, "exam-ahead");
+  const rest = await adminRest();
+  await startOperator(t, ns, { env: { OPERATOR_PROXY_PODS: `${ns}:app.kubernetes.io/component=proxy` } });
+  await createTemplate(ns, "lab", simpleTemplateSpec());
+  await userland(ns, "hal-lab", "hal", "lab", false, "c1");
+  await userland(ns, "ivy-lab", "ivy", "lab", false, "c2");
+  const hour = 3_600_000;
+  const at = (fromNow: number) => ({
+    start: iso(Date.now() + fromNow),
+    end: iso(Date.now() + fromNow + 2 * hour),
+  });
+  const far = at(30 * hour);
+  await rest.create(examsPath(ns), {
+    apiVersion: "userland.dev/v1alpha1",
+    kind: "Exam",
+    metadata: { name: "final" },
+    spec: { templateName: "lab", class: "c1", title: "Final", ...far },
+  });
+  const notice = async (name: string) =>
+    parseExamNotice(
+      (await rest.get<Userland>(userlandsPath(ns, name))).metadata.annotations?.[
+        ExamMarks.upcomingAnnotation
+      ],
+    );
+  await eventually(
+    "the exam to be Scheduled",
+    async () => (await rest.get<Exam>(examsPath(ns, "final"))).status?.phase === "Scheduled",
+  );
+  assert.equal(await notice("hal-lab"), undefined, "not announced 30 hours ahead");
+
+  const soon = at(2 * hour);
+  await rest.patch(examsPath(ns, "final"), { spec: soon });
+  const shown = await eventually("the notice 2 hours ahead", () => notice("hal-lab"));
+  assert.deepEqual(shown, {
+    exam: "final",
+    namespace: ns,
+    title: "Final",
+    class: "c1",
+    start: soon.start,
+    end: soon.end,
+    proctors: { users: [], groups: [] },
+  });
+  assert.equal(await notice("ivy-lab"), undefined, "not on another class's");
+
+  await rest.patch(examsPath(ns, "final"), { spec: far });
+  await eventually(
+    "the notice gone when the exam moves later",
+    async () => (await notice("hal-lab")) === undefined,
+  );
+  await rest.patch(examsPath(ns, "final"), { spec: soon });
+  await eventually("the notice back", () => notice("hal-lab"));
+  await rest.delete(examsPath(ns, "final"));
+  await eventually(
+    "the exam gone",
+    async () => (await rest.get(examsPath(ns, "final")).catch(() => undefined)) === undefined,
+  );
+  assert.equal(await notice("hal-lab"), undefined, "taken off before the exam goes");
 });

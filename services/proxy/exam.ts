@@ -11,8 +11,14 @@
  *
  * A marked Userland whose notice cannot be read admits nobody: an exam must never look open.
  */
-import { ExamMarks, parseExamNotice, type ExamNotice, type Userland } from "../../api/v1alpha1/index.ts";
-import { html } from "../../lib/html.ts";
+import {
+  examRefText,
+  ExamMarks,
+  parseExamNotice,
+  type ExamNotice,
+  type Userland,
+} from "../../api/v1alpha1/index.ts";
+import { html, type Html } from "../../lib/html.ts";
 import type { Session } from "../../lib/session.ts";
 import { document, simplePage, type Page } from "./pages.ts";
 
@@ -95,26 +101,39 @@ export function visitorRefusal(
   return before(session, exam.notice) ? signInAgainPage(exam.notice, signOutUrl) : undefined;
 }
 
+/**
+ * How a page names an exam: its title and, since a held environment may be in another course's
+ * namespace than the exam, the exam's namespace and name ("Midterm (course-a/midterm)").
+ */
+export const examName = (notice: ExamNotice) =>
+  notice.title === undefined ? examRefText(notice) : `${notice.title} (${examRefText(notice)})`;
+
+/** The exam that holds a Userland (hold label and notice); undefined when none does. */
+function holdOf(userland: Userland): { notice: ExamNotice | undefined } | undefined {
+  if (userland.metadata.labels?.[ExamMarks.holdLabel] === undefined) return undefined;
+  return { notice: parseExamNotice(userland.metadata.annotations?.[ExamMarks.holdAnnotation]) };
+}
+
 /** A student's other environment, stopped for an exam: not served, not started, until it ends. */
 export function heldPage(userland: Userland): Page | undefined {
-  const exam = userland.metadata.labels?.[ExamMarks.holdLabel];
-  if (exam === undefined) return undefined;
-  const notice = parseExamNotice(userland.metadata.annotations?.[ExamMarks.holdAnnotation]);
+  const hold = holdOf(userland);
+  if (!hold) return undefined;
+  const { notice } = hold;
   return simplePage(
     403,
     "Paused for an exam",
-    `This environment is stopped during the exam ${notice?.title ?? exam}${notice ? `, until ${utcMinute(notice.end)}` : ""}. It starts again by itself after the exam.`,
+    `This environment is stopped during ${notice ? `the exam ${examName(notice)}, until ${utcMinute(notice.end)}` : "an exam"}. It starts again by itself after the exam.`,
   );
 }
 
 /** What the student's home says of an exam on one of their environments; undefined outside exams. */
 export function examOnHome(userland: Userland): { held: boolean; text: string } | undefined {
-  const hold = userland.metadata.labels?.[ExamMarks.holdLabel];
-  if (hold !== undefined) {
-    const notice = parseExamNotice(userland.metadata.annotations?.[ExamMarks.holdAnnotation]);
+  const hold = holdOf(userland);
+  if (hold) {
+    const { notice } = hold;
     return {
       held: true,
-      text: `Paused for the exam ${notice?.title ?? hold}${notice ? ` until ${utcMinute(notice.end)}` : ""}: it starts again by itself after it.`,
+      text: `Paused for ${notice ? `the exam ${examName(notice)} until ${utcMinute(notice.end)}` : "an exam"}: it starts again by itself after it.`,
     };
   }
   const exam = examOf(userland);
@@ -125,4 +144,82 @@ export function examOnHome(userland: Userland): { held: boolean; text: string } 
     held: false,
     text: `In the exam ${notice.title ?? notice.exam} until ${utcMinute(notice.end)}: only you (signed in since its start) and its proctors open it, and nothing leaves it but name lookups.`,
   };
+}
+
+/** An exam the student's home announces: in the day before its start, or while it runs. */
+export interface HomeExam {
+  exam: string;
+  namespace?: string;
+  title: string;
+  class?: string;
+  state: "upcoming" | "running";
+  /** RFC 3339. */
+  start: string;
+  end: string;
+  /** The environment it runs in (its Template's title). */
+  environment: string;
+  text: string;
+}
+
+/**
+ * The exams on a student's home (docs/decisions/0013-exams.md), soonest first: an upcoming one
+ * from the notice the operator puts on their exam environment the day before (one whose start
+ * has passed is not shown: the operator takes it off at the start), a running one from the exam's
+ * own mark. The same exam once, whichever of their environments carries it.
+ */
+export function examsOnHome(
+  userlands: readonly Userland[],
+  titleOf: (userland: Userland) => string,
+  now: Date,
+): HomeExam[] {
+  const out = new Map<string, HomeExam>();
+  const add = (notice: ExamNotice, userland: Userland, state: HomeExam["state"]) => {
+    const key = `${notice.namespace ?? userland.metadata.namespace ?? ""}/${notice.exam}`;
+    if (out.get(key)?.state === "running") return;
+    const title = notice.title ?? notice.exam;
+    const environment = titleOf(userland);
+    const text =
+      state === "running"
+        ? `Exam ${title} in progress until ${utcMinute(notice.end)}, in your ${environment}.`
+        : `Exam ${title}${notice.class === undefined ? "" : ` for ${notice.class}`} starts at ${utcMinute(notice.start)}: your ${environment} will restart, and you will sign in again on the exam machine.`;
+    out.set(key, {
+      exam: notice.exam,
+      ...(notice.namespace === undefined ? {} : { namespace: notice.namespace }),
+      title,
+      ...(notice.class === undefined ? {} : { class: notice.class }),
+      state,
+      start: notice.start,
+      end: notice.end,
+      environment,
+      text,
+    });
+  };
+  for (const userland of userlands) {
+    const upcoming = parseExamNotice(userland.metadata.annotations?.[ExamMarks.upcomingAnnotation]);
+    if (upcoming && Date.parse(upcoming.start) > now.getTime()) add(upcoming, userland, "upcoming");
+    const exam = examOf(userland);
+    if (exam && "notice" in exam && Date.parse(exam.notice.end) > now.getTime())
+      add(exam.notice, userland, "running");
+  }
+  return [...out.values()].sort((a, b) => Date.parse(a.start) - Date.parse(b.start));
+}
+
+/** What the home's script compares to notice an exam announced, started or over. */
+export const examsSignature = (exams: readonly HomeExam[]) =>
+  exams.map((e) => `${e.namespace ?? ""}/${e.exam}:${e.state}`).join(",");
+
+/** The same in the page's script (the JSON view's `exams`). */
+export const EXAMS_SIGN_JS = `(v.exams || []).map(function (x) { return (x.namespace || "") + "/" + x.exam + ":" + x.state; }).join(",")`;
+
+/** The home's exam notices, above everything else. */
+export function examsSection(exams: readonly HomeExam[]): Html | "" {
+  if (exams.length === 0) return "";
+  return html`<ul class="exams" aria-label="Exams">
+    ${exams.map(
+      (e) =>
+        html`<li class="exam exam-${e.state}" role="status">
+          <strong>${e.state === "running" ? "Exam in progress" : "Exam ahead"}:</strong> ${e.text}
+        </li>`,
+    )}
+  </ul>`;
 }

@@ -14,7 +14,7 @@ import { userlandLabel } from "./origins.ts";
 import { hostForTemplate, type ClusterView } from "./routing.ts";
 import type { Starter } from "./starter.ts";
 import { homeVisitRequests, homeVisits, type HomeVisit, type HomeVisitRequest } from "./homeVisits.ts";
-import { examOnHome } from "./exam.ts";
+import { examOnHome, examsOnHome, type HomeExam } from "./exam.ts";
 
 /** `/_userland/home` on every host; also the root of the base domain when it serves no Template. */
 export const HOME_PATH = "/_userland/home";
@@ -68,6 +68,8 @@ export interface HomeView {
   visits: HomeVisit[];
   /** Visitors waiting for the student's Allow. */
   visitRequests: HomeVisitRequest[];
+  /** Exams of their environments: the day before the start, and while they run (exam.ts). */
+  exams: HomeExam[];
 }
 
 export type HomeConfig = Pick<
@@ -161,6 +163,7 @@ export function homeView(
   const title = (u: Userland) => titleOf(cluster.getTemplate(u.spec.templateName), u.spec.templateName);
   const visits = homeVisits(mine, title, new Date(), config.visitQuietMs + 30_000);
   const visitRequests = homeVisitRequests(mine, title, new Date());
+  const exams = examsOnHome(mine, title, new Date());
   return {
     user,
     environments,
@@ -171,6 +174,7 @@ export function homeView(
     signOutUrl,
     visits,
     visitRequests,
+    exams,
   };
 }
 

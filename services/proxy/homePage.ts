@@ -19,6 +19,7 @@ import {
 } from "./home.ts";
 import { document, inlineScript, type Page } from "./pages.ts";
 import { visitsSection, visitsSignature, VISITS_SIGN_JS } from "./homeVisits.ts";
+import { examsSection, examsSignature, EXAMS_SIGN_JS } from "./exam.ts";
 
 const homeStyle = `
   main { max-width: 46rem; margin: 6vh auto; }
@@ -43,6 +44,9 @@ const homeStyle = `
   li.visit-request { list-style: none; margin-left: -1.2rem; padding: .6rem .9rem; border-radius: 8px; border: 2px solid var(--accent); display: flex; flex-wrap: wrap; gap: .75rem; align-items: center; justify-content: space-between; }
   li.visit-request form { margin: 0; }
   li.visit-live { list-style: none; margin-left: -1.2rem; padding: .6rem .9rem; border-radius: 8px; border: 2px solid #9a6700; }
+  ul.exams { list-style: none; padding: 0; margin: 1rem 0; display: grid; gap: .6rem; }
+  li.exam { padding: .6rem .9rem; border-radius: 8px; border: 2px solid var(--accent); }
+  li.exam-running { border-color: #9a6700; }
 `;
 
 /**
@@ -57,7 +61,8 @@ const homeScript = `(function () {
       v.available.map(function (a) { return a.template + ":" + a.requested; }).join(",") + "|" +
       v.assignments.map(function (a) { return a.templateName + "/" + a.name + ":" + a.state + ":" + (a.feedbackFiles || 0); }).join(",") + "|" +
 
-      ${VISITS_SIGN_JS};
+      ${VISITS_SIGN_JS} + "|" +
+      ${EXAMS_SIGN_JS};
   }
   function busy() { return /:(starting|true|handing-in)\\b/.test(signature); }
   function poll() {
@@ -267,7 +272,9 @@ function signature(view: HomeView): string {
     // Feedback comes back without a change of state: counted in, so the page shows it by itself.
     view.assignments.map((a) => `${a.templateName}/${a.name}:${a.state}:${a.feedbackFiles ?? 0}`).join(",") +
     "|" +
-    visitsSignature(view.visits, view.visitRequests)
+    visitsSignature(view.visits, view.visitRequests) +
+    "|" +
+    examsSignature(view.exams)
   );
 }
 
@@ -318,7 +325,7 @@ export function homePage(view: HomeView, returnPath: string, now = new Date()): 
             Signed in as <span class="status">${view.user}</span>. <a href="${view.signOutUrl}">Sign out</a>
           </p>`
     }
-    ${environments}${assignments}${visitsSection(view.visits, view.visitRequests, back)}${available}
+    ${examsSection(view.exams)}${environments}${assignments}${visitsSection(view.visits, view.visitRequests, back)}${available}
   </div>`;
   return {
     status: 200,

@@ -11,7 +11,14 @@ import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebo
 import type { FastifyRequest } from "fastify";
 import { userlandNameFor } from "../../api/naming.ts";
 import { SESSION_ID, endSessionsPatch, type EndSessions } from "../../api/sessions.ts";
-import { activityStamp, ExamMarks, UserlandAnnotations, type Userland } from "../../api/v1alpha1/index.ts";
+import {
+  activityStamp,
+  examRefText,
+  ExamMarks,
+  parseExamNotice,
+  UserlandAnnotations,
+  type Userland,
+} from "../../api/v1alpha1/index.ts";
 import { Type } from "../../api/v1alpha1/schema.ts";
 import { isConflict } from "../../lib/kubeRest.ts";
 import { badRequest, conflict, notFound, type HttpError } from "./errors.ts";
@@ -285,14 +292,18 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
         // Stopped for an exam (docs/decisions/0013-exams.md): it starts again when the exam ends;
         // started now, the operator would stop it again at once.
         if (action === "start") {
-          const exam = (await store.get(name))?.metadata.labels?.[ExamMarks.holdLabel];
-          if (exam !== undefined)
-            throw conflict(
-              `Userland "${name}" is stopped for the exam ${exam}; it starts again after the exam`,
-              {
-                exam,
-              },
-            );
+          const held = await store.get(name);
+          if (held?.metadata.labels?.[ExamMarks.holdLabel] !== undefined) {
+            // The exam may be another namespace's: the hold's notice names it in full.
+            const notice = parseExamNotice(held.metadata.annotations?.[ExamMarks.holdAnnotation]);
+            const exam = notice ? `the exam ${examRefText(notice)}` : "an exam";
+            throw conflict(`Userland "${name}" is stopped for ${exam}; it starts again after the exam`, {
+              ...(notice
+                ? { exam: notice.exam, ...(notice.namespace ? { namespace: notice.namespace } : {}) }
+                : {}),
+              ...(notice ? { end: notice.end } : {}),
+            });
+          }
         }
         const u = await store.patch(name, patch());
         if (!u) throw notFound(`Userland "${name}" does not exist in ${where}`);

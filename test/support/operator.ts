@@ -44,12 +44,13 @@ export async function startOperator(
 
 /**
  * The operator serving `served` (USERLAND_WATCH_NAMESPACES), its ServiceAccount in `own` bound in
- * each of them too, or for "*" cluster-wide; stopped when the test ends.
+ * each of them too, or for "*" cluster-wide, with `env` besides; stopped when the test ends.
  */
 export async function startOperatorServing(
   t: TestContext,
   own: string,
   served: string[] | "*",
+  env: Record<string, string> = {},
 ): Promise<OperatorProcess> {
   await installCrds();
   const cluster = await testCluster();
@@ -58,7 +59,7 @@ export async function startOperatorServing(
     after: (cleanUp) => t.after(cleanUp),
   });
   const operator = await spawnOperator(path, username, own, {
-    env: { USERLAND_WATCH_NAMESPACES: served === "*" ? "*" : served.join(",") },
+    env: { ...env, USERLAND_WATCH_NAMESPACES: served === "*" ? "*" : served.join(",") },
   });
   t.after(async () => {
     await operator.stop("SIGKILL");

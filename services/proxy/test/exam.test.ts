@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { test } from "node:test";
-import { ExamMarks, type ExamNotice } from "../../../api/v1alpha1/index.ts";
+import { examHoldValue, ExamMarks, type ExamNotice } from "../../../api/v1alpha1/index.ts";
 import { renderChartRbac } from "../../../cluster/chartRbac.ts";
 import { KubeRest } from "../../../lib/kubeRest.ts";
 import { SESSION_COOKIE } from "../../../lib/session.ts";
@@ -176,10 +176,12 @@ test("during an exam: the student with a session from after the start and the pr
     await createUserland(ns, "bob-lab", "bob", "code", false);
     await admin.patch(userlandsPath(ns, "bob-code"), { spec: { enabled: true } });
     // bob-lab is on another Template in real life; here its hold label alone is what is checked.
+    // It is held by the exam of another course's namespace: the pages name that one.
+    const held: ExamNotice = { ...notice, namespace: "course-b" };
     await admin.patch(userlandsPath(ns, "bob-lab"), {
       metadata: {
-        labels: { [ExamMarks.holdLabel]: "midterm" },
-        annotations: { [ExamMarks.holdAnnotation]: JSON.stringify(notice) },
+        labels: { [ExamMarks.holdLabel]: examHoldValue("course-b", "midterm") },
+        annotations: { [ExamMarks.holdAnnotation]: JSON.stringify(held) },
       },
     });
     await eventually("the hold in the proxy's cache", () =>
@@ -199,6 +201,7 @@ test("during an exam: the student with a session from after the start and the pr
     });
     assert.equal(start.status, 403, start.body);
     assert.match(start.body, /Paused for an exam/);
+    assert.match(start.body, /during the exam Midterm \(course-b\/midterm\), until /);
     const lab = await admin.get<{ spec: { enabled?: boolean } }>(userlandsPath(ns, "bob-lab"));
     assert.equal(lab.spec.enabled, false, "not started");
   });
@@ -214,9 +217,20 @@ test("during an exam: the student with a session from after the start and the pr
       const lab = envs.find((e) => e.name === "bob-lab");
       assert.match(code?.detail ?? "", /^In the exam Midterm until \d{4}-\d\d-\d\d \d\d:\d\d UTC: only you/);
       assert.equal(lab?.held, true);
-      assert.match(lab?.detail ?? "", /^Paused for the exam Midterm until /);
+      assert.match(lab?.detail ?? "", /^Paused for the exam Midterm \(course-b\/midterm\) until /);
+      const [running, ...rest] = json.json<HomeView>().exams;
+      assert.deepEqual(rest, [], "the exam once, not again for the held environment");
+      assert.equal(running?.state, "running");
+      assert.match(
+        running?.text ?? "",
+        /^Exam Midterm in progress until \d{4}-\d\d-\d\d \d\d:\d\d UTC, in your /,
+      );
       const page = await get(cookie, "/_userland/home");
       assert.equal(page.status, 200);
+      assert.match(
+        page.body,
+        /<li class="exam exam-running" role="status">\s*<strong>Exam in progress:<\/strong> Exam Midterm in progress until /,
+      );
       assert.doesNotMatch(page.body, /aria-label="Start [^"]*"/, "no Start button for the held environment");
     },
   );
@@ -233,4 +247,62 @@ test("during an exam: the student with a session from after the start and the pr
     assert.equal(d.status, 200, d.body);
     assert.equal(upstream.seen.at(-1)?.headers["x-userland-visitor"], "dave");
   });
+
+  await t.test(
+    "the day before the next exam, bob's home announces it; once its start has passed, no more",
+    async () => {
+      // The operator's notice for the day before (operator/exams/syncExam.ts), written here by hand.
+      const at = (s: number) => new Date(s * 1000).toISOString();
+      const upcoming = (startS: number): ExamNotice => ({
+        exam: "final",
+        namespace: ns,
+        title: "Final",
+        class: "c1",
+        start: at(startS),
+        end: at(startS + 7200),
+        proctors: { users: ["prof"], groups: [] },
+      });
+      const announce = async (startS: number) => {
+        await admin.patch(userlandsPath(ns, "bob-code"), {
+          metadata: { annotations: { [ExamMarks.upcomingAnnotation]: JSON.stringify(upcoming(startS)) } },
+        });
+        await eventually("the notice in the proxy's cache", () =>
+          proxy.app.cluster
+            .getUserland?.("bob-code")
+            ?.metadata.annotations?.[ExamMarks.upcomingAnnotation]?.includes(at(startS)),
+        );
+      };
+      const startS = Math.floor(Date.now() / 1000) + 2 * 3600;
+      await announce(startS);
+      const cookie = await fresh("bob");
+      const json = await get(cookie, "/_userland/home", { accept: "application/json" });
+      assert.equal(json.status, 200, json.body);
+      const [final, ...others] = json.json<HomeView>().exams;
+      assert.deepEqual(others, []);
+      const when = `${at(startS).slice(0, 16).replace("T", " ")} UTC`;
+      assert.deepEqual(
+        { ...final, environment: undefined },
+        {
+          exam: "final",
+          namespace: ns,
+          title: "Final",
+          class: "c1",
+          state: "upcoming",
+          start: at(startS),
+          end: at(startS + 7200),
+          environment: undefined,
+          text: `Exam Final for c1 starts at ${when}: your ${final?.environment ?? "?"} will restart, and you will sign in again on the exam machine.`,
+        },
+      );
+      const page = await get(cookie, "/_userland/home");
+      assert.equal(page.status, 200);
+      assert.match(page.body, /<strong>Exam ahead:<\/strong> Exam Final for c1 starts at /);
+      assert.ok(page.body.includes(when), "the start, in UTC");
+
+      // A notice whose start has passed (the operator not yet past it) says nothing that is not so.
+      await announce(Math.floor(Date.now() / 1000) - 1);
+      const later = await get(cookie, "/_userland/home", { accept: "application/json" });
+      assert.deepEqual(later.json<HomeView>().exams, []);
+    },
+  );
 });

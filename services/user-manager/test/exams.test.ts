@@ -6,7 +6,13 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { ExamMarks, examsPath, type Exam } from "../../../api/v1alpha1/index.ts";
+import {
+  examHoldValue,
+  ExamMarks,
+  examsPath,
+  type Exam,
+  type ExamNotice,
+} from "../../../api/v1alpha1/index.ts";
 import { adminRest, createTemplate, userlandsPath } from "../../../test/support/resources.ts";
 import { CONSOLE_ORIGIN, startConsole, type ConsoleHarness } from "./consoleSupport.ts";
 import { courseTeacherRules, courseworkTemplateSpec } from "./courseworkSupport.ts";
@@ -78,12 +84,26 @@ test("exams: a teacher of the Template schedules one (API and console) and sees 
     ).create(userlandsPath(ns, undefined), {
       apiVersion: "userland.dev/v1alpha1",
       kind: "Userland",
-      metadata: { name: "ada-other", labels: { [ExamMarks.holdLabel]: "midterm" } },
+      // Held by the exam of another namespace: the answer names it in full.
+      metadata: {
+        name: "ada-other",
+        labels: { [ExamMarks.holdLabel]: examHoldValue("course-b", "midterm") },
+        annotations: {
+          [ExamMarks.holdAnnotation]: JSON.stringify({
+            exam: "midterm",
+            namespace: "course-b",
+            start: "2030-01-01T09:00:00Z",
+            end: "2030-01-01T11:00:00Z",
+            proctors: { users: [], groups: [] },
+          } satisfies ExamNotice),
+        },
+      },
       spec: { user: "ada", templateName: "other", enabled: false },
     });
     const r = await h.call("POST", "/api/v1/userlands/ada-other/start", tina);
     assert.equal(r.status, 409, r.text);
-    assert.match(r.text, /stopped for the exam midterm/);
+    assert.match(r.text, /stopped for the exam course-b\/midterm; it starts again after the exam/);
+    assert.equal(r.json.namespace, "course-b");
     const u = await (await adminRest()).get<{ spec: { enabled?: boolean } }>(userlandsPath(ns, "ada-other"));
     assert.equal(u.spec.enabled, false);
   });
