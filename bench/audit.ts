@@ -18,12 +18,12 @@ export function auditOffset(file: string): number {
 /**
  * Requests logged after `offset` and finished by `until` (ms since the epoch), by user name.
  * Left out: Lease renewals (a steady beat) and requests for objects in other namespaces than
- * `namespace` (e.g. an earlier measurement's namespace being deleted).
+ * `namespace` (e.g. an earlier measurement's namespace being deleted); `undefined`: every namespace.
  */
 export function requestsSince(
   file: string,
   offset: number,
-  namespace: string,
+  namespace: string | undefined,
   until = Infinity,
 ): Map<string, RequestCount> {
   const counts = new Map<string, RequestCount>();
@@ -57,7 +57,12 @@ export function requestsByVerb(
   return counts;
 }
 
-function eventsSince(file: string, offset: number, namespace: string, until: number): AuditEvent[] {
+function eventsSince(
+  file: string,
+  offset: number,
+  namespace: string | undefined,
+  until: number,
+): AuditEvent[] {
   const size = statSync(file).size;
   const buffer = Buffer.alloc(Math.max(0, size - offset));
   const fd = openSync(file, "r");
@@ -77,7 +82,12 @@ function eventsSince(file: string, offset: number, namespace: string, until: num
       continue; // an empty line, or the end of a batch still being written
     }
     if (e.objectRef?.resource === "leases" || seen.has(e.auditID)) continue;
-    if (e.objectRef?.namespace !== undefined && e.objectRef.namespace !== namespace) continue;
+    if (
+      namespace !== undefined &&
+      e.objectRef?.namespace !== undefined &&
+      e.objectRef.namespace !== namespace
+    )
+      continue;
     if (Date.parse(e.stageTimestamp) > until) continue;
     seen.add(e.auditID);
     events.push(e);
