@@ -18,12 +18,12 @@ export function auditOffset(file: string): number {
 /**
  * Requests logged after `offset` and finished by `until` (ms since the epoch), by user name.
  * Left out: Lease renewals (a steady beat) and requests for objects in other namespaces than
- * `namespace` (e.g. an earlier measurement's namespace being deleted).
+ * `namespace` (e.g. an earlier measurement's namespace being deleted); `undefined`: every namespace.
  */
 export function requestsSince(
   file: string,
   offset: number,
-  namespace: string,
+  namespace: string | undefined,
   until = Infinity,
 ): Map<string, RequestCount> {
   const counts = new Map<string, RequestCount>();
@@ -43,7 +43,7 @@ export function requestsSince(
 export function requestsByVerb(
   file: string,
   offset: number,
-  namespace: string,
+  namespace: string | undefined,
   username: string,
   until = Infinity,
 ): Map<string, number> {
@@ -57,30 +57,59 @@ export function requestsByVerb(
   return counts;
 }
 
-function eventsSince(file: string, offset: number, namespace: string, until: number): AuditEvent[] {
+function eventsSince(
+  file: string,
+  offset: number,
+  namespace: string | undefined,
+  until: number,
+): AuditEvent[] {
   const size = statSync(file).size;
-  const buffer = Buffer.alloc(Math.max(0, size - offset));
-  const fd = openSync(file, "r");
-  try {
-    readSync(fd, buffer, 0, buffer.length, offset);
-  } finally {
-    closeSync(fd);
-  }
   const events: AuditEvent[] = [];
   // A watch is logged when its response starts and again when it ends: one request, one auditID.
   const seen = new Set<string>();
-  for (const line of buffer.toString("utf8").split("\n")) {
+  const take = (line: string) => {
     let e: AuditEvent;
     try {
       e = JSON.parse(line) as AuditEvent;
     } catch {
-      continue; // an empty line, or the end of a batch still being written
+      return; // an empty line, or the end of a batch still being written
     }
-    if (e.objectRef?.resource === "leases" || seen.has(e.auditID)) continue;
-    if (e.objectRef?.namespace !== undefined && e.objectRef.namespace !== namespace) continue;
-    if (Date.parse(e.stageTimestamp) > until) continue;
+    if (e.objectRef?.resource === "leases" || seen.has(e.auditID)) return;
+    if (
+      namespace !== undefined &&
+      e.objectRef?.namespace !== undefined &&
+      e.objectRef.namespace !== namespace
+    )
+      return;
+    if (Date.parse(e.stageTimestamp) > until) return;
     seen.add(e.auditID);
     events.push(e);
+  };
+  // In pieces: a large run's log after `offset` (hundreds of MB at 10,000 Userlands) is longer
+  // than the longest string V8 makes.
+  const fd = openSync(file, "r");
+  try {
+    const chunk = Buffer.alloc(32 * 2 ** 20);
+    let carry = Buffer.alloc(0);
+    for (let at = offset; at < size;) {
+      const read = readSync(fd, chunk, 0, Math.min(chunk.length, size - at), at);
+      if (read === 0) break;
+      at += read;
+      // A piece may end inside a line (or a character): decode up to its last newline, carry the rest.
+      const end = chunk.lastIndexOf(10, read - 1);
+      if (end < 0) {
+        carry = Buffer.concat([carry, chunk.subarray(0, read)]);
+        continue;
+      }
+      for (const line of Buffer.concat([carry, chunk.subarray(0, end)])
+        .toString("utf8")
+        .split("\n"))
+        take(line);
+      carry = Buffer.from(chunk.subarray(end + 1, read));
+    }
+    take(carry.toString("utf8"));
+  } finally {
+    closeSync(fd);
   }
   return events;
 }

@@ -64,7 +64,8 @@ function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / ticksPerSecond;
 }
 
-function rssBytes(pid: number): number {
+/** A process's resident memory now. */
+export function rssBytes(pid: number): number {
   const kib = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
   return Number(kib ?? 0) * 1024;
 }

@@ -26,10 +26,11 @@ import type { V1PodSpec } from "@kubernetes/client-node";
 import { userlandNameFor } from "../api/naming.ts";
 import { templatesPath, userlandsPath, type Template } from "../api/v1alpha1/index.ts";
 import { repoRoot } from "../cluster/repoRoot.ts";
-import { DEMO_TEMPLATE, NAMESPACE, startPlatform, type Platform } from "../dev/platform.ts";
+import { DEMO_TEMPLATE, NAMESPACE, startPlatform } from "../dev/platform.ts";
 import { k8s } from "../lib/kube.ts";
 import { auditOffset, requestsSince, type RequestCount } from "./audit.ts";
 import { timeDeploymentsReady, timePodsReady } from "./pods.ts";
+import { identityName } from "./identities.ts";
 import { childProcesses, rssNow, sampleUsage, type Proc, type Usage } from "./processUsage.ts";
 import { STEPS, Timeline } from "./rushTimeline.ts";
 import { percentile } from "./stats.ts";
@@ -130,15 +131,6 @@ async function cleanup(): Promise<void> {
   await platform.stop();
 }
 process.on("SIGINT", () => void cleanup().then(() => process.exit(130)));
-
-/** Identity names for the API server's audit log: the platform's ServiceAccounts by component. */
-function identityName(username: string, platform: Platform): string {
-  for (const [component, account] of Object.entries(platform.serviceAccounts))
-    if (username === `system:serviceaccount:${NAMESPACE}:${account}`) return component;
-  if (username.startsWith("system:serviceaccount:kube-system:"))
-    return `kube-controller-manager (${username.slice("system:serviceaccount:kube-system:".length)})`;
-  return username;
-}
 
 /** Everything measured around `step`: CPU and peak RSS per process, API requests by identity. */
 async function measure<T>(

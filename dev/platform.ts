@@ -78,6 +78,13 @@ export interface PlatformOptions {
   demoListensAfterReadyMs?: number;
   /** PROXY_VISIT_QUIET (default 5m): tests of a teacher's visit end it sooner. */
   visitQuiet?: string;
+  /**
+   * The chart's watchNamespaces (USERLAND_WATCH_NAMESPACES of the operator, user-manager and
+   * proxy, and their rights rendered for it): e.g. ["*"]. Unset: the platform namespace alone.
+   */
+  watchNamespaces?: string[];
+  /** More settings for one component (benchmarks: e.g. the operator's resync period). */
+  componentEnv?: Partial<Record<Component, Record<string, string>>>;
 }
 
 /** A credentials file the platform wrote for a component. */
@@ -111,6 +118,13 @@ export interface Platform {
   /** A ServiceAccount bound to the chart's teacher ClusterRole. */
   teacher: string;
   logsDir: string;
+  /** Each component's process id now (a restart changes it). */
+  pids(): Record<Component, number>;
+  /**
+   * Stops a component (SIGTERM, waits for its exit), runs `whileStopped` if given, and starts it
+   * again with the same settings on the same port; resolves once it is spawned (its log starts anew).
+   */
+  restart(component: Component, whileStopped?: () => Promise<void>): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -158,12 +172,12 @@ const chartValues = {
 };
 
 /** The chart's rights as the local platform creates them (`binDir`: where helm is). */
-export function platformRights(binDir: string): Promise<ChartObject[]> {
+export function platformRights(binDir: string, watchNamespaces?: string[]): Promise<ChartObject[]> {
   return renderChartRbac({
     helm: join(binDir, "helm"),
     namespace: NAMESPACE,
     release: RELEASE,
-    values: chartValues,
+    values: watchNamespaces ? { ...chartValues, watchNamespaces } : chartValues,
   });
 }
 
@@ -173,6 +187,11 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
   const logsDir = join(dir, "logs");
   mkdirSync(logsDir, { recursive: true });
   const children: { name: string; child: ChildProcess }[] = [];
+  /** How each component was started, so restart() starts it the same way. */
+  const started = new Map<
+    string,
+    { script: string; env: Record<string, string>; ports: Record<string, number> }
+  >();
   const demos = new Map<string, DemoEnvironment>();
   /** Each demo's address by Service name, published to the proxy (with demoListensAfterReadyMs, before it listens). */
   const addresses = new Map<string, string>();
@@ -225,7 +244,7 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
     await installCustomResourceDefinitions(rest);
     await rest.create("/api/v1/namespaces", { metadata: { name: NAMESPACE } });
     // Exactly the chart's rights: its ServiceAccounts, Roles, ClusterRoles and admission policy.
-    const rights = await platformRights(info.binDir);
+    const rights = await platformRights(info.binDir, opts.watchNamespaces);
     await createChartObjects(rest, NAMESPACE, rights);
     const serviceAccounts: Record<Component, string> = {
       operator: serviceAccountOf(rights, "operator"),
@@ -327,13 +346,21 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       redirectUris: [`${authUrl}/callback/oidc`],
     });
 
+    const watching = opts.watchNamespaces
+      ? { USERLAND_WATCH_NAMESPACES: opts.watchNamespaces.join(",") }
+      : ({} as Record<string, string>);
     /** Starts a component; `listen`: the sockets it serves on, by the setting each replaces. */
     const run = (
-      name: string,
+      name: Component,
       script: string,
       env: Record<string, string>,
       listen: Record<string, Server> = {},
     ) => {
+      started.set(name, {
+        script,
+        env,
+        ports: Object.fromEntries(Object.entries(listen).map(([key, server]) => [key, portOf(server)])),
+      });
       const out = join(logsDir, `${name}.log`);
       // Straight to the file, not through a pipe: a component must still be able to log its
       // shutdown after this process has died (it then gets SIGTERM from the kernel).
@@ -341,7 +368,13 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       const passed = socketsFor(listen);
       const child = spawn(...diesWithParent(process.execPath, [join(repoRoot, script)], "SIGTERM"), {
         cwd: repoRoot,
-        env: { ...process.env, USERLAND_NAMESPACE: NAMESPACE, ...env, ...passed.env },
+        env: {
+          ...process.env,
+          USERLAND_NAMESPACE: NAMESPACE,
+          ...env,
+          ...opts.componentEnv?.[name],
+          ...passed.env,
+        },
         stdio: ["ignore", logFd, logFd, ...passed.fds],
       });
       closeSync(logFd);
@@ -349,8 +382,25 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       child.once("exit", (code, signal) => log(`${name} exited (${signal ?? code}); log: ${out}`));
       children.push({ name, child });
     };
+    const restart = async (name: Component, whileStopped?: () => Promise<void>) => {
+      const how = started.get(name);
+      const index = children.findIndex((c) => c.name === name);
+      const old = children[index];
+      if (!how || !old) throw new Error(`${name} was not started`);
+      children.splice(index, 1);
+      if (old.child.exitCode === null && old.child.signalCode === null) {
+        const exited = new Promise((r) => old.child.once("exit", r));
+        old.child.kill("SIGTERM");
+        await exited;
+      }
+      await whileStopped?.();
+      const listen: Record<string, Server> = {};
+      for (const [key, port] of Object.entries(how.ports)) listen[key] = await listeningSocket(port);
+      run(name, how.script, how.env, listen);
+    };
 
     run("operator", "operator/main.ts", {
+      ...watching,
       KUBECONFIG: await kubeconfigFor("operator"),
       OPERATOR_HTTP_ADDRESS: "127.0.0.1",
       OPERATOR_HTTP_PORT: "0", // nothing here calls it; the log says where it listens
@@ -363,6 +413,7 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       "user-manager",
       "services/user-manager/main.ts",
       {
+        ...watching,
         KUBECONFIG: await kubeconfigFor("user-manager"),
         USER_MANAGER_ADMIN_HOST: "127.0.0.1",
         USER_MANAGER_ADMIN_PORT: "0", // /metrics; the log says where (adminUrl)
@@ -413,6 +464,7 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       "proxy",
       "services/proxy/main.ts",
       {
+        ...watching,
         KUBECONFIG: await kubeconfigFor("proxy"),
         PROXY_ADMIN_HOST: "127.0.0.1",
         PROXY_ADMIN_PORT: "0",
@@ -541,6 +593,12 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       credentials,
       teacher: TEACHER,
       logsDir,
+      pids: () =>
+        Object.fromEntries(children.map(({ name, child }) => [name, child.pid ?? 0])) as Record<
+          Component,
+          number
+        >,
+      restart,
       stop,
     };
   } catch (error) {
