@@ -177,6 +177,7 @@ test("every alert has a duration, a severity and a runbook link to a section of 
       "UserlandStartsSlow",
       "UserlandProxyErrors",
       "UserlandLoginFailures",
+      "UserlandProvisioningFailures",
       "UserlandTokenReviewsRefused",
       "UserlandComponentDown",
     ],
