@@ -13,8 +13,8 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { repoRoot } from "../../cluster/repoRoot.ts";
 import { startPlatform, type Platform } from "../../dev/platform.ts";
-import { eventually } from "../support/cluster.ts";
 import { parse } from "yaml";
+import { eventually } from "../support/cluster.ts";
 import { exportedSeries, promtool, selectorNames } from "./promtool.ts";
 import { chartDir, parseManifests, renderChart } from "./support.ts";
 
@@ -154,7 +154,7 @@ test("every component's /metrics page passes promtool check metrics", async () =
     );
     assert.ok(result.code === 0 || all.length > 0, `${component}: promtool exited ${result.code} silently`);
   }
-  // promtool does find problems: a counter without _total and a name used twice.
+  // promtool does find problems: a counter without _total is refused.
   const broken = "# HELP broken A counter.\n# TYPE broken counter\nbroken 1\n";
   const refused = await promtool(["check", "metrics"], broken);
   assert.notEqual(refused.code, 0, "promtool check metrics refuses a counter without _total");
