@@ -1,8 +1,10 @@
 /**
  * The Grafana dashboard and the alerts name only metrics the components really export: the whole
  * local platform (dev/platform.ts: each component's real main.ts) is started, every component's
- * /metrics is scraped, and every query of the dashboard (charts/userland/dashboards/userland.json)
- * and of the rendered PrometheusRule must read series that one of them declares.
+ * /metrics is scraped and passes `promtool check metrics`, and every query of the dashboard
+ * (charts/userland/dashboards/userland.json), of the rendered PrometheusRule and of its promtool
+ * unit tests (alerts.promtool.yaml) must read series that one of them declares. Prometheus's own
+ * parser (promtool) finds the metric names in each query.
  */
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -11,8 +13,9 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { repoRoot } from "../../cluster/repoRoot.ts";
 import { startPlatform, type Platform } from "../../dev/platform.ts";
+import { parse } from "yaml";
 import { eventually } from "../support/cluster.ts";
-import { exportedSeries, metricNames } from "./promql.ts";
+import { exportedSeries, promtool, selectorNames } from "./promtool.ts";
 import { chartDir, parseManifests, renderChart } from "./support.ts";
 
 interface Target {
@@ -59,6 +62,8 @@ function dashboardQueries(): { where: string; expr: string }[] {
 
 const dir = join(repoRoot, ".userland", `metrics-${randomBytes(3).toString("hex")}`);
 let platform: Platform;
+/** Each component's /metrics page as scraped. */
+const pages = new Map<string, string>();
 /** Every series name any component declares on its /metrics page. */
 let exported: Set<string>;
 /** The series each component declares, for messages. */
@@ -95,7 +100,9 @@ before(async () => {
   for (const [component, base] of Object.entries(endpoints)) {
     const response = await fetch(`${base}/metrics`);
     assert.equal(response.status, 200, `${component} serves /metrics`);
-    const series = exportedSeries(await response.text());
+    const page = await response.text();
+    pages.set(component, page);
+    const series = exportedSeries(page);
     assert.ok(series.size > 0, `${component} declares metrics`);
     byComponent.set(component, series);
     for (const s of series) exported.add(s);
@@ -107,25 +114,67 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function unknownMetrics(queries: { where: string; expr: string }[]): string[] {
+/**
+ * A Grafana query as the PromQL Grafana sends: its range variables become a duration, and a
+ * variable's label_values(selector, label) is the selector whose series it lists. ($namespace and
+ * $template stand inside label values, which PromQL takes as they are.)
+ */
+function promqlOf(query: string): string {
+  return query
+    .replace(/\$__(rate_interval|interval|range)\b/g, "5m")
+    .replace(/^label_values\((.*),\s*[a-zA-Z_]\w*\)$/, "$1");
+}
+
+/** The findings `promtool check metrics` reports on prom-client's default metrics, not ours. */
+const PROM_CLIENT_GAUGES =
+  /^userland_[a-z_]+_nodejs_active_(handles|requests|resources)_total non-counter metrics should not have "_total" suffix$/;
+
+async function unknownMetrics(queries: { where: string; expr: string }[]): Promise<string[]> {
   const problems: string[] = [];
   for (const { where, expr } of queries) {
-    const names = metricNames(expr);
+    const names = await selectorNames(promqlOf(expr));
     if (names.length === 0) problems.push(`${where}: "${expr}" names no metric`);
     for (const name of names.filter((n) => !exported.has(n)))
-      problems.push(`${where}: ${name} is exported by no component`);
+      problems.push(`${where}: ${name || "a selector without a metric name"} is exported by no component`);
   }
   return problems;
 }
 
-test("every query of the dashboard names a metric a component exports", () => {
-  const queries = dashboardQueries();
-  assert.ok(queries.length >= 20, `the dashboard has ${queries.length} queries`);
-  assert.deepEqual(unknownMetrics(queries), []);
+test("every component's /metrics page passes promtool check metrics", async () => {
+  assert.equal(pages.size, 4);
+  for (const [component, page] of pages) {
+    const result = await promtool(["check", "metrics"], page);
+    // prom-client's process metrics name three gauges *_total (its collectDefaultMetrics, under
+    // each component's prefix); they are prom-client's names, so those three findings alone pass.
+    const all = (result.stdout + result.stderr).split("\n").filter((l) => l.trim() !== "");
+    assert.deepEqual(
+      all.filter((l) => !PROM_CLIENT_GAUGES.test(l)),
+      [],
+      `${component}: promtool check metrics`,
+    );
+    assert.ok(result.code === 0 || all.length > 0, `${component}: promtool exited ${result.code} silently`);
+  }
+  // promtool does find problems: a counter without _total is refused.
+  const broken = "# HELP broken A counter.\n# TYPE broken counter\nbroken 1\n";
+  const refused = await promtool(["check", "metrics"], broken);
+  assert.notEqual(refused.code, 0, "promtool check metrics refuses a counter without _total");
+  assert.match(refused.stdout + refused.stderr, /_total/);
 });
 
-test("the dashboard covers environments, proxy, user management and the operator", () => {
-  const used = new Set(dashboardQueries().flatMap(({ expr }) => metricNames(expr)));
+test("every query of the dashboard names a metric a component exports", async () => {
+  const queries = dashboardQueries();
+  assert.ok(queries.length >= 20, `the dashboard has ${queries.length} queries`);
+  assert.deepEqual(await unknownMetrics(queries), []);
+  // The check can fail: a query of a metric no component exports is reported.
+  assert.deepEqual(
+    await unknownMetrics([{ where: "probe", expr: "sum(rate(userland_nothing_total[5m]))" }]),
+    ["probe: userland_nothing_total is exported by no component"],
+  );
+});
+
+test("the dashboard covers environments, proxy, user management and the operator", async () => {
+  const used = new Set<string>();
+  for (const { expr } of dashboardQueries()) for (const n of await selectorNames(promqlOf(expr))) used.add(n);
   const wanted = [
     "userland_operator_userlands", // environments by phase
     "userland_proxy_starts_total", // starts
@@ -180,5 +229,24 @@ test("every alert names only metrics a component exports (or the scrape's own up
   const groups = (rule.spec as { groups: { rules: { alert: string; expr: string }[] }[] }).groups;
   const queries = groups.flatMap((g) => g.rules.map((r) => ({ where: `alert ${r.alert}`, expr: r.expr })));
   exported.add("up"); // Prometheus's own series for every scraped target
-  assert.deepEqual(unknownMetrics(queries), []);
+  assert.deepEqual(await unknownMetrics(queries), []);
+});
+
+test("the alerts' promtool unit tests feed only series a component exports (or up)", () => {
+  const file = join(repoRoot, "test", "chart", "alerts.promtool.yaml");
+  const unitTests = parse(readFileSync(file, "utf8")) as {
+    tests: { name: string; input_series?: { series: string }[] }[];
+  };
+  const names = unitTests.tests.flatMap((t) =>
+    (t.input_series ?? []).map((s) => ({
+      test: t.name,
+      name: /^[a-zA-Z_:][\w:]*/.exec(s.series)?.[0] ?? "",
+    })),
+  );
+  assert.ok(names.length > 0);
+  const known = new Set([...exported, "up"]);
+  assert.deepEqual(
+    names.filter((n) => !known.has(n.name)).map((n) => `${n.test}: ${n.name}`),
+    [],
+  );
 });

@@ -172,10 +172,22 @@ test("every alert has a duration, a severity and a runbook link to a section of 
     [
       "UserlandOperatorNotLeading",
       "UserlandReconcileErrors",
+      "UserlandOperatorQueueBacklog",
       "UserlandsStuckStarting",
+      "UserlandStartsSlow",
       "UserlandProxyErrors",
+      "UserlandLoginFailures",
+      "UserlandProvisioningFailures",
+      "UserlandTokenReviewsRefused",
       "UserlandComponentDown",
     ],
+  );
+  // The chart README's table has one runbook line per alert, in the rule's order.
+  const chartReadme = readFileSync(join(chartDir, "README.md"), "utf8");
+  assert.deepEqual(
+    [...chartReadme.matchAll(/^\| `(Userland\w+)` \|/gm)].map((m) => m[1]),
+    rules.map((r) => r.alert),
+    "charts/userland/README.md lists every alert",
   );
   const anchors = guideAnchors();
   for (const r of rules) {
