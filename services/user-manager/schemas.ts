@@ -186,3 +186,99 @@ export function invalidTemplateReason(name: unknown): string | undefined {
     () => "must be lowercase letters, digits and '-', start with a letter and not end with '-'",
   );
 }
+
+// --- the roster import (rosterImport.ts) ---------------------------------------------------------
+
+export const JsonRosterBody = Type.Object(
+  {
+    templateName: Type.Optional(TemplateNameSchema),
+    users: Type.Array(
+      Type.Union([
+        Type.String({
+          description: "An identity; validated line by line (invalid ones are reported, not fatal).",
+        }),
+        Type.Object(
+          {
+            user: Type.String(),
+            templateName: Type.Optional(Type.String()),
+            enabled: Type.Optional(Type.Boolean()),
+          },
+          { additionalProperties: false },
+        ),
+      ]),
+      { description: "Identities, or objects with a template of their own." },
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const CsvRosterBody = Type.String({
+  description:
+    'CSV with a header row: a "user" column, optional "template" and "enabled" columns; other columns are ignored.',
+  examples: ["user,template\nKoba1t,code\na.b@uni.ac.jp,jupyter\n"],
+});
+
+export const RosterImportQuery = Type.Object(
+  {
+    template: Type.Optional(TemplateNameSchema),
+    prune: Type.Optional(
+      Type.Boolean({
+        description:
+          "Also list (and with dryRun=false delete) the Userlands of the Templates the import covers whose (user, Template) pair is on no line: " +
+          "the request's template (?template= or templateName) only, or without one the Templates its lines name. Other Templates' Userlands are never touched.",
+      }),
+    ),
+    dryRun: Type.Optional(
+      Type.Boolean({
+        description:
+          "With prune: only report what would be deleted (default true). Creating is never a dry run (see preview).",
+      }),
+    ),
+    preview: Type.Optional(
+      Type.Boolean({
+        description:
+          "Write nothing: toCreate lists what the import would create and toDelete (with prune) what it would delete (the console's diff).",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const RosterRef = Type.Object({ user: Type.String(), name: Type.String(), templateName: Type.String() });
+const RosterLineRef = Type.Object({
+  line: Type.Integer(),
+  user: Type.String(),
+  name: Type.String(),
+  templateName: Type.String(),
+});
+
+export const ImportResult = Type.Object({
+  created: Type.Array(RosterLineRef),
+  existing: Type.Array(RosterLineRef, {
+    description:
+      "Lines whose (user, Template) pair already has a Userland, under any name (it is not changed).",
+  }),
+  invalid: Type.Array(Type.Object({ line: Type.Integer(), user: Type.String(), reason: Type.String() })),
+  duplicates: Type.Array(
+    Type.Object({ user: Type.String(), templateName: Type.String(), lines: Type.Array(Type.Integer()) }),
+    { description: "Pairs listed on more than one line (created once)." },
+  ),
+  failed: Type.Array(
+    Type.Object(
+      { line: Type.Optional(Type.Integer()), user: Type.String(), reason: Type.String() },
+      { description: "Writes that failed (no line: a deletion)." },
+    ),
+  ),
+  pruneTemplates: Type.Optional(
+    Type.Array(Type.String(), { description: "With prune: the Templates the import covers." }),
+  ),
+  toDelete: Type.Array(RosterRef),
+  deleted: Type.Array(RosterRef),
+  toCreate: Type.Optional(
+    Type.Array(RosterLineRef, { description: "With preview: the Userlands the import would create." }),
+  ),
+  dryRun: Type.Boolean({ description: "True when deletions were only listed." }),
+  message: Type.Optional(Type.String()),
+});
+/** The import's answer; the console reads it as it is (console/rosterPages.ts). */
+export type ImportResult = Static<typeof ImportResult>;

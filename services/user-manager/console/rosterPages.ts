@@ -1,6 +1,6 @@
 /** The console's roster pages: the upload form, the dry-run diff to confirm, and the result. */
 import { html, type Html } from "../../../lib/html.ts";
-import type { ImportResult } from "../rosterImport.ts";
+import type { ImportResult } from "../schemas.ts";
 import { CONSOLE_PATH, classUrl, consolePage, rosterUrl, type Viewer } from "./layout.ts";
 
 export function rosterFormPage(viewer: Viewer, template: string, maxBytes: number): string {
