@@ -12,6 +12,7 @@ import {
   USERLANDS,
   VERSION,
 } from "../../api/v1alpha1/index.ts";
+import { USER_INDEX } from "../../lib/endedSessions.ts";
 import { Informer } from "../../lib/informer.ts";
 import { oldest, ServedNamespaces } from "../../lib/namespaces.ts";
 import type { KubeConnection } from "../../lib/kubeConnection.ts";
@@ -32,7 +33,6 @@ import { createProxyServer, type RunningProxy } from "./server.ts";
 import { requestSessions } from "../../lib/requestSessions.ts";
 import { userManagerClient } from "../../lib/userManagerClient.ts";
 
-const USER_INDEX = "user";
 const NAME_INDEX = "name";
 
 export interface ProxyAppOptions {
