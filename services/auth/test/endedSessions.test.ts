@@ -5,7 +5,6 @@
  * chart's rule). A session signed out on one browser, then "sign out everywhere" / a teacher's
  * sessions-valid-after, are refused by both replicas within seconds, like the proxy refuses them.
  */
-import assert from "node:assert/strict";
 import { test, type TestContext } from "node:test";
 import * as k8s from "@kubernetes/client-node";
 import { decodeJwt } from "jose";
