@@ -92,15 +92,9 @@ export async function buildProxyApp(config: ProxyConfig, options: ProxyAppOption
     served.single !== undefined ||
     u.metadata.namespace === servedTemplate(u.spec.templateName)?.metadata.namespace;
   const index = new UserlandIndex();
-  // A mark written on a Userland (api/sessions.ts) ends its user's open WebSockets too.
-  let proxyRef: RunningProxy | undefined;
-  const endSockets = (u: Userland) => {
-    const closed = proxyRef?.closeEndedWebSockets(u.spec.user) ?? 0;
-    if (closed > 0) log.info({ user: u.spec.user, closed }, "closed WebSockets of ended sessions");
-  };
   const indexChanged = () => metrics.userlands.set(index.size);
   userlands.on("add", (u) => (index.upsert(u), indexChanged()));
-  userlands.on("update", (u) => (index.upsert(u), indexChanged(), endSockets(u)));
+  userlands.on("update", (u) => (index.upsert(u), indexChanged()));
   userlands.on("delete", (u) => (index.remove(u), indexChanged()));
 
   const cluster: ClusterView = {
@@ -144,7 +138,12 @@ export async function buildProxyApp(config: ProxyConfig, options: ProxyAppOption
     log,
     userManager: config.userManager ? userManagerClient(config.userManager) : undefined,
   });
-  proxyRef = proxy;
+  // A mark written on a Userland (api/sessions.ts) ends its user's open WebSockets too (the
+  // informer starts below, so no event is missed).
+  userlands.on("update", (u) => {
+    const closed = proxy.closeEndedWebSockets(u.spec.user);
+    if (closed > 0) log.info({ user: u.spec.user, closed }, "closed WebSockets of ended sessions");
+  });
 
   const synced = Promise.all([userlands.start(), templates.start()]).then(() => {
     log.info({ namespaces: served.toString(), userlands: index.size }, "caches synced");

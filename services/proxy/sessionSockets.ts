@@ -14,7 +14,7 @@ export class SessionSockets {
   /** Files `socket` under its session until it closes. */
   add(socket: Socket, session: SessionRef & { user: string }): void {
     let sockets = this.byUser.get(session.user);
-    if (!sockets) this.byUser.set(session.user, (sockets = new Map()));
+    if (!sockets) this.byUser.set(session.user, (sockets = new Map<Socket, SessionRef>()));
     sockets.set(socket, session);
     socket.once("close", () => {
       sockets.delete(socket);
