@@ -447,6 +447,9 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
         AUTH_OIDC_CLIENT_SECRET: idp.clientSecret,
         AUTH_OIDC_DISPLAY_NAME: "local test login (any name)",
         AUTH_USERNAME_CLAIM: "preferred_username",
+        // Ended sessions refused at /forward-auth and /whoami, as the chart's default has it.
+        AUTH_ENDED_SESSIONS: "true",
+        KUBECONFIG: await kubeconfigFor("auth"),
         ...(opts.provision === false
           ? {}
           : {

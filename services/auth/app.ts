@@ -11,7 +11,11 @@ import { formFromOwnSite } from "../../lib/formOrigin.ts";
 import { fastifyService } from "../../lib/fastifyService.ts";
 import { pageSecurityHeaders } from "../../lib/pageHeaders.ts";
 import { fastifyTimeoutOptions } from "../../lib/serverTimeouts.ts";
+import { watchEndedSessions } from "../../lib/endedSessions.ts";
+import type { KubeConnection } from "../../lib/kubeConnection.ts";
+import { KubeRest } from "../../lib/kubeRest.ts";
 import type { Logger } from "../../lib/logger.ts";
+import { ServedNamespaces } from "../../lib/namespaces.ts";
 import {
   createSessionSigner,
   createSessionVerifier,
@@ -33,6 +37,8 @@ import { createTransactionSealer } from "./transaction.ts";
 export interface AppOptions {
   log: Logger;
   metrics?: Metrics;
+  /** Where the API server is, and the own namespace: needed with AUTH_ENDED_SESSIONS. */
+  kube?: { kc: KubeConnection; namespace: string } | undefined;
 }
 
 async function signingKeys(config: AuthConfig): Promise<SigningKeys> {
@@ -43,6 +49,17 @@ async function signingKeys(config: AuthConfig): Promise<SigningKeys> {
       `AUTH_SESSION_KEYS_FILE=${JSON.stringify(config.sessionKeysFile)} is unusable: ${(error as Error).message} (expected EC P-256 private keys as PEM, e.g. from openssl ecparam -name prime256v1 -genkey -noout, or a private JWKS)`,
     ]);
   }
+}
+
+function endedSessionsFor(config: AuthConfig, options: AppOptions) {
+  if (!config.endedSessions) return undefined;
+  if (!options.kube)
+    throw new ConfigError("auth", [
+      "AUTH_ENDED_SESSIONS=true needs the Kubernetes API: run in a pod whose ServiceAccount may list and watch userlands, or set KUBECONFIG",
+    ]);
+  const { kc, namespace } = options.kube;
+  const served = new ServedNamespaces(config.endedSessions.watchNamespaces, namespace);
+  return watchEndedSessions(new KubeRest(kc, "userland-auth"), served, options.log);
 }
 
 export async function buildApp(config: AuthConfig, options: AppOptions) {
@@ -61,7 +78,12 @@ export async function buildApp(config: AuthConfig, options: AppOptions) {
     oidc: config.oidc && createOidcClient(config.oidc, endpoint(config, "callback/oidc")),
     github: config.github && createGitHubClient(config.github, endpoint(config, "callback/github")),
     provisioner: config.provision && createProvisioner(config.provision, log, metrics),
+    endedSessions: endedSessionsFor(config, options),
   };
+  // Not awaited: /readyz says "waiting" and the session endpoints answer 503 until the first list.
+  ctx.endedSessions
+    ?.start()
+    .catch((error: unknown) => log.error({ err: error }, "the Userlands cache did not sync"));
 
   const app = Fastify({
     loggerInstance: log,
@@ -80,11 +102,15 @@ export async function buildApp(config: AuthConfig, options: AppOptions) {
     headers: pageSecurityHeaders({ formTargets: "unrestricted" }),
     requestLogLevel: "debug",
     // Ready once the OIDC provider's metadata is known; GitHub needs no discovery.
-    notReady: async () =>
-      ctx.oidc && !(await ctx.oidc.ready())
+    notReady: async () => {
+      if (ctx.endedSessions && !ctx.endedSessions.synced())
+        return { status: "waiting for the Userlands cache (ended sessions)" };
+      return ctx.oidc && !(await ctx.oidc.ready())
         ? { status: "waiting for the OpenID Connect provider" }
-        : undefined,
+        : undefined;
+    },
   });
+  app.addHook("onClose", async () => ctx.endedSessions?.stop());
 
   // Every state-changing form (today the sign-out) must come from the auth service's own pages:
   // another site's form must not sign a student out (or in) with their cookies.

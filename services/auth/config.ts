@@ -5,6 +5,7 @@
 import { formatDuration } from "../../api/duration.ts";
 import { TEMPLATE_NAME_PATTERN } from "../../api/v1alpha1/template.ts";
 import { ConfigError, loadConfig, parse, serviceListeners, type Settings } from "../../lib/config.ts";
+import { watchNamespacesSetting, type WatchNamespaces } from "../../lib/namespaces.ts";
 import { timeoutSettings, type ServerTimeouts } from "../../lib/serverTimeouts.ts";
 import type { AllowLists } from "./allowlist.ts";
 import type { GitHubSettings } from "./github.ts";
@@ -65,6 +66,14 @@ export const settings = {
     default: 10 * 60_000,
     show: formatDuration,
   },
+  endedSessions: {
+    env: "AUTH_ENDED_SESSIONS",
+    description:
+      "Refuse sessions ended before they expire (sign-out, sign out everywhere, a teacher) at /forward-auth and /whoami: watch the marks on Userlands (needs Kubernetes: list and watch userlands in USERLAND_WATCH_NAMESPACES); false only where no ingress relies on /forward-auth",
+    parse: parse.boolean,
+    default: false,
+  },
+  watchNamespaces: watchNamespacesSetting("Userlands carry ended-session marks (AUTH_ENDED_SESSIONS)"),
   cookieSecure: {
     env: "AUTH_COOKIE_SECURE",
     description: "Mark cookies Secure (false only for plain-http local use)",
@@ -272,6 +281,8 @@ export interface AuthConfig {
   github?: (GitHubSettings & { userPrefix: string; identity: "login" | "id" }) | undefined;
   allow: AllowLists;
   provision?: ProvisionSettings | undefined;
+  /** Set: /forward-auth and /whoami refuse ended sessions, watching Userlands in these namespaces. */
+  endedSessions?: { watchNamespaces: WatchNamespaces | undefined } | undefined;
 }
 
 /**
@@ -459,6 +470,7 @@ export function loadAuthConfig(env: NodeJS.ProcessEnv = process.env): AuthConfig
     github,
     allow: { domains: c.allowedDomains, groups: c.allowedGroups, orgs: c.allowedOrgs },
     provision,
+    endedSessions: c.endedSessions ? { watchNamespaces: c.watchNamespaces } : undefined,
   };
 }
 

@@ -4,6 +4,7 @@
  */
 import type { CookieSerializeOptions } from "@fastify/cookie";
 import type { JSONWebKeySet } from "jose";
+import type { EndedSessions } from "../../lib/endedSessions.ts";
 import type { Logger } from "../../lib/logger.ts";
 import type { SessionSigner, SessionVerifier } from "../../lib/session.ts";
 import type { AuthConfig } from "./config.ts";
@@ -23,6 +24,8 @@ export interface AuthContext {
   oidc?: OidcClient | undefined;
   github?: GitHubClient | undefined;
   provisioner?: Provisioner | undefined;
+  /** Sessions ended before they expire (AUTH_ENDED_SESSIONS); unset: only expiry ends a session. */
+  endedSessions?: EndedSessions | undefined;
   metrics: Metrics;
 }
 

@@ -5,6 +5,7 @@
  * second signal exits at once.
  */
 import { createAdminServer } from "../../lib/adminServer.ts";
+import { currentNamespace, loadKubeConnection } from "../../lib/kubeConnection.ts";
 import { listenOptions } from "../../lib/listen.ts";
 import { runComponent } from "../../lib/service.ts";
 import { buildApp } from "./app.ts";
@@ -15,13 +16,17 @@ await runComponent({
   name: "auth",
   summary: "userland auth service: OpenID Connect and GitHub login, session cookies, forward-auth.",
   settings,
-  kubernetes: false,
+  // Only with AUTH_ENDED_SESSIONS (KUBECONFIG, or the pod's ServiceAccount; USERLAND_NAMESPACE).
+  kubernetes: true,
   compactHeapWhenIdle: true,
   load: loadAuthConfig,
   start: async (config, log) => {
     for (const warning of configWarnings(config)) log.warn(warning);
     const metrics = createMetrics({ defaultMetrics: true });
-    const app = await buildApp(config, { log, metrics });
+    const kube = config.endedSessions
+      ? { kc: await loadKubeConnection(), namespace: await currentNamespace() }
+      : undefined;
+    const app = await buildApp(config, { log, metrics, kube });
     // Prometheus scrapes this port; the public one (AUTH_PORT) has no /metrics.
     const admin = createAdminServer({ registry: metrics.registry });
     const address = await app.listen(listenOptions("AUTH_PORT", config.port, config.host));

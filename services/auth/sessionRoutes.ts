@@ -6,6 +6,7 @@ import type { FastifyRequest } from "fastify";
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import Type from "typebox";
 import { requestSessions } from "../../lib/requestSessions.ts";
+import type { Session } from "../../lib/session.ts";
 import { endpoint, type AuthContext } from "./context.ts";
 import { checkRedirect } from "./redirects.ts";
 
@@ -25,11 +26,25 @@ function originalUrl(request: FastifyRequest): string | undefined {
   return header(request, "x-original-url");
 }
 
+const STARTING = "starting: try again in a few seconds";
+
 export const sessionRoutes: FastifyPluginCallbackTypebox<{ ctx: AuthContext }> = (app, { ctx }, done) => {
   const { config, metrics } = ctx;
   // The proxy's rule (lib/requestSessions.ts): every session cookie is checked, and valid ones of
   // different users are no session; the first one never wins (a planted one comes first).
-  const sessions = requestSessions(ctx.verifier);
+  const verified = requestSessions(ctx.verifier);
+  const { endedSessions } = ctx;
+  /**
+   * The request's session unless it was ended before its expiry (api/sessions.ts, as the proxy
+   * checks it); "starting" until the Userlands cache holds its first list, so a restart never lets
+   * an ended session through.
+   */
+  const sessionOf = async (request: FastifyRequest): Promise<Session | undefined | "starting"> => {
+    const { session } = await verified.fromRequest(request.raw);
+    if (!session || !endedSessions) return session;
+    if (!endedSessions.synced()) return "starting";
+    return endedSessions.ended(session) ? undefined : session;
+  };
 
   app.get(
     "/whoami",
@@ -42,11 +57,13 @@ export const sessionRoutes: FastifyPluginCallbackTypebox<{ ctx: AuthContext }> =
             expiresAt: Type.String({ format: "date-time" }),
           }),
           401: Type.Object({ error: Type.String() }),
+          503: Type.Object({ error: Type.String() }),
         },
       },
     },
     async (request, reply) => {
-      const { session } = await sessions.fromRequest(request.raw);
+      const session = await sessionOf(request);
+      if (session === "starting") return reply.code(503).send({ error: STARTING });
       if (!session) return reply.code(401).send({ error: "not signed in" });
       return {
         user: session.user,
@@ -68,7 +85,11 @@ export const sessionRoutes: FastifyPluginCallbackTypebox<{ ctx: AuthContext }> =
       },
     },
     async (request, reply) => {
-      const { session } = await sessions.fromRequest(request.raw);
+      const session = await sessionOf(request);
+      if (session === "starting") {
+        metrics.forwardAuth.inc({ result: "denied" });
+        return reply.code(503).header("retry-after", "5").send({ error: STARTING });
+      }
       if (session) {
         metrics.forwardAuth.inc({ result: "allowed" });
         // X-Auth-Request-User is what oauth2-proxy sets, so the original ESC proxy also works.

@@ -12,6 +12,7 @@ import {
   USERLANDS,
   VERSION,
 } from "../../api/v1alpha1/index.ts";
+import { USER_INDEX } from "../../lib/endedSessions.ts";
 import { Informer } from "../../lib/informer.ts";
 import { oldest, ServedNamespaces } from "../../lib/namespaces.ts";
 import type { KubeConnection } from "../../lib/kubeConnection.ts";
@@ -32,7 +33,6 @@ import { createProxyServer, type RunningProxy } from "./server.ts";
 import { requestSessions } from "../../lib/requestSessions.ts";
 import { userManagerClient } from "../../lib/userManagerClient.ts";
 
-const USER_INDEX = "user";
 const NAME_INDEX = "name";
 
 export interface ProxyAppOptions {
@@ -137,6 +137,12 @@ export async function buildProxyApp(config: ProxyConfig, options: ProxyAppOption
     metrics,
     log,
     userManager: config.userManager ? userManagerClient(config.userManager) : undefined,
+  });
+  // A mark written on a Userland (api/sessions.ts) ends its user's open WebSockets too (the
+  // informer starts below, so no event is missed).
+  userlands.on("update", (u) => {
+    const closed = proxy.closeEndedWebSockets(u.spec.user);
+    if (closed > 0) log.info({ user: u.spec.user, closed }, "closed WebSockets of ended sessions");
   });
 
   const synced = Promise.all([userlands.start(), templates.start()]).then(() => {

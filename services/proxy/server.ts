@@ -30,6 +30,7 @@ import { Router, type OwnEndpointRoute, type Route } from "./router.ts";
 import type { ClusterView } from "./routing.ts";
 import type { RequestSessions } from "../../lib/requestSessions.ts";
 import { progressText } from "../../lib/startProgress.ts";
+import { SessionSockets } from "./sessionSockets.ts";
 import { serveSignedOut } from "./signedOut.ts";
 import { sessionCacheTag, sessionRequestValidators } from "./sharedCache.ts";
 import { Coursework } from "./coursework.ts";
@@ -86,6 +87,8 @@ export interface RunningProxy {
   inFlight(): { requests: number; websockets: number };
   /** Teachers' visits as this replica sees them. */
   visits: VisitTracker;
+  /** Closes `user`'s WebSockets whose session has been ended (a Userland of theirs changed); how many. */
+  closeEndedWebSockets(user: string): number;
 }
 
 /** How a Route is answered on one kind of connection. */
@@ -107,6 +110,7 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
   const visits = new VisitTracker({ userManager: deps.userManager, quietMs: config.visitQuietMs, log });
   const router = new Router({ config, cluster, sessions: deps.sessions, resolver, starter, visits });
   const forwarder = new Forwarder({ config, metrics, log, activity });
+  const sessionSockets = new SessionSockets();
   const requests = requestLog({ metrics, log, accessLog: config.accessLog });
   const limits = new UserLimits(config.limits);
   let inFlightRequests = 0;
@@ -289,6 +293,7 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
       ownEndpoint: () => refuse(404, { error: "not found" }),
       forward: (route) => {
         socket.once("close", () => end(record.status ?? 499));
+        sessionSockets.add(socket, route.session);
         forwarder.ws(req, socket, head, route.target, record, (kind) => {
           if (record.status === 101) return;
           const page = upstreamErrorPage(kind === "timeout" ? 504 : 502, route.env, "/");
@@ -365,5 +370,6 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
     },
     inFlight: () => ({ requests: inFlightRequests, websockets: forwarder.websockets }),
     visits,
+    closeEndedWebSockets: (user) => sessionSockets.closeEnded(user, cluster),
   };
 }

@@ -9,6 +9,7 @@ import { fastifyTimeoutOptions } from "../../lib/serverTimeouts.ts";
 import type { KubeRest } from "../../lib/kubeRest.ts";
 import { createLogger, type Logger } from "../../lib/logger.ts";
 import { sessionVerifierFor, type SessionVerifier } from "../../lib/session.ts";
+import { sessionEnded } from "../../api/sessions.ts";
 import { requestSessions } from "../../lib/requestSessions.ts";
 import { AccessReviewer } from "./auth/accessReview.ts";
 import { authPlugin } from "./auth/plugin.ts";
@@ -67,6 +68,9 @@ export async function buildApp(options: AppOptions) {
       userPrefix: consoleSettings.userPrefix,
       groupPrefix: consoleSettings.groupPrefix,
       origin: consoleSettings.url.origin,
+      // Read at each cookie-signed request (teachers' console pages, not a student's every
+      // keystroke): one list by the spec.user field, so a mark counts at once, with no watch right.
+      ended: async (session) => sessionEnded(session, await store.list({ user: session.user })),
     };
   }
 

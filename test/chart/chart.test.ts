@@ -213,8 +213,15 @@ test("helm template renders every component, its RBAC, Ingresses and NetworkPoli
     ["NetworkPolicy", "userland-platform"],
   ];
   for (const [kind, name] of expected) assert.ok(find(objects, kind, name), `${kind} ${name} is rendered`);
-  // No Role for the auth service: it has no Kubernetes rights.
-  assert.equal(objects.filter((o) => o.kind === "Role" && o.metadata.name.includes("auth")).length, 0);
+  // The auth service's one Role: list and watch Userlands, for ended sessions (api/sessions.ts).
+  const authRoles = objects.filter((o) => o.kind === "Role" && o.metadata.name.includes("auth"));
+  assert.deepEqual(
+    authRoles.map((o) => o.metadata.name),
+    ["userland-auth-ended-sessions"],
+  );
+  assert.deepEqual((authRoles[0] as KubeObject & { rules?: unknown }).rules, [
+    { apiGroups: ["userland.dev"], resources: ["userlands"], verbs: ["list", "watch"] },
+  ]);
   const authSa = find(objects, "ServiceAccount", "userland-auth") as KubeObject & {
     automountServiceAccountToken?: boolean;
   };
@@ -340,10 +347,12 @@ test("each Deployment runs its component from the one image, hardened, with prob
   assert.equal(operator?.spec.replicas, 2);
   const operatorEnv = operator?.spec.template.spec.containers[0]?.env ?? [];
   assert.equal(operatorEnv.find((e) => e.name === "OPERATOR_LEADER_ELECTION")?.value, "true");
-  // The auth service gets no API token (it never talks to Kubernetes).
+  // The auth service's API token is for watching ended-session marks (auth.endedSessions).
+  const auth = found.find((d) => componentOf(d) === "auth");
+  assert.equal(auth?.spec.template.spec.automountServiceAccountToken, true);
   assert.equal(
-    found.find((d) => componentOf(d) === "auth")?.spec.template.spec.automountServiceAccountToken,
-    false,
+    auth?.spec.template.spec.containers[0]?.env?.find((e) => e.name === "AUTH_ENDED_SESSIONS")?.value,
+    "true",
   );
 });
 

@@ -144,6 +144,8 @@ test("each component gets credentials of its own chart ServiceAccount", async ()
   const { serviceAccounts, credentials, namespace } = platform;
   assert.equal(new Set(Object.values(serviceAccounts)).size, 4, "four components, four ServiceAccounts");
   assert.deepEqual(credentials.map((c) => `${c.component} ${c.kind}`).sort(), [
+    // Its kubeconfig: the ended-session marks (list and watch userlands, the chart's default).
+    "auth kubeconfig",
     "auth token",
     "operator kubeconfig",
     "proxy kubeconfig",

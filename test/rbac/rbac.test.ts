@@ -905,12 +905,35 @@ const rows: Row[] = [
     request: (c) => c.as.proxy.get(secretsPath(c.ns, "db-password")),
   },
 
-  // --- auth: no Kubernetes rights at all -------------------------------------------------------------
+  // --- auth: list and watch Userlands (ended-session marks), nothing else ----------------------------
   {
     who: "auth",
-    does: "cannot list Userlands",
-    expect: "rbac-forbidden",
+    does: "can list Userlands (ended sessions)",
+    expect: "allowed",
     request: (c) => c.as.auth.list(userlandsPath(c.ns)),
+  },
+  {
+    who: "auth",
+    does: "can watch Userlands (ended sessions)",
+    expect: "allowed",
+    // Resolves when the open watch is ended here; a refusal rejects with the 403.
+    request: (c) =>
+      c.as.auth.watch(userlandsPath(c.ns), () => undefined, { signal: AbortSignal.timeout(300) }),
+  },
+  {
+    who: "auth",
+    does: "cannot get a Userland by name",
+    expect: "rbac-forbidden",
+    request: (c) => c.as.auth.get(userlandsPath(c.ns, "alice")),
+  },
+  {
+    who: "auth",
+    does: "cannot mark a Userland (patch)",
+    expect: "rbac-forbidden",
+    request: (c) =>
+      c.as.auth.patch(userlandsPath(c.ns, "alice"), {
+        metadata: { annotations: { "userland.dev/sessions-valid-after": "2026-01-01T00:00:00Z" } },
+      }),
   },
   {
     who: "auth",

@@ -13,9 +13,12 @@ import { decodeJwt } from "jose";
 import { eventually, serviceAccountToken } from "../../../test/support/cluster.ts";
 import { createUserland, markReady } from "../../../test/support/resources.ts";
 import { consoleConfig, LOGIN_URL, startConsole } from "../../user-manager/test/consoleSupport.ts";
+import type { WebSocket } from "ws";
 import {
   forgeToken,
+  openWebSocket,
   proxyKubeConfig,
+  roundTrip,
   send,
   startProxy,
   startUpstream,
@@ -82,6 +85,19 @@ test("a session signed out on one browser is refused by two proxy replicas withi
   for (const proxy of replicas)
     await eventually("both replicas to route mallory", async () => (await get(proxy, lab)).status === 200);
 
+  // WebSockets open before the sign-out (an editor on each replica, from each browser).
+  const socket = async (proxy: TestProxy, value: string): Promise<WebSocket> => {
+    const opened = await openWebSocket(proxy.port, { host: CODE_HOST, cookie: `userland_session=${value}` });
+    assert.ok("ws" in opened, `the WebSocket opens: ${JSON.stringify(opened)}`);
+    t.after(() => opened.ws.terminate());
+    return opened.ws;
+  };
+  const labSockets = await Promise.all(replicas.map((proxy) => socket(proxy, lab)));
+  const laptopSockets = await Promise.all(replicas.map((proxy) => socket(proxy, laptop)));
+  const labClosed = labSockets.map(
+    (ws) => new Promise<number>((resolve) => ws.once("close", () => resolve(Date.now()))),
+  );
+
   // Signed out on the lab computer (the home page's form): that session ends on every replica.
   let since = Date.now();
   const out = await signOut(lab, false);
@@ -91,6 +107,15 @@ test("a session signed out on one browser is refused by two proxy replicas withi
   console.log(`# the signed-out session was refused by both replicas ${took} ms after sign-out`);
   for (const proxy of replicas)
     assert.equal((await get(proxy, laptop)).status, 200, "the laptop still works");
+  // The lab's open WebSockets were closed by both replicas when they learnt of the mark.
+  const closedAt = await Promise.race([
+    Promise.all(labClosed),
+    new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), WITHIN_MS).unref()),
+  ]);
+  assert.ok(closedAt, `both replicas close the signed-out session's WebSockets within ${WITHIN_MS} ms`);
+  console.log(`# its WebSockets were closed ${Math.max(...closedAt) - since} ms after sign-out`);
+  for (const ws of laptopSockets)
+    assert.equal((await roundTrip(ws, "still here")).echo, "still here", "the laptop's WebSockets stay open");
 
   // Sign out everywhere, from the laptop: every session issued until now ends.
   since = Date.now();

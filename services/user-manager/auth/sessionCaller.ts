@@ -20,6 +20,11 @@ export interface SessionAuth {
   groupPrefix: string;
   /** The console's origin: the only one whose pages may send cookie-authenticated writes. */
   origin: string;
+  /**
+   * Whether the session was ended before its expiry (sign-out, sign out everywhere, a teacher:
+   * api/sessions.ts); such a cookie signs nobody in.
+   */
+  ended?: ((session: Session) => Promise<boolean>) | undefined;
 }
 
 /** The Kubernetes identity of a session: prefixed, and nothing else (no system:authenticated). */
@@ -59,6 +64,8 @@ export async function callerFromSession(
         ? "the browser sent sessions of different users: sign out and sign in again"
         : "the session is not valid (expired, or signed by another installation): sign in again",
     );
+  if (await sessions.ended?.(found.session))
+    throw new HttpError(401, "Unauthorized", "the session was ended (signed out): sign in again");
   // A cookie goes with every request the browser makes, whoever's page asks for it (another
   // Template's host is the same site): a write counts only from the console's own pages.
   if (!SAFE_METHODS.has(request.method) && !formFromOwnSite(request.headers, (o) => o === sessions.origin))

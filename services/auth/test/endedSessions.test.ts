@@ -1,0 +1,129 @@
+/**
+ * Sessions ended before they expire (issue 29 item 5) at the auth service's /forward-auth and
+ * /whoami, against the real control plane: two replicas, each with its own Userlands informer,
+ * running under the auth ServiceAccount's real token with only list and watch on userlands (the
+ * chart's rule). A session signed out on one browser, then "sign out everywhere" / a teacher's
+ * sessions-valid-after, are refused by both replicas within seconds, like the proxy refuses them.
+ */
+import { test, type TestContext } from "node:test";
+import * as k8s from "@kubernetes/client-node";
+import { decodeJwt } from "jose";
+import { endSessionsPatch } from "../../../api/sessions.ts";
+import { GROUP } from "../../../api/v1alpha1/index.ts";
+import { createLogger } from "../../../lib/logger.ts";
+import { createSessionSigner, loadSigningKeys } from "../../../lib/session.ts";
+import {
+  eventually,
+  serviceAccountToken,
+  testCluster,
+  testNamespace,
+} from "../../../test/support/cluster.ts";
+import { installCrds } from "../../../test/support/operator.ts";
+import { createUserland, getUserland, patchUserland } from "../../../test/support/resources.ts";
+import { buildApp } from "../app.ts";
+import { loadAuthConfig } from "../config.ts";
+import { listen, newKeysFile, tempDir } from "./support/auth.ts";
+
+/** How soon every replica must refuse an ended session (the proxy's test asks the same). */
+const WITHIN_MS = 5_000;
+
+/** The auth ServiceAccount with the chart's right for ended sessions: list and watch userlands. */
+async function authKubeConfig(namespace: string): Promise<k8s.KubeConfig> {
+  const cluster = await testCluster();
+  const rbac = cluster.kc.makeApiClient(k8s.RbacAuthorizationV1Api);
+  await rbac.createNamespacedRole({
+    namespace,
+    body: {
+      metadata: { name: "userland-auth" },
+      rules: [{ apiGroups: [GROUP], resources: ["userlands"], verbs: ["list", "watch"] }],
+    },
+  });
+  await rbac.createNamespacedRoleBinding({
+    namespace,
+    body: {
+      metadata: { name: "userland-auth" },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "userland-auth" },
+      subjects: [{ kind: "ServiceAccount", name: "userland-auth", namespace }],
+    },
+  });
+  return cluster.kubeConfigForToken(
+    await serviceAccountToken(namespace, "userland-auth", cluster),
+    namespace,
+  );
+}
+
+async function startReplica(t: TestContext, keysFile: string, namespace: string, kc: k8s.KubeConfig) {
+  const listener = await listen();
+  const config = loadAuthConfig({
+    AUTH_PUBLIC_URL: listener.url,
+    AUTH_COOKIE_SECURE: "false",
+    AUTH_SESSION_KEYS_FILE: keysFile,
+    AUTH_GITHUB_CLIENT_ID: "client",
+    AUTH_GITHUB_CLIENT_SECRET: "secret",
+    AUTH_ENDED_SESSIONS: "true",
+  });
+  const app = await buildApp(config, {
+    log: createLogger("auth-test", process.env.TEST_LOG_LEVEL ?? "silent"),
+    kube: { kc, namespace },
+  });
+  await app.ready();
+  listener.server.on("request", (req, res) => app.routing(req, res));
+  t.after(async () => {
+    await app.close();
+    await listener.close();
+  });
+  return listener.url;
+}
+
+test("an ended session is refused by /forward-auth and /whoami on two auth replicas within seconds", async (t) => {
+  await installCrds();
+  const ns = await testNamespace(t, "auth-ended");
+  await createUserland(ns, "mallory-code", "mallory", "code");
+  const dir = await tempDir();
+  t.after(() => dir.remove());
+  const keysFile = (await newKeysFile(dir)).file;
+  const signer = createSessionSigner(await loadSigningKeys(keysFile));
+  const kc = await authKubeConfig(ns);
+  const replicas = [await startReplica(t, keysFile, ns, kc), await startReplica(t, keysFile, ns, kc)];
+
+  const ask = async (base: string, path: string, token: string) =>
+    (await fetch(new URL(path, base), { headers: { cookie: `userland_session=${token}` } })).status;
+  /** Both replicas answer `status` for `token` at both endpoints within WITHIN_MS; how long it took. */
+  const everywhere = async (token: string, status: number, what: string) => {
+    const since = Date.now();
+    for (const [i, base] of replicas.entries())
+      for (const path of ["forward-auth", "whoami"])
+        await eventually(
+          `replica ${i + 1}'s /${path} to answer ${status} for ${what}`,
+          async () => (await ask(base, path, token)) === status,
+          WITHIN_MS,
+          50,
+        );
+    return Date.now() - since;
+  };
+
+  const lab = await signer.sign("mallory", 3600);
+  const laptop = await signer.sign("mallory", 3600);
+  await everywhere(lab, 200, "the lab computer's session (caches synced)");
+
+  // Signed out on the lab computer: the mark the user-manager writes for the proxy's sign-out.
+  const { sid, exp } = decodeJwt(lab) as { sid: string; exp: number };
+  const current = await getUserland(ns, "mallory-code");
+  await patchUserland(ns, "mallory-code", {
+    metadata: { annotations: endSessionsPatch(current.metadata.annotations, { sid, exp }, Date.now()) },
+  });
+  console.log(
+    `# the signed-out session was refused by both replicas after ${await everywhere(lab, 401, "the signed-out session")} ms`,
+  );
+  await everywhere(laptop, 200, "the laptop's session, not signed out");
+
+  // A teacher (or kubectl annotate) ends every session issued until now: the stolen laptop.
+  await patchUserland(ns, "mallory-code", {
+    metadata: { annotations: endSessionsPatch(undefined, { all: true }, Date.now()) },
+  });
+  console.log(
+    `# sessions-valid-after: refused by both replicas after ${await everywhere(laptop, 401, "the laptop's session")} ms`,
+  );
+  // Another student's session is not touched.
+  await everywhere(await signer.sign("alice", 3600), 200, "another student's session");
+});

@@ -1,0 +1,42 @@
+/**
+ * The console's own session check refuses ended sessions (issue 29 item 5): a teacher's session
+ * signed out (a mark on the teacher's Userland, as the proxy's sign-out writes it) no longer signs
+ * in to the console or the API, at once, while the teacher's other session still does.
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { decodeJwt } from "jose";
+import { endSessionsPatch } from "../../../api/sessions.ts";
+import { SESSION_COOKIE } from "../../../lib/session.ts";
+import { eventually } from "../../../test/support/cluster.ts";
+import { startConsole } from "./consoleSupport.ts";
+import { admin } from "./support.ts";
+
+test("an ended session signs nobody in to the console or the API; the teacher's other session does", async (t) => {
+  const h = await startConsole(t);
+  await admin.createUserland(h.ns, "alice-code", "alice@uni.example", "code");
+  await h.appoint({ user: "alice@uni.example" });
+  const lab = await h.cookie("alice@uni.example");
+  const laptop = await h.cookie("alice@uni.example");
+  await eventually(
+    "the console to let the teacher in",
+    async () => (await h.page("/console/", lab)).status === 200,
+  );
+  const api = async (cookie: string) =>
+    fetch(new URL("api/v1/userlands", h.base), { headers: { cookie, accept: "application/json" } });
+  assert.equal((await api(lab)).status, 200);
+
+  // Signed out on the lab computer: the mark the proxy's sign-out has the user-manager write.
+  const { sid, exp } = decodeJwt(lab.slice(SESSION_COOKIE.length + 1)) as { sid: string; exp: number };
+  const current = await admin.getUserland(h.ns, "alice-code");
+  await admin.patchUserland(h.ns, "alice-code", {
+    metadata: { annotations: endSessionsPatch(current.metadata.annotations, { sid, exp }, Date.now()) },
+  });
+
+  const refused = await api(lab);
+  assert.equal(refused.status, 401);
+  assert.match(await refused.text(), /the session was ended/);
+  assert.notEqual((await h.page("/console/", lab)).status, 200, "the console page refuses it too");
+  assert.equal((await h.page("/console/", laptop)).status, 200, "the laptop's session still works");
+  assert.equal((await api(laptop)).status, 200);
+});
