@@ -91,14 +91,14 @@ test("a list: a Role per listed namespace for each component; acting there works
       .sort();
   // The operator's Lease Role stays in the release namespace; the others only where Userlands are.
   assert.deepEqual(roles(`${PREFIX}-operator`), [a, b, release].sort());
-  for (const c of ["user-manager", "proxy", "auth-provision"])
+  for (const c of ["user-manager", "proxy", "auth-provision", "auth-ended-sessions"])
     assert.deepEqual(roles(`${PREFIX}-${c}`), [a, b].sort());
   assert.equal(
     objects.filter((o) => o.kind === "ClusterRole" && /all-namespaces/.test(o.metadata.name)).length,
     0,
   );
-  for (const c of ["operator", "proxy", "user-manager"]) assert.equal(envOf(objects, c), `${a},${b}`);
-  assert.equal(envOf(objects, "auth"), undefined);
+  // The auth service too: it watches the served namespaces' Userlands for ended sessions.
+  for (const c of ["operator", "proxy", "user-manager", "auth"]) assert.equal(envOf(objects, c), `${a},${b}`);
 
   await apply(t, release, objects);
   const operator = await as(release, "operator");
@@ -149,14 +149,16 @@ test('"*": ClusterRoles instead, reaching a namespace the chart never named', as
     .sort();
   assert.deepEqual(
     clusterRoles,
-    ["operator", "proxy", "user-manager"].map((c) => `${release}-${PREFIX}-${c}-all-namespaces`),
+    ["auth-ended-sessions", "operator", "proxy", "user-manager"].map(
+      (c) => `${release}-${PREFIX}-${c}-all-namespaces`,
+    ),
   );
   // Only the operator's Lease Role is namespaced.
   assert.deepEqual(
     objects.filter((o) => o.kind === "Role").map((o) => o.metadata.name),
     [`${PREFIX}-operator`],
   );
-  for (const c of ["operator", "proxy", "user-manager"]) assert.equal(envOf(objects, c), "*");
+  for (const c of ["operator", "proxy", "user-manager", "auth"]) assert.equal(envOf(objects, c), "*");
 
   await apply(t, release, objects);
   const elsewhere = await testNamespace(t, "other");
