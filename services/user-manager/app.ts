@@ -180,6 +180,7 @@ export async function buildApp(options: AppOptions) {
   if (consoleSettings)
     await app.register(consoleRoutes, {
       store,
+      inFlightGauge: metrics.consoleInFlight,
       config: consoleSettings,
       rosterMaxBytes: config.rosterMaxBytes,
       concurrency: config.kubeConcurrency,

@@ -2,7 +2,7 @@
  * Prometheus metrics, on a registry of the app's own so several apps in one process (tests) never
  * collide and /metrics shows exactly this service.
  */
-import type { Counter, Histogram } from "prom-client";
+import type { Counter, Gauge, Histogram } from "prom-client";
 import { declareMetrics, type Registered } from "../../lib/metrics.ts";
 
 export interface Metrics extends Registered {
@@ -13,6 +13,7 @@ export interface Metrics extends Registered {
   tokenReviews: Counter<"result">;
   accessReviews: Counter<"verb" | "result">;
   kubeRequests: Counter<"verb" | "code">;
+  consoleInFlight: Gauge;
 }
 
 export const createMetrics = declareMetrics("userland_user_manager_", (m): Omit<Metrics, "registry"> => ({
@@ -51,5 +52,9 @@ export const createMetrics = declareMetrics("userland_user_manager_", (m): Omit<
     "userland_user_manager_kube_requests_total",
     "Requests to the Kubernetes API by verb and HTTP status (0: no response).",
     ["verb", "code"],
+  ),
+  consoleInFlight: m.gauge(
+    "userland_user_manager_console_requests_in_flight",
+    "Console requests past the door and not yet answered, all callers (each may have 4 at once).",
   ),
 }));

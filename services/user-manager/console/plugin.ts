@@ -13,6 +13,7 @@
 import { isStalled, progressText, startDuration } from "../../../lib/startProgress.ts";
 import type { FastifyPluginCallback, FastifyReply, FastifyRequest } from "fastify";
 import pLimit from "p-limit";
+import type { Gauge } from "prom-client";
 import { USERLANDS, UserlandAnnotations, type Userland } from "../../../api/v1alpha1/index.ts";
 import { html } from "../../../lib/html.ts";
 import { ALL_NAMESPACES } from "../../../lib/namespaces.ts";
@@ -43,6 +44,8 @@ import { rosterFormPage, rosterPreviewPage, rosterResultPage, type ImportReport 
 
 export interface ConsoleOptions {
   store: UserlandStore;
+  /** Counts the requests in flight (the per-caller cap's state). */
+  inFlightGauge?: Gauge | undefined;
   config: ConsoleConfig;
   rosterMaxBytes: number;
   /** Parallel API calls of one bulk action. */
@@ -150,7 +153,9 @@ export const consoleRoutes: FastifyPluginCallback<ConsoleOptions> = (app, opts, 
       );
     }
     inFlight.set(key, busy + 1);
+    opts.inFlightGauge?.inc();
     reply.raw.once("close", () => {
+      opts.inFlightGauge?.dec();
       const left = (inFlight.get(key) ?? 1) - 1;
       if (left > 0) inFlight.set(key, left);
       else inFlight.delete(key);

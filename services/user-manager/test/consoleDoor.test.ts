@@ -162,6 +162,12 @@ test("a teacher: a bulk Stop costs one review, forms are small unless rosters, a
   await t.test("a fifth request in flight: 429; another teacher served; slots come back", async () => {
     const held = Array.from({ length: 4 }, () => headWithoutBody(h.base, head));
     try {
+      // All four counted before the fifth is sent: on a loaded machine a fifth sent at once can
+      // overtake the fourth, which is then the one refused.
+      await eventually(
+        "the four held requests to be in flight",
+        async () => (await h.metrics.consoleInFlight.get()).values[0]?.value === 4,
+      );
       const fifth = await eventually(
         "a fifth request to be refused",
         async () => {
