@@ -7,7 +7,8 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { KubeRest } from "../../lib/kubeRest.ts";
-import { grantChartRights, type GrantOptions } from "../chartRbac.ts";
+import type { GrantOptions } from "../chartRbac.ts";
+import { grantComponentRights } from "./chartRights.ts";
 import { kubeconfigYaml } from "../controlPlane.ts";
 import { installCustomResourceDefinitions } from "../customResourceDefinitions.ts";
 import { listeningSocket, portOf, socketsFor } from "../ports.ts";
@@ -53,12 +54,7 @@ export async function operatorKubeconfig(
   c: ClusterAccess,
   grant: GrantOptions = {},
 ): Promise<{ path: string; username: string }> {
-  const rest = new KubeRest(c.kc, "userland-tests");
-  const { after } = grant;
-  const account = await grantChartRights(rest, join(c.info.binDir, "helm"), "operator", namespace, {
-    ...grant,
-    ...(after ? { after: (cleanUp) => after(() => cleanUp().finally(() => rest.close())) } : {}),
-  }).finally(() => rest.close());
+  const account = await grantComponentRights(c, "operator", namespace, grant);
   const token = await requestServiceAccountToken(c, namespace, account);
   const dir = mkdtempSync(join(tmpdir(), "userland-operator-"));
   const path = join(dir, "kubeconfig");

@@ -12,7 +12,6 @@ import { join } from "node:path";
 import type { JWK } from "jose";
 import { WebSocket, WebSocketServer } from "ws";
 import type { k8s } from "../../lib/kube.ts";
-import { KubeRest } from "../../lib/kubeRest.ts";
 import {
   createSessionSigner,
   generateSigningKey,
@@ -21,7 +20,7 @@ import {
   type SessionSigner,
   type SigningKeys,
 } from "../../lib/session.ts";
-import { grantChartRights } from "../chartRbac.ts";
+import { grantComponentRights } from "./chartRights.ts";
 import { requestServiceAccountToken, type ClusterAccess } from "./connect.ts";
 
 /**
@@ -197,10 +196,7 @@ export function openWebSocket(
 
 /** A kubeconfig of the proxy's ServiceAccount in `namespace`, with the chart's rights (cluster/chartRbac.ts). */
 export async function proxyKubeConfig(namespace: string, cluster: ClusterAccess): Promise<k8s.KubeConfig> {
-  const rest = new KubeRest(cluster.kc, "userland-tests");
-  const account = await grantChartRights(rest, join(cluster.info.binDir, "helm"), "proxy", namespace).finally(
-    () => rest.close(),
-  );
+  const account = await grantComponentRights(cluster, "proxy", namespace);
   const token = await requestServiceAccountToken(cluster, namespace, account);
   return cluster.kubeConfigForToken(token, namespace);
 }

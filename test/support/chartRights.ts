@@ -1,9 +1,8 @@
-/** cluster/chartRbac.ts's grantChartRights for a test: the shared cluster, clean-up when the test ends. */
-import { join } from "node:path";
+/** The chart's rights for a component in a test: the shared cluster, clean-up when the test ends. */
 import type { TestContext } from "node:test";
-import { grantChartRights as grant, type Component } from "../../cluster/chartRbac.ts";
+import type { Component } from "../../cluster/chartRbac.ts";
+import { grantComponentRights } from "../../cluster/harness/chartRights.ts";
 import { testCluster, type TestCluster } from "./cluster.ts";
-import { KubeRest } from "../../lib/kubeRest.ts";
 
 /** Grants `component`'s ServiceAccount in `namespace` the chart's rights; returns the account's name. */
 export async function grantChartRights(
@@ -11,11 +10,9 @@ export async function grantChartRights(
   namespace: string,
   options: { watchNamespaces?: readonly string[]; scope?: TestContext; cluster?: TestCluster } = {},
 ): Promise<string> {
-  const cluster = options.cluster ?? (await testCluster());
   const { scope } = options;
-  const rest = new KubeRest(cluster.kc, "userland-tests");
-  return grant(rest, join(cluster.info.binDir, "helm"), component, namespace, {
+  return grantComponentRights(options.cluster ?? (await testCluster()), component, namespace, {
     ...(options.watchNamespaces ? { watchNamespaces: options.watchNamespaces } : {}),
-    ...(scope ? { after: (cleanUp) => scope.after(() => cleanUp().finally(() => rest.close())) } : {}),
-  }).finally(() => rest.close());
+    ...(scope ? { after: (cleanUp) => scope.after(cleanUp) } : {}),
+  });
 }
