@@ -1,12 +1,13 @@
 /**
  * An exam in a real browser (Debian chromium driven by playwright-core) on the local platform
  * (dev/platform.ts: real OpenID sign-in, the chart's RBAC, the real operator on kwok): a student is
- * signed in; the teacher schedules an exam for the class in the console a minute ahead; when it
- * starts, the console shows it running with the student's state, the student's session from before
- * the start is refused with "Sign in again on this machine", and after signing out and in again the
- * student is back in the environment; the teacher, a proctor, opens it from the console.
+ * signed in, and an exam on the next day is announced on the student's home; the teacher schedules
+ * an exam for the class in the console a minute ahead; when it starts, the console shows it running
+ * with the student's state, the student's session from before the start is refused with "Sign in
+ * again on this machine", and after signing out and in again the student is back in the
+ * environment; the teacher, a proctor, opens it from the console.
  * kwok enforces no NetworkPolicy: the network is closed for real in test/node/exam.test.ts.
- * Screenshots: exam-console.png, exam-sign-in-again.png.
+ * Screenshots: exam-home-upcoming.png, exam-console.png, exam-sign-in-again.png.
  */
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -83,6 +84,39 @@ test("an exam: scheduled in the console, running with each student's state; a se
     await signIn(student, STUDENT, (u) => u.toString().startsWith(platform.url));
     await student.waitForSelector("#owner", { timeout: 60_000 });
     assert.equal(await student.textContent("#owner"), STUDENT);
+
+    // An exam on the next day is announced on the student's home: the operator marks the
+    // environment in the day before the start, and the home names the exam and when it starts.
+    const tomorrow = new Date(Date.now() + 23 * 3_600_000);
+    tomorrow.setUTCSeconds(0, 0);
+    await platform.rest.create(examsPath(ns), {
+      apiVersion: "userland.dev/v1alpha1",
+      kind: "Exam",
+      metadata: { name: "final" },
+      spec: {
+        templateName: DEMO_TEMPLATE,
+        title: "Final",
+        start: tomorrow.toISOString(),
+        end: new Date(tomorrow.getTime() + 2 * 3_600_000).toISOString(),
+      },
+    });
+    const home = `${platform.url}_userland/home`;
+    const upcomingNotice = async () => {
+      await student.goto(home);
+      const notice = student.locator(".exam-upcoming");
+      return (await notice.count()) === 1 ? await notice.textContent() : null;
+    };
+    await eventually(
+      "the student's home to announce the final",
+      async () => (await upcomingNotice()) !== null,
+    );
+    const startsAt = `${tomorrow.toISOString().slice(0, 16).replace("T", " ")} UTC`;
+    assert.match(
+      (await upcomingNotice()) ?? "",
+      new RegExp(`^\\s*Exam ahead: Exam Final starts at ${startsAt}: your .+ will restart`),
+    );
+    await student.screenshot({ path: join(screenshotsDir(), "exam-home-upcoming.png"), fullPage: true });
+    await platform.rest.delete(examsPath(ns, "final"));
 
     // The teacher schedules it from the class's page: a start within the next minute (the form
     // takes minutes), so the student's session is older than the start.
