@@ -5,14 +5,14 @@
  * start is a Route too). Nothing in the request but the verified session chooses whose environment
  * is reached.
  */
-import { sessionEnded } from "../../api/sessions.ts";
+import { sessionEnded } from "../../../api/sessions.ts";
 import type { IncomingMessage } from "node:http";
-import { UserlandAnnotations, type StartProgress, type Userland } from "../../api/v1alpha1/index.ts";
-import type { Session } from "../../lib/session.ts";
-import type { ProxyConfig } from "./config.ts";
-import { environmentInfo, environmentState, userlandKey } from "./environment.ts";
-import { clientInfo, originAllowed, type ClientInfo } from "./headers.ts";
-import type { RouteOutcome } from "./metrics.ts";
+import { UserlandAnnotations, type StartProgress, type Userland } from "../../../api/v1alpha1/index.ts";
+import type { Session } from "../../../lib/session.ts";
+import type { ProxyConfig } from "../config.ts";
+import { environmentInfo, environmentState, userlandKey } from "./environmentState.ts";
+import { clientInfo, originAllowed, type ClientInfo } from "../forward/headers.ts";
+import type { RouteOutcome } from "../metrics.ts";
 import { isServiceWorkerScript, serviceWorkersAllowed, userlandForLabel, userlandLabel } from "./origins.ts";
 import {
   failedPage,
@@ -25,19 +25,20 @@ import {
   upstreamErrorPage,
   type EnvironmentInfo,
   type Page,
-} from "./pages.ts";
-import type { RequestKind, RequestRecord } from "./requestLog.ts";
+} from "../pages/environmentPages.ts";
+import type { RequestKind, RequestRecord } from "../requestLog.ts";
 import type { UpstreamResolver } from "./resolver.ts";
-import { SIGNED_OUT_PATH } from "./signedOut.ts";
-import { HOME_PATH } from "./home.ts";
-import { isHomeHost, labelUnder, templateForHost, type ClusterView } from "./routing.ts";
-import type { RequestSessions } from "../../lib/requestSessions.ts";
-import type { Starter } from "./starter.ts";
-import { justReady, readySince, WAITING_TO_ANSWER } from "./readyRetry.ts";
-import { isStalled, progressText } from "../../lib/startProgress.ts";
-import { cookieValues } from "../../lib/requestSessions.ts";
-import { VISIT_COOKIE, type VisitTracker } from "./visits.ts";
-import { visitRefusedPage, waitingPage } from "./visitPages.ts";
+import { SIGNED_OUT_PATH } from "../endpoints/signedOut.ts";
+import { HOME_PATH } from "../pages/homeView.ts";
+import { isHomeHost, labelUnder, templateForHost } from "./templateHosts.ts";
+import type { ClusterView } from "./userlandIndex.ts";
+import type { RequestSessions } from "../../../lib/requestSessions.ts";
+import type { Starter } from "../endpoints/starter.ts";
+import { justReady, readySince, WAITING_TO_ANSWER } from "../forward/readyRetry.ts";
+import { isStalled, progressText } from "../../../lib/startProgress.ts";
+import { cookieValues } from "../../../lib/requestSessions.ts";
+import { VISIT_COOKIE, type VisitTracker } from "./visitTracker.ts";
+import { visitRefusedPage, waitingPage } from "../pages/visitPages.ts";
 import { heldPage, ownerRefusal, signOutUrlFor, visitorRefusal } from "./exam.ts";
 
 /** A request whose session and Template are known. */

@@ -13,24 +13,25 @@
  * into a third environment without their click, so a visit is begun only by a navigation that
  * did not come from this origin (`Sec-Fetch-Site`).
  */
-import { signOutUrlFor, visitorRefusal } from "./exam.ts";
+import { signOutUrlFor, visitorRefusal } from "../route/exam.ts";
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
-import { cookieValues } from "../../lib/requestSessions.ts";
-import { UserlandAnnotations, type Userland } from "../../api/v1alpha1/index.ts";
-import { consentState, parseVisitRequests, VISIT_CONSENT_ANNOTATION } from "../../api/visits.ts";
-import { HOME_PATH, ownUserland, type HomeConfig } from "./home.ts";
-import { userlandLabel } from "./origins.ts";
-import { simplePage } from "./pages.ts";
-import type { RequestRecord } from "./requestLog.ts";
-import { sendPage } from "./respond.ts";
-import type { OwnEndpointRoute } from "./router.ts";
-import { hostForTemplate, type ClusterView } from "./routing.ts";
-import { visitRefusedPage, waitingPage } from "./visitPages.ts";
-import { ALLOW_PATH, LEAVE_PATH, VISIT_COOKIE, VISIT_PATH, type VisitTracker } from "./visits.ts";
-import { formFromOwnSite } from "../../lib/formOrigin.ts";
-import { localPath } from "../../lib/localPath.ts";
-import type { UserManagerClient } from "../../lib/userManagerClient.ts";
-import { originAllowed } from "./headers.ts";
+import { cookieValues } from "../../../lib/requestSessions.ts";
+import { UserlandAnnotations, type Userland } from "../../../api/v1alpha1/index.ts";
+import { consentState, parseVisitRequests, VISIT_CONSENT_ANNOTATION } from "../../../api/visits.ts";
+import { HOME_PATH, ownUserland, type HomeConfig } from "../pages/homeView.ts";
+import { userlandLabel } from "../route/origins.ts";
+import { simplePage } from "../pages/environmentPages.ts";
+import type { RequestRecord } from "../requestLog.ts";
+import { sendPage } from "../pages/send.ts";
+import type { OwnEndpointRoute } from "../route/router.ts";
+import { hostForTemplate } from "../route/templateHosts.ts";
+import type { ClusterView } from "../route/userlandIndex.ts";
+import { visitRefusedPage, waitingPage } from "../pages/visitPages.ts";
+import { ALLOW_PATH, LEAVE_PATH, VISIT_COOKIE, VISIT_PATH, type VisitTracker } from "../route/visitTracker.ts";
+import { formFromOwnSite } from "../../../lib/formOrigin.ts";
+import { localPath } from "../../../lib/localPath.ts";
+import type { UserManagerClient } from "../../../lib/userManagerClient.ts";
+import { originAllowed } from "../forward/headers.ts";
 
 /** Names the visitor to the environment; the owner stays in X-User. Clients' copies are stripped (x-userland-*). */
 export const VISITOR_HEADER = "x-userland-visitor";

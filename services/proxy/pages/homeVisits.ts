@@ -4,7 +4,7 @@
  * `userland.dev/visits` annotation in the proxy's cache (no API call), and a visit going on now
  * marked live. homePage.ts shows them; its script follows them through the home's JSON.
  */
-import { UserlandAnnotations, type Userland } from "../../api/v1alpha1/index.ts";
+import { UserlandAnnotations, type Userland } from "../../../api/v1alpha1/index.ts";
 import {
   consentState,
   parseVisitRequests,
@@ -12,9 +12,9 @@ import {
   VISIT_HISTORY_MS,
   visitIsLive,
   visitMinutes,
-} from "../../api/visits.ts";
-import { html, type Html } from "../../lib/html.ts";
-import { ALLOW_PATH } from "./visits.ts";
+} from "../../../api/visits.ts";
+import { html, type Html } from "../../../lib/html.ts";
+import { ALLOW_PATH } from "../route/visitTracker.ts";
 
 export interface HomeVisit {
   visitor: string;

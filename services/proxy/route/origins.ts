@@ -15,7 +15,7 @@
  *   own environment's host and serves no environment content itself.
  */
 import type { IncomingMessage } from "node:http";
-import { SERVICE_WORKERS_ANNOTATION, type Template, type Userland } from "../../api/v1alpha1/index.ts";
+import { SERVICE_WORKERS_ANNOTATION, type Template, type Userland } from "../../../api/v1alpha1/index.ts";
 
 export const ORIGIN_MODES = ["shared", "perUser"] as const;
 export type OriginMode = (typeof ORIGIN_MODES)[number];

@@ -4,17 +4,18 @@
  * the self-service Templates (`spec.selfService`) they hold none of yet; and their assignments, the
  * user-manager's answer (coursework.ts, cached briefly). Nothing here looks at any other user's Userlands.
  */
-import { progressText } from "../../lib/startProgress.ts";
-import { UserlandAnnotations, type Template, type Userland } from "../../api/v1alpha1/index.ts";
-import type { StudentAssignment } from "../../lib/userManagerClient.ts";
-import type { ProxyConfig } from "./config.ts";
-import { environmentState } from "./environment.ts";
-import type { ClientInfo } from "./headers.ts";
-import { userlandLabel } from "./origins.ts";
-import { hostForTemplate, type ClusterView } from "./routing.ts";
-import type { Starter } from "./starter.ts";
+import { progressText } from "../../../lib/startProgress.ts";
+import { UserlandAnnotations, type Template, type Userland } from "../../../api/v1alpha1/index.ts";
+import type { StudentAssignment } from "../../../lib/userManagerClient.ts";
+import type { ProxyConfig } from "../config.ts";
+import { environmentState } from "../route/environmentState.ts";
+import type { ClientInfo } from "../forward/headers.ts";
+import { userlandLabel } from "../route/origins.ts";
+import { hostForTemplate } from "../route/templateHosts.ts";
+import type { ClusterView } from "../route/userlandIndex.ts";
+import type { Starter } from "../endpoints/starter.ts";
 import { homeVisitRequests, homeVisits, type HomeVisit, type HomeVisitRequest } from "./homeVisits.ts";
-import { examOnHome, examsOnHome, type HomeExam } from "./exam.ts";
+import { examOnHome, examsOnHome, type HomeExam } from "../route/exam.ts";
 
 /** `/_userland/home` on every host; also the root of the base domain when it serves no Template. */
 export const HOME_PATH = "/_userland/home";

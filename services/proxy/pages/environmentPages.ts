@@ -5,9 +5,9 @@
  * page also works without JavaScript. Every interpolated value is escaped by the `html` tag.
  */
 import { createHash } from "node:crypto";
-import { html, Html, pageDocument } from "../../lib/html.ts";
-import { localPath } from "../../lib/localPath.ts";
-import { pageSecurityHeaders } from "../../lib/pageHeaders.ts";
+import { html, Html, pageDocument } from "../../../lib/html.ts";
+import { localPath } from "../../../lib/localPath.ts";
+import { pageSecurityHeaders } from "../../../lib/pageHeaders.ts";
 
 const style = `
   :root { color-scheme: light dark; --bg: #f4f5f7; --card: #fff; --fg: #1d2430; --muted: #5b6474; --accent: #2456c7; }

@@ -11,12 +11,13 @@
  * there may be more Template hosts than that.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { html, pageDocument } from "../../lib/html.ts";
-import { pageSecurityHeaders } from "../../lib/pageHeaders.ts";
-import type { ProxyConfig } from "./config.ts";
-import type { ClientInfo } from "./headers.ts";
-import { normaliseHost, stripPort } from "./host.ts";
-import { templateSubdomain, type ClusterView } from "./routing.ts";
+import { html, pageDocument } from "../../../lib/html.ts";
+import { pageSecurityHeaders } from "../../../lib/pageHeaders.ts";
+import type { ProxyConfig } from "../config.ts";
+import type { ClientInfo } from "../forward/headers.ts";
+import { normaliseHost, stripPort } from "../route/hostNames.ts";
+import { templateSubdomain } from "../route/templateHosts.ts";
+import type { ClusterView } from "../route/userlandIndex.ts";
 
 export const SIGNED_OUT_PATH = "/_userland/signed-out";
 

@@ -18,25 +18,25 @@
  * A Userland a form names counts only when its spec.user is exactly the session's user: any
  * other name is answered like a name that does not exist.
  */
-import { heldPage } from "./exam.ts";
-import { isStalled, progressText } from "../../lib/startProgress.ts";
+import { heldPage } from "../route/exam.ts";
+import { isStalled, progressText } from "../../../lib/startProgress.ts";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Userland } from "../../api/v1alpha1/index.ts";
-import { formFromOwnSite } from "../../lib/formOrigin.ts";
-import { localPath } from "../../lib/localPath.ts";
-import { environmentInfo, environmentState, userlandKey } from "./environment.ts";
-import { originAllowed } from "./headers.ts";
+import type { Userland } from "../../../api/v1alpha1/index.ts";
+import { formFromOwnSite } from "../../../lib/formOrigin.ts";
+import { localPath } from "../../../lib/localPath.ts";
+import { environmentInfo, environmentState, userlandKey } from "../route/environmentState.ts";
+import { originAllowed } from "../forward/headers.ts";
 import { serveDownload } from "./download.ts";
-import { DOWNLOAD_PATH, HOME_PATH, homeView, ownUserland, type HomeConfig } from "./home.ts";
-import { handInConfirmPage, homePage } from "./homePage.ts";
+import { DOWNLOAD_PATH, HOME_PATH, homeView, ownUserland, type HomeConfig } from "../pages/homeView.ts";
+import { handInConfirmPage, homePage } from "../pages/homePage.ts";
 import type { Coursework } from "./coursework.ts";
-import { missingPage, simplePage, type Page } from "./pages.ts";
-import type { RequestRecord } from "./requestLog.ts";
-import { prefersJson, sendJson, sendPage } from "./respond.ts";
-import type { OwnEndpointRoute } from "./router.ts";
-import type { ClusterView } from "./routing.ts";
+import { missingPage, simplePage, type Page } from "../pages/environmentPages.ts";
+import type { RequestRecord } from "../requestLog.ts";
+import { prefersJson, sendJson, sendPage } from "../pages/send.ts";
+import type { OwnEndpointRoute } from "../route/router.ts";
+import type { ClusterView } from "../route/userlandIndex.ts";
 import type { Starter } from "./starter.ts";
-import type { UserManagerClient } from "../../lib/userManagerClient.ts";
+import type { UserManagerClient } from "../../../lib/userManagerClient.ts";
 
 export interface OwnEndpointDeps {
   cluster: ClusterView;

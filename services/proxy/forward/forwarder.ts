@@ -11,11 +11,11 @@ import type { Socket } from "node:net";
 import { performance } from "node:perf_hooks";
 import { ProxyServer } from "http-proxy-3";
 import { Agent as UpstreamPool, type Dispatcher } from "undici";
-import type { Logger } from "../../lib/logger.ts";
-import { isPlatformCookieName } from "../../lib/session.ts";
-import type { ProxyConfig } from "./config.ts";
-import type { ProxyMetrics, UpstreamError } from "./metrics.ts";
-import type { RequestRecord } from "./requestLog.ts";
+import type { Logger } from "../../../lib/logger.ts";
+import { isPlatformCookieName } from "../../../lib/session.ts";
+import type { ProxyConfig } from "../config.ts";
+import type { ProxyMetrics, UpstreamError } from "../metrics.ts";
+import type { RequestRecord } from "../requestLog.ts";
 import { sessionResponseValidators } from "./sharedCache.ts";
 
 export type ForwarderConfig = Pick<

@@ -17,10 +17,10 @@ import {
   parseExamNotice,
   type ExamNotice,
   type Userland,
-} from "../../api/v1alpha1/index.ts";
-import { html, type Html } from "../../lib/html.ts";
-import type { Session } from "../../lib/session.ts";
-import { document, simplePage, type Page } from "./pages.ts";
+} from "../../../api/v1alpha1/index.ts";
+import { html, type Html } from "../../../lib/html.ts";
+import type { Session } from "../../../lib/session.ts";
+import { document, simplePage, type Page } from "../pages/environmentPages.ts";
 
 type Exam = { notice: ExamNotice } | { unreadable: string };
 
