@@ -14,7 +14,7 @@ import type { RequestRecord } from "../requestLog.ts";
 import { sendPage } from "../pages/send.ts";
 import type { ClusterView } from "../route/userlandIndex.ts";
 
-/** What a download needs of the proxy (ownEndpoints.ts passes its own dependencies). */
+/** What a download needs of the proxy (endpoints/studentEndpoints.ts passes its own dependencies). */
 interface DownloadDeps {
   cluster: Pick<ClusterView, "findUserland">;
   coursework: Pick<Coursework, "download">;

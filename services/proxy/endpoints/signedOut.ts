@@ -3,7 +3,7 @@
  * browser through when a student signs out or starts signing in. Each hop answers on one Template
  * host with `Clear-Site-Data: "cache", "cookies", "storage"` (the browser drops that origin's
  * cached answers, service workers, storage and every cookie of the site, also ones an
- * environment's script planted with another path; the cache: issue 29 item 1, sharedCache.ts) and moves on to the next Template host, and after the last back to `rd`, which
+ * environment's script planted with another path; the cache: issue 29 item 1, forward/sharedCache.ts) and moves on to the next Template host, and after the last back to `rd`, which
  * must be on the auth service's origin (never an open redirect). No session is needed: the auth
  * service has cleared its cookie before the first hop.
  *

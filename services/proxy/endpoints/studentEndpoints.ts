@@ -3,7 +3,7 @@
  * always for the session's own environments:
  *
  * - `GET /_userland/status`: the host's Template's environment (what the starting page polls);
- * - `GET /_userland/home`: the student's home page (homePage.ts), or its view as JSON;
+ * - `GET /_userland/home`: the student's home page (pages/homePage.ts), or its view as JSON;
  * - `POST /_userland/start`: the host's Template's environment (the stopped page), or the one the
  *   form names with `userland` (the home page);
  * - `POST /_userland/stop`: the environment the form names with `userland`, or the host's;
@@ -11,7 +11,7 @@
  * - `POST /_userland/handin`: the student's own work of `assignment` (of `template`), after a
  *   confirm page (`confirm=yes`);
  * - `GET /_userland/download?template=`: the student's own home volume of that Template as a zip
- *   (download.ts);
+ *   (endpoints/download.ts);
  * - `POST /_userland/signout`: with `everywhere=yes`, ends every session of the student issued
  *   until now (api/sessions.ts), else this one; then on to the auth service's sign-out page.
  *
@@ -204,7 +204,7 @@ async function act(
   }
   record.userland = userlandKey(userland);
   const state = environmentState(userland);
-  // Stopped for an exam (exam.ts): it starts again by itself when the exam is over.
+  // Stopped for an exam (route/exam.ts): it starts again by itself when the exam is over.
   const held = action === "start" ? heldPage(userland) : undefined;
   if (held) {
     record.outcome = "exam_refused";

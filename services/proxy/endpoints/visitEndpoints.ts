@@ -8,7 +8,7 @@
  *   origins it is the environment's own host, which names it (no cookie).
  * - `GET /_userland/leave`: drops the visit cookie and goes to the visitor's home.
  *
- * The cookie grants nothing: every request with it is checked (router.ts, visits.ts). A page of
+ * The cookie grants nothing: every request with it is checked (route/router.ts, route/visitTracker.ts). A page of
  * the same origin (another student's environment the teacher opened) must not switch the teacher
  * into a third environment without their click, so a visit is begun only by a navigation that
  * did not come from this origin (`Sec-Fetch-Site`).
@@ -27,7 +27,13 @@ import type { OwnEndpointRoute } from "../route/router.ts";
 import { hostForTemplate } from "../route/templateHosts.ts";
 import type { ClusterView } from "../route/userlandIndex.ts";
 import { visitRefusedPage, waitingPage } from "../pages/visitPages.ts";
-import { ALLOW_PATH, LEAVE_PATH, VISIT_COOKIE, VISIT_PATH, type VisitTracker } from "../route/visitTracker.ts";
+import {
+  ALLOW_PATH,
+  LEAVE_PATH,
+  VISIT_COOKIE,
+  VISIT_PATH,
+  type VisitTracker,
+} from "../route/visitTracker.ts";
 import { formFromOwnSite } from "../../../lib/formOrigin.ts";
 import { localPath } from "../../../lib/localPath.ts";
 import type { UserManagerClient } from "../../../lib/userManagerClient.ts";
@@ -157,7 +163,7 @@ export async function serveVisitEndpoint(
     );
     return;
   }
-  // During an exam only its proctors (exam.ts), before the visit right is asked; the same refusal.
+  // During an exam only its proctors (route/exam.ts), before the visit right is asked; the same refusal.
   const exam = own
     ? undefined
     : visitorRefusal(

@@ -93,7 +93,7 @@ function setCookieName(header: string): string {
  * frames the response to the client itself) and the names `Connection` lists, without a
  * Set-Cookie for any of the platform's cookies, and on a shared origin without
  * Service-Worker-Allowed; with `cacheTag` (a shared origin), not reusable by another session
- * (sharedCache.ts). A new object: deleting keys would slow every later use of the headers.
+ * (forward/sharedCache.ts). A new object: deleting keys would slow every later use of the headers.
  */
 export function clientResponseHeaders(
   headers: ResponseHeaders,

@@ -285,7 +285,7 @@ export function simplePage(status: number, title: string, message: string): Page
   };
 }
 
-/** The student already holds as many requests or WebSockets as one student may (limits.ts). */
+/** The student already holds as many requests or WebSockets as one student may (forward/limits.ts). */
 export function tooManyPage(kind: "http" | "websocket", limit: number): Page {
   const what = kind === "websocket" ? "WebSocket connections" : "requests in progress";
   const title = "Too many connections";

@@ -2,7 +2,7 @@
  * The visits a student's home lists (docs/decisions/0012-visits.md): every teacher's visit to any
  * of their environments in the last 30 days, newest first, read from the Userlands'
  * `userland.dev/visits` annotation in the proxy's cache (no API call), and a visit going on now
- * marked live. homePage.ts shows them; its script follows them through the home's JSON.
+ * marked live. pages/homePage.ts shows them; its script follows them through the home's JSON.
  */
 import { UserlandAnnotations, type Userland } from "../../../api/v1alpha1/index.ts";
 import {

@@ -7,7 +7,7 @@
  *   environment could leave behind something that acts on the next student's traffic. The proxy
  *   therefore refuses service-worker scripts (unless the Template opts in) and drops
  *   `Service-Worker-Allowed` from environments' answers; sign-out and sign-in clear the origin
- *   (`/_userland/signed-out`, ownEndpoints.ts).
+ *   (`/_userland/signed-out`, endpoints/studentEndpoints.ts).
  * - `perUser`: each environment at its own host, `<userland>--<template>.<domain>`: one label under
  *   the base domain, so one wildcard certificate `*.<domain>` and one wildcard DNS record cover every
  *   environment (a `<userland>.<template>.<domain>` name would need a certificate per Template).

@@ -57,7 +57,7 @@ export type Route =
   | { kind: "signIn"; outcome: "no_session"; client: ClientInfo; conflicting: boolean }
   /** PROXY_ORIGINS=perUser: the Template's host sends the student on to their environment's host. */
   | { kind: "redirect"; outcome: "per_user_host"; location: string }
-  /** A hop of the sign-out (and sign-in) chain: clear this origin, go on (signedOut.ts). Needs no session. */
+  /** A hop of the sign-out (and sign-in) chain: clear this origin, go on (endpoints/signedOut.ts). Needs no session. */
   | { kind: "signedOut"; outcome: "own_endpoint"; client: ClientInfo; query: URLSearchParams }
   /**
    * The proxy's own /_userland/ endpoints, never forwarded; also the home page at the base domain's
@@ -87,11 +87,11 @@ export type Route =
       env: EnvironmentInfo;
       /** Service workers may be registered from this environment (else Service-Worker-Allowed is dropped). */
       serviceWorkers: boolean;
-      /** When it turned Ready (readyRetry.ts): a refusal just after is not an outage. */
+      /** When it turned Ready (forward/readyRetry.ts): a refusal just after is not an outage. */
       readySince: number | undefined;
       /** How its start went (status.progress), for the starting page a refusal just after Ready keeps. */
       progress: StartProgress | undefined;
-      /** A teacher's visit (visits.ts): the environment's owner, whom `X-User` names; else undefined. */
+      /** A teacher's visit (route/visitTracker.ts): the environment's owner, whom `X-User` names; else undefined. */
       visitOf?: string;
     });
 
@@ -388,7 +388,7 @@ export class Router {
     const userland = named ?? cluster.findUserland(signed.session.user, signed.template);
     const env = environmentInfo(cluster, signed.template, signed.session.user);
     if (userland) record.userland = userlandKey(userland);
-    // An exam's rules (exam.ts): a visitor's were applied before (visit).
+    // An exam's rules (route/exam.ts): a visitor's were applied before (visit).
     const exam =
       userland &&
       (heldPage(userland) ??
@@ -404,7 +404,7 @@ export class Router {
     if (!target) {
       // Just after Ready, the address may not be known yet (an upstream overrides file is re-read
       // once a second): the start's last step, not an outage. The cluster's DNS resolver always
-      // gives an address; its lookups are retried with the connection (readyRetry.ts).
+      // gives an address; its lookups are retried with the connection (forward/readyRetry.ts).
       if (justReady(readySince(userland), this.deps.config.readyGraceMs))
         return page(
           "starting",

@@ -20,7 +20,12 @@ import {
   trustedProxies,
   withoutSessionCookie,
 } from "../forward/headers.ts";
-import { clusterDnsResolver, fileOverrideResolver, overrideResolver, parseOverrides } from "../route/resolver.ts";
+import {
+  clusterDnsResolver,
+  fileOverrideResolver,
+  overrideResolver,
+  parseOverrides,
+} from "../route/resolver.ts";
 import { hostForTemplate, templateForHost } from "../route/templateHosts.ts";
 import { UserlandIndex, type ClusterView } from "../route/userlandIndex.ts";
 import { templateHosts } from "../endpoints/signedOut.ts";
