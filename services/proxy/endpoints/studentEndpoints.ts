@@ -22,11 +22,10 @@ import { heldPage } from "../route/exam.ts";
 import { isStalled, progressText } from "../../../lib/startProgress.ts";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Userland } from "../../../api/v1alpha1/index.ts";
-import { formFromOwnSite } from "../../../lib/formOrigin.ts";
 import { localPath } from "../../../lib/localPath.ts";
 import { environmentInfo, environmentState, userlandKey } from "../route/environmentState.ts";
-import { originAllowed } from "../forward/headers.ts";
 import { serveDownload } from "./download.ts";
+import { FormTooLarge, formFromThisSite, readForm } from "./forms.ts";
 import { DOWNLOAD_PATH, HOME_PATH, homeView, ownUserland, type HomeConfig } from "../pages/homeView.ts";
 import { handInConfirmPage, homePage } from "../pages/homePage.ts";
 import type { Coursework } from "./coursework.ts";
@@ -50,19 +49,6 @@ export interface OwnEndpointDeps {
 
 const FORM_ACTIONS = ["start", "stop", "create", "handin", "signout"] as const;
 type FormAction = (typeof FORM_ACTIONS)[number];
-
-class FormTooLarge extends Error {}
-
-async function readForm(req: IncomingMessage, limit = 4096): Promise<URLSearchParams> {
-  let size = 0;
-  const chunks: Buffer[] = [];
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) throw new FormTooLarge("form too large");
-    chunks.push(chunk);
-  }
-  return new URLSearchParams(Buffer.concat(chunks).toString("utf8"));
-}
 
 const notFound = () =>
   simplePage(404, "Not found", "This address belongs to the platform, not to your environment.");
@@ -116,12 +102,7 @@ export async function serveOwnEndpoint(
     sendPage(req, res, notFound());
     return;
   }
-  // Forms from other sites (another Template's environment included) must not act for the student.
-  if (!formFromOwnSite(req.headers, (origin) => originAllowed(origin, client, deps.allowedOrigins))) {
-    record.outcome = "forbidden_origin";
-    sendPage(req, res, simplePage(403, "Not allowed", "This form must be sent from this site."));
-    return;
-  }
+  if (!formFromThisSite(req, res, client, deps.allowedOrigins, record)) return;
   let form: URLSearchParams;
   try {
     form = await readForm(req);

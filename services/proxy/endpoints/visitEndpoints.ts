@@ -27,6 +27,7 @@ import type { OwnEndpointRoute } from "../route/router.ts";
 import { hostForTemplate } from "../route/templateHosts.ts";
 import type { ClusterView } from "../route/userlandIndex.ts";
 import { visitRefusedPage, waitingPage } from "../pages/visitPages.ts";
+import { FormTooLarge, formFromThisSite, readForm } from "./forms.ts";
 import {
   ALLOW_PATH,
   LEAVE_PATH,
@@ -34,10 +35,8 @@ import {
   VISIT_PATH,
   type VisitTracker,
 } from "../route/visitTracker.ts";
-import { formFromOwnSite } from "../../../lib/formOrigin.ts";
 import { localPath } from "../../../lib/localPath.ts";
 import type { UserManagerClient } from "../../../lib/userManagerClient.ts";
-import { originAllowed } from "../forward/headers.ts";
 
 /** Names the visitor to the environment; the owner stays in X-User. Clients' copies are stripped (x-userland-*). */
 export const VISITOR_HEADER = "x-userland-visitor";
@@ -217,18 +216,6 @@ export async function serveVisitEndpoint(
   );
 }
 
-/** A form body of at most 4 KiB; undefined beyond. */
-async function readSmallForm(req: IncomingMessage): Promise<URLSearchParams | undefined> {
-  let size = 0;
-  const chunks: Buffer[] = [];
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > 4096) return undefined;
-    chunks.push(chunk);
-  }
-  return new URLSearchParams(Buffer.concat(chunks).toString("utf8"));
-}
-
 /**
  * `POST /_userland/allow-visit` (`userland`, `visitor`, `rd`): the student's Allow on their home
  * page, for their own environment only (another name is answered like one that does not exist),
@@ -246,12 +233,12 @@ async function allow(
     sendPage(req, res, simplePage(405, "Not allowed", "Allow a visit with the button on your home page."));
     return;
   }
-  if (!formFromOwnSite(req.headers, (origin) => originAllowed(origin, client, deps.allowedOrigins))) {
-    record.outcome = "forbidden_origin";
-    sendPage(req, res, simplePage(403, "Not allowed", "This form must be sent from this site."));
-    return;
-  }
-  const form = await readSmallForm(req);
+  if (!formFromThisSite(req, res, client, deps.allowedOrigins, record)) return;
+  // Too large: the same 400 as a form that cannot be read.
+  const form = await readForm(req).catch((error: unknown) => {
+    if (error instanceof FormTooLarge) return undefined;
+    throw error;
+  });
   const returnPath = localPath(form?.get("rd") ?? HOME_PATH);
   const userland = form && ownUserland(deps.cluster, session.user, form.get("userland") ?? "");
   const visitor = form?.get("visitor") ?? "";

@@ -97,6 +97,14 @@ export type Route =
 
 export type OwnEndpointRoute = Extract<Route, { kind: "ownEndpoint" }>;
 
+/** The Route to the proxy's own endpoint at `pathname`, for a signed request (its Template, if any). */
+function ownEndpoint(
+  signed: Omit<Signed, "template"> & { template: string | undefined },
+  pathname: string,
+): OwnEndpointRoute {
+  return { kind: "ownEndpoint", outcome: "own_endpoint", ...signed, pathname };
+}
+
 export type RouterConfig = Pick<
   ProxyConfig,
   | "hostTemplates"
@@ -137,16 +145,9 @@ function homeHostRoute(
   client: ClientInfo,
   pathname: string,
 ): Route {
-  const own = {
-    kind: "ownEndpoint",
-    outcome: "own_endpoint",
-    session,
-    token,
-    client,
-    template: undefined,
-  } as const;
-  if (kind === "http" && pathname === "/") return { ...own, pathname: HOME_PATH, homeAt: "/" };
-  if (kind === "http" && isOwnPath(pathname)) return { ...own, pathname };
+  const own = { session, token, client, template: undefined };
+  if (kind === "http" && pathname === "/") return { ...ownEndpoint(own, HOME_PATH), homeAt: "/" };
+  if (kind === "http" && isOwnPath(pathname)) return ownEndpoint(own, pathname);
   return page(
     "unknown_host",
     simplePage(404, "Not found", "Nothing is served at this address but your home page, at /."),
@@ -217,15 +218,7 @@ export class Router {
         if (kind === "websocket" && !originAllowed(req.headers.origin, client, config.allowedOrigins))
           return page("forbidden_origin", foreignWebSocketPage());
         if (isOwnPath(pathname))
-          return {
-            kind: "ownEndpoint",
-            outcome: "own_endpoint",
-            session,
-            token,
-            template: undefined,
-            client,
-            pathname,
-          };
+          return ownEndpoint({ session, token, template: undefined, client }, pathname);
         return this.visit(hostUserland, session, token, client, `${pathname}${parsed.search}`, record, true);
       }
       if (!hostUserland || hostUserland.spec.user !== session.user)
@@ -236,8 +229,7 @@ export class Router {
     if (template === undefined) return page("unknown_host", unknownHostPage(client.host));
     if (kind === "websocket" && !originAllowed(req.headers.origin, client, config.allowedOrigins))
       return page("forbidden_origin", foreignWebSocketPage());
-    if (isOwnPath(pathname))
-      return { kind: "ownEndpoint", outcome: "own_endpoint", session, token, template, client, pathname };
+    if (isOwnPath(pathname)) return ownEndpoint({ session, token, template, client }, pathname);
     // Shared origins: the visit cookie names the student's environment a visitor opened here.
     const visited = perUserHost ? undefined : this.visitedUserland(req, template, session.user);
     if (visited === "unknown") return page("visit_refused", visitRefusedPage());
