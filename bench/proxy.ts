@@ -79,10 +79,10 @@ async function runUserland(upstreamPort: number, publicJwks: string): Promise<nu
   const { createSessionVerifier, parseVerificationKeys } = await import("../lib/session.ts");
   const { createProxyServer } = await import("../services/proxy/server.ts");
   const { requestSessions } = await import("../lib/requestSessions.ts");
-  const { overrideResolver } = await import("../services/proxy/resolver.ts");
+  const { overrideResolver } = await import("../services/proxy/route/resolver.ts");
   const { createMetrics } = await import("../services/proxy/metrics.ts");
-  const { trustedProxies } = await import("../services/proxy/headers.ts");
-  const { UserlandIndex } = await import("../services/proxy/routing.ts");
+  const { trustedProxies } = await import("../services/proxy/forward/headers.ts");
+  const { UserlandIndex } = await import("../services/proxy/route/userlandIndex.ts");
   const { createLogger } = await import("../lib/logger.ts");
   const { MAX_ENDED_SESSIONS } = await import("../api/sessions.ts");
   const index = new UserlandIndex();

@@ -64,7 +64,7 @@ import { chartProxyNodeOptions } from "../cluster/harness/chartValues.ts";
 
 export const SOAK_TEMPLATE = "soak";
 export const SOAK_HOST = "soak.example.test";
-/** Identity headers a client might forge; the proxy must remove every one (services/proxy/headers.ts). */
+/** Identity headers a client might forge; the proxy must remove every one (services/proxy/forward/headers.ts). */
 const SPOOF_HEADERS = ["x-user", "X_User", "x-forwarded-user", "x-auth-request-user", "remote-user"];
 const SPOOF_KEYS_AT_UPSTREAM = ["x_user", "x-forwarded-user", "x-auth-request-user", "remote-user"];
 /**

@@ -6,7 +6,8 @@
 #     and for its images (cluster/images) mmdebstrap, umoci, jq, gcc, libc6-dev and buildah,
 #   - the Go-built control plane and node (cluster/build.sh, cached after the first build).
 # `npm start` and `npm test` call it first, so a fresh clone needs no other step. `bootstrap.sh bench`
-# (what the bench scripts run) also installs nginx, the proxy benchmark's anchor (bench/nginx.ts).
+# (what the bench scripts run) also installs nginx, the proxy benchmark's anchor (bench/nginx.ts);
+# `bootstrap.sh imports` (npm run imports:draw) graphviz, whose dot lays out docs/imports.svg.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,6 +20,7 @@ debian_packages=(openssl chromium
   runc containernetworking-plugins nftables conntrack iproute2 socat tini curl
   mmdebstrap umoci jq gcc libc6-dev buildah)
 [[ ${1:-} == bench ]] && debian_packages+=(nginx-light)
+[[ ${1:-} == imports ]] && debian_packages+=(graphviz)
 missing=()
 for p in "${debian_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -19,7 +19,7 @@ import type { KubeConnection } from "../../lib/kubeConnection.ts";
 import { KubeRest } from "../../lib/kubeRest.ts";
 import type { Logger } from "../../lib/logger.ts";
 import { sessionVerifierFor } from "../../lib/session.ts";
-import { ActivityRecorder } from "./activity.ts";
+import { ActivityRecorder } from "./forward/activity.ts";
 import type { ProxyConfig } from "./config.ts";
 import { createMetrics, type ProxyMetrics } from "./metrics.ts";
 import {
@@ -27,8 +27,8 @@ import {
   fileOverrideResolver,
   overrideResolver,
   type UpstreamResolver,
-} from "./resolver.ts";
-import { UserlandIndex, type ClusterView } from "./routing.ts";
+} from "./route/resolver.ts";
+import { UserlandIndex, type ClusterView } from "./route/userlandIndex.ts";
 import { createProxyServer, type RunningProxy } from "./server.ts";
 import { requestSessions } from "../../lib/requestSessions.ts";
 import { userManagerClient } from "../../lib/userManagerClient.ts";

@@ -8,10 +8,10 @@ import { TEMPLATE_NAME_PATTERN } from "../../api/v1alpha1/template.ts";
 import { ConfigError, loadConfig, parse, serviceListeners, type Settings } from "../../lib/config.ts";
 import { timeoutSettings, type ServerTimeouts } from "../../lib/serverTimeouts.ts";
 import type { SessionKeySource } from "../../lib/session.ts";
-import { cidrList, trustedProxies, type TrustedProxies } from "./headers.ts";
-import { HOST_PATTERN, normaliseHost } from "./host.ts";
-import { ORIGIN_MODES, type OriginMode } from "./origins.ts";
-import { parseOverrides, type UpstreamOverrides } from "./resolver.ts";
+import { cidrList, trustedProxies, type TrustedProxies } from "./forward/headers.ts";
+import { HOST_PATTERN, normaliseHost } from "./route/hostNames.ts";
+import { ORIGIN_MODES, type OriginMode } from "./route/origins.ts";
+import { parseOverrides, type UpstreamOverrides } from "./route/resolver.ts";
 
 const templatePattern = new RegExp(TEMPLATE_NAME_PATTERN);
 

@@ -24,7 +24,7 @@ export type RouteOutcome =
   | "per_user_host"
   /** A service worker's script on a shared origin whose Template has not opted in. */
   | "forbidden_service_worker"
-  /** A teacher's visit to a student's environment: forwarded (visits.ts). */
+  /** A teacher's visit to a student's environment: forwarded (route/visitTracker.ts). */
   | "visit"
   /** A visit RBAC refused, or the user-manager could not be asked. */
   | "visit_refused"

@@ -3,7 +3,7 @@
  * `createProxyServer` takes every dependency as an argument, so tests run it in-process on
  * 127.0.0.1:0 against the real control plane; app.ts wires it for production.
  *
- * Each request or handshake is routed (router.ts), and the Route is acted on in one place
+ * Each request or handshake is routed (route/router.ts), and the Route is acted on in one place
  * (`act`), through a Reply for its kind of connection: a ServerResponse for HTTP, the raw socket
  * for a WebSocket handshake.
  */
@@ -16,27 +16,38 @@ import { createAdminServer } from "../../lib/adminServer.ts";
 import { listenOn } from "../../lib/listen.ts";
 import { serverTimeoutOptions } from "../../lib/serverTimeouts.ts";
 import type { ProxyConfig } from "./config.ts";
-import { Forwarder, type ActivitySink } from "./forwarder.ts";
-import { prepareUpstreamHeaders, type ClientInfo } from "./headers.ts";
-import { UserLimits } from "./limits.ts";
+import { Forwarder, type ActivitySink } from "./forward/forwarder.ts";
+import { prepareUpstreamHeaders, type ClientInfo } from "./forward/headers.ts";
+import { UserLimits } from "./forward/limits.ts";
 import type { ProxyMetrics } from "./metrics.ts";
-import { serveOwnEndpoint } from "./ownEndpoints.ts";
-import { simplePage, startingPage, tooManyPage, upstreamErrorPage, type Page } from "./pages.ts";
-import { justReady, mayRetry, READY_RETRY_DELAYS_MS, WAITING_TO_ANSWER } from "./readyRetry.ts";
+import { serveOwnEndpoint } from "./endpoints/studentEndpoints.ts";
+import {
+  simplePage,
+  startingPage,
+  tooManyPage,
+  upstreamErrorPage,
+  type Page,
+} from "./pages/environmentPages.ts";
+import { justReady, mayRetry, READY_RETRY_DELAYS_MS, WAITING_TO_ANSWER } from "./forward/readyRetry.ts";
 import { requestLog, startRecord, type RequestRecord } from "./requestLog.ts";
-import type { UpstreamResolver } from "./resolver.ts";
-import { refuseUpgrade, sendPage, sendSignIn } from "./respond.ts";
-import { Router, type OwnEndpointRoute, type Route } from "./router.ts";
-import type { ClusterView } from "./routing.ts";
+import type { UpstreamResolver } from "./route/resolver.ts";
+import { refuseUpgrade, sendPage, sendSignIn } from "./pages/send.ts";
+import { Router, type OwnEndpointRoute, type Route } from "./route/router.ts";
+import type { ClusterView } from "./route/userlandIndex.ts";
 import type { RequestSessions } from "../../lib/requestSessions.ts";
 import { progressText } from "../../lib/startProgress.ts";
-import { SessionSockets } from "./sessionSockets.ts";
-import { serveSignedOut } from "./signedOut.ts";
-import { sessionCacheTag, sessionRequestValidators } from "./sharedCache.ts";
-import { Coursework } from "./coursework.ts";
-import { Starter } from "./starter.ts";
-import { isVisitPath, serveVisitEndpoint, VISITOR_HEADER, withoutVisitCookie } from "./visitEndpoints.ts";
-import { VisitTracker } from "./visits.ts";
+import { SessionSockets } from "./forward/sessionSockets.ts";
+import { serveSignedOut } from "./endpoints/signedOut.ts";
+import { sessionCacheTag, sessionRequestValidators } from "./forward/sharedCache.ts";
+import { Coursework } from "./endpoints/coursework.ts";
+import { Starter } from "./endpoints/starter.ts";
+import {
+  isVisitPath,
+  serveVisitEndpoint,
+  VISITOR_HEADER,
+  withoutVisitCookie,
+} from "./endpoints/visitEndpoints.ts";
+import { VisitTracker } from "./route/visitTracker.ts";
 
 export type ProxyServerConfig = Pick<
   ProxyConfig,
@@ -213,7 +224,7 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
         const hasBody =
           req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"]) > 0;
         const justStarted = justReady(route.readySince, config.readyGraceMs);
-        // A shared origin: what the browser keeps of this answer is this session's only (sharedCache.ts).
+        // A shared origin: what the browser keeps of this answer is this session's only (forward/sharedCache.ts).
         const cacheTag = config.origins === "shared" ? sessionCacheTag(route.session) : undefined;
         if (cacheTag !== undefined) sessionRequestValidators(req.headers, cacheTag);
         const answer = { serviceWorkers: route.serviceWorkers, cacheTag };

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { templateForHost } from "../../services/proxy/routing.ts";
+import { templateForHost } from "../../services/proxy/route/templateHosts.ts";
 import { testNamespace } from "../support/cluster.ts";
 import {
   applyManifests,

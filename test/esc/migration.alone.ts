@@ -11,7 +11,7 @@ import type { V1PersistentVolumeClaim } from "@kubernetes/client-node";
 import { childNames, LABELS } from "../../api/naming.ts";
 import { type Userland, userlandsPath } from "../../api/v1alpha1/index.ts";
 import { repoRoot } from "../../cluster/repoRoot.ts";
-import { UserlandIndex } from "../../services/proxy/routing.ts";
+import { UserlandIndex } from "../../services/proxy/route/userlandIndex.ts";
 import { UserlandStore } from "../../services/user-manager/store.ts";
 import { run } from "../chart/support.ts";
 import { eventually, testCluster, testNamespace } from "../support/cluster.ts";

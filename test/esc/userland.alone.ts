@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { childNames } from "../../api/naming.ts";
 import type { Userland } from "../../api/v1alpha1/index.ts";
-import { UserlandIndex } from "../../services/proxy/routing.ts";
+import { UserlandIndex } from "../../services/proxy/route/userlandIndex.ts";
 import { UserlandStore } from "../../services/user-manager/store.ts";
 import { kubectl, ok } from "../chart/support.ts";
 import { eventually, testNamespace } from "../support/cluster.ts";

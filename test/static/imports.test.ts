@@ -5,76 +5,19 @@
  * not part of the program; eslint keeps the program from importing them.
  */
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync } from "node:fs";
-import { dirname, join, normalize, relative } from "node:path";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { test } from "node:test";
 import { repoRoot } from "../../cluster/repoRoot.ts";
-
-const SKIPPED_DIRECTORIES = new Set(["node_modules", ".git", ".userland", "test"]);
-
-/** The program's TypeScript files, relative to the repository. */
-function programFiles(dir = repoRoot): string[] {
-  const files: string[] = [];
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    if (entry.isDirectory()) {
-      if (!SKIPPED_DIRECTORIES.has(entry.name)) files.push(...programFiles(join(dir, entry.name)));
-    } else if (entry.name.endsWith(".ts") && !/\.(test|alone)\.ts$/.test(entry.name)) {
-      files.push(relative(repoRoot, join(dir, entry.name)));
-    }
-  }
-  return files;
-}
-
-/** Each file's relative imports and re-exports that name another program file. */
-export function importGraph(files: readonly string[], read: (file: string) => string): Map<string, string[]> {
-  const known = new Set(files);
-  const graph = new Map<string, string[]>();
-  const specifier = /(?:^|\n)\s*(?:import|export)\s[^;]*?\sfrom\s+"(\.{1,2}\/[^"]+)"/g;
-  for (const file of files) {
-    const targets = [...read(file).matchAll(specifier)]
-      .map((m) => normalize(join(dirname(file), m[1] ?? "")))
-      .filter((target) => known.has(target));
-    graph.set(file, [...new Set(targets)]);
-  }
-  return graph;
-}
-
-/** The loops of `graph`: its strongly connected components of more than one file (Tarjan). */
-export function loops(graph: ReadonlyMap<string, readonly string[]>): string[][] {
-  let counter = 0;
-  const index = new Map<string, number>();
-  const low = new Map<string, number>();
-  const stack: string[] = [];
-  const onStack = new Set<string>();
-  const found: string[][] = [];
-  const visit = (file: string) => {
-    index.set(file, counter);
-    low.set(file, counter);
-    counter++;
-    stack.push(file);
-    onStack.add(file);
-    for (const next of graph.get(file) ?? []) {
-      if (!index.has(next)) {
-        visit(next);
-        low.set(file, Math.min(low.get(file) ?? 0, low.get(next) ?? 0));
-      } else if (onStack.has(next)) {
-        low.set(file, Math.min(low.get(file) ?? 0, index.get(next) ?? 0));
-      }
-    }
-    if (low.get(file) !== index.get(file)) return;
-    const component: string[] = [];
-    for (;;) {
-      const member = stack.pop();
-      if (member === undefined) break;
-      onStack.delete(member);
-      component.push(member);
-      if (member === file) break;
-    }
-    if (component.length > 1) found.push(component.sort());
-  };
-  for (const file of graph.keys()) if (!index.has(file)) visit(file);
-  return found;
-}
+import { FLOOR_PREFIX } from "../../scripts/drawImports.ts";
+import {
+  floors,
+  importGraph,
+  importedPaths,
+  isTestPath,
+  loops,
+  programFiles,
+} from "../../scripts/importGraph.ts";
 
 test("the reader of loops finds one, and none where the arrows all point down", () => {
   const files = ["a.ts", "b.ts", "c.ts", "d.ts"];
@@ -99,4 +42,67 @@ test("the program's imports have no loop, and api/ imports nothing outside api/"
     .filter(([file]) => file.startsWith("api/"))
     .flatMap(([file, targets]) => targets.filter((t) => !t.startsWith("api/")).map((t) => `${file} → ${t}`));
   assert.deepEqual(apiImports, []);
+});
+
+test("nothing outside test folders imports from one", () => {
+  const fromTests = programFiles().flatMap((file) =>
+    importedPaths(file, readFileSync(join(repoRoot, file), "utf8"))
+      .filter(isTestPath)
+      .map((target) => `${file} → ${target}`),
+  );
+  assert.deepEqual(fromTests, []);
+  assert.deepEqual(
+    importedPaths("bench/x.ts", 'import { a } from "../test/support/cluster.ts";').filter(isTestPath),
+    ["test/support/cluster.ts"],
+  );
+});
+
+test("a file's floor is the longest chain of imports below it", () => {
+  const graph = new Map([
+    ["a.ts", ["b.ts", "c.ts"]],
+    ["b.ts", ["c.ts"]],
+    ["c.ts", []],
+  ]);
+  assert.deepEqual(Object.fromEntries(floors(graph)), { "a.ts": 2, "b.ts": 1, "c.ts": 0 });
+  assert.throws(() => floors(new Map([["a.ts", ["a.ts"]]])), /import loop/);
+});
+
+const unescapeXml = (text: string) =>
+  text
+    .replaceAll("&#45;", "-")
+    .replaceAll("&gt;", ">")
+    .replaceAll("&lt;", "<")
+    .replaceAll("&#39;", "'")
+    .replaceAll("&amp;", "&");
+
+/** The boxes of a drawing (title → the top of its box) and its arrows ("importer->imported"). */
+function drawn(svg: string): { boxes: Map<string, number>; arrows: string[] } {
+  const boxes = new Map<string, number>();
+  for (const m of svg.matchAll(
+    /<g id="node\d+" class="node">\s*<title>([^<]*)<\/title>(?:(?!<g id="node)[\s\S])*?\s(?:d|points)="M?([^"]*)"/g,
+  )) {
+    const ys = [...(m[2] ?? "").matchAll(/-?[\d.]+,(-?[\d.]+)/g)].map((c) => Number(c[1]));
+    boxes.set(unescapeXml(m[1] ?? ""), Math.min(...ys));
+  }
+  const arrows = [...svg.matchAll(/<g id="edge\d+" class="edge">\s*<title>([^<]*)<\/title>/g)].map((m) =>
+    unescapeXml(m[1] ?? ""),
+  );
+  return { boxes, arrows };
+}
+
+test("docs/imports.svg draws the imports as they are, every arrow pointing down", () => {
+  const files = programFiles();
+  const graph = importGraph(files, (f) => readFileSync(join(repoRoot, f), "utf8"));
+  const { boxes, arrows } = drawn(readFileSync(join(repoRoot, "docs", "imports.svg"), "utf8"));
+  const redraw = "docs/imports.svg is out of date: npm run imports:draw";
+  const isFloor = (title: string) => title.startsWith(FLOOR_PREFIX);
+  assert.deepEqual([...boxes.keys()].filter((t) => !isFloor(t)).sort(), files, redraw);
+  const imports = [...graph].flatMap(([file, targets]) => targets.map((target) => `${file}->${target}`));
+  assert.deepEqual(arrows.filter((a) => !isFloor(a)).sort(), imports.sort(), redraw);
+  // SVG's y grows downwards: an importer's box starts above every box it imports.
+  const upwards = imports.filter((arrow) => {
+    const [from = "", to = ""] = arrow.split("->");
+    return !((boxes.get(from) ?? Infinity) < (boxes.get(to) ?? -Infinity));
+  });
+  assert.deepEqual(upwards, []);
 });

@@ -72,7 +72,7 @@ export async function exposeFromNode(t: TestContext, target: string): Promise<nu
  * Service's element in its nftables map `service-ips`. A Userland turns Ready when the Service's
  * EndpointSlice has a ready address; kube-proxy programs that a moment later (about a second here),
  * and until then it rejects a connection to the Service (`no-endpoint-services`). The proxy rides
- * that moment out itself (services/proxy/readyRetry.ts); a test that dials the Service straight
+ * that moment out itself (services/proxy/forward/readyRetry.ts); a test that dials the Service straight
  * waits for it here.
  */
 export async function waitForServiceRouting(

@@ -17,7 +17,7 @@ import { eventually, serviceAccountToken, testCluster } from "../../../test/supp
 import { adminRest, createUserland, markReady, userlandsPath } from "../../../test/support/resources.ts";
 import { isolatedValues } from "../../../test/chart/support.ts";
 import { consoleConfig, startConsole, USER_PREFIX } from "../../user-manager/test/consoleSupport.ts";
-import type { HomeView } from "../home.ts";
+import type { HomeView } from "../pages/homeView.ts";
 import { forgeToken, proxyKubeConfig, send, startProxy, startUpstream, testKeys } from "./support.ts";
 
 const CODE_HOST = "code.example.test";

@@ -20,7 +20,7 @@ import {
   reportSubmission,
 } from "../../user-manager/test/courseworkSupport.ts";
 import { startUserManager } from "../../user-manager/test/support.ts";
-import type { HomeView } from "../home.ts";
+import type { HomeView } from "../pages/homeView.ts";
 import { proxyKubeConfig, send, startProxy, testKeys } from "./support.ts";
 
 const APEX = "apps.example.test";

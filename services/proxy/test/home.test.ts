@@ -21,8 +21,8 @@ import {
   userlandsPath,
 } from "../../../test/support/resources.ts";
 import { startUserManager } from "../../user-manager/test/support.ts";
-import type { HomeView } from "../home.ts";
-import { timeAgo } from "../homePage.ts";
+import type { HomeView } from "../pages/homeView.ts";
+import { timeAgo } from "../pages/homePage.ts";
 import { proxyKubeConfig, send, startProxy, testKeys } from "./support.ts";
 
 const APEX = "apps.example.test";

@@ -10,13 +10,14 @@ import { test } from "node:test";
 import type { Template, Userland } from "../../../api/v1alpha1/index.ts";
 import { createLogger } from "../../../lib/logger.ts";
 import type { UserManagerClient } from "../../../lib/userManagerClient.ts";
-import type { ClientInfo } from "../headers.ts";
-import { homeView, ownUserland, type HomeConfig } from "../home.ts";
-import { homePage } from "../homePage.ts";
+import type { ClientInfo } from "../forward/headers.ts";
+import { homeView, ownUserland, type HomeConfig } from "../pages/homeView.ts";
+import { homePage } from "../pages/homePage.ts";
 import { createMetrics } from "../metrics.ts";
-import { pageHeaders } from "../pages.ts";
-import { hostForTemplate, isHomeHost, type ClusterView } from "../routing.ts";
-import { Starter } from "../starter.ts";
+import { pageHeaders } from "../pages/environmentPages.ts";
+import { hostForTemplate, isHomeHost } from "../route/templateHosts.ts";
+import type { ClusterView } from "../route/userlandIndex.ts";
+import { Starter } from "../endpoints/starter.ts";
 
 const userland = (name: string, user: string, templateName: string): Userland => ({
   apiVersion: "userland.dev/v1alpha1",

@@ -16,13 +16,13 @@ import {
   userManagerClient,
   type UserManagerClient,
 } from "../../../lib/userManagerClient.ts";
-import { trustedProxies } from "../headers.ts";
+import { trustedProxies } from "../forward/headers.ts";
 import { createMetrics } from "../metrics.ts";
 import type { RequestRecord } from "../requestLog.ts";
-import { overrideResolver } from "../resolver.ts";
-import { Router, type Route } from "../router.ts";
-import { UserlandIndex } from "../routing.ts";
-import { Starter } from "../starter.ts";
+import { overrideResolver } from "../route/resolver.ts";
+import { Router, type Route } from "../route/router.ts";
+import { UserlandIndex } from "../route/userlandIndex.ts";
+import { Starter } from "../endpoints/starter.ts";
 
 const HOST = "code.example.org";
 const log = createLogger("proxy-router-test");

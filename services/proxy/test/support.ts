@@ -25,7 +25,7 @@ import {
 import { testCluster, type TestCluster } from "../../../test/support/cluster.ts";
 import { buildProxyApp, type ProxyApp } from "../app.ts";
 import { loadProxyConfig } from "../config.ts";
-import { overrideResolver, type OverrideResolver } from "../resolver.ts";
+import { overrideResolver, type OverrideResolver } from "../route/resolver.ts";
 
 /** A token the real signer would never make (expired, wrong audience, ...), signed with a real key. */
 export async function forgeToken(

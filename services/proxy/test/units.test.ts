@@ -7,9 +7,9 @@ import { join } from "node:path";
 import { test } from "node:test";
 import type { Userland } from "../../../api/v1alpha1/index.ts";
 import { ConfigError } from "../../../lib/config.ts";
-import { pageHeaders, startingPage } from "../pages.ts";
+import { pageHeaders, startingPage } from "../pages/environmentPages.ts";
 import { pino } from "pino";
-import { justReady, mayRetry } from "../readyRetry.ts";
+import { justReady, mayRetry } from "../forward/readyRetry.ts";
 import { isStalled, progressText, startDuration } from "../../../lib/startProgress.ts";
 import { eventually } from "../../../test/support/cluster.ts";
 import { loadProxyConfig } from "../config.ts";
@@ -19,15 +19,21 @@ import {
   prepareUpstreamHeaders,
   trustedProxies,
   withoutSessionCookie,
-} from "../headers.ts";
-import { clusterDnsResolver, fileOverrideResolver, overrideResolver, parseOverrides } from "../resolver.ts";
-import { hostForTemplate, templateForHost, UserlandIndex, type ClusterView } from "../routing.ts";
-import { templateHosts } from "../signedOut.ts";
-import { environmentState } from "../environment.ts";
-import { originAllowed } from "../headers.ts";
-import { classifyUpstreamError, clientResponseHeaders } from "../forwarder.ts";
+} from "../forward/headers.ts";
+import {
+  clusterDnsResolver,
+  fileOverrideResolver,
+  overrideResolver,
+  parseOverrides,
+} from "../route/resolver.ts";
+import { hostForTemplate, templateForHost } from "../route/templateHosts.ts";
+import { UserlandIndex, type ClusterView } from "../route/userlandIndex.ts";
+import { templateHosts } from "../endpoints/signedOut.ts";
+import { environmentState } from "../route/environmentState.ts";
+import { originAllowed } from "../forward/headers.ts";
+import { classifyUpstreamError, clientResponseHeaders } from "../forward/forwarder.ts";
 import { SPOOFED_IDENTITY_HEADERS, testKeys } from "./support.ts";
-import { sessionCacheTag, sessionRequestValidators } from "../sharedCache.ts";
+import { sessionCacheTag, sessionRequestValidators } from "../forward/sharedCache.ts";
 
 const routes = {
   hostTemplates: new Map([

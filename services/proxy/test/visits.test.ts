@@ -29,8 +29,8 @@ import {
   TEACHER_RULES,
   USER_PREFIX,
 } from "../../user-manager/test/consoleSupport.ts";
-import type { HomeView } from "../home.ts";
-import { VISIT_COOKIE } from "../visits.ts";
+import type { HomeView } from "../pages/homeView.ts";
+import { VISIT_COOKIE } from "../route/visitTracker.ts";
 import {
   openWebSocket,
   proxyKubeConfig,

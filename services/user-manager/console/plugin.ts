@@ -40,6 +40,7 @@ import {
   type Row,
 } from "./classPages.ts";
 import { CONSOLE_PATH, PAGE_HEADERS, classUrl, errorPage, type Viewer } from "./layout.ts";
+import { forbiddenPage } from "./forbiddenPage.ts";
 import { rosterFormPage, rosterPreviewPage, rosterResultPage, type ImportReport } from "./rosterPages.ts";
 
 export interface ConsoleOptions {
@@ -202,33 +203,8 @@ export const consoleRoutes: FastifyPluginCallback<ConsoleOptions> = (app, opts, 
     }
     const viewer = request.caller ? viewerOf(request) : undefined;
     if (status === 403) {
-      const who = viewer?.kubernetesUser ?? "";
-      // Where the refused right was asked (several namespaces served: a course's), for the hint.
       const refusedIn = error instanceof HttpError ? error.extra.permission : undefined;
-      const asked = (refusedIn as { namespace?: unknown } | undefined)?.namespace;
-      const hintNamespace =
-        typeof asked === "string" && asked !== ALL_NAMESPACES
-          ? asked
-          : (store.served.single ?? "<course-namespace>");
-      return send(
-        reply,
-        403,
-        errorPage(
-          viewer,
-          "Not allowed",
-          error.message,
-          html`<p>
-              What you may do here is decided by Kubernetes RBAC for the user <code>${who}</code>${
-                viewer && viewer.groups.length > 0
-                  ? html` and the groups
-                    ${viewer.groups.map((g, i) => html`${i > 0 ? ", " : ""}<code>${g}</code>`)}`
-                  : ""
-              }.
-              An admin appoints a teacher with a RoleBinding, for example:
-            </p>
-            <pre><code>kubectl -n ${hintNamespace} create rolebinding teacher-${viewer?.user.replace(/[^a-z0-9]+/gi, "-").toLowerCase() ?? "x"} --clusterrole=userland-teacher --user=${who}</code></pre>`,
-        ),
-      );
+      return send(reply, 403, forbiddenPage(viewer, error.message, refusedIn, store.served.single));
     }
     if (status >= 500) request.log.error({ err: thrown }, "console request failed");
     // Our own errors say what went wrong as the API would; anything else stays in the log.

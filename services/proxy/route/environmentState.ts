@@ -1,7 +1,7 @@
 /** What a Userland means for its student right now, read from its spec and status. */
-import type { Userland } from "../../api/v1alpha1/index.ts";
-import type { EnvironmentInfo } from "./pages.ts";
-import type { ClusterView } from "./routing.ts";
+import type { Userland } from "../../../api/v1alpha1/index.ts";
+import type { EnvironmentInfo } from "../pages/environmentPages.ts";
+import type { ClusterView } from "./userlandIndex.ts";
 
 export type EnvironmentState = "missing" | "ready" | "starting" | "stopped" | "failed";
 

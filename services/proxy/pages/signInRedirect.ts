@@ -3,7 +3,7 @@
  * page, everyone else gets a 401. The session itself is lib/requestSessions.ts.
  */
 import type { IncomingMessage } from "node:http";
-import type { ClientInfo } from "./headers.ts";
+import type { ClientInfo } from "../forward/headers.ts";
 
 /** Browsers navigating get the login page; scripts, API clients and WebSockets get a 401. */
 export function wantsLoginRedirect(req: IncomingMessage): boolean {

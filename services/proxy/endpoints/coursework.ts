@@ -9,14 +9,14 @@
  * requests a second, not one per poll. A hand-in forgets the student's answer at once.
  */
 import { LRUCache } from "lru-cache";
-import type { Logger } from "../../lib/logger.ts";
+import type { Logger } from "../../../lib/logger.ts";
 import type {
   Download,
   HandInResult,
   StudentAssignment,
   UserManagerClient,
-} from "../../lib/userManagerClient.ts";
-import type { ProxyMetrics } from "./metrics.ts";
+} from "../../../lib/userManagerClient.ts";
+import type { ProxyMetrics } from "../metrics.ts";
 
 const ASSIGNMENTS_TTL_MS = 10_000;
 

@@ -5,9 +5,9 @@
  * page also works without JavaScript. Every interpolated value is escaped by the `html` tag.
  */
 import { createHash } from "node:crypto";
-import { html, Html, pageDocument } from "../../lib/html.ts";
-import { localPath } from "../../lib/localPath.ts";
-import { pageSecurityHeaders } from "../../lib/pageHeaders.ts";
+import { html, Html, pageDocument } from "../../../lib/html.ts";
+import { localPath } from "../../../lib/localPath.ts";
+import { pageSecurityHeaders } from "../../../lib/pageHeaders.ts";
 
 const style = `
   :root { color-scheme: light dark; --bg: #f4f5f7; --card: #fff; --fg: #1d2430; --muted: #5b6474; --accent: #2456c7; }
@@ -285,7 +285,7 @@ export function simplePage(status: number, title: string, message: string): Page
   };
 }
 
-/** The student already holds as many requests or WebSockets as one student may (limits.ts). */
+/** The student already holds as many requests or WebSockets as one student may (forward/limits.ts). */
 export function tooManyPage(kind: "http" | "websocket", limit: number): Page {
   const what = kind === "websocket" ? "WebSocket connections" : "requests in progress";
   const title = "Too many connections";

@@ -8,13 +8,13 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { pipeline } from "node:stream/promises";
-import { simplePage } from "./pages.ts";
+import { simplePage } from "../pages/environmentPages.ts";
 import type { Coursework } from "./coursework.ts";
-import type { RequestRecord } from "./requestLog.ts";
-import { sendPage } from "./respond.ts";
-import type { ClusterView } from "./routing.ts";
+import type { RequestRecord } from "../requestLog.ts";
+import { sendPage } from "../pages/send.ts";
+import type { ClusterView } from "../route/userlandIndex.ts";
 
-/** What a download needs of the proxy (ownEndpoints.ts passes its own dependencies). */
+/** What a download needs of the proxy (endpoints/studentEndpoints.ts passes its own dependencies). */
 interface DownloadDeps {
   cluster: Pick<ClusterView, "findUserland">;
   coursework: Pick<Coursework, "download">;

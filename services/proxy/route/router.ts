@@ -5,14 +5,14 @@
  * start is a Route too). Nothing in the request but the verified session chooses whose environment
  * is reached.
  */
-import { sessionEnded } from "../../api/sessions.ts";
+import { sessionEnded } from "../../../api/sessions.ts";
 import type { IncomingMessage } from "node:http";
-import { UserlandAnnotations, type StartProgress, type Userland } from "../../api/v1alpha1/index.ts";
-import type { Session } from "../../lib/session.ts";
-import type { ProxyConfig } from "./config.ts";
-import { environmentInfo, environmentState, userlandKey } from "./environment.ts";
-import { clientInfo, originAllowed, type ClientInfo } from "./headers.ts";
-import type { RouteOutcome } from "./metrics.ts";
+import { UserlandAnnotations, type StartProgress, type Userland } from "../../../api/v1alpha1/index.ts";
+import type { Session } from "../../../lib/session.ts";
+import type { ProxyConfig } from "../config.ts";
+import { environmentInfo, environmentState, userlandKey } from "./environmentState.ts";
+import { clientInfo, originAllowed, type ClientInfo } from "../forward/headers.ts";
+import type { RouteOutcome } from "../metrics.ts";
 import { isServiceWorkerScript, serviceWorkersAllowed, userlandForLabel, userlandLabel } from "./origins.ts";
 import {
   failedPage,
@@ -25,19 +25,20 @@ import {
   upstreamErrorPage,
   type EnvironmentInfo,
   type Page,
-} from "./pages.ts";
-import type { RequestKind, RequestRecord } from "./requestLog.ts";
+} from "../pages/environmentPages.ts";
+import type { RequestKind, RequestRecord } from "../requestLog.ts";
 import type { UpstreamResolver } from "./resolver.ts";
-import { SIGNED_OUT_PATH } from "./signedOut.ts";
-import { HOME_PATH } from "./home.ts";
-import { isHomeHost, labelUnder, templateForHost, type ClusterView } from "./routing.ts";
-import type { RequestSessions } from "../../lib/requestSessions.ts";
-import type { Starter } from "./starter.ts";
-import { justReady, readySince, WAITING_TO_ANSWER } from "./readyRetry.ts";
-import { isStalled, progressText } from "../../lib/startProgress.ts";
-import { cookieValues } from "../../lib/requestSessions.ts";
-import { VISIT_COOKIE, type VisitTracker } from "./visits.ts";
-import { visitRefusedPage, waitingPage } from "./visitPages.ts";
+import { SIGNED_OUT_PATH } from "../endpoints/signedOut.ts";
+import { HOME_PATH } from "../pages/homeView.ts";
+import { isHomeHost, labelUnder, templateForHost } from "./templateHosts.ts";
+import type { ClusterView } from "./userlandIndex.ts";
+import type { RequestSessions } from "../../../lib/requestSessions.ts";
+import type { Starter } from "../endpoints/starter.ts";
+import { justReady, readySince, WAITING_TO_ANSWER } from "../forward/readyRetry.ts";
+import { isStalled, progressText } from "../../../lib/startProgress.ts";
+import { cookieValues } from "../../../lib/requestSessions.ts";
+import { VISIT_COOKIE, type VisitTracker } from "./visitTracker.ts";
+import { visitRefusedPage, waitingPage } from "../pages/visitPages.ts";
 import { heldPage, ownerRefusal, signOutUrlFor, visitorRefusal } from "./exam.ts";
 
 /** A request whose session and Template are known. */
@@ -56,7 +57,7 @@ export type Route =
   | { kind: "signIn"; outcome: "no_session"; client: ClientInfo; conflicting: boolean }
   /** PROXY_ORIGINS=perUser: the Template's host sends the student on to their environment's host. */
   | { kind: "redirect"; outcome: "per_user_host"; location: string }
-  /** A hop of the sign-out (and sign-in) chain: clear this origin, go on (signedOut.ts). Needs no session. */
+  /** A hop of the sign-out (and sign-in) chain: clear this origin, go on (endpoints/signedOut.ts). Needs no session. */
   | { kind: "signedOut"; outcome: "own_endpoint"; client: ClientInfo; query: URLSearchParams }
   /**
    * The proxy's own /_userland/ endpoints, never forwarded; also the home page at the base domain's
@@ -86,15 +87,23 @@ export type Route =
       env: EnvironmentInfo;
       /** Service workers may be registered from this environment (else Service-Worker-Allowed is dropped). */
       serviceWorkers: boolean;
-      /** When it turned Ready (readyRetry.ts): a refusal just after is not an outage. */
+      /** When it turned Ready (forward/readyRetry.ts): a refusal just after is not an outage. */
       readySince: number | undefined;
       /** How its start went (status.progress), for the starting page a refusal just after Ready keeps. */
       progress: StartProgress | undefined;
-      /** A teacher's visit (visits.ts): the environment's owner, whom `X-User` names; else undefined. */
+      /** A teacher's visit (route/visitTracker.ts): the environment's owner, whom `X-User` names; else undefined. */
       visitOf?: string;
     });
 
 export type OwnEndpointRoute = Extract<Route, { kind: "ownEndpoint" }>;
+
+/** The Route to the proxy's own endpoint at `pathname`, for a signed request (its Template, if any). */
+function ownEndpoint(
+  signed: Omit<Signed, "template"> & { template: string | undefined },
+  pathname: string,
+): OwnEndpointRoute {
+  return { kind: "ownEndpoint", outcome: "own_endpoint", ...signed, pathname };
+}
 
 export type RouterConfig = Pick<
   ProxyConfig,
@@ -136,16 +145,9 @@ function homeHostRoute(
   client: ClientInfo,
   pathname: string,
 ): Route {
-  const own = {
-    kind: "ownEndpoint",
-    outcome: "own_endpoint",
-    session,
-    token,
-    client,
-    template: undefined,
-  } as const;
-  if (kind === "http" && pathname === "/") return { ...own, pathname: HOME_PATH, homeAt: "/" };
-  if (kind === "http" && isOwnPath(pathname)) return { ...own, pathname };
+  const own = { session, token, client, template: undefined };
+  if (kind === "http" && pathname === "/") return { ...ownEndpoint(own, HOME_PATH), homeAt: "/" };
+  if (kind === "http" && isOwnPath(pathname)) return ownEndpoint(own, pathname);
   return page(
     "unknown_host",
     simplePage(404, "Not found", "Nothing is served at this address but your home page, at /."),
@@ -216,15 +218,7 @@ export class Router {
         if (kind === "websocket" && !originAllowed(req.headers.origin, client, config.allowedOrigins))
           return page("forbidden_origin", foreignWebSocketPage());
         if (isOwnPath(pathname))
-          return {
-            kind: "ownEndpoint",
-            outcome: "own_endpoint",
-            session,
-            token,
-            template: undefined,
-            client,
-            pathname,
-          };
+          return ownEndpoint({ session, token, template: undefined, client }, pathname);
         return this.visit(hostUserland, session, token, client, `${pathname}${parsed.search}`, record, true);
       }
       if (!hostUserland || hostUserland.spec.user !== session.user)
@@ -235,8 +229,7 @@ export class Router {
     if (template === undefined) return page("unknown_host", unknownHostPage(client.host));
     if (kind === "websocket" && !originAllowed(req.headers.origin, client, config.allowedOrigins))
       return page("forbidden_origin", foreignWebSocketPage());
-    if (isOwnPath(pathname))
-      return { kind: "ownEndpoint", outcome: "own_endpoint", session, token, template, client, pathname };
+    if (isOwnPath(pathname)) return ownEndpoint({ session, token, template, client }, pathname);
     // Shared origins: the visit cookie names the student's environment a visitor opened here.
     const visited = perUserHost ? undefined : this.visitedUserland(req, template, session.user);
     if (visited === "unknown") return page("visit_refused", visitRefusedPage());
@@ -387,7 +380,7 @@ export class Router {
     const userland = named ?? cluster.findUserland(signed.session.user, signed.template);
     const env = environmentInfo(cluster, signed.template, signed.session.user);
     if (userland) record.userland = userlandKey(userland);
-    // An exam's rules (exam.ts): a visitor's were applied before (visit).
+    // An exam's rules (route/exam.ts): a visitor's were applied before (visit).
     const exam =
       userland &&
       (heldPage(userland) ??
@@ -403,7 +396,7 @@ export class Router {
     if (!target) {
       // Just after Ready, the address may not be known yet (an upstream overrides file is re-read
       // once a second): the start's last step, not an outage. The cluster's DNS resolver always
-      // gives an address; its lookups are retried with the connection (readyRetry.ts).
+      // gives an address; its lookups are retried with the connection (forward/readyRetry.ts).
       if (justReady(readySince(userland), this.deps.config.readyGraceMs))
         return page(
           "starting",

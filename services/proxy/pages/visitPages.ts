@@ -3,9 +3,9 @@
  * refused, or waiting for the student's Allow. Shared by the router's decision and the visit
  * endpoints, so neither imports the other.
  */
-import { html } from "../../lib/html.ts";
-import { document, simplePage, type Page } from "./pages.ts";
-import { LEAVE_PATH } from "./visits.ts";
+import { html } from "../../../lib/html.ts";
+import { document, simplePage, type Page } from "./environmentPages.ts";
+import { LEAVE_PATH } from "../route/visitTracker.ts";
 
 /**
  * One refusal for an environment that does not exist and one the visitor may not open (no

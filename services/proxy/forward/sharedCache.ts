@@ -5,7 +5,7 @@
  * what the next student's page loads on a lab computer: code the first student controls, running on
  * the second one's origin with their session. Two layers close it:
  *
- * - the sign-out/sign-in clearing hop sends `Clear-Site-Data: "cache"` too (signedOut.ts);
+ * - the sign-out/sign-in clearing hop sends `Clear-Site-Data: "cache"` too (endpoints/signedOut.ts);
  * - here, forwarded answers can never be reused across sessions, whatever the browser does with
  *   `Vary`: every cacheable answer becomes `private, no-cache` (the browser must ask before each
  *   use), its ETag is bound to the session (a hash of its sid), `Last-Modified` and `Expires` are

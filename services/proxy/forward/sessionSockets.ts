@@ -5,8 +5,8 @@
  * new handshake is refused like any request of an ended session.
  */
 import type { Socket } from "node:net";
-import { sessionEnded, type SessionRef } from "../../api/sessions.ts";
-import type { ClusterView } from "./routing.ts";
+import { sessionEnded, type SessionRef } from "../../../api/sessions.ts";
+import type { ClusterView } from "../route/userlandIndex.ts";
 
 export class SessionSockets {
   private readonly byUser = new Map<string, Map<Socket, SessionRef>>();

@@ -6,20 +6,20 @@
  * with JavaScript a small inline script, allowed by its hash like the starting page's, follows
  * `GET /_userland/home` (the same view as JSON) and reloads when a state changes.
  */
-import { formatBytes } from "../../lib/formatBytes.ts";
-import { html, type Html } from "../../lib/html.ts";
-import type { StudentAssignment } from "../../lib/userManagerClient.ts";
-import { localPath } from "../../lib/localPath.ts";
+import { formatBytes } from "../../../lib/formatBytes.ts";
+import { html, type Html } from "../../../lib/html.ts";
+import type { StudentAssignment } from "../../../lib/userManagerClient.ts";
+import { localPath } from "../../../lib/localPath.ts";
 import {
   HOME_PATH,
   type HomeEnvironment,
   type HomeState,
   type HomeView,
   type SelfServiceOffer,
-} from "./home.ts";
-import { document, inlineScript, type Page } from "./pages.ts";
+} from "./homeView.ts";
+import { document, inlineScript, type Page } from "./environmentPages.ts";
 import { visitsSection, visitsSignature, VISITS_SIGN_JS } from "./homeVisits.ts";
-import { examsSection, examsSignature, EXAMS_SIGN_JS } from "./exam.ts";
+import { examsSection, examsSignature, EXAMS_SIGN_JS } from "../route/exam.ts";
 
 const homeStyle = `
   main { max-width: 46rem; margin: 6vh auto; }

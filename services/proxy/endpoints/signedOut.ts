@@ -3,7 +3,7 @@
  * browser through when a student signs out or starts signing in. Each hop answers on one Template
  * host with `Clear-Site-Data: "cache", "cookies", "storage"` (the browser drops that origin's
  * cached answers, service workers, storage and every cookie of the site, also ones an
- * environment's script planted with another path; the cache: issue 29 item 1, sharedCache.ts) and moves on to the next Template host, and after the last back to `rd`, which
+ * environment's script planted with another path; the cache: issue 29 item 1, forward/sharedCache.ts) and moves on to the next Template host, and after the last back to `rd`, which
  * must be on the auth service's origin (never an open redirect). No session is needed: the auth
  * service has cleared its cookie before the first hop.
  *
@@ -11,12 +11,13 @@
  * there may be more Template hosts than that.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { html, pageDocument } from "../../lib/html.ts";
-import { pageSecurityHeaders } from "../../lib/pageHeaders.ts";
-import type { ProxyConfig } from "./config.ts";
-import type { ClientInfo } from "./headers.ts";
-import { normaliseHost, stripPort } from "./host.ts";
-import { templateSubdomain, type ClusterView } from "./routing.ts";
+import { html, pageDocument } from "../../../lib/html.ts";
+import { pageSecurityHeaders } from "../../../lib/pageHeaders.ts";
+import type { ProxyConfig } from "../config.ts";
+import type { ClientInfo } from "../forward/headers.ts";
+import { normaliseHost, stripPort } from "../route/hostNames.ts";
+import { templateSubdomain } from "../route/templateHosts.ts";
+import type { ClusterView } from "../route/userlandIndex.ts";
 
 export const SIGNED_OUT_PATH = "/_userland/signed-out";
 

@@ -7,7 +7,7 @@
  *   environment could leave behind something that acts on the next student's traffic. The proxy
  *   therefore refuses service-worker scripts (unless the Template opts in) and drops
  *   `Service-Worker-Allowed` from environments' answers; sign-out and sign-in clear the origin
- *   (`/_userland/signed-out`, ownEndpoints.ts).
+ *   (`/_userland/signed-out`, endpoints/studentEndpoints.ts).
  * - `perUser`: each environment at its own host, `<userland>--<template>.<domain>`: one label under
  *   the base domain, so one wildcard certificate `*.<domain>` and one wildcard DNS record cover every
  *   environment (a `<userland>.<template>.<domain>` name would need a certificate per Template).
@@ -15,7 +15,7 @@
  *   own environment's host and serves no environment content itself.
  */
 import type { IncomingMessage } from "node:http";
-import { SERVICE_WORKERS_ANNOTATION, type Template, type Userland } from "../../api/v1alpha1/index.ts";
+import { SERVICE_WORKERS_ANNOTATION, type Template, type Userland } from "../../../api/v1alpha1/index.ts";
 
 export const ORIGIN_MODES = ["shared", "perUser"] as const;
 export type OriginMode = (typeof ORIGIN_MODES)[number];

@@ -12,7 +12,7 @@
  */
 import { readFileSync, unwatchFile, watchFile } from "node:fs";
 import { LRUCache } from "lru-cache";
-import type { Logger } from "../../lib/logger.ts";
+import type { Logger } from "../../../lib/logger.ts";
 
 export interface UpstreamResolver {
   readonly kind: "cluster-dns" | "overrides";

@@ -11,10 +11,10 @@ import {
   type Userland,
   UserlandAnnotations,
   userlandsPath,
-} from "../../api/v1alpha1/index.ts";
-import { isNotFound, type KubeRest } from "../../lib/kubeRest.ts";
-import type { Logger } from "../../lib/logger.ts";
-import type { ProxyMetrics } from "./metrics.ts";
+} from "../../../api/v1alpha1/index.ts";
+import { isNotFound, type KubeRest } from "../../../lib/kubeRest.ts";
+import type { Logger } from "../../../lib/logger.ts";
+import type { ProxyMetrics } from "../metrics.ts";
 
 interface ActivityOptions {
   rest: KubeRest;

@@ -4,9 +4,9 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
-import type { ClientInfo } from "./headers.ts";
-import { pageHeaders, type Page } from "./pages.ts";
-import { loginLocation, wantsLoginRedirect } from "./session.ts";
+import type { ClientInfo } from "../forward/headers.ts";
+import { pageHeaders, type Page } from "./environmentPages.ts";
+import { loginLocation, wantsLoginRedirect } from "./signInRedirect.ts";
 
 /** API clients asking for JSON (and not also for HTML) get a page's information as JSON. */
 export function prefersJson(req: IncomingMessage): boolean {

@@ -3,7 +3,7 @@
  * always for the session's own environments:
  *
  * - `GET /_userland/status`: the host's Template's environment (what the starting page polls);
- * - `GET /_userland/home`: the student's home page (homePage.ts), or its view as JSON;
+ * - `GET /_userland/home`: the student's home page (pages/homePage.ts), or its view as JSON;
  * - `POST /_userland/start`: the host's Template's environment (the stopped page), or the one the
  *   form names with `userland` (the home page);
  * - `POST /_userland/stop`: the environment the form names with `userland`, or the host's;
@@ -11,32 +11,31 @@
  * - `POST /_userland/handin`: the student's own work of `assignment` (of `template`), after a
  *   confirm page (`confirm=yes`);
  * - `GET /_userland/download?template=`: the student's own home volume of that Template as a zip
- *   (download.ts);
+ *   (endpoints/download.ts);
  * - `POST /_userland/signout`: with `everywhere=yes`, ends every session of the student issued
  *   until now (api/sessions.ts), else this one; then on to the auth service's sign-out page.
  *
  * A Userland a form names counts only when its spec.user is exactly the session's user: any
  * other name is answered like a name that does not exist.
  */
-import { heldPage } from "./exam.ts";
-import { isStalled, progressText } from "../../lib/startProgress.ts";
+import { heldPage } from "../route/exam.ts";
+import { isStalled, progressText } from "../../../lib/startProgress.ts";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Userland } from "../../api/v1alpha1/index.ts";
-import { formFromOwnSite } from "../../lib/formOrigin.ts";
-import { localPath } from "../../lib/localPath.ts";
-import { environmentInfo, environmentState, userlandKey } from "./environment.ts";
-import { originAllowed } from "./headers.ts";
+import type { Userland } from "../../../api/v1alpha1/index.ts";
+import { localPath } from "../../../lib/localPath.ts";
+import { environmentInfo, environmentState, userlandKey } from "../route/environmentState.ts";
 import { serveDownload } from "./download.ts";
-import { DOWNLOAD_PATH, HOME_PATH, homeView, ownUserland, type HomeConfig } from "./home.ts";
-import { handInConfirmPage, homePage } from "./homePage.ts";
+import { FormTooLarge, formFromThisSite, readForm } from "./forms.ts";
+import { DOWNLOAD_PATH, HOME_PATH, homeView, ownUserland, type HomeConfig } from "../pages/homeView.ts";
+import { handInConfirmPage, homePage } from "../pages/homePage.ts";
 import type { Coursework } from "./coursework.ts";
-import { missingPage, simplePage, type Page } from "./pages.ts";
-import type { RequestRecord } from "./requestLog.ts";
-import { prefersJson, sendJson, sendPage } from "./respond.ts";
-import type { OwnEndpointRoute } from "./router.ts";
-import type { ClusterView } from "./routing.ts";
+import { missingPage, simplePage, type Page } from "../pages/environmentPages.ts";
+import type { RequestRecord } from "../requestLog.ts";
+import { prefersJson, sendJson, sendPage } from "../pages/send.ts";
+import type { OwnEndpointRoute } from "../route/router.ts";
+import type { ClusterView } from "../route/userlandIndex.ts";
 import type { Starter } from "./starter.ts";
-import type { UserManagerClient } from "../../lib/userManagerClient.ts";
+import type { UserManagerClient } from "../../../lib/userManagerClient.ts";
 
 export interface OwnEndpointDeps {
   cluster: ClusterView;
@@ -50,19 +49,6 @@ export interface OwnEndpointDeps {
 
 const FORM_ACTIONS = ["start", "stop", "create", "handin", "signout"] as const;
 type FormAction = (typeof FORM_ACTIONS)[number];
-
-class FormTooLarge extends Error {}
-
-async function readForm(req: IncomingMessage, limit = 4096): Promise<URLSearchParams> {
-  let size = 0;
-  const chunks: Buffer[] = [];
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) throw new FormTooLarge("form too large");
-    chunks.push(chunk);
-  }
-  return new URLSearchParams(Buffer.concat(chunks).toString("utf8"));
-}
 
 const notFound = () =>
   simplePage(404, "Not found", "This address belongs to the platform, not to your environment.");
@@ -116,12 +102,7 @@ export async function serveOwnEndpoint(
     sendPage(req, res, notFound());
     return;
   }
-  // Forms from other sites (another Template's environment included) must not act for the student.
-  if (!formFromOwnSite(req.headers, (origin) => originAllowed(origin, client, deps.allowedOrigins))) {
-    record.outcome = "forbidden_origin";
-    sendPage(req, res, simplePage(403, "Not allowed", "This form must be sent from this site."));
-    return;
-  }
+  if (!formFromThisSite(req, res, client, deps.allowedOrigins, record)) return;
   let form: URLSearchParams;
   try {
     form = await readForm(req);
@@ -204,7 +185,7 @@ async function act(
   }
   record.userland = userlandKey(userland);
   const state = environmentState(userland);
-  // Stopped for an exam (exam.ts): it starts again by itself when the exam is over.
+  // Stopped for an exam (route/exam.ts): it starts again by itself when the exam is over.
   const held = action === "start" ? heldPage(userland) : undefined;
   if (held) {
     record.outcome = "exam_refused";

@@ -13,11 +13,11 @@
  * Callers decide whose Userland it is (always the session's own); this file only talks.
  */
 import { LRUCache } from "lru-cache";
-import type { Userland } from "../../api/v1alpha1/index.ts";
-import type { Logger } from "../../lib/logger.ts";
-import type { UserManagerClient } from "../../lib/userManagerClient.ts";
-import { userlandKey } from "./environment.ts";
-import type { ProxyMetrics } from "./metrics.ts";
+import type { Userland } from "../../../api/v1alpha1/index.ts";
+import type { Logger } from "../../../lib/logger.ts";
+import type { UserManagerClient } from "../../../lib/userManagerClient.ts";
+import { userlandKey } from "../route/environmentState.ts";
+import type { ProxyMetrics } from "../metrics.ts";
 
 const START_INTERVAL_MS = 60_000;
 /** Start and Stop requests one Userland may cause in a minute: flipping it back and forth is bounded. */

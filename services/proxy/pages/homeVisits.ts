@@ -2,9 +2,9 @@
  * The visits a student's home lists (docs/decisions/0012-visits.md): every teacher's visit to any
  * of their environments in the last 30 days, newest first, read from the Userlands'
  * `userland.dev/visits` annotation in the proxy's cache (no API call), and a visit going on now
- * marked live. homePage.ts shows them; its script follows them through the home's JSON.
+ * marked live. pages/homePage.ts shows them; its script follows them through the home's JSON.
  */
-import { UserlandAnnotations, type Userland } from "../../api/v1alpha1/index.ts";
+import { UserlandAnnotations, type Userland } from "../../../api/v1alpha1/index.ts";
 import {
   consentState,
   parseVisitRequests,
@@ -12,9 +12,9 @@ import {
   VISIT_HISTORY_MS,
   visitIsLive,
   visitMinutes,
-} from "../../api/visits.ts";
-import { html, type Html } from "../../lib/html.ts";
-import { ALLOW_PATH } from "./visits.ts";
+} from "../../../api/visits.ts";
+import { html, type Html } from "../../../lib/html.ts";
+import { ALLOW_PATH } from "../route/visitTracker.ts";
 
 export interface HomeVisit {
   visitor: string;

@@ -6,7 +6,7 @@
  * student keeps the starting page (which polls and comes back) instead of "not answering".
  */
 import type { IncomingMessage } from "node:http";
-import { UserlandConditions, type Userland } from "../../api/v1alpha1/index.ts";
+import { UserlandConditions, type Userland } from "../../../api/v1alpha1/index.ts";
 
 /** Waits before each further attempt: four more attempts within 5 s. */
 export const READY_RETRY_DELAYS_MS: readonly number[] = [500, 1000, 1500, 2000];

@@ -2,19 +2,20 @@
  * What a student's home page shows: from the proxy's caches (no API call per request), every
  * Userland of the session's user, whatever its Template, with its state and where to open it, and
  * the self-service Templates (`spec.selfService`) they hold none of yet; and their assignments, the
- * user-manager's answer (coursework.ts, cached briefly). Nothing here looks at any other user's Userlands.
+ * user-manager's answer (endpoints/coursework.ts, cached briefly). Nothing here looks at any other user's Userlands.
  */
-import { progressText } from "../../lib/startProgress.ts";
-import { UserlandAnnotations, type Template, type Userland } from "../../api/v1alpha1/index.ts";
-import type { StudentAssignment } from "../../lib/userManagerClient.ts";
-import type { ProxyConfig } from "./config.ts";
-import { environmentState } from "./environment.ts";
-import type { ClientInfo } from "./headers.ts";
-import { userlandLabel } from "./origins.ts";
-import { hostForTemplate, type ClusterView } from "./routing.ts";
-import type { Starter } from "./starter.ts";
+import { progressText } from "../../../lib/startProgress.ts";
+import { UserlandAnnotations, type Template, type Userland } from "../../../api/v1alpha1/index.ts";
+import type { StudentAssignment } from "../../../lib/userManagerClient.ts";
+import type { ProxyConfig } from "../config.ts";
+import { environmentState } from "../route/environmentState.ts";
+import type { ClientInfo } from "../forward/headers.ts";
+import { userlandLabel } from "../route/origins.ts";
+import { hostForTemplate } from "../route/templateHosts.ts";
+import type { ClusterView } from "../route/userlandIndex.ts";
+import type { Starter } from "../endpoints/starter.ts";
 import { homeVisitRequests, homeVisits, type HomeVisit, type HomeVisitRequest } from "./homeVisits.ts";
-import { examOnHome, examsOnHome, type HomeExam } from "./exam.ts";
+import { examOnHome, examsOnHome, type HomeExam } from "../route/exam.ts";
 
 /** `/_userland/home` on every host; also the root of the base domain when it serves no Template. */
 export const HOME_PATH = "/_userland/home";
@@ -40,7 +41,7 @@ export interface HomeEnvironment {
   openUrl: string | undefined;
   /** "Download my work": the Template names a home volume (spec.coursework.home). */
   downloadUrl: string | undefined;
-  /** Stopped for an exam (exam.ts): no Start button; `detail` says until when. */
+  /** Stopped for an exam (route/exam.ts): no Start button; `detail` says until when. */
   held: boolean;
 }
 
@@ -64,11 +65,11 @@ export interface HomeView {
   canAct: boolean;
   /** The auth service's sign-out page. */
   signOutUrl: string;
-  /** Teachers' visits to these environments in the last 30 days, newest first (homeVisits.ts). */
+  /** Teachers' visits to these environments in the last 30 days, newest first (pages/homeVisits.ts). */
   visits: HomeVisit[];
   /** Visitors waiting for the student's Allow. */
   visitRequests: HomeVisitRequest[];
-  /** Exams of their environments: the day before the start, and while they run (exam.ts). */
+  /** Exams of their environments: the day before the start, and while they run (route/exam.ts). */
   exams: HomeExam[];
 }
 
@@ -99,7 +100,7 @@ function openUrl(userland: Userland, config: HomeConfig, client: ClientInfo): st
 
 const titleOf = (template: Template | undefined, name: string) => template?.spec.displayName ?? name;
 
-/** The proxy's own endpoint that streams a student's home volume as a zip (ownEndpoints.ts). */
+/** The proxy's own endpoint that streams a student's home volume as a zip (endpoints/studentEndpoints.ts). */
 export const DOWNLOAD_PATH = "/_userland/download";
 
 export function homeView(

@@ -4,8 +4,8 @@
  * environment, so without a cap one student (or a script of theirs) could use up the proxy's file
  * descriptors for everyone. Counted per replica, in memory; a refusal is a 429 (server.ts).
  */
-import type { ProxyConfig } from "./config.ts";
-import type { RequestKind } from "./requestLog.ts";
+import type { ProxyConfig } from "../config.ts";
+import type { RequestKind } from "../requestLog.ts";
 
 export class UserLimits {
   private readonly config: ProxyConfig["limits"];

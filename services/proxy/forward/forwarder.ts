@@ -11,11 +11,11 @@ import type { Socket } from "node:net";
 import { performance } from "node:perf_hooks";
 import { ProxyServer } from "http-proxy-3";
 import { Agent as UpstreamPool, type Dispatcher } from "undici";
-import type { Logger } from "../../lib/logger.ts";
-import { isPlatformCookieName } from "../../lib/session.ts";
-import type { ProxyConfig } from "./config.ts";
-import type { ProxyMetrics, UpstreamError } from "./metrics.ts";
-import type { RequestRecord } from "./requestLog.ts";
+import type { Logger } from "../../../lib/logger.ts";
+import { isPlatformCookieName } from "../../../lib/session.ts";
+import type { ProxyConfig } from "../config.ts";
+import type { ProxyMetrics, UpstreamError } from "../metrics.ts";
+import type { RequestRecord } from "../requestLog.ts";
 import { sessionResponseValidators } from "./sharedCache.ts";
 
 export type ForwarderConfig = Pick<
@@ -93,7 +93,7 @@ function setCookieName(header: string): string {
  * frames the response to the client itself) and the names `Connection` lists, without a
  * Set-Cookie for any of the platform's cookies, and on a shared origin without
  * Service-Worker-Allowed; with `cacheTag` (a shared origin), not reusable by another session
- * (sharedCache.ts). A new object: deleting keys would slow every later use of the headers.
+ * (forward/sharedCache.ts). A new object: deleting keys would slow every later use of the headers.
  */
 export function clientResponseHeaders(
   headers: ResponseHeaders,

@@ -8,29 +8,35 @@
  *   origins it is the environment's own host, which names it (no cookie).
  * - `GET /_userland/leave`: drops the visit cookie and goes to the visitor's home.
  *
- * The cookie grants nothing: every request with it is checked (router.ts, visits.ts). A page of
+ * The cookie grants nothing: every request with it is checked (route/router.ts, route/visitTracker.ts). A page of
  * the same origin (another student's environment the teacher opened) must not switch the teacher
  * into a third environment without their click, so a visit is begun only by a navigation that
  * did not come from this origin (`Sec-Fetch-Site`).
  */
-import { signOutUrlFor, visitorRefusal } from "./exam.ts";
+import { signOutUrlFor, visitorRefusal } from "../route/exam.ts";
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
-import { cookieValues } from "../../lib/requestSessions.ts";
-import { UserlandAnnotations, type Userland } from "../../api/v1alpha1/index.ts";
-import { consentState, parseVisitRequests, VISIT_CONSENT_ANNOTATION } from "../../api/visits.ts";
-import { HOME_PATH, ownUserland, type HomeConfig } from "./home.ts";
-import { userlandLabel } from "./origins.ts";
-import { simplePage } from "./pages.ts";
-import type { RequestRecord } from "./requestLog.ts";
-import { sendPage } from "./respond.ts";
-import type { OwnEndpointRoute } from "./router.ts";
-import { hostForTemplate, type ClusterView } from "./routing.ts";
-import { visitRefusedPage, waitingPage } from "./visitPages.ts";
-import { ALLOW_PATH, LEAVE_PATH, VISIT_COOKIE, VISIT_PATH, type VisitTracker } from "./visits.ts";
-import { formFromOwnSite } from "../../lib/formOrigin.ts";
-import { localPath } from "../../lib/localPath.ts";
-import type { UserManagerClient } from "../../lib/userManagerClient.ts";
-import { originAllowed } from "./headers.ts";
+import { cookieValues } from "../../../lib/requestSessions.ts";
+import { UserlandAnnotations, type Userland } from "../../../api/v1alpha1/index.ts";
+import { consentState, parseVisitRequests, VISIT_CONSENT_ANNOTATION } from "../../../api/visits.ts";
+import { HOME_PATH, ownUserland, type HomeConfig } from "../pages/homeView.ts";
+import { userlandLabel } from "../route/origins.ts";
+import { simplePage } from "../pages/environmentPages.ts";
+import type { RequestRecord } from "../requestLog.ts";
+import { sendPage } from "../pages/send.ts";
+import type { OwnEndpointRoute } from "../route/router.ts";
+import { hostForTemplate } from "../route/templateHosts.ts";
+import type { ClusterView } from "../route/userlandIndex.ts";
+import { visitRefusedPage, waitingPage } from "../pages/visitPages.ts";
+import { FormTooLarge, formFromThisSite, readForm } from "./forms.ts";
+import {
+  ALLOW_PATH,
+  LEAVE_PATH,
+  VISIT_COOKIE,
+  VISIT_PATH,
+  type VisitTracker,
+} from "../route/visitTracker.ts";
+import { localPath } from "../../../lib/localPath.ts";
+import type { UserManagerClient } from "../../../lib/userManagerClient.ts";
 
 /** Names the visitor to the environment; the owner stays in X-User. Clients' copies are stripped (x-userland-*). */
 export const VISITOR_HEADER = "x-userland-visitor";
@@ -156,7 +162,7 @@ export async function serveVisitEndpoint(
     );
     return;
   }
-  // During an exam only its proctors (exam.ts), before the visit right is asked; the same refusal.
+  // During an exam only its proctors (route/exam.ts), before the visit right is asked; the same refusal.
   const exam = own
     ? undefined
     : visitorRefusal(
@@ -210,18 +216,6 @@ export async function serveVisitEndpoint(
   );
 }
 
-/** A form body of at most 4 KiB; undefined beyond. */
-async function readSmallForm(req: IncomingMessage): Promise<URLSearchParams | undefined> {
-  let size = 0;
-  const chunks: Buffer[] = [];
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > 4096) return undefined;
-    chunks.push(chunk);
-  }
-  return new URLSearchParams(Buffer.concat(chunks).toString("utf8"));
-}
-
 /**
  * `POST /_userland/allow-visit` (`userland`, `visitor`, `rd`): the student's Allow on their home
  * page, for their own environment only (another name is answered like one that does not exist),
@@ -239,12 +233,12 @@ async function allow(
     sendPage(req, res, simplePage(405, "Not allowed", "Allow a visit with the button on your home page."));
     return;
   }
-  if (!formFromOwnSite(req.headers, (origin) => originAllowed(origin, client, deps.allowedOrigins))) {
-    record.outcome = "forbidden_origin";
-    sendPage(req, res, simplePage(403, "Not allowed", "This form must be sent from this site."));
-    return;
-  }
-  const form = await readSmallForm(req);
+  if (!formFromThisSite(req, res, client, deps.allowedOrigins, record)) return;
+  // Too large: the same 400 as a form that cannot be read.
+  const form = await readForm(req).catch((error: unknown) => {
+    if (error instanceof FormTooLarge) return undefined;
+    throw error;
+  });
   const returnPath = localPath(form?.get("rd") ?? HOME_PATH);
   const userland = form && ownUserland(deps.cluster, session.user, form.get("userland") ?? "");
   const visitor = form?.get("visitor") ?? "";

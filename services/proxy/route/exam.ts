@@ -6,7 +6,7 @@
  * - the student's own session must be issued at or after the start (sign in again, on the exam
  *   machine): a session copied from elsewhere, or left open before, is refused;
  * - a visitor must be a proctor (a listed user or a member of a listed group) and, as for any
- *   visit, hold the visit right (asked afterwards, visits.ts); their session too must be new;
+ *   visit, hold the visit right (asked afterwards, route/visitTracker.ts); their session too must be new;
  * - a held Userland is not served, nor started, until the exam is over.
  *
  * A marked Userland whose notice cannot be read admits nobody: an exam must never look open.
@@ -17,10 +17,10 @@ import {
   parseExamNotice,
   type ExamNotice,
   type Userland,
-} from "../../api/v1alpha1/index.ts";
-import { html, type Html } from "../../lib/html.ts";
-import type { Session } from "../../lib/session.ts";
-import { document, simplePage, type Page } from "./pages.ts";
+} from "../../../api/v1alpha1/index.ts";
+import { html, type Html } from "../../../lib/html.ts";
+import type { Session } from "../../../lib/session.ts";
+import { document, simplePage, type Page } from "../pages/environmentPages.ts";
 
 type Exam = { notice: ExamNotice } | { unreadable: string };
 

@@ -13,9 +13,9 @@
  * The shared-origin mode's visit cookie only names which environment a visitor means; it grants
  * nothing (every replica asks before letting a visitor in).
  */
-import type { Userland } from "../../api/v1alpha1/index.ts";
-import type { Logger } from "../../lib/logger.ts";
-import type { UserManagerClient, VisitReportBody } from "../../lib/userManagerClient.ts";
+import type { Userland } from "../../../api/v1alpha1/index.ts";
+import type { Logger } from "../../../lib/logger.ts";
+import type { UserManagerClient, VisitReportBody } from "../../../lib/userManagerClient.ts";
 
 /** The shared-origin mode's cookie naming the environment a visitor opened (host-only). */
 export const VISIT_COOKIE = "userland_visit";
