@@ -31,7 +31,7 @@ test("a session token ends that session only, on its own user's Userland: bob's 
     um.call("POST", "/api/v1/sessions/end", { token: caller, body });
   const ended = async (session: string) =>
     sessionEnded(
-      decodeJwt(session) as { sid: string; iat: number; exp: number },
+      decodeJwt<{ sid: string; iat: number; exp: number }>(session),
       await admin.listUserlands(um.ns),
     );
   const marks = async (name: string) =>
