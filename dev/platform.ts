@@ -450,6 +450,9 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
         // Ended sessions refused at /forward-auth and /whoami, as the chart's default has it.
         AUTH_ENDED_SESSIONS: "true",
         KUBECONFIG: await kubeconfigFor("auth"),
+        // /logout ends the session everywhere through the user-manager (the chart's auth.signOut).
+        AUTH_SIGN_OUT_URL: userManagerUrl,
+        AUTH_SIGN_OUT_TOKEN_FILE: await tokenFile("auth"),
         ...(opts.provision === false
           ? {}
           : {

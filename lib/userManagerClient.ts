@@ -2,7 +2,7 @@
  * The one client of the user-management service's REST API, for the services that call it with
  * their own bearer token: the proxy (start and stop a student's environment, create one of a
  * self-service Template, a student's assignments and hand-in) and the auth service (create a
- * Userland at first login). The token is
+ * Userland at first login, end a signed-out session everywhere). The token is
  * read from a file on every call: projected ServiceAccount tokens are rotated on disk.
  */
 import { readFile } from "node:fs/promises";
@@ -73,6 +73,11 @@ export interface UserManagerClient {
    * session, else every session issued until now (sign out everywhere).
    */
   endSessions?(name: string, one?: { sid: string; exp: number }): Promise<void>;
+  /**
+   * Ends the session whose token is `session` everywhere (the auth service's sign-out; the token
+   * is the proof): the Userland that carries the mark, null when its user has none.
+   */
+  endSession?(session: string): Promise<{ userland: string | null }>;
   /** The student's Allow for a waiting visitor (`session`: the student's own session token). */
   allowVisit?(name: string, consent: { session: string; visitor: string }): Promise<"allowed" | "none">;
 }
@@ -146,6 +151,11 @@ export function userManagerClient(options: UserManagerClientOptions): UserManage
         one ? { sessionId: one.sid, expires: one.exp } : {},
       );
       if (status < 200 || status > 299) throw refused(status, text);
+    },
+    async endSession(session) {
+      const { status, text } = await post("api/v1/sessions/end", { session });
+      if (status !== 200) throw refused(status, text);
+      return { userland: (JSON.parse(text) as { userland: string | null }).userland };
     },
     async create(user, templateName, options) {
       const { status, text } = await post("api/v1/userlands", {

@@ -11,6 +11,7 @@ import type { AllowLists } from "./allowlist.ts";
 import type { GitHubSettings } from "./github.ts";
 import type { OidcSettings } from "./oidc.ts";
 import type { ProvisionSettings } from "./provision.ts";
+import type { SignOutSettings } from "./signOut.ts";
 import { createRedirectPolicy, parseHostPattern, type RedirectPolicy } from "./redirects.ts";
 
 const hostPatterns = (raw: string): string[] => {
@@ -257,6 +258,28 @@ export const settings = {
     default: 5_000,
     show: formatDuration,
   },
+
+  signOutUrl: {
+    env: "AUTH_SIGN_OUT_URL",
+    description:
+      "user-manager base URL; set: /logout ends the session everywhere (the proxy and forward-auth refuse a copied cookie), not only on this browser",
+    parse: parse.url,
+    default: undefined,
+  },
+  signOutTokenFile: {
+    env: "AUTH_SIGN_OUT_TOKEN_FILE",
+    description:
+      "File with the bearer token for the user-manager at sign-out (a projected ServiceAccount token; its account needs delete on userlands/sessions)",
+    parse: parse.string,
+    default: undefined,
+  },
+  signOutTimeout: {
+    env: "AUTH_SIGN_OUT_TIMEOUT",
+    description: "How long /logout waits for the user-manager to end the session everywhere",
+    parse: parse.duration,
+    default: 5_000,
+    show: formatDuration,
+  },
 } satisfies Settings;
 
 export interface AuthConfig {
@@ -281,6 +304,8 @@ export interface AuthConfig {
   github?: (GitHubSettings & { userPrefix: string; identity: "login" | "id" }) | undefined;
   allow: AllowLists;
   provision?: ProvisionSettings | undefined;
+  /** Set: /logout ends the session everywhere through the user-manager (signOut.ts). */
+  signOut?: SignOutSettings | undefined;
   /** Set: /forward-auth and /whoami refuse ended sessions, watching Userlands in these namespaces. */
   endedSessions?: { watchNamespaces: WatchNamespaces | undefined } | undefined;
 }
@@ -452,6 +477,21 @@ export function loadAuthConfig(env: NodeJS.ProcessEnv = process.env): AuthConfig
         }
       : undefined;
 
+  together(problem, [
+    [
+      c.signOutUrl,
+      "set AUTH_SIGN_OUT_URL: the user-manager base URL that ends sessions at sign-out (AUTH_SIGN_OUT_TOKEN_FILE is set)",
+    ],
+    [
+      c.signOutTokenFile,
+      "set AUTH_SIGN_OUT_TOKEN_FILE: the file with the token the user-manager accepts (a projected ServiceAccount token; AUTH_SIGN_OUT_URL is set)",
+    ],
+  ]);
+  const signOut: SignOutSettings | undefined =
+    c.signOutUrl && c.signOutTokenFile
+      ? { url: c.signOutUrl, tokenFile: c.signOutTokenFile, timeoutMs: c.signOutTimeout }
+      : undefined;
+
   if (problems.length > 0 || !redirects) throw new ConfigError("auth", problems);
   return {
     host: c.host,
@@ -470,6 +510,7 @@ export function loadAuthConfig(env: NodeJS.ProcessEnv = process.env): AuthConfig
     github,
     allow: { domains: c.allowedDomains, groups: c.allowedGroups, orgs: c.allowedOrgs },
     provision,
+    signOut,
     endedSessions: c.endedSessions ? { watchNamespaces: c.watchNamespaces } : undefined,
   };
 }

@@ -12,6 +12,7 @@ import type { GitHubClient } from "./github.ts";
 import type { Metrics } from "./metrics.ts";
 import type { OidcClient } from "./oidc.ts";
 import type { Provisioner } from "./provision.ts";
+import type { SignOut } from "./signOut.ts";
 import type { TransactionSealer } from "./transaction.ts";
 
 export interface AuthContext {
@@ -24,6 +25,8 @@ export interface AuthContext {
   oidc?: OidcClient | undefined;
   github?: GitHubClient | undefined;
   provisioner?: Provisioner | undefined;
+  /** Ends a signed-out session everywhere (AUTH_SIGN_OUT_URL); unset: /logout clears this browser only. */
+  signOut?: SignOut | undefined;
   /** Sessions ended before they expire (AUTH_ENDED_SESSIONS); unset: only expiry ends a session. */
   endedSessions?: EndedSessions | undefined;
   metrics: Metrics;

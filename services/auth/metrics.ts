@@ -12,6 +12,7 @@ export interface Metrics extends Registered {
   logins: Counter<"provider" | "result">;
   forwardAuth: Counter<"result">;
   provisions: Counter<"result">;
+  signOuts: Counter<"result">;
 }
 
 export const createMetrics = declareMetrics("userland_auth_", (m): Omit<Metrics, "registry"> => ({
@@ -33,6 +34,11 @@ export const createMetrics = declareMetrics("userland_auth_", (m): Omit<Metrics,
   provisions: m.counter(
     "userland_auth_provision_total",
     "Auto-provisioning calls to the user-management service by result (created, exists, failed).",
+    ["result"],
+  ),
+  signOuts: m.counter(
+    "userland_auth_sign_outs_total",
+    "Sign-outs at /logout by result: ended (everywhere, through the user-management service), no-userland (nothing carries a mark), browser-only (the service could not end it: this browser only), local (AUTH_SIGN_OUT_URL unset).",
     ["result"],
   ),
 }));

@@ -54,6 +54,24 @@ export function logoutPage(action: string, rd: string | undefined, user: string 
   );
 }
 
+/**
+ * Sign-out when the user-manager could not end the session everywhere: this browser is signed out,
+ * a copy of the cookie is not, and the page says so instead of redirecting as if all were done.
+ */
+export function browserOnlySignOutPage(expires: Date, next: string): string {
+  const until = `${expires.toISOString().slice(0, 16).replace("T", " ")} UTC`;
+  return page(
+    "Signed out on this browser only",
+    html`<p>You are signed out on this browser, but the platform could not end your session everywhere.</p>
+      <p>
+        A copy of this session (on another computer, or taken from this one) still works until
+        <strong>${until}</strong>. To end it, sign in again and use <em>Sign out everywhere</em> on your home
+        page, or ask your teacher to end your sessions.
+      </p>
+      <div class="actions"><a class="button" href="${next}">Continue</a></div>`,
+  );
+}
+
 export function landingPage(
   session: { user: string; expiresAt: string } | undefined,
   links: { login: string; logout: string },

@@ -22,7 +22,14 @@ import { GitHubError } from "./github.ts";
 import type { Outcome } from "./identity.ts";
 import type { Provider } from "./metrics.ts";
 import { describeOidcError } from "./oidc.ts";
-import { chooserPage, landingPage, logoutPage, messagePage, switchUserPage } from "./pages.ts";
+import {
+  browserOnlySignOutPage,
+  chooserPage,
+  landingPage,
+  logoutPage,
+  messagePage,
+  switchUserPage,
+} from "./pages.ts";
 import { safeRedirect } from "./redirects.ts";
 import { transactionCookieName, type LoginTransaction } from "./transaction.ts";
 
@@ -362,20 +369,29 @@ export const loginRoutes: FastifyPluginCallbackTypebox<{ ctx: AuthContext }> = (
   );
 
   app.post("/logout", async (request, reply) => {
-    const session = await currentSession(request);
+    const token = request.cookies[SESSION_COOKIE];
+    const session = await ctx.verifier.verify(token);
+    // Everywhere first (AUTH_SIGN_OUT_URL): a copy of the cookie must stop working, not only this
+    // browser's. Unset: this browser only, as before.
+    const ended =
+      session && token && ctx.signOut ? await ctx.signOut.endEverywhere(token, session.user) : undefined;
+    if (session && !ctx.signOut) metrics.signOuts.inc({ result: "local" });
     reply.clearCookie(SESSION_COOKIE, sessionCookieOptions(config));
-    if (session) log.info({ user: session.user }, "logout");
+    if (session) log.info({ user: session.user, everywhere: ended ?? "not configured" }, "logout");
     // The body is optional (a bare POST logs out too); safeRedirect accepts only a string rd.
     const rd = safeRedirect((request.body as { rd?: unknown } | null | undefined)?.rd, config.redirects);
+    let next = rd;
     if (config.clearSiteUrl) {
       // Through every Template host (each clears its origin), then /signed-out marks the browser:
       // the chain clears cookies, so the mark is set after it.
       const back = endpoint(config, "signed-out");
       back.searchParams.set("rd", rd);
-      return reply.redirect(clearingChain(config.clearSiteUrl, back), 303);
-    }
-    reply.setCookie(SIGNED_OUT_COOKIE, "1", sessionCookieOptions(config, config.sessionTtlSeconds));
-    return reply.redirect(rd, 303);
+      next = clearingChain(config.clearSiteUrl, back);
+    } else reply.setCookie(SIGNED_OUT_COOKIE, "1", sessionCookieOptions(config, config.sessionTtlSeconds));
+    // Never a silent half sign-out: the student is told the session still works elsewhere.
+    if (session && ended === "browser-only")
+      return sendPage(reply, 200, browserOnlySignOutPage(new Date(session.exp * 1000), next));
+    return reply.redirect(next, 303);
   });
 
   // The clearing chain's end after a sign-out. Anyone may link here: it only makes the next

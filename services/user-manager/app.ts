@@ -138,7 +138,12 @@ export async function buildApp(options: AppOptions) {
   });
   openApiRoute(app);
 
-  await app.register(userlandRoutes, { store, metrics, ...(options.now ? { now: options.now } : {}) });
+  await app.register(userlandRoutes, {
+    store,
+    metrics,
+    verifier,
+    ...(options.now ? { now: options.now } : {}),
+  });
   await app.register(rosterRoutes, {
     store,
     metrics,

@@ -18,10 +18,13 @@ import {
   parseExamNotice,
   UserlandAnnotations,
   type Userland,
+  USERLANDS,
 } from "../../api/v1alpha1/index.ts";
 import { Type } from "../../api/v1alpha1/schema.ts";
 import { isConflict } from "../../lib/kubeRest.ts";
-import { badRequest, conflict, notFound, type HttpError } from "./errors.ts";
+import type { SessionVerifier } from "../../lib/session.ts";
+import type { Resource } from "./auth/caller.ts";
+import { badRequest, conflict, HttpError, notFound } from "./errors.ts";
 import type { Metrics } from "./metrics.ts";
 import {
   ConflictBody,
@@ -41,7 +44,15 @@ export interface UserlandRouteOptions {
   store: UserlandStore;
   metrics: Metrics;
   now?: () => Date;
+  /** The auth service's session keys (the console's): POST /api/v1/sessions/end verifies with them. */
+  verifier?: SessionVerifier | undefined;
 }
+
+/**
+ * "Ends the session whose token it presents" (the auth service's sign-out): a subresource without
+ * a handler, so RBAC can name this right alone, without patch on Userlands (start and stop).
+ */
+export const SESSIONS_RESOURCE: Resource = { resource: USERLANDS, subresource: "sessions" };
 
 const NameParams = Type.Object({ name: UserlandNameSchema });
 const UserParams = Type.Object({ user: UserSchema });
@@ -350,27 +361,100 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
     },
     async (request) => {
       const { name } = request.params;
-      const what = endWhat(request.body);
-      // A single session joins a list: read, then write against that version (two sign-outs at
-      // once must not drop one another's entry).
-      for (let attempt = 0; ; attempt++) {
-        const current = await store.get(name);
-        if (!current) throw notFound(`Userland "${name}" does not exist in ${where}`);
-        const annotations = endSessionsPatch(current.metadata.annotations, what, now().getTime());
-        try {
-          const u = await store.patch(name, {
-            metadata: { annotations, resourceVersion: current.metadata.resourceVersion },
-          });
-          if (!u) throw notFound(`Userland "${name}" does not exist in ${where}`);
-          request.log.info(
-            { by: request.caller?.username, name, user: u.spec.user, all: "all" in what },
-            "ended sessions",
-          );
-          return toView(u);
-        } catch (error) {
-          if (!isConflict(error) || attempt >= 4) throw error;
-        }
+      const u = await endSessionsOn(name, endWhat(request.body), request);
+      return toView(u);
+    },
+  );
+
+  /**
+   * Writes the mark that ends `what` on the Userland `name` against the version it read: a single
+   * session joins a list, and two sign-outs at once must not drop one another's entry.
+   */
+  async function endSessionsOn(
+    name: string,
+    what: EndSessions,
+    request: FastifyRequest,
+    owner?: string,
+  ): Promise<Userland> {
+    for (let attempt = 0; ; attempt++) {
+      const current = await store.get(name);
+      if (!current) throw notFound(`Userland "${name}" does not exist in ${where}`);
+      // Several namespaces may hold a Userland of this name: a mark goes on the owner's only.
+      if (owner !== undefined && current.spec.user !== owner)
+        throw conflict(`Userland "${name}" is not ${owner}'s (another namespace holds one of that name)`);
+      const annotations = endSessionsPatch(current.metadata.annotations, what, now().getTime());
+      try {
+        const u = await store.patch(name, {
+          metadata: { annotations, resourceVersion: current.metadata.resourceVersion },
+        });
+        if (!u) throw notFound(`Userland "${name}" does not exist in ${where}`);
+        request.log.info(
+          { by: request.caller?.username, name, user: u.spec.user, all: "all" in what },
+          "ended sessions",
+        );
+        return u;
+      } catch (error) {
+        if (!isConflict(error) || attempt >= 4) throw error;
       }
+    }
+  }
+
+  app.post(
+    "/api/v1/sessions/end",
+    {
+      schema: {
+        tags: ["userlands"],
+        summary: "End the session whose token is sent (the auth service's sign-out)",
+        description:
+          "Ends one session before it expires, everywhere (api/sessions.ts): the session token itself is the proof, so whoever holds the cookie may end it and nobody can name another session or another user. The caller needs delete on userlands/sessions (a subresource without a handler, granted to the auth service) where the mark is written: the oldest Userland of the session's user. userland is null when the user has none (nothing to carry the mark).",
+        body: Type.Object(
+          { session: Type.String({ minLength: 1, maxLength: 8192 }) },
+          { additionalProperties: false },
+        ),
+        response: {
+          200: Type.Object({ user: Type.String(), userland: Type.Union([Type.String(), Type.Null()]) }),
+          ...errors,
+          501: ErrorBody,
+        },
+      },
+    },
+    async (request) => {
+      // The right first, before anything about the session is looked up.
+      if (!(await request.mayAnywhere("delete", SESSIONS_RESOURCE)))
+        throw new HttpError(
+          403,
+          "Forbidden",
+          `${request.caller?.username ?? "the caller"} may not end sessions (delete on userlands/sessions)`,
+        );
+      if (!opts.verifier)
+        throw new HttpError(
+          501,
+          "NotImplemented",
+          "ending a session by its token needs the session keys (USER_MANAGER_SESSION_JWKS_URL or USER_MANAGER_SESSION_PUBLIC_KEYS_FILE)",
+        );
+      const session = await opts.verifier.verify(request.body.session);
+      if (!session)
+        throw new HttpError(
+          401,
+          "Unauthorized",
+          "the session is not valid (expired, or not this installation's)",
+        );
+      // The user is the session's own: nothing in the request names a user or a Userland.
+      const created = (u: Userland) => new Date(u.metadata.creationTimestamp ?? 0).getTime();
+      const oldest = (await store.list({ user: session.user }))
+        .filter((u) => u.spec.user === session.user)
+        .sort((a, b) => created(a) - created(b))[0];
+      const name = oldest?.metadata.name;
+      if (!oldest || !name) {
+        request.log.info(
+          { by: request.caller?.username, user: session.user },
+          "no Userland to end a session on",
+        );
+        return { user: session.user, userland: null };
+      }
+      await request.authorize("delete", name, undefined, SESSIONS_RESOURCE);
+      await endSessionsOn(name, { sid: session.sid, exp: session.exp }, request, session.user);
+      return { user: session.user, userland: name };
     },
   );
 

@@ -213,15 +213,20 @@ test("helm template renders every component, its RBAC, Ingresses and NetworkPoli
     ["NetworkPolicy", "userland-platform"],
   ];
   for (const [kind, name] of expected) assert.ok(find(objects, kind, name), `${kind} ${name} is rendered`);
-  // The auth service's one Role: list and watch Userlands, for ended sessions (api/sessions.ts).
+  // The auth service's two Roles: list and watch Userlands, for ended sessions (api/sessions.ts),
+  // and the right the user-manager checks before it ends a signed-out session (no patch).
   const authRoles = objects.filter((o) => o.kind === "Role" && o.metadata.name.includes("auth"));
   assert.deepEqual(
     authRoles.map((o) => o.metadata.name),
-    ["userland-auth-ended-sessions"],
+    ["userland-auth-ended-sessions", "userland-auth-sign-out"],
   );
-  assert.deepEqual((authRoles[0] as KubeObject & { rules?: unknown }).rules, [
-    { apiGroups: ["userland.dev"], resources: ["userlands"], verbs: ["list", "watch"] },
-  ]);
+  assert.deepEqual(
+    authRoles.map((o) => (o as KubeObject & { rules?: unknown }).rules),
+    [
+      [{ apiGroups: ["userland.dev"], resources: ["userlands"], verbs: ["list", "watch"] }],
+      [{ apiGroups: ["userland.dev"], resources: ["userlands/sessions"], verbs: ["delete"] }],
+    ],
+  );
   const authSa = find(objects, "ServiceAccount", "userland-auth") as KubeObject & {
     automountServiceAccountToken?: boolean;
   };
@@ -496,6 +501,53 @@ test("auth.provision gives the auth service a projected token and the right to c
   assert.match(
     text,
     /"name":"AUTH_PROVISION_URL","value":"http:\/\/userland-user-manager\.ide\.svc\.cluster\.local"/,
+  );
+});
+
+test("auth.signOut: /logout ends the session through the user-manager with a projected token and delete on userlands/sessions only", async () => {
+  const envOf = (objects: KubeObject[]) =>
+    Object.fromEntries(
+      (
+        deployments(objects).find((d) => componentOf(d) === "auth")?.spec.template.spec.containers[0]?.env ??
+        []
+      )
+        .filter((e) => e.name.startsWith("AUTH_SIGN_OUT_"))
+        .map((e) => [e.name, e.value]),
+    );
+  const on = parseManifests(await renderChart("userland", "ide", loginValues));
+  assert.deepEqual(envOf(on), {
+    AUTH_SIGN_OUT_URL: "http://userland-user-manager.ide.svc.cluster.local",
+    AUTH_SIGN_OUT_TOKEN_FILE: "/var/run/secrets/userland/user-manager-token/token",
+    AUTH_SIGN_OUT_TIMEOUT: "5s",
+  });
+  const auth = deployments(on).find((d) => componentOf(d) === "auth");
+  assert.match(JSON.stringify(auth), /"name":"user-manager-token","projected"/);
+  const binding = find(on, "RoleBinding", "userland-auth-sign-out") as KubeObject & {
+    subjects: { name: string }[];
+  };
+  assert.deepEqual(
+    binding.subjects.map((s) => s.name),
+    ["userland-auth"],
+  );
+
+  // Off: no setting, no token for the user-manager, no Role; /logout signs out the browser only.
+  const off = parseManifests(
+    await renderChart("userland", "ide", {
+      ...loginValues,
+      auth: { ...loginValues.auth, signOut: { enabled: false } },
+    }),
+  );
+  assert.deepEqual(envOf(off), {});
+  assert.equal(find(off, "Role", "userland-auth-sign-out"), undefined);
+  assert.doesNotMatch(
+    JSON.stringify(deployments(off).find((d) => componentOf(d) === "auth")),
+    /user-manager-token/,
+  );
+
+  // The user-manager verifies the session with the console's session keys: without them, say so.
+  await assert.rejects(
+    renderChart("userland", "ide", { ...loginValues, userManager: { console: { enabled: false } } }),
+    /auth\.signOut\.enabled needs userManager\.console\.enabled/,
   );
 });
 

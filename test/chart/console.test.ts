@@ -56,7 +56,11 @@ test("the user-manager starts with the console the chart configures, and the aut
   assert.ok(console.url.hostname.endsWith(auth.AUTH_COOKIE_DOMAIN ?? "-"), "the session cookie reaches it");
 
   const off = parseManifests(
-    await renderChart("userland", "ide", { userManager: { console: { enabled: false } } }),
+    // The auth service's sign-out everywhere needs the console's session keys (chart.test.ts).
+    await renderChart("userland", "ide", {
+      userManager: { console: { enabled: false } },
+      auth: { signOut: { enabled: false } },
+    }),
   );
   assert.equal(consoleConfig(loadUserManagerConfig(env(off, "userland-user-manager"))), undefined);
   const offIngress = off.find(

@@ -905,7 +905,7 @@ const rows: Row[] = [
     request: (c) => c.as.proxy.get(secretsPath(c.ns, "db-password")),
   },
 
-  // --- auth: list and watch Userlands (ended-session marks), nothing else ----------------------------
+  // --- auth: list and watch Userlands (ended-session marks), delete userlands/sessions, nothing else -
   {
     who: "auth",
     does: "can list Userlands (ended sessions)",
@@ -934,6 +934,38 @@ const rows: Row[] = [
       c.as.auth.patch(userlandsPath(c.ns, "alice"), {
         metadata: { annotations: { "userland.dev/sessions-valid-after": "2026-01-01T00:00:00Z" } },
       }),
+  },
+  // Sign-out everywhere (services/auth/signOut.ts): userlands/sessions has no handler, allowed means
+  // 404 past RBAC; the user-manager asks RBAC this question before it ends a relayed session.
+  {
+    who: "auth",
+    does: "passes RBAC for delete on userlands/sessions (404 from the API, not 403)",
+    expect: "allowed",
+    request: (c) => expectPastRbac(c.as.auth.delete(userlandsPath(c.ns, "alice") + "/sessions")),
+  },
+  {
+    who: "auth",
+    does: "cannot start or stop a Userland (patch spec.enabled)",
+    expect: "rbac-forbidden",
+    request: (c) => c.as.auth.patch(userlandsPath(c.ns, "alice"), { spec: { enabled: false } }),
+  },
+  {
+    who: "auth",
+    does: "cannot delete a Userland",
+    expect: "rbac-forbidden",
+    request: (c) => c.as.auth.delete(userlandsPath(c.ns, "alice")),
+  },
+  {
+    who: "teacher",
+    does: "does not end sessions by token: delete on userlands/sessions",
+    expect: "rbac-forbidden",
+    request: (c) => c.as.teacher.delete(userlandsPath(c.ns, "alice") + "/sessions"),
+  },
+  {
+    who: "proxy",
+    does: "does not end sessions by token: delete on userlands/sessions",
+    expect: "rbac-forbidden",
+    request: (c) => c.as.proxy.delete(userlandsPath(c.ns, "alice") + "/sessions"),
   },
   {
     who: "auth",

@@ -378,6 +378,7 @@ test("the OpenAPI document describes every endpoint", async (t) => {
   assert.match(doc.openapi, /^3\./);
   assert.deepEqual(Object.keys(doc.paths).sort(), [
     "/api/v1/rosters/import",
+    "/api/v1/sessions/end",
     "/api/v1/templates/{template}/assignments",
     "/api/v1/templates/{template}/assignments/{name}",
     "/api/v1/templates/{template}/assignments/{name}/archive",

@@ -190,7 +190,9 @@ export async function startUserManager(t: TestContext, opts: HarnessOptions = {}
               resourceAttributes: {
                 namespace: ns,
                 group: first.apiGroups?.[0],
-                resource: first.resources?.[0],
+                // "userlands", or a subresource such as "userlands/sessions".
+                resource: first.resources?.[0]?.split("/")[0],
+                subresource: first.resources?.[0]?.split("/")[1],
                 verb: first.verbs[0],
                 name: first.resourceNames?.[0],
               },
