@@ -369,7 +369,19 @@ export const consoleRoutes: FastifyPluginCallback<ConsoleOptions> = (app, opts, 
     return send(
       reply,
       200,
-      classPage(viewerOf(request), { template: name, klass, rows, notice, complete, now: now() }),
+      classPage(viewerOf(request), {
+        template: name,
+        klass,
+        rows,
+        query: {
+          search: (query.q ?? "").slice(0, 256),
+          state: (query.state ?? "").slice(0, 64),
+          page: Number(query.page ?? "1"),
+        },
+        notice,
+        complete,
+        now: now(),
+      }),
     );
   });
 
