@@ -47,6 +47,8 @@ await Promise.all(allInformers(one).map((i) => i.stop()));
 const all = createCaches({ rest, namespaces, log });
 const t1 = performance.now();
 await Promise.all(allInformers(all).map((i) => i.start()));
-console.log(`all at once (a restart): ${(performance.now() - t1).toFixed(0)} ms; rss ${mib(process.memoryUsage().rss)} MiB`);
+console.log(
+  `all at once (a restart): ${(performance.now() - t1).toFixed(0)} ms; rss ${mib(process.memoryUsage().rss)} MiB`,
+);
 await Promise.all(allInformers(all).map((i) => i.stop()));
 rest.close();
