@@ -243,6 +243,16 @@ async function operatorPage(page: "metrics" | "readyz"): Promise<string | undefi
 }
 const operatorMetrics = () => operatorPage("metrics");
 
+/** The user-manager's /metrics (its admin port, from its log). */
+async function userManagerMetrics(): Promise<string> {
+  const line = readFileSync(join(platform.logsDir, "user-manager.log"), "utf8")
+    .split("\n")
+    .find((l) => l.includes('"user-manager listening"'));
+  const admin = line ? (JSON.parse(line) as { adminUrl?: string }).adminUrl : undefined;
+  if (!admin) throw new Error("the user-manager's log names no adminUrl");
+  return (await fetch(`${admin.replace(/\/$/, "")}/metrics`)).text();
+}
+
 function metric(text: string, name: string, labels = ""): number {
   let sum = 0;
   for (const m of text.matchAll(new RegExp(`^${name}(?:\\{([^}]*)\\})? (\\S+)$`, "gm")))
@@ -609,25 +619,50 @@ async function classPages(): Promise<void> {
     `class?template=${encodeURIComponent(largest.template)}&class=${encodeURIComponent(largest.klass)}`,
     console0,
   );
+  // The index first, while the teacher's refusals are not yet remembered (5 s): its first view
+  // pays every access review it needs.
+  const reviews = async () =>
+    metric(await userManagerMetrics(), "userland_user_manager_access_reviews_total");
+  const reviewsBefore = await reviews();
+  const index = await timed(3, async () => {
+    const answer = await client.send(console0);
+    if (answer.status !== 200) throw new Error(`console: ${answer.status}`);
+  });
+  const indexReviews = (await reviews()) - reviewsBefore;
   let page = { status: 0, body: "" };
   const pageTimes = await timed(5, async () => {
     page = await client.send(classUrl);
     if (page.status !== 200) throw new Error(`console class page: ${page.status} ${page.body.slice(0, 200)}`);
   });
-  const index = await timed(3, async () => {
-    const answer = await client.send(console0);
-    if (answer.status !== 200) throw new Error(`console: ${answer.status}`);
-  });
   const rowsOnPage = (page.body.match(/<tr/g) ?? []).length;
+  // A teacher looking for one student: the page's search (console/classPages.ts).
+  const student = largest.users[Math.floor(largest.users.length / 2)] ?? "";
+  const searchUrl = new URL(classUrl);
+  searchUrl.searchParams.set("q", student);
+  let found = { status: 0, body: "" };
+  const search = await timed(5, async () => {
+    found = await client.send(searchUrl);
+    if (found.status !== 200) throw new Error(`console search: ${found.status}`);
+  });
   row(
     `console class page (class of ${size})`,
     `p50 ${msf(percentile(pageTimes, 50))}, max ${msf(pageTimes.at(-1) ?? NaN)}`,
     `p50 ${msf(percentile(direct, 50))} (API server, same list)`,
     ratio(percentile(pageTimes, 50), percentile(direct, 50)),
   );
-  row(`console index (the teacher's Templates and classes)`, spread(index), "");
+  row(
+    `console index (the teacher's Templates and classes)`,
+    `${spread(index)}; ${indexReviews} access reviews for ${index.length} views`,
+    "",
+  );
+  row(
+    `console class page, search for one student (class of ${size})`,
+    `p50 ${msf(percentile(search, 50))}, ${(found.body.match(/<span class="user">/g) ?? []).length} row(s)`,
+    `p50 ${msf(percentile(direct, 50))} (API server, whole class)`,
+    ratio(percentile(search, 50), percentile(direct, 50)),
+  );
   note(
-    `console class page: ${(page.body.length / 1024).toFixed(0)} KiB, ${rowsOnPage} table rows (header included) for ${size} students: one page, no paging`,
+    `console class page: ${(page.body.length / 1024).toFixed(0)} KiB, ${rowsOnPage} table rows (header included) for ${size} students (pages of 100, console/classPages.ts)`,
   );
 }
 

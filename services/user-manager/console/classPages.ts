@@ -86,10 +86,46 @@ const ago = (then: Date, now: Date): string => {
 
 import { openLink } from "./visitLink.ts";
 
+/**
+ * Rows one class page shows: a class of 1,000 is ten pages, and one student is a search away
+ * (issue 31: a single page of 1,000 rows was 1.7 MB for a teacher to scroll).
+ */
+export const ROWS_PER_PAGE = 100;
+
+/** What a teacher narrowed the class to: a part of a student's name or id, a state, a page (from 1). */
+export interface RowQuery {
+  search: string;
+  state: string;
+  page: number;
+}
+
+/** The rows `query` keeps, and the page of them to show. */
+export function pageOfRows(
+  rows: readonly Row[],
+  query: RowQuery,
+): { shown: Row[]; matching: number; page: number; pages: number } {
+  const needle = query.search.trim().toLowerCase();
+  const kept = rows.filter(
+    (r) =>
+      (needle === "" || r.user.toLowerCase().includes(needle) || r.name.includes(needle)) &&
+      (query.state === "" || r.state === query.state),
+  );
+  const pages = Math.max(1, Math.ceil(kept.length / ROWS_PER_PAGE));
+  const page = Math.min(pages, Math.max(1, Number.isInteger(query.page) ? query.page : 1));
+  return {
+    shown: kept.slice((page - 1) * ROWS_PER_PAGE, page * ROWS_PER_PAGE),
+    matching: kept.length,
+    page,
+    pages,
+  };
+}
+
 export interface ClassView {
   template: string;
   klass: string | undefined;
+  /** Every row of the class, sorted; the page shows those `query` keeps, ROWS_PER_PAGE at a time. */
   rows: Row[];
+  query: RowQuery;
   /** A line about what was just done (after a redirect). */
   notice: string | undefined;
   /** Whether the list is every Userland of the Template or only those the viewer may each get. */
@@ -98,8 +134,49 @@ export interface ClassView {
 }
 
 export function classPage(viewer: Viewer, view: ClassView): string {
-  const { template, klass, rows } = view;
+  const { template, klass, query } = view;
   const title = klass ? `Class ${klass} (${template})` : `Class ${template}`;
+  const { shown: rows, matching, page, pages } = pageOfRows(view.rows, query);
+  const filtered = query.search.trim() !== "" || query.state !== "";
+  const pageUrl = (n: number) =>
+    classUrl(template, klass, {
+      ...(query.search.trim() ? { q: query.search.trim() } : {}),
+      ...(query.state ? { state: query.state } : {}),
+      ...(n > 1 ? { page: String(n) } : {}),
+    });
+  const states = [...new Set(view.rows.map((r) => r.state))].sort();
+  const first = (page - 1) * ROWS_PER_PAGE + 1;
+  const pager =
+    pages > 1
+      ? html`<p class="toolbar" role="navigation" aria-label="Pages of the class">
+          <span>${first}–${first + rows.length - 1} of ${matching}:</span>
+          ${page > 1 ? html`<a href="${pageUrl(page - 1)}" rel="prev">Previous</a>` : ""}
+          ${
+            pages <= 20
+              ? Array.from({ length: pages }, (_, i) =>
+                  i + 1 === page
+                    ? html`<strong aria-current="page">${i + 1}</strong> `
+                    : html`<a href="${pageUrl(i + 1)}">${i + 1}</a> `,
+                )
+              : html`<span>page ${page} of ${pages}</span>`
+          }
+          ${page < pages ? html`<a href="${pageUrl(page + 1)}" rel="next">Next</a>` : ""}
+        </p>`
+      : "";
+  const finder = html`<form method="get" action="${CONSOLE_PATH}/class" class="toolbar" role="search">
+    <input type="hidden" name="template" value="${template}" />${
+      klass ? html`<input type="hidden" name="class" value="${klass}" />` : ""
+    }
+    <label for="find">Find a student</label>
+    <input type="text" id="find" name="q" value="${query.search}" placeholder="name or id" />
+    <label for="state">State</label>
+    <select id="state" name="state">
+      <option value="">any</option>
+      ${states.map((s) => html`<option value="${s}" ${s === query.state ? "selected" : ""}>${s}</option>`)}
+    </select>
+    <button type="submit" class="secondary">Show</button>
+    ${filtered ? html`<a href="${classUrl(template, klass)}">Show all</a>` : ""}
+  </form>`;
   const hidden = html`<input type="hidden" name="template" value="${template}" />${
       klass ? html`<input type="hidden" name="class" value="${klass}" />` : ""
     }`;
@@ -180,7 +257,8 @@ export function classPage(viewer: Viewer, view: ClassView): string {
     viewer,
     html`${view.notice ? html`<p class="notice" role="status">${view.notice}</p>` : ""}
       <p class="muted">
-        ${rows.length} environment${rows.length === 1 ? "" : "s"} of Template <code>${template}</code>${
+        ${view.rows.length} environment${view.rows.length === 1 ? "" : "s"} of Template
+        <code>${template}</code>${
           klass ? html` labelled with class <code>${klass}</code>` : ""
         }${view.complete ? "" : " that you may see one by one (your role names them)"}.
         <a href="${classUrl(template, klass)}">Refresh</a> ·
@@ -190,23 +268,28 @@ export function classPage(viewer: Viewer, view: ClassView): string {
         ·
         <a href="${examsUrl(template)}">Exams</a>
       </p>
+      ${view.rows.length > ROWS_PER_PAGE || filtered ? finder : ""}
+      ${filtered ? html`<p class="muted" role="status">${matching} match.</p>` : ""} ${pager}
       ${
-        rows.length === 0
+        view.rows.length === 0
           ? html`<p class="notice">No environments here yet. Upload a roster to add the students.</p>`
-          : html`<form method="post" action="${CONSOLE_PATH}/class/actions">
-              ${hidden}
-              <div class="toolbar" role="group" aria-label="Selected students">
-                <span>Selected:</span>
-                <button type="submit" name="action" value="start">Start</button>
-                <button type="submit" name="action" value="stop" class="secondary">Stop</button>
-                <button type="submit" name="action" value="delete" class="danger">Delete</button>
-                <button type="submit" name="action" value="end-sessions" class="secondary">
-                  Sign out everywhere
-                </button>
-              </div>
-              ${table}
-            </form>`
-      }`,
+          : rows.length === 0
+            ? html`<p class="notice">No student matches.</p>`
+            : html`<form method="post" action="${CONSOLE_PATH}/class/actions">
+                ${hidden}
+                <div class="toolbar" role="group" aria-label="Selected students">
+                  <span>Selected:</span>
+                  <button type="submit" name="action" value="start">Start</button>
+                  <button type="submit" name="action" value="stop" class="secondary">Stop</button>
+                  <button type="submit" name="action" value="delete" class="danger">Delete</button>
+                  <button type="submit" name="action" value="end-sessions" class="secondary">
+                    Sign out everywhere
+                  </button>
+                </div>
+                ${table}
+              </form>`
+      }
+      ${rows.length > 20 ? pager : ""}`,
   );
 }
 

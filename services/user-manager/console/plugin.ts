@@ -19,7 +19,7 @@ import { html } from "../../../lib/html.ts";
 import { ALL_NAMESPACES } from "../../../lib/namespaces.ts";
 import { KubeError } from "../../../lib/kubeRest.ts";
 import { forbidden } from "../auth/accessReview.ts";
-import { callerKey, reviewCache, type Resource, type Verb } from "../auth/caller.ts";
+import { USERLAND_RESOURCE, callerKey, reviewCache, type Resource, type Verb } from "../auth/caller.ts";
 import type { ConsoleConfig } from "../config.ts";
 import { HttpError, badRequest, fromKubeError } from "../errors.ts";
 import { invalidTemplateReason, invalidUserlandNameReason } from "../schemas.ts";
@@ -126,10 +126,17 @@ export const consoleRoutes: FastifyPluginCallback<ConsoleOptions> = (app, opts, 
     verb: Verb,
     name?: string,
     ns?: string,
+    resource: Resource = USERLAND_RESOURCE,
   ): Promise<boolean> {
-    const key = JSON.stringify([request.caller ? callerKey(request.caller) : "", verb, name ?? "", ns ?? ""]);
+    const key = JSON.stringify([
+      request.caller ? callerKey(request.caller) : "",
+      verb,
+      name ?? "",
+      ns ?? "",
+      resource.subresource ?? "",
+    ]);
     if (refusals.get(key)) return false;
-    const allowed = await request.may(verb, name, ns);
+    const allowed = await request.may(verb, name, ns, resource);
     if (!allowed) refusals.set(key, true, { ttl: DOOR_TTL_MS });
     return allowed;
   }
@@ -215,30 +222,46 @@ export const consoleRoutes: FastifyPluginCallback<ConsoleOptions> = (app, opts, 
     return send(reply, status, errorPage(viewer, status >= 500 ? "Error" : "Cannot do that", message));
   });
 
+  /** The console's own right (DOOR), which marks the namespaces where a Role names single Userlands. */
+  const CONSOLE_RIGHT: Resource = { resource: USERLANDS, subresource: "console" };
   /**
-   * The Userlands the caller may see among those `wanted` keeps: all of them with `list`; with
-   * several namespaces served, all of those in the namespaces where it may list (a course's
-   * teacher); the rest (a Role with resourceNames) those it may `get`, each asked of RBAC where
-   * the Userland is. `complete`: every one of them was listable.
+   * The Userlands the caller may see among those `wanted` keeps, for a number of access reviews
+   * that grows with the namespaces, never with the Userlands (issue 31): all of them with `list`;
+   * with several namespaces served, all of those in the namespaces where it may list (a course's
+   * teacher); and one by one (`get`, each asked of RBAC where the Userland is) only in the
+   * namespaces where it holds the console's right `get userlands/console`, the rule a Role naming
+   * single Userlands (resourceNames, 0009 B) carries. Elsewhere nothing is listed or shown.
+   * `complete`: every one of them was listable.
    */
   async function visible(
     request: FastifyRequest,
     filter: UserlandFilter,
     wanted: (u: Userland) => boolean = () => true,
   ): Promise<{ items: Userland[]; complete: boolean }> {
-    const all = (await store.list(filter)).filter(wanted);
-    if (await mayBriefly(request, "list")) return { items: all, complete: true };
+    if (await mayBriefly(request, "list"))
+      return { items: (await store.list(filter)).filter(wanted), complete: true };
+    const { single } = store.served;
+    // The namespaces where a caller without the right everywhere may hold one: as the API's lists.
+    const candidates = single !== undefined ? [single] : await store.templateNamespaces();
+    const how = await Promise.all(
+      candidates.map(async (ns) => {
+        if (single === undefined && (await mayBriefly(request, "list", undefined, ns))) return "all";
+        return (await mayBriefly(request, "get", undefined, ns, CONSOLE_RIGHT)) ? "each" : "none";
+      }),
+    );
+    const listable = candidates.filter((_, i) => how[i] === "all");
+    const byName = candidates.filter((_, i) => how[i] === "each");
+    const wherever = [...listable, ...byName];
+    const all =
+      wherever.length === 0 ? [] : (await store.list({ ...filter, namespaces: wherever })).filter(wanted);
     const namespaceOf = (u: Userland) => u.metadata.namespace ?? "";
-    const listable = new Set<string>();
-    if (store.served.single === undefined)
-      for (const ns of new Set(all.map(namespaceOf)))
-        if (await mayBriefly(request, "list", undefined, ns)) listable.add(ns);
-    const one = all.filter((u) => !listable.has(namespaceOf(u)));
+    const listed = new Set(listable);
+    const one = all.filter((u) => !listed.has(namespaceOf(u)));
     const allowed = await Promise.all(
       one.map((u) => limit(() => mayBriefly(request, "get", u.metadata.name ?? "", namespaceOf(u)))),
     );
     const gettable = new Set(one.filter((_, i) => allowed[i]));
-    const items = all.filter((u) => listable.has(namespaceOf(u)) || gettable.has(u));
+    const items = all.filter((u) => listed.has(namespaceOf(u)) || gettable.has(u));
     // Nothing to show and no right to list: the standard 403, naming the missing verb.
     if (items.length === 0) await request.authorize("list");
     return { items, complete: one.length === 0 };
@@ -322,7 +345,19 @@ export const consoleRoutes: FastifyPluginCallback<ConsoleOptions> = (app, opts, 
     return send(
       reply,
       200,
-      classPage(viewerOf(request), { template: name, klass, rows, notice, complete, now: now() }),
+      classPage(viewerOf(request), {
+        template: name,
+        klass,
+        rows,
+        query: {
+          search: (query.q ?? "").slice(0, 256),
+          state: (query.state ?? "").slice(0, 64),
+          page: Number(query.page ?? "1"),
+        },
+        notice,
+        complete,
+        now: now(),
+      }),
     );
   });
 

@@ -475,3 +475,42 @@ test("a roster naming two Templates: the preview and the result show each row's 
   const left = (await admin.listUserlands(h.ns)).map((u) => `${u.spec.user}/${u.spec.templateName}`).sort();
   assert.deepEqual(left, ["gone@uni.example/jupyter", "kim/code", "kim/jupyter", "lee/code"]);
 });
+
+test("a large class reads in pages of 100, and a search or a state finds the students across them", async (t) => {
+  const h = await startConsole(t);
+  const ids = Array.from({ length: 130 }, (_, i) => `s${String(i).padStart(3, "0")}`);
+  const users = ids.map((id) => `${id}@uni.example`);
+  for (const id of ids) await admin.createUserland(h.ns, `${id}-code`, `${id}@uni.example`, "code");
+  await admin.patchUserland(h.ns, "s007-code", { spec: { enabled: false } });
+  await h.appoint({ user: "alice" });
+  const cookie = await h.cookie("alice");
+  const rowsOf = (text: string) => [...text.matchAll(/<span class="user">([^<]+)<\/span>/g)].map((m) => m[1]);
+
+  const first = await h.page("/console/class?template=code", cookie);
+  assert.equal(first.status, 200);
+  assert.match(first.text, /130 environments of Template/);
+  assert.deepEqual(rowsOf(first.text), users.slice(0, 100), "the first 100, in order");
+  assert.match(first.text, /1–100 of 130/);
+  assert.match(first.text, /href="\/console\/class\?template=code&#38;page=2" rel="next"/);
+
+  const second = await h.page("/console/class?template=code&page=2", cookie);
+  assert.deepEqual(rowsOf(second.text), users.slice(100), "the other 30");
+  assert.match(second.text, /101–130 of 130/);
+  // Past the last page: the last page.
+  assert.deepEqual(
+    rowsOf((await h.page("/console/class?template=code&page=99", cookie)).text),
+    users.slice(100),
+  );
+
+  const found = await h.page("/console/class?template=code&q=S12", cookie);
+  assert.deepEqual(
+    rowsOf(found.text),
+    users.filter((u) => u.startsWith("s12")),
+    "by part of the id, any case",
+  );
+  assert.match(found.text, /10 match/);
+  assert.doesNotMatch(found.text, /rel="next"/, "one page");
+  const stopped = await h.page("/console/class?template=code&state=Stopped", cookie);
+  assert.deepEqual(rowsOf(stopped.text), ["s007@uni.example"]);
+  assert.match((await h.page("/console/class?template=code&q=nobody", cookie)).text, /No student matches/);
+});

@@ -397,3 +397,75 @@ test("several namespaces in the console: a course's teacher sees that course's c
   assert.doesNotMatch(other.text, /bob/);
   assert.match(other.text, new RegExp(`kubectl -n ${b} create rolebinding`));
 });
+
+test("several namespaces in the console: the index costs reviews per namespace, not per Userland of the other courses", async (t) => {
+  const { own, a, b } = await namespaces(t);
+  await createTemplate(a, "code", simpleTemplateSpec());
+  await createTemplate(b, "jupyter", simpleTemplateSpec());
+  await createUserland(a, "ada-code", "ada", "code");
+  // Course b is large; carol teaches course a only, dora two of b's students (a Role naming them).
+  const others = Array.from({ length: 40 }, (_, i) => `s${i}-jupyter`);
+  for (const name of others) await createUserland(b, name, name.replace(/-jupyter$/, ""), "jupyter");
+
+  const sessions = await consoleSessions(t);
+  const { base, metrics } = await serve(t, own, [a, b], sessions.config);
+  const rbac = await rbacApi();
+  const bind = async (namespace: string, user: string, rules: k8s.V1PolicyRule[]) => {
+    await rbac.createNamespacedRole({ namespace, body: { metadata: { name: user }, rules } });
+    await rbac.createNamespacedRoleBinding({
+      namespace,
+      body: {
+        metadata: { name: user },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: user },
+        subjects: [{ kind: "User", name: `${USER_PREFIX}${user}`, apiGroup: "rbac.authorization.k8s.io" }],
+      },
+    });
+  };
+  await bind(a, "carol", TEACHER_RULES);
+  await bind(b, "dora", [
+    {
+      apiGroups: ["userland.dev"],
+      resources: ["userlands"],
+      verbs: ["get"],
+      resourceNames: others.slice(0, 2),
+    },
+    { apiGroups: ["userland.dev"], resources: ["userlands/console"], verbs: ["get"] },
+  ]);
+  // Every access review the service sent, whatever its verb and answer.
+  const reviews = async () => {
+    let sum = 0;
+    for (const line of (await metrics.registry.metrics()).split("\n"))
+      if (line.startsWith("userland_user_manager_access_reviews_total{"))
+        sum += Number(line.split(" ").pop());
+    return sum;
+  };
+  const view = async (user: string) => {
+    const cookie = await sessions.cookie(user);
+    const before = await reviews();
+    const r = await fetch(`${base}/console/`, {
+      redirect: "manual",
+      headers: { cookie, accept: "text/html" },
+    });
+    return { status: r.status, text: await r.text(), reviews: (await reviews()) - before };
+  };
+
+  const carol = await eventually("carol's Role to take effect", async () => {
+    const r = await view("carol");
+    return r.status === 200 ? r : undefined;
+  });
+  assert.match(carol.text, /template=code/);
+  assert.doesNotMatch(carol.text, /jupyter/);
+  // The door's (three rights, each in a and b) and the view's: the list everywhere, then the list
+  // and the console's right in b. Nothing for each of b's 40 Userlands (the old console: 40 more).
+  assert.ok(carol.reviews <= 12, `${carol.reviews} access reviews for carol's index view`);
+
+  const dora = await eventually("dora's Role to take effect", async () => {
+    const r = await view("dora");
+    return r.status === 200 ? r : undefined;
+  });
+  assert.match(dora.text, /jupyter/);
+  assert.doesNotMatch(dora.text, /template=code/);
+  assert.match(dora.text, /<td>2<\/td>/, "her two students");
+  // Named one by one where her Role is: each of b's Userlands once, then the grants are reused.
+  assert.ok(dora.reviews <= others.length + 12, `${dora.reviews} access reviews for dora's first view`);
+});
