@@ -425,6 +425,7 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       },
       { USER_MANAGER_PORT: sockets.userManager },
     );
+    const authUserManagerToken = await tokenFile("auth");
     run(
       "auth",
       "services/auth/main.ts",
@@ -450,16 +451,17 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
         // Ended sessions refused at /forward-auth and /whoami, as the chart's default has it.
         AUTH_ENDED_SESSIONS: "true",
         KUBECONFIG: await kubeconfigFor("auth"),
-        // /logout ends the session everywhere through the user-manager (the chart's auth.signOut).
+        // /logout ends the session everywhere through the user-manager (the chart's auth.signOut),
+        // with the auth service's own ServiceAccount token: one file, as the chart mounts one
+        // projected token for sign-out and provisioning.
         AUTH_SIGN_OUT_URL: userManagerUrl,
-        AUTH_SIGN_OUT_TOKEN_FILE: await tokenFile("auth"),
+        AUTH_SIGN_OUT_TOKEN_FILE: authUserManagerToken,
         ...(opts.provision === false
           ? {}
           : {
               AUTH_PROVISION_URL: userManagerUrl,
               AUTH_PROVISION_TEMPLATE: DEMO_TEMPLATE,
-              // The auth service's own ServiceAccount, as the chart mounts it for provisioning.
-              AUTH_PROVISION_TOKEN_FILE: await tokenFile("auth"),
+              AUTH_PROVISION_TOKEN_FILE: authUserManagerToken,
             }),
       },
       { AUTH_PORT: sockets.auth },

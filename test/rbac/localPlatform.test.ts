@@ -146,6 +146,7 @@ test("each component gets credentials of its own chart ServiceAccount", async ()
   assert.deepEqual(credentials.map((c) => `${c.component} ${c.kind}`).sort(), [
     // Its kubeconfig: the ended-session marks (list and watch userlands, the chart's default).
     "auth kubeconfig",
+    // Its token for the user-manager: sign-out everywhere and provisioning share one, as in the chart.
     "auth token",
     "operator kubeconfig",
     "proxy kubeconfig",

@@ -149,7 +149,7 @@ test('"*": ClusterRoles instead, reaching a namespace the chart never named', as
     .sort();
   assert.deepEqual(
     clusterRoles,
-    ["auth-ended-sessions", "operator", "proxy", "user-manager"].map(
+    ["auth-ended-sessions", "auth-sign-out", "operator", "proxy", "user-manager"].map(
       (c) => `${release}-${PREFIX}-${c}-all-namespaces`,
     ),
   );
