@@ -290,12 +290,12 @@ async function importRoster(users: readonly string[]): Promise<number> {
  * of a `classes` rush shares the first's processes and API requests.
  */
 async function rush(variant: Variant | "classes", n: number, procs: readonly Proc[]): Promise<Measured[]> {
-  const roster = Array.from({ length: n }, (_, i) =>
+  const roster = Array.from({ length: n }, (_, i): { user: string; cls: number; group: Variant } =>
     variant === "classes"
       ? {
           user: `c${i % classes}-${n}-${i}`,
           cls: i % classes,
-          group: (Math.floor(i / classes) % 2 === 0 ? "imported" : "auto") as Variant,
+          group: Math.floor(i / classes) % 2 === 0 ? "imported" : "auto",
         }
       : { user: `${variant}-${n}-${i}`, cls: 0, group: variant },
   );
