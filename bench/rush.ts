@@ -17,6 +17,14 @@
  * API server's requests by identity (its audit log) and the operator's queue wait. At the end,
  * after an idle spell (`--idle`), each process's RSS beside its RSS at rest: the run fails when
  * the auth service, the user-manager or the proxy keeps more than 1.5x (issue 32).
+ *
+ * With `--classes K` (issue 31, the 8 a.m. rush across classes) each size is one rush instead of
+ * one per variant: the students belong to K classes; half of each class was imported beforehand,
+ * by one roster import per class (K teachers at once), the other half is auto-provisioned; all of
+ * them start signing in, interleaved, within the window, and the two halves are reported apart.
+ * The platform then serves every namespace (USERLAND_WATCH_NAMESPACES "*", as bench:scale). The
+ * classes share the demo Template and namespace: auto-provisioning creates the one default
+ * Template's environment, and the proxy serves one Template per host.
  */
 import { readFileSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
@@ -47,9 +55,12 @@ const IDLE_RSS_SHARE = 1.5;
 const MEMORY_CHECKED = ["auth", "user-manager", "proxy"];
 type Variant = (typeof VARIANTS)[number];
 
-const usage = `usage: node bench/rush.ts [--students 100,300] [--variants auto,imported] [--window 10] [--timeout 600] [--idle 60]
-  --students  class sizes, comma-separated (default 100,300)
+const usage = `usage: node bench/rush.ts [--students 100,300] [--variants auto,imported] [--classes 0] [--window 10] [--timeout 600] [--idle 60]
+  --students  class sizes, comma-separated (default 100,300); with --classes, all students of the K classes
   --variants  auto (provisioned at first login), imported (roster imported and Ready beforehand)
+  --classes   K > 0: one rush per size across K classes, half of each imported (one roster import
+              per class), half auto-provisioned, all signing in within the window; --variants is
+              then ignored (default 0; env BENCH_RUSH_CLASSES)
   --window    seconds over which the students start signing in (default 10)
   --timeout   seconds one rush may take before it counts as failed (default 600)
   --idle      seconds left idle after the last rush before each component's RSS is read again
@@ -60,6 +71,7 @@ const { values } = parseArgs({
     students: { type: "string", default: "100,300" },
     variants: { type: "string", default: VARIANTS.join(",") },
     window: { type: "string", default: "10" },
+    classes: { type: "string", default: process.env.BENCH_RUSH_CLASSES ?? "0" },
     timeout: { type: "string", default: "600" },
     idle: { type: "string", default: "60" },
     help: { type: "boolean", short: "h" },
@@ -74,7 +86,11 @@ const variants = values.variants.split(",");
 const windowMs = Number(values.window) * 1000;
 const timeoutMs = Number(values.timeout) * 1000;
 const idleMs = Number(values.idle) * 1000;
+const classes = Number(values.classes);
 if (
+  !Number.isInteger(classes) ||
+  classes < 0 ||
+  sizes.some((n) => n < 2 * classes) ||
   sizes.some((n) => !Number.isInteger(n) || n < 1 || n > 1000) ||
   variants.some((v) => !(VARIANTS as readonly string[]).includes(v)) ||
   !(windowMs >= 0) ||
@@ -115,10 +131,16 @@ interface Measured {
   requests: Map<string, RequestCount>;
   wallMs: number;
   notes: string[];
+  /** Another row's label when this row is a part of that row's rush (its processes and requests). */
+  partOf?: string;
 }
 
 const dir = join(repoRoot, ".userland", "bench-rush");
-const platform = await startPlatform({ dir, log: (line) => log(`platform: ${line}`) });
+const platform = await startPlatform({
+  dir,
+  log: (line) => log(`platform: ${line}`),
+  ...(classes > 0 ? { watchNamespaces: ["*"] } : {}),
+});
 const kc = new k8s.KubeConfig();
 kc.loadFromFile(platform.controlPlane.kubeconfig);
 const core = kc.makeApiClient(k8s.CoreV1Api);
@@ -262,12 +284,34 @@ async function importRoster(users: readonly string[]): Promise<number> {
   return performance.now() - started;
 }
 
-async function rush(variant: Variant, n: number, procs: readonly Proc[]): Promise<Measured> {
-  const users = Array.from({ length: n }, (_, i) => `${variant}-${n}-${i}`);
+/**
+ * One rush of n students: of one variant, or (`classes`) of the K classes, half of each imported
+ * beforehand and half auto-provisioned, interleaved. One row per variant present; the second row
+ * of a `classes` rush shares the first's processes and API requests.
+ */
+async function rush(variant: Variant | "classes", n: number, procs: readonly Proc[]): Promise<Measured[]> {
+  const roster = Array.from({ length: n }, (_, i): { user: string; cls: number; group: Variant } =>
+    variant === "classes"
+      ? {
+          user: `c${i % classes}-${n}-${i}`,
+          cls: i % classes,
+          group: Math.floor(i / classes) % 2 === 0 ? "imported" : "auto",
+        }
+      : { user: `${variant}-${n}-${i}`, cls: 0, group: variant },
+  );
+  const users = roster.map((r) => r.user);
+  const groupOf = new Map(roster.map((r) => [r.user, r.group]));
   const notes: string[] = [];
-  if (variant === "imported") {
-    log(`N=${n} ${variant}: importing the roster`);
-    notes.push(`roster import → all ${n} Ready and published: ${s(await importRoster(users))}`);
+  const imported = roster.filter((r) => r.group === "imported");
+  if (imported.length > 0) {
+    // Node 20 has no Map.groupBy.
+    const byClass = new Map<number, typeof imported>();
+    for (const r of imported) byClass.set(r.cls, [...(byClass.get(r.cls) ?? []), r]);
+    log(`N=${n} ${variant}: importing ${byClass.size} roster(s) of ${imported.length} students at once`);
+    const times = await Promise.all([...byClass.values()].map((rs) => importRoster(rs.map((r) => r.user))));
+    notes.push(
+      `roster import${byClass.size > 1 ? `s (${byClass.size} classes at once)` : ""} → all ${imported.length} Ready and published: ${s(Math.max(...times))}`,
+    );
     // The proxy re-reads the override file once a second: the environments are there before class.
     await sleep(3000);
   }
@@ -336,10 +380,36 @@ async function rush(variant: Variant, n: number, procs: readonly Proc[]): Promis
   );
   if (networkErrors.length > 0) notes.push(`failed requests, asked again: ${networkErrors.length}`);
 
+  const rows: Measured[] = [];
+  for (const group of VARIANTS) {
+    const students = result.filter((st) => groupOf.get(st.user) === group);
+    if (!roster.some((r) => r.group === group)) continue;
+    const label = variant === "classes" ? `${group}, of ${classes} classes` : group;
+    const first = rows[0];
+    rows.push({
+      label,
+      n: roster.filter((r) => r.group === group).length,
+      ...stepsOf(students),
+      usage,
+      requests,
+      wallMs,
+      notes: first ? [] : notes,
+      ...(first ? { partOf: first.label } : {}),
+    });
+  }
+  for (const m of rows)
+    log(`N=${n} ${m.label}: p50 ${s(percentile(m.times, 50))}, max ${s(m.times.at(-1) ?? NaN)}`);
+  log(`N=${n} ${variant}: cleaning up`);
+  await deleteAll(users.map((user) => userlandNameFor(user, DEMO_TEMPLATE)));
+  return rows;
+}
+
+/** Sign-in → first byte (ascending) and each step's time since the student's start. */
+function stepsOf(students: readonly Student[]): Pick<Measured, "times" | "steps"> {
   const steps = new Map<string, number[]>([["signed in", []]]);
   for (const step of STEPS) steps.set(step, []);
   steps.set("proxy says ready", []);
-  for (const student of result) {
+  for (const student of students) {
     const since = (at: number | undefined) => (at === undefined ? undefined : at - student.started);
     const add = (key: string, ms: number | undefined) => {
       if (ms !== undefined) steps.get(key)?.push(ms);
@@ -350,10 +420,8 @@ async function rush(variant: Variant, n: number, procs: readonly Proc[]): Promis
     add("proxy says ready", since(student.proxyReady));
   }
   for (const list of steps.values()) list.sort((a, b) => a - b);
-  const times = result.map((st) => st.firstByte - st.started).sort((a, b) => a - b);
-  log(`N=${n} ${variant}: p50 ${s(percentile(times, 50))}, max ${s(times.at(-1) ?? NaN)}; cleaning up`);
-  await deleteAll(users.map((user) => userlandNameFor(user, DEMO_TEMPLATE)));
-  return { label: variant, n, times, steps, usage, requests, wallMs, notes };
+  const times = students.map((st) => st.firstByte - st.started).sort((a, b) => a - b);
+  return { times, steps };
 }
 
 /** A baseline: N objects created directly by a client, timed to Ready, measured like a rush. */
@@ -406,7 +474,7 @@ function print(rows: Measured[], details = true): void {
       s(percentile(m.times, 95)),
       s(m.times.at(-1) ?? NaN),
       s(m.wallMs),
-      `${total} (${writes})`,
+      m.partOf ? `the same rush as ${m.partOf}` : `${total} (${writes})`,
     );
   }
   if (!details) return;
@@ -426,6 +494,10 @@ function print(rows: Measured[], details = true): void {
         m.times.length,
       );
       console.log();
+    }
+    if (m.partOf) {
+      console.log(`Processes, API requests and notes: the same rush as ${m.partOf}.`);
+      continue;
     }
     row("process", "CPU s", "peak RSS MiB");
     row("---", "---:", "---:");
@@ -494,7 +566,7 @@ await runBench("bench/rush.ts", cleanup, async () => {
   if (!spec) throw new Error("the demo Template has no pod spec");
   const rows: Measured[] = [];
   console.log(
-    `\n# Class-start rush on the local platform (kwok control plane, components as processes)\n\nstudents start signing in evenly over ${windowMs / 1000} s`,
+    `\n# Class-start rush on the local platform (kwok control plane, components as processes)\n\nstudents start signing in evenly over ${windowMs / 1000} s${classes > 0 ? `, of ${classes} classes (half of each imported, half auto-provisioned)` : ""}`,
   );
   const atRest = rssNow(procs);
   for (const n of sizes) {
@@ -505,7 +577,9 @@ await runBench("bench/rush.ts", cleanup, async () => {
     };
     measured(await baseline(n, procs, spec));
     measured(await deploymentBaseline(n, procs, template));
-    for (const variant of variants as Variant[]) measured(await rush(variant, n, procs));
+    if (classes > 0) for (const m of await rush("classes", n, procs)) measured(m);
+    else
+      for (const variant of variants as Variant[]) for (const m of await rush(variant, n, procs)) measured(m);
   }
   console.log("\n## All measurements");
   print(rows, false);
