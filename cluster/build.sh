@@ -14,7 +14,8 @@
 #   actionlint              checks .github/workflows (npm run check, test/static)
 #   gateway-api-crds        no build: the Gateway API CRDs the chart's HTTPRoutes are tested against
 #   prometheus-operator-crds  no build: the ServiceMonitor and PrometheusRule CRDs (test/chart)
-#   promtool                checks the chart's alert rules and unit-tests them, checks /metrics pages (test/chart)
+#   prometheus              the Prometheus server (scrapes the real node, test/node) and promtool (checks the
+#                           chart's alert rules and unit-tests them, checks /metrics pages, test/chart)
 # Each tool is cached on its own under $USERLAND_CACHE/go/<tool>-<key> (default cache
 # ~/.cache/userland), keyed by a hash of its directory's files and of go_build below (the build
 # flags every tool shares), so adding or bumping one tool builds only that tool and the others

@@ -16,49 +16,8 @@ import { startPlatform, type Platform } from "../../dev/platform.ts";
 import { parse } from "yaml";
 import { eventually } from "../support/cluster.ts";
 import { exportedSeries, promtool, selectorNames } from "./promtool.ts";
-import { chartDir, parseManifests, renderChart } from "./support.ts";
-
-interface Target {
-  expr?: string;
-}
-interface Panel {
-  title?: string;
-  type: string;
-  targets?: Target[];
-  panels?: Panel[];
-}
-interface Dashboard {
-  panels: Panel[];
-  templating: { list: { name: string; type: string; query?: string | { query?: string } }[] };
-}
-
-const dashboardFile = join(chartDir, "dashboards", "userland.json");
-const dashboard = JSON.parse(readFileSync(dashboardFile, "utf8")) as Dashboard;
-
-/** Every query of the dashboard, named by where it is. */
-function dashboardQueries(): { where: string; expr: string }[] {
-  const queries: { where: string; expr: string }[] = [];
-  const walk = (panels: Panel[]) => {
-    for (const panel of panels) {
-      if (panel.type === "row") {
-        walk(panel.panels ?? []);
-        continue;
-      }
-      assert.ok(panel.targets?.length, `panel "${panel.title}" has a query`);
-      for (const [i, target] of (panel.targets ?? []).entries()) {
-        assert.ok(target.expr, `panel "${panel.title}" query ${i} has an expression`);
-        queries.push({ where: `panel "${panel.title}"`, expr: target.expr });
-      }
-    }
-  };
-  walk(dashboard.panels);
-  for (const variable of dashboard.templating.list.filter((v) => v.type === "query")) {
-    const q = typeof variable.query === "string" ? variable.query : variable.query?.query;
-    assert.ok(q, `variable ${variable.name} has a query`);
-    queries.push({ where: `variable $${variable.name}`, expr: q });
-  }
-  return queries;
-}
+import { dashboard, dashboardQueries, promqlOf } from "./dashboard.ts";
+import { parseManifests, renderChart } from "./support.ts";
 
 const dir = join(repoRoot, ".userland", `metrics-${randomBytes(3).toString("hex")}`);
 let platform: Platform;
@@ -113,17 +72,6 @@ after(async () => {
   await platform?.stop();
   rmSync(dir, { recursive: true, force: true });
 });
-
-/**
- * A Grafana query as the PromQL Grafana sends: its range variables become a duration, and a
- * variable's label_values(selector, label) is the selector whose series it lists. ($namespace and
- * $template stand inside label values, which PromQL takes as they are.)
- */
-function promqlOf(query: string): string {
-  return query
-    .replace(/\$__(rate_interval|interval|range)\b/g, "5m")
-    .replace(/^label_values\((.*),\s*[a-zA-Z_]\w*\)$/, "$1");
-}
 
 /** The findings `promtool check metrics` reports on prom-client's default metrics, not ours. */
 const PROM_CLIENT_GAUGES =

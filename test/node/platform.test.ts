@@ -13,6 +13,10 @@
  * localTemplates.ts) in a real chromium that reaches the proxy and auth Services only through
  * relays on 127.0.0.1 (--host-resolver-rules maps the hosts; everything else resolves nowhere).
  * Screenshots go to artifacts/node/.
+ *
+ * The guide's Monitoring section is replayed too (with the prometheus-operator's CRDs), and after
+ * the class a real Prometheus, run in the node by test/support/nodePrometheus.ts from the chart's
+ * ServiceMonitors and PrometheusRule, scrapes every component and answers every dashboard query.
  */
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -31,13 +35,14 @@ import {
   exposePlatform,
   localTemplates,
   machineValues,
+  serviceAddress,
   startLoginProvider,
   waitForPlatformReady,
 } from "../../dev/nodePlatform.ts";
 import { k8s } from "../../lib/kube.ts";
 import { SESSION_COOKIE } from "../../lib/session.ts";
 import { gotoSignIn, launchBrowser, pagesLoaded } from "../../cluster/harness/browser.ts";
-import { eventually, testCluster } from "../support/cluster.ts";
+import { eventually, serviceAccountToken, testCluster } from "../support/cluster.ts";
 import { guideCommands } from "../support/guide.ts";
 import {
   createTemplate,
@@ -53,7 +58,9 @@ import {
   releaseNamespace,
   waitForOnePodReady,
 } from "../support/realNode.ts";
-import { run } from "../chart/support.ts";
+import { installToolCrds, run } from "../chart/support.ts";
+import { dashboardQueries, promqlOf } from "../chart/dashboard.ts";
+import { startNodePrometheus, type NodePrometheus } from "../support/nodePrometheus.ts";
 import { assertNoErrorPage } from "../support/platformPages.ts";
 import { expectOnPage as expectOnPageIn, jupyterApi } from "../support/nodeBrowser.ts";
 
@@ -70,6 +77,11 @@ let relays: Awaited<ReturnType<typeof nodeRelays>>;
 let browser: Browser;
 let work: string;
 let aliceContext: BrowserContext | undefined;
+let prometheus: NodePrometheus | undefined;
+const MONITORING_CRDS = [
+  "monitoring.coreos.com_servicemonitors.yaml",
+  "monitoring.coreos.com_prometheusrules.yaml",
+];
 
 /** Runs one of the guide's commands as a reader would, in the repository, with our tools on PATH. */
 async function replay(command: string, env: NodeJS.ProcessEnv): Promise<string> {
@@ -82,10 +94,13 @@ async function replay(command: string, env: NodeJS.ProcessEnv): Promise<string> 
   return result.stdout;
 }
 
-const guide = guideCommands(join(repoRoot, "deploy", "README.md"), "## 1. Install");
+const guide = [
+  ...guideCommands(join(repoRoot, "deploy", "README.md"), "## 1. Install"),
+  ...guideCommands(join(repoRoot, "deploy", "README.md"), "## Monitoring"),
+];
 const guideStep = (heading: string) => {
   const step = guide.find((s) => s.heading.startsWith(heading));
-  assert.ok(step, `deploy/README.md has "${heading}" with commands under "## 1. Install"`);
+  assert.ok(step, `deploy/README.md has "${heading}" with commands under "## 1. Install" or "## Monitoring"`);
   return step;
 };
 let guideEnv: NodeJS.ProcessEnv;
@@ -150,7 +165,11 @@ async function prepareGuide(): Promise<void> {
   ];
   writeFileSync(
     join(work, "on-this-machine.yaml"),
-    stringify(machineValues({ provisionTemplate: "jupyter", fastTimers: true })),
+    stringify({
+      ...machineValues({ provisionTemplate: "jupyter", fastTimers: true }),
+      // Scraped often enough for a test's few minutes of class to show in rates.
+      monitoring: { serviceMonitor: { interval: "5s", scrapeTimeout: "4s" } },
+    }),
   );
 }
 
@@ -168,6 +187,9 @@ before(
     const install = await replayGuide("## 1. Install");
     const keys = await replayGuide("### Session keys");
     process.stdout.write(`# the guide's install: ${install} ms; its own session key Secret: ${keys} ms\n`);
+    // Monitoring as the guide turns it on, for the prometheus-operator's kinds.
+    await installToolCrds(MONITORING_CRDS);
+    process.stdout.write(`# the guide's monitoring: ${await replayGuide("## Monitoring")} ms\n`);
     const unused = substitutions.map(([from]) => from).filter((from) => !substituted.has(from));
     assert.deepEqual(unused, [], "every substitution matches something in the guide (or the guide changed)");
 
@@ -191,6 +213,7 @@ before(
 );
 
 after(async () => {
+  await prometheus?.stop();
   await browser?.close();
   await relays?.close();
   await idp?.close();
@@ -537,4 +560,132 @@ test("a student in two classes finds Jupyter and phpMyAdmin on their home page a
     assert.equal(new URL(home.url()).hostname, host, `${title} at its own host`);
   }
   await bob.close();
+});
+
+interface PromTarget {
+  scrapePool: string;
+  labels: Record<string, string>;
+  health: string;
+  lastError: string;
+  scrapeUrl: string;
+}
+interface PromRuleGroup {
+  name: string;
+  rules: { name: string; type: string; health: string; lastError?: string }[];
+}
+
+/**
+ * A teacher (a ServiceAccount bound to userland-teacher, as the guide binds teachers) imports a
+ * roster through the user-manager's Service; `users` already have `template`, so nothing starts.
+ */
+async function teacherImportsRoster(template: string, users: string[]): Promise<void> {
+  const { kc } = await testCluster();
+  await kc.makeApiClient(k8s.RbacAuthorizationV1Api).createNamespacedRoleBinding({
+    namespace: NAMESPACE,
+    body: {
+      metadata: { name: "teacher-service-account" },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "userland-teacher" },
+      subjects: [{ kind: "ServiceAccount", name: "teacher", namespace: NAMESPACE }],
+    },
+  });
+  const token = await serviceAccountToken(NAMESPACE, "teacher");
+  const port = await relays.expose(
+    await serviceAddress(kc.makeApiClient(k8s.CoreV1Api), NAMESPACE, "user-manager"),
+  );
+  const response = await fetch(`http://127.0.0.1:${port}/api/v1/rosters/import`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: JSON.stringify({ templateName: template, users }),
+  });
+  assert.equal(response.status, 200, await response.text());
+}
+
+test("a real Prometheus scrapes every component through the chart's ServiceMonitors, evaluates its alert rules, and every dashboard panel shows the class above", async () => {
+  // The class's teacher, too: the roster for the database class, already all there.
+  await teacherImportsRoster("phpmyadmin", ["bob", "eve"]);
+  // Started after the class (the counters are the components' own, since they started), so the
+  // ServiceMonitors are translated with the pods the session key rotation left.
+  const started = Date.now();
+  prometheus = await startNodePrometheus(NAMESPACE, relays);
+  process.stdout.write(`# Prometheus started in the node: ${Date.now() - started} ms\n`);
+  const node = prometheus;
+  let last: PromTarget[] = [];
+  const targets = await eventually(
+    "every component's target to be scraped up",
+    async () => {
+      const { activeTargets } = await node.api<{ activeTargets: PromTarget[] }>("targets");
+      last = activeTargets;
+      // The scrape pools are the ServiceMonitors' (userland-<component>), one per component; a
+      // target just (re)loaded is "unknown" until its first scrape.
+      const pools = new Set(activeTargets.map((t) => t.scrapePool));
+      const scraped = activeTargets.every((t) => t.health !== "unknown");
+      return scraped && COMPONENTS.every((c) => pools.has(`serviceMonitor/${NAMESPACE}/userland-${c}/0`))
+        ? activeTargets
+        : undefined;
+    },
+    120_000,
+    1000,
+  ).catch((error: unknown) => {
+    const seen = last.map((t) => `${t.scrapePool} ${t.scrapeUrl}: ${t.health} ${t.lastError}`);
+    throw new Error(`${(error as Error).message}\n${seen.join("\n")}`);
+  });
+  for (const target of targets)
+    assert.equal(target.health, "up", `${target.scrapeUrl} (${target.labels.job}): ${target.lastError}`);
+  const jobs = new Set(targets.map((t) => t.labels.job));
+  assert.equal(jobs.size, COMPONENTS.length, `one scraped Service per component: ${[...jobs].join(", ")}`);
+  const componentUp = await node.api<{ result: { metric: Record<string, string> }[] }>("query", {
+    query: `up{namespace="${NAMESPACE}"} == 1`,
+  });
+  assert.equal(componentUp.result.length, targets.length, "up is 1 for every target");
+
+  // The chart's PrometheusRule, loaded as rule files: every rule evaluated without error.
+  const { groups } = await eventually(
+    "every rule to have been evaluated",
+    async () => {
+      const data = await node.api<{ groups: PromRuleGroup[] }>("rules");
+      const rules = data.groups.flatMap((g) => g.rules);
+      return rules.length > 0 && rules.every((r) => r.health !== "unknown") ? data : undefined;
+    },
+    60_000,
+    1000,
+  );
+  const rules = groups.flatMap((g) => g.rules);
+  assert.ok(rules.filter((r) => r.type === "alerting").length >= 6, `the alerts are loaded: ${rules.length}`);
+  for (const rule of rules) assert.equal(rule.health, "ok", `rule ${rule.name}: ${rule.lastError ?? ""}`);
+
+  await eventually(
+    "the teacher's roster import to be scraped",
+    async () =>
+      (
+        await node.api<{ result: unknown[] }>("query", {
+          query: `userland_user_manager_http_requests_total{namespace="${NAMESPACE}",route="/api/v1/rosters/import"}`,
+        })
+      ).result.length > 0,
+    60_000,
+    1000,
+  );
+
+  await eventually(
+    "two scrapes of every target, for rates",
+    async () =>
+      (
+        await node.api<{ result: unknown[] }>("query", {
+          query: `count_over_time(up{namespace="${NAMESPACE}"}[5m]) >= 2`,
+        })
+      ).result.length === targets.length,
+    60_000,
+    1000,
+  );
+
+  // Every panel's queries as Grafana sends them for this namespace and every Template.
+  const panels = new Map<string, number>();
+  for (const query of dashboardQueries()) {
+    const promql = promqlOf(query.expr, "5m", { namespace: NAMESPACE, template: ".*" });
+    const { result } = await node.api<{ result: unknown[] }>("query", { query: promql });
+    const key = query.panel ?? query.where;
+    panels.set(key, (panels.get(key) ?? 0) + result.length);
+    process.stdout.write(`# ${query.where}: ${result.length} series for ${promql.slice(0, 100)}\n`);
+  }
+  const empty = [...panels].filter(([, n]) => n === 0).map(([panel]) => panel);
+  assert.deepEqual(empty, [], "every panel (and variable) shows series for the class");
 });

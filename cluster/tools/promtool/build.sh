@@ -1,8 +1,0 @@
-# Recipe for ../../build.sh, which sources it in this directory (see go_build there).
-# Prometheus's Go module is versioned v0.3MM.P for its release 3.MM.P; its release build (promu)
-# stamps that release, which `promtool --version` then says.
-module_version=$(go list -m -f '{{.Version}}' github.com/prometheus/prometheus) # v0.316.0
-release=$(echo "$module_version" | sed -E 's/^v0\.3([0-9][0-9])\.([0-9]+)$/3.\1.\2/; s/^3\.0([0-9])/3.\1/')
-ldflags="-X github.com/prometheus/common/version.Version=$release" go_build promtool \
-  github.com/prometheus/prometheus/cmd/promtool
-outputs=(promtool)
