@@ -6,6 +6,7 @@
  */
 import type {
   V1ContainerStatus,
+  V1ObjectMeta,
   V1Deployment,
   V1EndpointSlice,
   V1PersistentVolumeClaim,
@@ -132,6 +133,15 @@ const containerSummary = (c: V1ContainerStatus): V1ContainerStatus => ({
   lastState: c.lastState,
 });
 
+/** What every summary keeps of an object's metadata: who it is, its version, its labels. */
+const identityOf = (m: V1ObjectMeta): V1ObjectMeta => ({
+  name: m.name,
+  namespace: m.namespace,
+  uid: m.uid,
+  resourceVersion: m.resourceVersion,
+  labels: m.labels,
+});
+
 /**
  * A pod is only read, never sent back: the cache keeps what a start's progress and problems are
  * read from (labels, times, status) and drops the spec, most of a pod's size.
@@ -141,11 +151,7 @@ function podSummary(pod: V1Pod): V1Pod {
   const s = pod.status ?? {};
   return {
     metadata: {
-      name: m.name,
-      namespace: m.namespace,
-      uid: m.uid,
-      resourceVersion: m.resourceVersion,
-      labels: m.labels,
+      ...identityOf(m),
       creationTimestamp: m.creationTimestamp,
       deletionTimestamp: m.deletionTimestamp,
       // A copy pod's owner: the Assignment or Submission it reports to.
@@ -175,13 +181,7 @@ function sliceSummary(slice: V1EndpointSlice): V1EndpointSlice {
   const m = slice.metadata ?? {};
   return {
     addressType: slice.addressType,
-    metadata: {
-      name: m.name,
-      namespace: m.namespace,
-      uid: m.uid,
-      resourceVersion: m.resourceVersion,
-      labels: m.labels,
-    },
+    metadata: identityOf(m),
     ports: slice.ports?.map((p) => ({ name: p.name, port: p.port, protocol: p.protocol })),
     endpoints: (slice.endpoints ?? []).map((e) => ({
       addresses: e.addresses,
