@@ -683,6 +683,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       body: string,
       slow: boolean,
       what: string,
+      sentAt: number,
       browser = false,
     ): string => {
       let state: unknown;
@@ -715,11 +716,15 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         (status === 504 && state === "timeout");
       if (!expected) unexpected(`${what} for ${u.name}: ${status} ${body.slice(0, 160)}`);
       // The proxy's ready grace (PROXY_READY_GRACE): just after Ready, an upstream that refuses for
-      // longer than the retries gets the starting page by design, stopped or not.
+      // longer than the retries gets the starting page by design, stopped or not. The proxy decides
+      // when the request arrives and then retries for about 5 s, so the grace is counted from when
+      // the request was sent, not from its answer (a request sent near the grace's end and
+      // answered after it was counted as unexpected: a fresh clone's soak, 2026-11-27). The
+      // second of slack covers lastTransitionTime's whole seconds.
       else if (
         status === 503 &&
         !u.everStopped &&
-        !(state === "starting" && Date.now() - u.readyAt < READY_GRACE_MS + 1000)
+        !(state === "starting" && sentAt - u.readyAt < READY_GRACE_MS + 1000)
       )
         unexpected(
           `${what} for ${u.name}: "${String(state)}" page, but this user's Userland was never stopped`,
@@ -742,6 +747,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
           : `/c/${id}/${seq}?x=${seq}`;
         const post = !slow && Math.random() < 0.2;
         const browser = !post && Math.random() < 0.2;
+        const sentAt = Date.now();
         const result = await new Promise<
           { status: number; body: string; setCookie: string[] } | { error: string }
         >((resolve) => {
@@ -804,7 +810,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         } else {
           count(
             report.http.byStatus,
-            checkPage(u, result.status, result.body, slow, `HTTP ${path}`, browser),
+            checkPage(u, result.status, result.body, slow, `HTTP ${path}`, sentAt, browser),
           );
         }
         await sleep(thinkMs * between(0.5, 1.5));
@@ -818,6 +824,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       let seq = 0;
       while (!stopping) {
         let opened: Awaited<ReturnType<typeof openWebSocket>>;
+        const sentAt = Date.now();
         try {
           opened = await openWebSocket(port, {
             host: SOAK_HOST,
@@ -834,7 +841,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         if ("status" in opened) {
           count(
             report.websocket.refused,
-            checkPage(u, opened.status, opened.body, false, `WebSocket /ws/${slot}`),
+            checkPage(u, opened.status, opened.body, false, `WebSocket /ws/${slot}`, sentAt),
           );
           await sleep(between(300, 1000));
           continue;
