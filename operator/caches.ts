@@ -5,6 +5,8 @@
  * objects of the same name in two namespaces never meet.
  */
 import type {
+  V1ContainerStatus,
+  V1ObjectMeta,
   V1Deployment,
   V1EndpointSlice,
   V1PersistentVolumeClaim,
@@ -110,11 +112,35 @@ interface CacheOptions {
  * last applied object (as large as the object) goes too.
  */
 function withoutAppliedCopy<T extends k8s.KubernetesObject>(obj: T): T {
-  const annotations = withoutManagedFields(obj).metadata?.annotations;
-  if (annotations) delete annotations[LAST_APPLIED];
+  const metadata = withoutManagedFields(obj).metadata;
+  if (metadata?.annotations?.[LAST_APPLIED] === undefined) return obj;
+  // A copy rather than `delete`, which makes V8 keep the object as a larger hash table.
+  const { [LAST_APPLIED]: _, ...annotations } = metadata.annotations;
+  metadata.annotations = annotations;
   return obj;
 }
 const LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration";
+
+/** What a start's diagnosis reads of a container (operator/startDiagnosis.ts, coursework's copies). */
+const containerSummary = (c: V1ContainerStatus): V1ContainerStatus => ({
+  name: c.name,
+  image: c.image,
+  imageID: "",
+  ready: c.ready,
+  started: c.started,
+  restartCount: c.restartCount,
+  state: c.state,
+  lastState: c.lastState,
+});
+
+/** What every summary keeps of an object's metadata: who it is, its version, its labels. */
+const identityOf = (m: V1ObjectMeta): V1ObjectMeta => ({
+  name: m.name,
+  namespace: m.namespace,
+  uid: m.uid,
+  resourceVersion: m.resourceVersion,
+  labels: m.labels,
+});
 
 /**
  * A pod is only read, never sent back: the cache keeps what a start's progress and problems are
@@ -125,11 +151,7 @@ function podSummary(pod: V1Pod): V1Pod {
   const s = pod.status ?? {};
   return {
     metadata: {
-      name: m.name,
-      namespace: m.namespace,
-      uid: m.uid,
-      resourceVersion: m.resourceVersion,
-      labels: m.labels,
+      ...identityOf(m),
       creationTimestamp: m.creationTimestamp,
       deletionTimestamp: m.deletionTimestamp,
       // A copy pod's owner: the Assignment or Submission it reports to.
@@ -142,11 +164,29 @@ function podSummary(pod: V1Pod): V1Pod {
       // Where an archive pod listens (operator/coursework/syncArchive.ts).
       podIP: s.podIP,
       conditions: s.conditions,
-      containerStatuses: s.containerStatuses,
-      initContainerStatuses: s.initContainerStatuses,
+      containerStatuses: s.containerStatuses?.map(containerSummary),
+      initContainerStatuses: s.initContainerStatuses?.map(containerSummary),
       reason: s.reason,
       message: s.message,
     },
+  };
+}
+
+/**
+ * A slice is only read (does its Service route: operator/serviceRoutes.ts, and which Service it
+ * belongs to): the cache keeps its ports and its endpoints' addresses and readiness, and drops
+ * what else the EndpointSlice controller writes (target references, nodes, zones, hints).
+ */
+function sliceSummary(slice: V1EndpointSlice): V1EndpointSlice {
+  const m = slice.metadata ?? {};
+  return {
+    addressType: slice.addressType,
+    metadata: identityOf(m),
+    ports: slice.ports?.map((p) => ({ name: p.name, port: p.port, protocol: p.protocol })),
+    endpoints: (slice.endpoints ?? []).map((e) => ({
+      addresses: e.addresses,
+      conditions: { ready: e.conditions?.ready },
+    })),
   };
 }
 
@@ -174,7 +214,7 @@ export function createCaches(opts: CacheOptions): Caches {
     pvcs: informer<V1PersistentVolumeClaim>(resources.PersistentVolumeClaim, withoutManagedFields, owned),
     // The EndpointSlice controller copies a Service's labels onto its slices, so the same selector
     // caches the slices of the operator's Services and no others.
-    endpointSlices: informer<V1EndpointSlice>(resources.EndpointSlice, withoutManagedFields, owned),
+    endpointSlices: informer<V1EndpointSlice>(resources.EndpointSlice, sliceSummary, owned),
     pods: informer<V1Pod>(resources.Pod, podSummary, owned),
     assignments: informer<Assignment>(resources.Assignment, withoutAppliedCopy),
     submissions: informer<Submission>(resources.Submission, withoutAppliedCopy),

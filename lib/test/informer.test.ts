@@ -229,6 +229,39 @@ test("a transform shapes every listed and watched object before it is cached or 
   assert.equal(informer.get("listed", ns)?.data?.group, "y");
 });
 
+test("the first list comes page by page, and a page's objects are cached as the rest would be", async (t) => {
+  const ns = await testNamespace(t, "informer");
+  const rest = await adminRest();
+  for (let i = 0; i < 5; i++) await rest.create(configMapsPath(ns), configMap(`cm-${i}`, "x"));
+  await rest.create(configMapsPath(ns), configMap("other", "x", false));
+  // Each list request the informer makes, as it makes it.
+  const asked: Record<string, unknown>[] = [];
+  const list = rest.list.bind(rest);
+  rest.list = (path, opts) => {
+    asked.push({ ...opts?.query });
+    return list(path, opts);
+  };
+  const informer = new Informer<V1ConfigMap>(rest, {
+    path: configMapsPath(ns),
+    labelSelector: `${LABEL}=yes`,
+    log,
+    freeze: true,
+    listPageSize: 2,
+    transform: withoutManagedFields,
+  });
+  stopAfter(t, informer, rest);
+  await informer.start();
+  assert.deepEqual(names(informer.list()), ["cm-0", "cm-1", "cm-2", "cm-3", "cm-4"]);
+  assert.equal(asked.length, 3, "5 objects, 2 a page");
+  assert.ok(asked.every((q) => q.limit === 2 && q.labelSelector === `${LABEL}=yes`));
+  assert.ok(asked.slice(1).every((q) => typeof q.continue === "string" && q.continue !== ""));
+  assert.equal(informer.get("cm-0", ns)?.metadata?.managedFields, undefined);
+  // The watch starts where the pages' snapshot ends: nothing missed, nothing twice.
+  await rest.create(configMapsPath(ns), configMap("cm-5", "x"));
+  await eventually("the watch to bring cm-5", () => informer.get("cm-5", ns) !== undefined);
+  assert.equal(informer.list().length, 6);
+});
+
 test("several collections (one per namespace) fill one cache: lists, gets, indexes and events span them, and no other namespace leaks in", async (t) => {
   const [a, b, other] = [
     await testNamespace(t, "informer"),
