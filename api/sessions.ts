@@ -73,6 +73,15 @@ export function sessionEnded(session: SessionRef, userlands: readonly Userland[]
   return false;
 }
 
+/**
+ * The Userland a mark that ends `user`'s sessions is written on: their oldest (a mark on any of
+ * them counts for all, so one is enough, and the oldest is the least likely to go first).
+ */
+export function sessionMarkCarrier(userlands: readonly Userland[], user: string): Userland | undefined {
+  const created = (u: Userland) => new Date(u.metadata.creationTimestamp ?? 0).getTime();
+  return userlands.filter((u) => u.spec.user === user).sort((a, b) => created(a) - created(b))[0];
+}
+
 /** What ending sessions means: one session (by its sid, until its expiry), or all issued until `now`. */
 export type EndSessions = { sid: string; exp: number } | { all: true };
 

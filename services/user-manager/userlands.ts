@@ -10,7 +10,7 @@
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyRequest } from "fastify";
 import { userlandNameFor } from "../../api/naming.ts";
-import { SESSION_ID, endSessionsPatch, type EndSessions } from "../../api/sessions.ts";
+import { SESSION_ID, endSessionsPatch, sessionMarkCarrier, type EndSessions } from "../../api/sessions.ts";
 import {
   activityStamp,
   examRefText,
@@ -440,10 +440,7 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
           "the session is not valid (expired, or not this installation's)",
         );
       // The user is the session's own: nothing in the request names a user or a Userland.
-      const created = (u: Userland) => new Date(u.metadata.creationTimestamp ?? 0).getTime();
-      const oldest = (await store.list({ user: session.user }))
-        .filter((u) => u.spec.user === session.user)
-        .sort((a, b) => created(a) - created(b))[0];
+      const oldest = sessionMarkCarrier(await store.list({ user: session.user }), session.user);
       const name = oldest?.metadata.name;
       if (!oldest || !name) {
         request.log.info(

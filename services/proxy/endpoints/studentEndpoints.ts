@@ -19,6 +19,7 @@
  * other name is answered like a name that does not exist.
  */
 import { heldPage } from "../route/exam.ts";
+import { sessionMarkCarrier } from "../../../api/sessions.ts";
 import { isStalled, progressText } from "../../../lib/startProgress.ts";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Userland } from "../../../api/v1alpha1/index.ts";
@@ -31,7 +32,7 @@ import { handInConfirmPage, homePage } from "../pages/homePage.ts";
 import type { Coursework } from "./coursework.ts";
 import { missingPage, simplePage, type Page } from "../pages/environmentPages.ts";
 import type { RequestRecord } from "../requestLog.ts";
-import { prefersJson, sendJson, sendPage } from "../pages/send.ts";
+import { prefersJson, sendJson, sendPage, sendRedirect } from "../pages/send.ts";
 import type { OwnEndpointRoute } from "../route/router.ts";
 import type { ClusterView } from "../route/userlandIndex.ts";
 import type { Starter } from "./starter.ts";
@@ -133,12 +134,7 @@ export async function serveOwnEndpoint(
     const refused = await endSessions(deps, own, form.get("everywhere") === "yes", record);
     if (refused) return sendPage(req, res, refused);
     // This browser's cookies go at the auth service, which clears every host (the shared computer).
-    res.writeHead(303, {
-      location: new URL("logout", deps.config.loginUrl).href,
-      "cache-control": "no-store",
-      "content-length": 0,
-    });
-    res.end();
+    sendRedirect(res, new URL("logout", deps.config.loginUrl).href);
     return;
   }
   const refusal =
@@ -154,12 +150,7 @@ export async function serveOwnEndpoint(
     else sendJson(res, 202, { state: action === "stop" ? "stopped" : "starting", template });
     return;
   }
-  res.writeHead(303, {
-    location: returnPath,
-    "cache-control": "no-store",
-    "content-length": 0,
-  });
-  res.end();
+  sendRedirect(res, returnPath);
 }
 
 /** Carries out a form's action for the session's own environment; a page when it cannot. */
@@ -212,9 +203,7 @@ async function endSessions(
   record: RequestRecord,
 ): Promise<Page | undefined> {
   const { user, sid, exp } = own.session;
-  const mine = (deps.cluster.userlandsOf?.(user) ?? []).filter((u) => u.spec.user === user);
-  const created = (u: Userland) => new Date(u.metadata.creationTimestamp ?? 0).getTime();
-  const oldest = mine.slice().sort((a, b) => created(a) - created(b))[0];
+  const oldest = sessionMarkCarrier(deps.cluster.userlandsOf?.(user) ?? [], user);
   if (!oldest?.metadata.name) return undefined;
   record.userland = userlandKey(oldest);
   if (!deps.userManager?.endSessions) return userManagerRefused("sign out");

@@ -20,9 +20,10 @@ import { UserlandAnnotations, type Userland } from "../../../api/v1alpha1/index.
 import { consentState, parseVisitRequests, VISIT_CONSENT_ANNOTATION } from "../../../api/visits.ts";
 import { HOME_PATH, ownUserland, type HomeConfig } from "../pages/homeView.ts";
 import { userlandLabel } from "../route/origins.ts";
+import { userlandKey } from "../route/environmentState.ts";
 import { simplePage } from "../pages/environmentPages.ts";
 import type { RequestRecord } from "../requestLog.ts";
-import { sendPage } from "../pages/send.ts";
+import { sendPage, sendRedirect } from "../pages/send.ts";
 import type { OwnEndpointRoute } from "../route/router.ts";
 import { hostForTemplate } from "../route/templateHosts.ts";
 import type { ClusterView } from "../route/userlandIndex.ts";
@@ -71,16 +72,6 @@ export function withoutVisitCookie(headers: IncomingHttpHeaders): void {
   else delete headers.cookie;
 }
 
-function redirect(res: ServerResponse, location: string, cookie?: string): void {
-  res.writeHead(303, {
-    location,
-    "cache-control": "no-store",
-    "content-length": 0,
-    ...(cookie ? { "set-cookie": cookie } : {}),
-  });
-  res.end();
-}
-
 const cookieFor = (value: string, secure: boolean, maxAge?: number) =>
   `${VISIT_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Lax${secure ? "; Secure" : ""}${maxAge === undefined ? "" : `; Max-Age=${maxAge}`}`;
 
@@ -99,7 +90,7 @@ export async function serveVisitEndpoint(
     return;
   }
   if (route.pathname === LEAVE_PATH) {
-    redirect(res, HOME_PATH, cookieFor("", secure, 0));
+    sendRedirect(res, HOME_PATH, cookieFor("", secure, 0));
     return;
   }
   if (route.pathname === ALLOW_PATH) {
@@ -124,7 +115,7 @@ export async function serveVisitEndpoint(
     return;
   }
   record.owner = userland.spec.user;
-  record.userland = `${userland.metadata.namespace ?? ""}/${name}`;
+  record.userland = userlandKey(userland);
   const port = /:\d+$/.exec(client.host)?.[0] ?? "";
   const label = config.origins === "perUser" ? userlandLabel(userland) : undefined;
   const perUserHost = label && config.baseDomain ? `${label}.${config.baseDomain}${port}` : undefined;
@@ -200,16 +191,16 @@ export async function serveVisitEndpoint(
   }
   // Per-user origins: its own host names it (no cookie).
   if (perUserHost) {
-    redirect(res, `${client.proto}://${perUserHost}/`);
+    sendRedirect(res, `${client.proto}://${perUserHost}/`);
     return;
   }
   if (host !== client.host) {
     const query = `namespace=${encodeURIComponent(userland.metadata.namespace ?? "")}&userland=${encodeURIComponent(name)}`;
-    redirect(res, `${client.proto}://${host}${VISIT_PATH}?${query}`);
+    sendRedirect(res, `${client.proto}://${host}${VISIT_PATH}?${query}`);
     return;
   }
   // The owner's own: no visit, and no cookie that would outlive this click.
-  redirect(
+  sendRedirect(
     res,
     "/",
     cookieFor(own ? "" : `${userland.metadata.namespace ?? ""}/${name}`, secure, own ? 0 : undefined),
@@ -250,7 +241,7 @@ async function allow(
     sendPage(req, res, simplePage(404, "No such environment", "You have no environment of that name."));
     return;
   }
-  record.userland = `${userland.metadata.namespace ?? ""}/${userland.metadata.name ?? ""}`;
+  record.userland = userlandKey(userland);
   let answer: "allowed" | "none" | "error";
   try {
     answer =
@@ -285,5 +276,5 @@ async function allow(
     );
     return;
   }
-  redirect(res, returnPath);
+  sendRedirect(res, returnPath);
 }

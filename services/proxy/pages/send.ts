@@ -38,6 +38,17 @@ export function sendPage(req: IncomingMessage, res: ServerResponse, page: Page):
   res.end(req.method === "HEAD" ? undefined : body);
 }
 
+/** 303 See Other to `location` (after a form, or on to another page), never cached; with a cookie to set. */
+export function sendRedirect(res: ServerResponse, location: string, cookie?: string): void {
+  res.writeHead(303, {
+    location,
+    "cache-control": "no-store",
+    "content-length": 0,
+    ...(cookie ? { "set-cookie": cookie } : {}),
+  });
+  res.end();
+}
+
 export function sendJson(res: ServerResponse, status: number, value: unknown): void {
   const body = JSON.stringify(value);
   res.writeHead(status, {

@@ -163,10 +163,11 @@ export function classPage(viewer: Viewer, view: ClassView): string {
           ${page < pages ? html`<a href="${pageUrl(page + 1)}" rel="next">Next</a>` : ""}
         </p>`
       : "";
-  const finder = html`<form method="get" action="${CONSOLE_PATH}/class" class="toolbar" role="search">
-    <input type="hidden" name="template" value="${template}" />${
+  const hidden = html`<input type="hidden" name="template" value="${template}" />${
       klass ? html`<input type="hidden" name="class" value="${klass}" />` : ""
-    }
+    }`;
+  const finder = html`<form method="get" action="${CONSOLE_PATH}/class" class="toolbar" role="search">
+    ${hidden}
     <label for="find">Find a student</label>
     <input type="text" id="find" name="q" value="${query.search}" placeholder="name or id" />
     <label for="state">State</label>
@@ -177,9 +178,6 @@ export function classPage(viewer: Viewer, view: ClassView): string {
     <button type="submit" class="secondary">Show</button>
     ${filtered ? html`<a href="${classUrl(template, klass)}">Show all</a>` : ""}
   </form>`;
-  const hidden = html`<input type="hidden" name="template" value="${template}" />${
-      klass ? html`<input type="hidden" name="class" value="${klass}" />` : ""
-    }`;
   const table = html`<table>
     <caption class="sr-only">
       Students of ${title}

@@ -72,10 +72,12 @@ const MAX_SELECTED = 2000;
  * `userlands/console`, for a teacher whose Role names their class's Userlands (resourceNames),
  * docs/decisions/0009-teachers.md.
  */
+/** The console's own right, which also marks the namespaces where a Role names single Userlands. */
+const CONSOLE_RIGHT: Resource = { resource: USERLANDS, subresource: "console" };
 const DOOR: readonly [Verb, Resource][] = [
   ["list", { resource: USERLANDS }],
   ["list", { resource: "assignments" }],
-  ["get", { resource: USERLANDS, subresource: "console" }],
+  ["get", CONSOLE_RIGHT],
 ];
 /**
  * How long the door's answer is kept for a caller, refusals too: a student reloading the console
@@ -222,8 +224,6 @@ export const consoleRoutes: FastifyPluginCallback<ConsoleOptions> = (app, opts, 
     return send(reply, status, errorPage(viewer, status >= 500 ? "Error" : "Cannot do that", message));
   });
 
-  /** The console's own right (DOOR), which marks the namespaces where a Role names single Userlands. */
-  const CONSOLE_RIGHT: Resource = { resource: USERLANDS, subresource: "console" };
   /**
    * The Userlands the caller may see among those `wanted` keeps, for a number of access reviews
    * that grows with the namespaces, never with the Userlands (issue 31): all of them with `list`;
