@@ -15,10 +15,12 @@ import { paths } from "../../api/kubePaths.ts";
 import { isInvalid, type KubeRest } from "../../lib/kubeRest.ts";
 import { eventually, testNamespace } from "../../test/support/cluster.ts";
 import { startOperator } from "../../test/support/operator.ts";
+import { onNode } from "../coursework/copyPods.ts";
 import {
   adminRest,
   createTemplate,
   createUserland,
+  placeEnvironmentPod,
   simpleTemplateSpec,
 } from "../../test/support/resources.ts";
 
@@ -68,6 +70,8 @@ test("an Archive of a student's home gets a read-only, token-less archive pod re
     }),
   );
   await createUserland(ns, "alice-lab", "alice", "lab", true);
+  // A home is archived on the node its environment runs on, so the environment is placed first.
+  const node = await placeEnvironmentPod(ns, childNames("lab", "alice-lab").deployment);
 
   // The API server refuses an Archive naming both sources or none, and any change to one.
   for (const source of [
@@ -89,6 +93,7 @@ test("an Archive of a student's home gets a read-only, token-less archive pod re
   const spec = pod.spec!;
   const container = spec.containers[0]!;
   assert.equal(spec.automountServiceAccountToken, false);
+  assert.deepEqual(spec.affinity, onNode(node), "on the node of alice's running environment");
   assert.equal(spec.restartPolicy, "Never");
   assert.equal(spec.activeDeadlineSeconds, 3600);
   assert.equal(container.image, IMAGE);

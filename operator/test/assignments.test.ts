@@ -25,6 +25,7 @@ import {
   adminRest,
   createTemplate,
   createUserland,
+  placeEnvironmentPod,
   simpleTemplateSpec,
 } from "../../test/support/resources.ts";
 
@@ -229,22 +230,7 @@ test("an Assignment is published by a locked-down copy pod, read again after an 
     return condition(s, "Distributed")?.reason === "WaitingForVolume";
   });
   assert.equal(byClaim(await copyPods(rest, ns, "distribute"), "carol"), undefined);
-  // kwok's claims never bind, so the scheduler leaves carol's pod unplaced: the test binds it to a
-  // node as the scheduler would (pods/binding).
-  const carolEnv = (
-    await rest.list<V1Pod>(podsPath(ns), {
-      query: { labelSelector: `userland.dev/instance=${childNames("lab", "carol").deployment}` },
-    })
-  ).items[0];
-  assert.ok(carolEnv);
-  const node = (await rest.list<{ metadata: { name: string } }>("/api/v1/nodes")).items[0]?.metadata.name;
-  assert.ok(node);
-  await rest.create(podsPath(ns, carolEnv.metadata?.name, "binding"), {
-    apiVersion: "v1",
-    kind: "Binding",
-    metadata: { name: carolEnv.metadata?.name },
-    target: { apiVersion: "v1", kind: "Node", name: node },
-  });
+  const node = await placeEnvironmentPod(ns, childNames("lab", "carol").deployment);
   const carolPod = await eventually("carol's distribute pod", async () =>
     byClaim(await copyPods(rest, ns, "distribute"), "carol"),
   );

@@ -2,9 +2,10 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
-import type { V1Deployment, V1PersistentVolumeClaim, V1Service } from "@kubernetes/client-node";
+import type { V1Deployment, V1PersistentVolumeClaim, V1Pod, V1Service } from "@kubernetes/client-node";
 import type { Template, TemplateSpec, Userland } from "../../api/v1alpha1/index.ts";
 import { paths } from "../../api/kubePaths.ts";
+import { LABELS } from "../../api/naming.ts";
 import { KubeRest, isNotFound } from "../../lib/kubeRest.ts";
 import type { AuditEvent } from "../../cluster/harness/auditLog.ts";
 import { eventually, testCluster } from "./cluster.ts";
@@ -49,6 +50,31 @@ export async function createUserland(
     metadata: { name },
     spec: { user, templateName, ...(enabled === undefined ? {} : { enabled }) },
   });
+}
+
+/**
+ * kwok's claims never bind, so the scheduler leaves a student's environment unplaced ("unbound
+ * immediate PersistentVolumeClaims"): this places its pod on a node as the scheduler would
+ * (pods/binding), once the pod exists, and says which node.
+ */
+export async function placeEnvironmentPod(ns: string, deployment: string): Promise<string> {
+  const rest = await adminRest();
+  const pod = await eventually(`the pod of ${deployment}`, async () => {
+    const list = await rest.list<V1Pod>(paths.namespaced("", "v1", "pods", ns), {
+      query: { labelSelector: `${LABELS.instance}=${deployment}` },
+    });
+    return list.items[0];
+  });
+  const node = (await rest.list<{ metadata: { name: string } }>("/api/v1/nodes")).items[0]?.metadata.name;
+  assert.ok(node, "the control plane has a node");
+  const name = pod.metadata?.name;
+  await rest.create(paths.namespaced("", "v1", "pods", ns, name, "binding"), {
+    apiVersion: "v1",
+    kind: "Binding",
+    metadata: { name },
+    target: { apiVersion: "v1", kind: "Node", name: node },
+  });
+  return node;
 }
 
 export async function getUserland(ns: string, name: string): Promise<Userland> {
