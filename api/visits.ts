@@ -106,11 +106,15 @@ export function applyVisitReport(list: readonly Visit[], report: VisitReport): V
   const last = stamp(report.lastSeen);
   // The same visit while no quiet period passed between its last record and this report's last
   // request (an "end" arrives a quiet period after that request), also when another replica
-  // already ended it (its own share of the traffic went quiet first).
+  // already ended it (its own share of the traffic went quiet first); and whenever the reporting
+  // replica saw the visitor without a quiet break since before the record's last request (its
+  // firstSeen): a slow user-manager can hold a replica's reports back longer than a quiet period
+  // while a WebSocket keeps the visit going, and that is one visit, not two.
   const current =
     latest &&
     (visitIsLive(latest, report.now, report.staleMs) ||
-      report.lastSeen.getTime() - Date.parse(latest.to) <= report.staleMs)
+      report.lastSeen.getTime() - Date.parse(latest.to) <= report.staleMs ||
+      report.firstSeen.getTime() <= Date.parse(latest.to))
       ? latest
       : undefined;
   if (current) {

@@ -63,6 +63,21 @@ test("a visit begins, continues (several replicas join it), ends; a later one is
   assert.equal(later.visits.length, 2);
 });
 
+test("reports held back longer than a quiet period (a slow user-manager) still extend one visit when the replica saw it without a break", () => {
+  // A WebSocket open from 0 s; the replica's reports at 10 s, then (the user-manager slow) at 400 s:
+  // more than the quiet period after the record's last request, but the same replica's same visit.
+  let visits = applyVisitReport([], report("begin", 0, 0)).visits;
+  visits = applyVisitReport(visits, report("continue", 0, 10)).visits;
+  const late = applyVisitReport(visits, report("continue", 0, 400));
+  assert.equal(late.started, undefined, "no second visit");
+  assert.equal(late.visits.length, 1);
+  assert.equal(late.visits[0]?.to, at(400).toISOString());
+  // A replica whose own visit began after a quiet break is a new visit.
+  const again = applyVisitReport(late.visits, report("begin", 800, 800));
+  assert.ok(again.started);
+  assert.equal(again.visits.length, 2);
+});
+
 test("an end for a visit never recorded writes nothing; another visitor's visit is apart", () => {
   assert.equal(applyVisitReport([], report("end", 0, 10)).changed, false);
   const alice = applyVisitReport([], report("begin", 0, 0)).visits;
