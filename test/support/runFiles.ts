@@ -34,8 +34,17 @@ for (const option of options) {
   }
 }
 
+// Stopped (test/run.ts passes on its signals): abort, which ends every test file's process too.
+const stop = new AbortController();
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const)
+  process.on(signal, () => {
+    process.exitCode = 1;
+    stop.abort();
+  });
+
 const stream = run({
   files,
+  signal: stop.signal,
   concurrency,
   timeout: 600_000,
   only,
