@@ -2,14 +2,20 @@
  * The one test command (`npm test`): starts a real control plane and a real node once for the whole
  * run, runs every test file with node's test runner against them (then the *.alone.ts files, one at a
  * time), and tears both down at the end,
- * also when the run is interrupted. Arguments are passed to `node --test` (e.g. a file to run alone).
+ * also when the run is interrupted. Arguments are files or globs to run instead (e.g. one file), and
+ * --test-name-pattern=… or --test-only as `node --test` takes them.
+ *
+ * Files start longest first, by the last run's times (.userland/test-durations.tsv, updated at the
+ * end of every run; files without a time start first), so that no long file starts last and runs
+ * on by itself while the other slot idles. `node --test` would sort them by name; test/support/
+ * runFiles.ts runs them in the order given.
  *
  * USERLAND_REAL_NODE=off leaves the real node out (its tests then fail, saying so); any other value
  * or none starts it, and a machine that cannot run it fails the run with the reason.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { join, relative } from "node:path";
+import { existsSync, globSync, readFileSync, writeFileSync } from "node:fs";
+import { join, relative, resolve } from "node:path";
 import { ControlPlane, diesWithParent } from "../cluster/controlPlane.ts";
 import { RealNode } from "../cluster/node/realNode.ts";
 import { CLUSTER_INFO_ENV } from "../cluster/harness/connect.ts";
@@ -37,6 +43,37 @@ const alonePatterns = ["test/**/*.alone.ts"];
 const args = process.argv.slice(2);
 const patterns = args.filter((a) => !a.startsWith("-"));
 const flags = args.filter((a) => a.startsWith("-"));
+
+/** Each file's milliseconds in the runs before (relative path → ms), kept across runs. */
+const historyFile = join(repoRoot, ".userland", "test-durations.tsv");
+const history = new Map<string, number>(
+  existsSync(historyFile)
+    ? readFileSync(historyFile, "utf8")
+        .split("\n")
+        .filter(Boolean)
+        .map((line) => line.split("\t"))
+        .map(([ms, file]) => [file ?? "", Number(ms)])
+    : [],
+);
+
+/** The files `patterns` name, longest first by `history` (files it has no time for first of all). */
+function ordered(patterns: string[]): string[] {
+  const files = new Set<string>();
+  for (const pattern of patterns) {
+    const matches = globSync(pattern, { cwd: repoRoot, exclude: (name) => name === "node_modules" });
+    if (matches.length === 0) {
+      console.error(`no test file matches ${pattern}`);
+      process.exit(1);
+    }
+    for (const match of matches) files.add(relative(repoRoot, resolve(repoRoot, match)));
+  }
+  const time = (file: string) => history.get(file) ?? Infinity;
+  return [...files].sort((a, b) => time(b) - time(a) || a.localeCompare(b));
+}
+
+// Worked out before anything starts: a pattern that matches nothing ends the run at once.
+const mainFiles = ordered(patterns.length > 0 ? patterns : defaultPatterns);
+const aloneFiles = patterns.length > 0 ? [] : ordered(alonePatterns);
 
 // USERLAND_TEST_CLUSTER_DIR lets two test runs in one checkout keep their control planes apart.
 const controlPlane = new ControlPlane({
@@ -103,23 +140,13 @@ writeFileSync(retryLog, "");
 const durationsFile = join(controlPlane.dir, "durations.tsv");
 writeFileSync(durationsFile, "");
 
-/** Runs node's test runner on `files`; resolves with its exit code. */
+/** Runs `files` with node's test runner in the order given; resolves with its exit code. */
 function runTests(files: string[], concurrency: string): Promise<number> {
   // The test runner, too, ends with this process, even when it is killed outright.
   const runner = spawn(
     ...diesWithParent(
       process.execPath,
-      [
-        "--test",
-        "--test-reporter=spec",
-        "--test-reporter-destination=stdout",
-        "--test-reporter=./test/support/durationReporter.ts",
-        `--test-reporter-destination=${durationsFile}.part`,
-        `--test-concurrency=${concurrency}`,
-        "--test-timeout=600000",
-        ...flags,
-        ...files,
-      ],
+      ["test/support/runFiles.ts", `${durationsFile}.part`, concurrency, ...flags, "--", ...files],
       "SIGTERM",
     ),
     {
@@ -154,6 +181,8 @@ function summary(): void {
     lines.push(`#   ${seconds(f.ms)}  ${f.file}${f.result === "fail" ? "  (failed)" : ""}`);
   lines.push("# phases:");
   for (const [name, ms] of phases) lines.push(`#   ${seconds(ms)}  ${name}`);
+  for (const f of files) history.set(f.file, f.ms);
+  writeFileSync(historyFile, [...history].map(([file, ms]) => `${ms}\t${file}\n`).join(""));
   const retries = readFileSync(retryLog, "utf8").split("\n").filter(Boolean);
   lines.push(...retries, `# retries: ${retries.length}`);
   const treeAfter = gitStatus();
@@ -171,10 +200,10 @@ function summary(): void {
 const concurrency = process.env.TEST_CONCURRENCY ?? "2";
 let code: number;
 if (patterns.length > 0) {
-  code = await phase("test files", () => runTests(patterns, concurrency));
+  code = await phase("test files", () => runTests(mainFiles, concurrency));
 } else {
-  const first = await phase("test files", () => runTests(defaultPatterns, concurrency));
-  const alone = await phase("*.alone.ts files, one at a time", () => runTests(alonePatterns, "1"));
+  const first = await phase("test files", () => runTests(mainFiles, concurrency));
+  const alone = await phase("*.alone.ts files, one at a time", () => runTests(aloneFiles, "1"));
   code = first !== 0 ? first : alone;
 }
 summary();
