@@ -5,8 +5,9 @@
  * also when the run is interrupted. Arguments are files or globs to run instead (e.g. one file), and
  * --test-name-pattern=… or --test-only as `node --test` takes them.
  *
- * Files start longest first, by the last run's times (.userland/test-durations.tsv, updated at the
- * end of every run; files without a time start first), so that no long file starts last and runs
+ * Files start longest first, by the last run's times (test-durations.tsv in the build cache,
+ * cluster/buildCache.ts, so a fresh clone has them too; updated at the end of every run; files
+ * without a time start first), so that no long file starts last and runs
  * on by itself while the other slot idles. `node --test` would sort them by name; test/support/
  * runFiles.ts runs them in the order given.
  *
@@ -14,13 +15,14 @@
  * or none starts it, and a machine that cannot run it fails the run with the reason.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { existsSync, globSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, globSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { ControlPlane, diesWithParent } from "../cluster/controlPlane.ts";
 import { RealNode } from "../cluster/node/realNode.ts";
 import { CLUSTER_INFO_ENV } from "../cluster/harness/connect.ts";
 import { RETRY_LOG_ENV } from "../cluster/harness/retries.ts";
 import { repoRoot } from "../cluster/repoRoot.ts";
+import { buildCache } from "../cluster/buildCache.ts";
 
 const defaultPatterns = [
   "test/**/*.test.ts",
@@ -45,7 +47,7 @@ const patterns = args.filter((a) => !a.startsWith("-"));
 const flags = args.filter((a) => a.startsWith("-"));
 
 /** Each file's milliseconds in the runs before (relative path → ms), kept across runs. */
-const historyFile = join(repoRoot, ".userland", "test-durations.tsv");
+const historyFile = join(buildCache, "test-durations.tsv");
 const history = new Map<string, number>(
   existsSync(historyFile)
     ? readFileSync(historyFile, "utf8")
@@ -182,6 +184,7 @@ function summary(): void {
   lines.push("# phases:");
   for (const [name, ms] of phases) lines.push(`#   ${seconds(ms)}  ${name}`);
   for (const f of files) history.set(f.file, f.ms);
+  mkdirSync(buildCache, { recursive: true });
   writeFileSync(historyFile, [...history].map(([file, ms]) => `${ms}\t${file}\n`).join(""));
   const retries = readFileSync(retryLog, "utf8").split("\n").filter(Boolean);
   lines.push(...retries, `# retries: ${retries.length}`);
