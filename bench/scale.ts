@@ -17,7 +17,9 @@
  *   - API requests per sign-in (imported and auto-provisioned students), by identity.
  * Everything is on 127.0.0.1; the load average is printed with the numbers.
  */
+import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { promisify } from "node:util";
 import { availableParallelism, loadavg } from "node:os";
 import type { V1Deployment } from "@kubernetes/client-node";
 import { join } from "node:path";
@@ -49,7 +51,9 @@ const usage = `usage: node bench/scale.ts [--userlands N] [--namespaces K] [--re
   --restarts    operator restarts measured, one after another (default 1)
   --flag-from-start  each restart also once with V8's --optimize-for-size from the operator's start
                 (as before it was set only once the caches were synced, operator/heap.ts), side by side
-  --until       the last phase: restart stops after the restarts (default: every phase)`;
+  --until       the last phase: restart stops after the restarts; fill writes the Userlands with the
+                operator stopped and times its caches' first fill in a plain process (bench/cacheMemory.ts),
+                without and with --optimize-for-size, --restarts times each (default: every phase)`;
 
 const { values } = parseArgs({
   options: {
@@ -91,7 +95,7 @@ if (
   !(TIMEOUT_MS > 0) ||
   !Number.isInteger(RESTARTS) ||
   RESTARTS < 1 ||
-  (values.until !== undefined && values.until !== "restart")
+  (values.until !== undefined && values.until !== "restart" && values.until !== "fill")
 ) {
   console.error(usage);
   process.exit(2);
@@ -257,6 +261,21 @@ async function operatorPage(page: "metrics" | "readyz"): Promise<string | undefi
 }
 const operatorMetrics = () => operatorPage("metrics");
 
+/** When the operator's latest log says it started, became leader and had its caches synced (epoch ms). */
+function operatorLogTimes(): { started: number; leader: number; synced: number } {
+  const at = (msg: string) => {
+    const line = readFileSync(join(platform.logsDir, "operator.log"), "utf8")
+      .split("\n")
+      .find((l) => l.includes(`"msg":"${msg}"`));
+    return line ? Date.parse((JSON.parse(line) as { time: string }).time) : NaN;
+  };
+  return {
+    started: at("operator started"),
+    leader: at("became leader"),
+    synced: at("caches synced; starting workers"),
+  };
+}
+
 /** The user-manager's /metrics (its admin port, from its log). */
 async function userManagerMetrics(): Promise<string> {
   const line = readFileSync(join(platform.logsDir, "user-manager.log"), "utf8")
@@ -421,13 +440,45 @@ async function directBaseline(): Promise<number> {
   return readyMs;
 }
 
+/**
+ * The operator's caches filled as at a restart, in a plain process (bench/cacheMemory.ts, the
+ * operator's own informers and its credentials), without and with V8's --optimize-for-size, each
+ * beside the bench listing the same collections just before: the flag's cost alone, without
+ * Node's start or the operator's reconciles.
+ */
+async function cacheFills(): Promise<void> {
+  const kubeconfig = platform.credentials.find((c) => c.component === "operator" && c.kind === "kubeconfig");
+  if (!kubeconfig) throw new Error("no kubeconfig for the operator");
+  for (let round = 1; round <= RESTARTS; round++)
+    for (const flag of [false, true]) {
+      const lists = await timeLists(operatorCollections);
+      const args = [
+        "--expose-gc",
+        ...(flag ? ["--optimize-for-size"] : []),
+        "bench/cacheMemory.ts",
+        kubeconfig.file,
+      ];
+      const { stdout } = await promisify(execFile)(process.execPath, args, { cwd: repoRoot });
+      const m = /(\d+) objects in (\d+) ms; peak RSS ([\d.]+) MiB/.exec(stdout);
+      const fillMs = Number(m?.[2]);
+      row(
+        `caches filled at once ${round} (${flag ? "optimize-for-size" : "no heap flag, as shipped until synced"}): ${m?.[1] ?? "?"} objects, peak RSS ${m?.[3] ?? "?"} MiB`,
+        msf(fillMs),
+        `${msf(lists.ms)} (the bench listing the same)`,
+        `${ratio(fillMs, lists.ms)}, load ${load()}`,
+      );
+    }
+}
+
 async function fromEmpty(directMs: number): Promise<void> {
   log(`operator stopped; writing ${N} Userlands in ${namespaces.length} namespaces`);
   let writeMs = 0;
   const procs = () => childProcesses();
   await platform.restart("operator", async () => {
     writeMs = await createUniversity();
+    if (values.until === "fill") await cacheFills();
   });
+  if (values.until === "fill") return;
   const offset = auditOffset(auditLog);
   const sampler = sampleUsage(procs(), 1000);
   const started = performance.now();
@@ -510,6 +561,7 @@ async function restartOnce(round: number, flagFromStart: boolean): Promise<void>
     250,
   );
   const convergedMs = performance.now() - started;
+  const at = operatorLogTimes();
   const rss = (await restingRss(15_000)).get("operator") ?? NaN;
   const op = requestsByIdentity(offset).get("operator") ?? { total: 0, writes: 0 };
   const what = `operator restart ${round} (${variant})`;
@@ -524,6 +576,12 @@ async function restartOnce(round: number, flagFromStart: boolean): Promise<void>
     sec(convergedMs),
     `${sec(lists.ms)}; target ≤ 2×`,
     ratio(convergedMs, lists.ms),
+  );
+  row(
+    `${what}: its log, Node's start → leading → caches synced`,
+    `${sec(at.started - started - performance.timeOrigin)} → ${sec(at.leader - at.started)} → ${sec(at.synced - at.leader)}`,
+    `${sec(lists.ms)} (the bench's lists)`,
+    `fill ${ratio(at.synced - at.leader, lists.ms)}`,
   );
   row(`${what}: its requests (writes)`, `${op.total} (${op.writes})`, "0 writes");
   row(`${what}: RSS at rest after (lowest over 15 s), MiB`, mib(rss), "", `load ${load()}`);
@@ -789,9 +847,9 @@ await runBench("bench/scale.ts", cleanup, async () => {
   console.log("| measure | platform | baseline (the API server's own cost) | ratio |");
   console.log("| --- | ---: | ---: | ---: |");
   const empty = await restingRss(20_000); // every component started and idle
-  await fromEmpty(await directBaseline());
-  await afterRestart();
-  if (values.until !== "restart") {
+  await fromEmpty(values.until === "fill" ? NaN : await directBaseline());
+  if (values.until !== "fill") await afterRestart();
+  if (values.until === undefined) {
     await steadyState();
     memoryRows(empty, await restingRss(20_000));
     log(`load average ${load()}`);
