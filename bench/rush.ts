@@ -55,7 +55,7 @@ const IDLE_RSS_SHARE = 1.5;
 const MEMORY_CHECKED = ["auth", "user-manager", "proxy"];
 type Variant = (typeof VARIANTS)[number];
 
-const usage = `usage: node bench/rush.ts [--students 100,300] [--variants auto,imported] [--classes 0] [--window 10] [--timeout 600] [--idle 60]
+const usage = `usage: node bench/rush.ts [--students 100,300] [--variants auto,imported] [--classes 0] [--window 10] [--timeout 600] [--idle 60] [--no-baselines]
   --students  class sizes, comma-separated (default 100,300); with --classes, all students of the K classes
   --variants  auto (provisioned at first login), imported (roster imported and Ready beforehand)
   --classes   K > 0: one rush per size across K classes, half of each imported (one roster import
@@ -63,6 +63,8 @@ const usage = `usage: node bench/rush.ts [--students 100,300] [--variants auto,i
               then ignored (default 0; env BENCH_RUSH_CLASSES)
   --window    seconds over which the students start signing in (default 10)
   --timeout   seconds one rush may take before it counts as failed (default 600)
+  --no-baselines  no bare Pods or direct Deployments before each rush (a run at 1,000 bounded in time;
+              their figures at 100–300: docs/capacity.md)
   --idle      seconds left idle after the last rush before each component's RSS is read again
               (default 60; the platform's services must then be within ${IDLE_RSS_SHARE}x their RSS at rest)`;
 
@@ -74,6 +76,7 @@ const { values } = parseArgs({
     classes: { type: "string", default: process.env.BENCH_RUSH_CLASSES ?? "0" },
     timeout: { type: "string", default: "600" },
     idle: { type: "string", default: "60" },
+    "no-baselines": { type: "boolean", default: false },
     help: { type: "boolean", short: "h" },
   },
 });
@@ -575,8 +578,10 @@ await runBench("bench/rush.ts", cleanup, async () => {
       print([m]);
       rows.push(m);
     };
-    measured(await baseline(n, procs, spec));
-    measured(await deploymentBaseline(n, procs, template));
+    if (!values["no-baselines"]) {
+      measured(await baseline(n, procs, spec));
+      measured(await deploymentBaseline(n, procs, template));
+    }
     if (classes > 0) for (const m of await rush("classes", n, procs)) measured(m);
     else
       for (const variant of variants as Variant[]) for (const m of await rush(variant, n, procs)) measured(m);

@@ -17,7 +17,9 @@
  *   - API requests per sign-in (imported and auto-provisioned students), by identity.
  * Everything is on 127.0.0.1; the load average is printed with the numbers.
  */
+import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { promisify } from "node:util";
 import { availableParallelism, loadavg } from "node:os";
 import type { V1Deployment } from "@kubernetes/client-node";
 import { join } from "node:path";
@@ -45,7 +47,13 @@ const usage = `usage: node bench/scale.ts [--userlands N] [--namespaces K] [--re
   --resync      the operator's OPERATOR_RESYNC_PERIOD here; the steady-state window covers one (default 60s)
   --signins     students signed in one after another per variant, for requests per sign-in (default 10)
   --direct      Deployments + Services a client creates itself, the convergence's baseline (default min(N, 1000))
-  --timeout     seconds any one wait may take (default 1800)`;
+  --timeout     seconds any one wait may take (default 1800)
+  --restarts    operator restarts measured, one after another (default 1)
+  --flag-from-start  each restart also once with V8's --optimize-for-size from the operator's start
+                (as before it was set only once the caches were synced, operator/heap.ts), side by side
+  --until       the last phase: restart stops after the restarts; fill writes the Userlands with the
+                operator stopped and times its caches' first fill in a plain process (bench/cacheMemory.ts),
+                without and with --optimize-for-size, --restarts times each (default: every phase)`;
 
 const { values } = parseArgs({
   options: {
@@ -55,6 +63,9 @@ const { values } = parseArgs({
     signins: { type: "string", default: "10" },
     direct: { type: "string" },
     timeout: { type: "string", default: "1800" },
+    restarts: { type: "string", default: "1" },
+    "flag-from-start": { type: "boolean", default: false },
+    until: { type: "string" },
     help: { type: "boolean", short: "h" },
   },
 });
@@ -67,6 +78,7 @@ const K = Number(values.namespaces);
 const SIGNINS = Number(values.signins);
 const DIRECT = Number(values.direct ?? Math.min(N, 1000));
 const TIMEOUT_MS = Number(values.timeout) * 1000;
+const RESTARTS = Number(values.restarts);
 const resyncSeconds = Number(/^(\d+)s$/.exec(values.resync)?.[1]);
 if (
   !Number.isInteger(N) ||
@@ -80,7 +92,10 @@ if (
   SIGNINS < 1 ||
   !Number.isInteger(DIRECT) ||
   DIRECT < 1 ||
-  !(TIMEOUT_MS > 0)
+  !(TIMEOUT_MS > 0) ||
+  !Number.isInteger(RESTARTS) ||
+  RESTARTS < 1 ||
+  (values.until !== undefined && values.until !== "restart" && values.until !== "fill")
 ) {
   console.error(usage);
   process.exit(2);
@@ -134,11 +149,14 @@ const largest = classes[0] as Klass;
 // --- the platform -------------------------------------------------------------------------------
 
 const dir = join(repoRoot, ".userland", "bench-scale");
+/** The operator's Node options at its next start: a restart's variant changes them. */
+const nodeArgs: { operator?: string[] } = {};
 const platform = await startPlatform({
   dir,
   log: (line) => log(`platform: ${line}`),
   watchNamespaces: ["*"],
   componentEnv: { operator: { OPERATOR_RESYNC_PERIOD: values.resync } },
+  nodeArgs,
 });
 const rest = platform.rest;
 const auditLog = platform.controlPlane.auditLog;
@@ -242,6 +260,21 @@ async function operatorPage(page: "metrics" | "readyz"): Promise<string | undefi
   );
 }
 const operatorMetrics = () => operatorPage("metrics");
+
+/** When the operator's latest log says it started, became leader and had its caches synced (epoch ms). */
+function operatorLogTimes(): { started: number; leader: number; synced: number } {
+  const at = (msg: string) => {
+    const line = readFileSync(join(platform.logsDir, "operator.log"), "utf8")
+      .split("\n")
+      .find((l) => l.includes(`"msg":"${msg}"`));
+    return line ? Date.parse((JSON.parse(line) as { time: string }).time) : NaN;
+  };
+  return {
+    started: at("operator started"),
+    leader: at("became leader"),
+    synced: at("caches synced; starting workers"),
+  };
+}
 
 /** The user-manager's /metrics (its admin port, from its log). */
 async function userManagerMetrics(): Promise<string> {
@@ -407,13 +440,45 @@ async function directBaseline(): Promise<number> {
   return readyMs;
 }
 
+/**
+ * The operator's caches filled as at a restart, in a plain process (bench/cacheMemory.ts, the
+ * operator's own informers and its credentials), without and with V8's --optimize-for-size, each
+ * beside the bench listing the same collections just before: the flag's cost alone, without
+ * Node's start or the operator's reconciles.
+ */
+async function cacheFills(): Promise<void> {
+  const kubeconfig = platform.credentials.find((c) => c.component === "operator" && c.kind === "kubeconfig");
+  if (!kubeconfig) throw new Error("no kubeconfig for the operator");
+  for (let round = 1; round <= RESTARTS; round++)
+    for (const flag of [false, true]) {
+      const lists = await timeLists(operatorCollections);
+      const args = [
+        "--expose-gc",
+        ...(flag ? ["--optimize-for-size"] : []),
+        "bench/cacheMemory.ts",
+        kubeconfig.file,
+      ];
+      const { stdout } = await promisify(execFile)(process.execPath, args, { cwd: repoRoot });
+      const m = /(\d+) objects in (\d+) ms; peak RSS ([\d.]+) MiB/.exec(stdout);
+      const fillMs = Number(m?.[2]);
+      row(
+        `caches filled at once ${round} (${flag ? "optimize-for-size" : "no heap flag, as shipped until synced"}): ${m?.[1] ?? "?"} objects, peak RSS ${m?.[3] ?? "?"} MiB`,
+        msf(fillMs),
+        `${msf(lists.ms)} (the bench listing the same)`,
+        `${ratio(fillMs, lists.ms)}, load ${load()}`,
+      );
+    }
+}
+
 async function fromEmpty(directMs: number): Promise<void> {
   log(`operator stopped; writing ${N} Userlands in ${namespaces.length} namespaces`);
   let writeMs = 0;
   const procs = () => childProcesses();
   await platform.restart("operator", async () => {
     writeMs = await createUniversity();
+    if (values.until === "fill") await cacheFills();
   });
+  if (values.until === "fill") return;
   const offset = auditOffset(auditLog);
   const sampler = sampleUsage(procs(), 1000);
   const started = performance.now();
@@ -462,10 +527,18 @@ function describeUsage(usage: Usage[]): string {
   return usage.map((u) => `${u.name} ${u.cpuSeconds.toFixed(0)} s / ${mib(u.peakRssBytes)}`).join(", ");
 }
 
-async function afterRestart(): Promise<void> {
-  log("baseline: the bench lists the operator's collections");
+/**
+ * The operator restarted: the time until it leads with synced caches and until it has reconciled
+ * every Userland once, against the bench listing the same collections just before; then its RSS at
+ * rest (lowest over 15 s). `flagFromStart`: V8's --optimize-for-size from the process's start, as
+ * operator/heap.ts set it before it waited for the caches to sync.
+ */
+async function restartOnce(round: number, flagFromStart: boolean): Promise<void> {
+  const variant = flagFromStart ? "optimize-for-size from the start" : "as shipped";
+  log(`restart ${round} (${variant}): the bench lists the operator's collections first`);
   const lists = await timeLists(operatorCollections);
   log(`listed in ${sec(lists.ms)}; restarting the operator`);
+  nodeArgs.operator = flagFromStart ? ["--optimize-for-size"] : [];
   const offset = auditOffset(auditLog);
   await platform.restart("operator");
   const started = performance.now();
@@ -488,21 +561,38 @@ async function afterRestart(): Promise<void> {
     250,
   );
   const convergedMs = performance.now() - started;
-  await sleep(2000);
+  const at = operatorLogTimes();
+  const rss = (await restingRss(15_000)).get("operator") ?? NaN;
   const op = requestsByIdentity(offset).get("operator") ?? { total: 0, writes: 0 };
+  const what = `operator restart ${round} (${variant})`;
   row(
-    "operator restart: leading (caches synced)",
+    `${what}: leading (caches synced)`,
     sec(syncedMs),
     `${sec(lists.ms)} (the bench listing the same: ${lists.counts.join(", ")})`,
     ratio(syncedMs, lists.ms),
   );
   row(
-    "operator restart: every Userland reconciled, queue empty",
+    `${what}: every Userland reconciled, queue empty`,
     sec(convergedMs),
     `${sec(lists.ms)}; target ≤ 2×`,
     ratio(convergedMs, lists.ms),
   );
-  row("operator restart: its requests (writes)", `${op.total} (${op.writes})`, "0 writes");
+  row(
+    `${what}: its log, Node's start → leading → caches synced`,
+    `${sec(at.started - started - performance.timeOrigin)} → ${sec(at.leader - at.started)} → ${sec(at.synced - at.leader)}`,
+    `${sec(lists.ms)} (the bench's lists)`,
+    `fill ${ratio(at.synced - at.leader, lists.ms)}`,
+  );
+  row(`${what}: its requests (writes)`, `${op.total} (${op.writes})`, "0 writes");
+  row(`${what}: RSS at rest after (lowest over 15 s), MiB`, mib(rss), "", `load ${load()}`);
+  nodeArgs.operator = [];
+}
+
+async function afterRestart(): Promise<void> {
+  for (let round = 1; round <= RESTARTS; round++) {
+    await restartOnce(round, false);
+    if (values["flag-from-start"]) await restartOnce(round, true);
+  }
 }
 
 async function steadyState(): Promise<void> {
@@ -757,14 +847,16 @@ await runBench("bench/scale.ts", cleanup, async () => {
   console.log("| measure | platform | baseline (the API server's own cost) | ratio |");
   console.log("| --- | ---: | ---: | ---: |");
   const empty = await restingRss(20_000); // every component started and idle
-  await fromEmpty(await directBaseline());
-  await afterRestart();
-  await steadyState();
-  memoryRows(empty, await restingRss(20_000));
-  log(`load average ${load()}`);
-  await proxyStart();
-  await classPages();
-  await signIns();
+  await fromEmpty(values.until === "fill" ? NaN : await directBaseline());
+  if (values.until !== "fill") await afterRestart();
+  if (values.until === undefined) {
+    await steadyState();
+    memoryRows(empty, await restingRss(20_000));
+    log(`load average ${load()}`);
+    await proxyStart();
+    await classPages();
+    await signIns();
+  }
   console.log(`\nload average (1 min) ${load()} at the end`);
   console.log("\n## All figures\n");
   console.log("| measure | platform | baseline (the API server's own cost) | ratio |");

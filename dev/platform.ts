@@ -85,6 +85,11 @@ export interface PlatformOptions {
   watchNamespaces?: string[];
   /** More settings for one component (benchmarks: e.g. the operator's resync period). */
   componentEnv?: Partial<Record<Component, Record<string, string>>>;
+  /**
+   * Node options before a component's script (benchmarks: e.g. a V8 flag), read at each start, so
+   * a restart takes what the caller put here since.
+   */
+  nodeArgs?: Partial<Record<Component, string[]>>;
 }
 
 /** A credentials file the platform wrote for a component. */
@@ -366,17 +371,24 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       // shutdown after this process has died (it then gets SIGTERM from the kernel).
       const logFd = openSync(out, "w");
       const passed = socketsFor(listen);
-      const child = spawn(...diesWithParent(process.execPath, [join(repoRoot, script)], "SIGTERM"), {
-        cwd: repoRoot,
-        env: {
-          ...process.env,
-          USERLAND_NAMESPACE: NAMESPACE,
-          ...env,
-          ...opts.componentEnv?.[name],
-          ...passed.env,
+      const child = spawn(
+        ...diesWithParent(
+          process.execPath,
+          [...(opts.nodeArgs?.[name] ?? []), join(repoRoot, script)],
+          "SIGTERM",
+        ),
+        {
+          cwd: repoRoot,
+          env: {
+            ...process.env,
+            USERLAND_NAMESPACE: NAMESPACE,
+            ...env,
+            ...opts.componentEnv?.[name],
+            ...passed.env,
+          },
+          stdio: ["ignore", logFd, logFd, ...passed.fds],
         },
-        stdio: ["ignore", logFd, logFd, ...passed.fds],
-      });
+      );
       closeSync(logFd);
       passed.close();
       child.once("exit", (code, signal) => log(`${name} exited (${signal ?? code}); log: ${out}`));

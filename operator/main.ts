@@ -3,8 +3,6 @@
  * `node operator/main.ts --help` lists its settings. SIGTERM/SIGINT: reconciles in progress finish,
  * the Lease is released; a second signal exits at once.
  */
-// First, so that the heap is sized for memory before anything is loaded.
-import "./heap.ts";
 import { hostname } from "node:os";
 import { createAdminServer } from "../lib/adminServer.ts";
 import { currentNamespace, loadKubeConnection } from "../lib/kubeConnection.ts";
@@ -16,6 +14,7 @@ import { loadOperatorConfig, operatorSettings, type OperatorConfig } from "./con
 import { Controller } from "./controller.ts";
 import { Culler } from "./culler.ts";
 import { LeaderElector } from "./leaderElection.ts";
+import { optimizeHeapForSize } from "./heap.ts";
 import { createMetrics } from "./metrics.ts";
 
 async function start(config: OperatorConfig, log: Logger) {
@@ -55,6 +54,8 @@ async function start(config: OperatorConfig, log: Logger) {
       controller = newController();
       culler = new Culler(controller.ctx, config.cullInterval);
       await controller.start();
+      // Only now: the mode slows the caches' first fill several times over (heap.ts).
+      if (optimizeHeapForSize()) log.info("caches synced; heap optimized for size from now on");
       culler.start();
     });
   };

@@ -57,6 +57,8 @@ export class UserlandStore {
   private readonly log: Logger | undefined;
   /** Until when lookups filter here: the API server refused a field selector (0: ask it). */
   private filterHereUntil = 0;
+  /** Template lookups in flight, by name (getTemplate). */
+  private readonly templateLookups = new Map<string, Promise<Template | undefined>>();
 
   /** `served`: the namespaces, or the one namespace's name. */
   constructor(rest: KubeRest, served: ServedNamespaces | string, log?: Logger) {
@@ -165,8 +167,23 @@ export class UserlandStore {
     return this.list({ user, templateName, namespaces });
   }
 
-  /** The Template named `name`; of several served namespaces' the oldest (the one the proxy serves). */
-  async getTemplate(name: string): Promise<Template | undefined> {
+  /**
+   * The Template named `name`; of several served namespaces' the oldest (the one the proxy serves).
+   * Callers asking while a lookup of the same name is in flight share it: in a sign-in rush every
+   * student's provisioning call looks the default Template up (twice: its rights, then its
+   * body), so without sharing the API server answered the same list hundreds of times at once.
+   * Nothing is kept once the answer is in: the next caller asks again.
+   */
+  getTemplate(name: string): Promise<Template | undefined> {
+    let lookup = this.templateLookups.get(name);
+    if (!lookup) {
+      lookup = this.lookUpTemplate(name).finally(() => this.templateLookups.delete(name));
+      this.templateLookups.set(name, lookup);
+    }
+    return lookup;
+  }
+
+  private async lookUpTemplate(name: string): Promise<Template | undefined> {
     const { single } = this.served;
     if (single !== undefined) return this.getIfExists<Template>(this.templatePath(name, single));
     return oldest(await this.named<Template>(TEMPLATES, name));

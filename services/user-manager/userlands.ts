@@ -134,12 +134,15 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
     },
     async (request, reply) => {
       const { user, templateName, enabled, ifUserHasNone } = request.body;
-      const template = await store.getTemplate(templateName);
+      // Side by side (a sign-in waits for them): the Template, and one field-selected read of the
+      // user's Userlands (any Template) for ifUserHasNone, else the pair's.
+      const [template, found] = await Promise.all([
+        store.getTemplate(templateName),
+        ifUserHasNone ? store.findByUser(user) : store.findPair(user, templateName),
+      ]);
       if (!template) {
         throw notFound(`Template "${templateName}" does not exist in ${where}`, "templateName", "body");
       }
-      // One field-selected read: the user's Userlands (any Template) for ifUserHasNone, else the pair's.
-      const found = ifUserHasNone ? await store.findByUser(user) : await store.findPair(user, templateName);
       if (found.length > 0 && ifUserHasNone) {
         const [only, ...more] = await visible(request, found);
         if (!only) throw conflict(`user "${user}" already has a Userland`, { field: "user" });
