@@ -19,7 +19,7 @@
  * ServiceMonitors and PrometheusRule, scrapes every component and answers every dashboard query.
  */
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -237,6 +237,8 @@ before(
 
 after(async () => {
   await prometheus?.stop();
+  // Traefik's log (its access log too) stays with the screenshots.
+  if (gateway) copyFileSync(gateway.log, join(artifacts, "traefik.log"));
   await gateway?.stop();
   await browser?.close();
   await relays?.close();

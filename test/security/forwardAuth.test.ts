@@ -13,11 +13,11 @@
  * same name, never reach the app.
  *
  * The browser resolves app.fa.test and traefik.fa.test to the two proxies and auth.fa.test to the
- * auth service (--host-resolver-rules); the provider is at 127.0.0.1.
+ * auth service (--host-resolver-rules); the provider is at 127.0.0.1; nothing else resolves.
  */
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, request, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -39,6 +39,7 @@ import {
 } from "../../services/auth/test/support/auth.ts";
 import { testCluster } from "../support/cluster.ts";
 import { guideBlocks } from "../support/guide.ts";
+import { expectOnPage } from "../support/nodeBrowser.ts";
 
 const DOMAIN = "fa.test";
 const AUTH_HOST = `auth.${DOMAIN}`;
@@ -72,6 +73,7 @@ let browser: Browser;
 let app: { port: number; close(): Promise<void> };
 const children: ChildProcess[] = [];
 const releases: (() => void)[] = [];
+const closers: (() => Promise<void>)[] = [];
 
 /** The status of GET / at 127.0.0.1:`port` for `host`, or 0 when nothing answers. */
 function statusOf(port: number, host: string): Promise<number> {
@@ -236,7 +238,10 @@ before(
     const listener = await listen();
     const authPort = Number(new URL(listener.url).port);
     const keys = await tempDir();
-    after(() => keys.remove());
+    closers.push(
+      () => keys.remove(),
+      () => listener.close(),
+    );
     idp = await startDevIdentityProvider({ port: 0, redirectUris: [`http://${AUTH_HOST}/callback/oidc`] });
     // As the guide says: the app hosts allowed as redirects, the cookie for their common parent.
     auth = await startAuth(listener, {
@@ -249,12 +254,11 @@ before(
       AUTH_ALLOWED_REDIRECT_HOSTS: `${NGINX_HOST},${TRAEFIK_HOST}`,
       AUTH_COOKIE_DOMAIN: DOMAIN,
     });
-    after(() => listener.close());
     const nginxPort = await startNginx(authPort);
     const traefikPort = await startTraefik(authPort);
     browser = await launchBrowser([
       `--host-resolver-rules=MAP ${AUTH_HOST} 127.0.0.1:${authPort}, MAP ${NGINX_HOST} 127.0.0.1:${nginxPort}, ` +
-        `MAP ${TRAEFIK_HOST} 127.0.0.1:${traefikPort}, MAP * ~NOTFOUND`,
+        `MAP ${TRAEFIK_HOST} 127.0.0.1:${traefikPort}, EXCLUDE 127.0.0.1, MAP * ~NOTFOUND`,
     ]);
   },
   { timeout: 120_000 },
@@ -265,9 +269,15 @@ after(async () => {
   for (const child of children) child.kill();
   for (const release of releases) release();
   await auth?.close();
+  for (const close of closers) await close();
   await idp?.close();
   await app?.close();
-  if (work) rmSync(work, { recursive: true, force: true });
+  if (work) {
+    // What the proxies said, for a failure's reader.
+    for (const log of [join(work, "nginx", "error.log"), join(work, "traefik.log")])
+      if (existsSync(log)) process.stdout.write(`# ${log}:\n${readFileSync(log, "utf8").slice(-3000)}\n`);
+    rmSync(work, { recursive: true, force: true });
+  }
 });
 
 /** The headers the app got for the page's last navigation. */
@@ -284,9 +294,9 @@ for (const [proxy, host] of [
     const context = await browser.newContext();
     const page = await context.newPage();
     const url = `http://${host}/some/page?x=1`;
-    await page.goto(url, { waitUntil: "domcontentloaded" });
+    await page.goto(url, { waitUntil: "commit" });
     // Signed out: at the provider's login page, by way of the auth host.
-    await page.waitForSelector("input[name=name]", { timeout: 30_000 });
+    await expectOnPage(page, "input[name=name]", "the provider's login page", 30_000, work);
     assert.ok(page.url().startsWith(idp.issuer), `at the provider: ${page.url()}`);
     await page.fill("input[name=name]", "alice");
     await Promise.all([page.waitForURL(url, { timeout: 30_000 }), page.click("button[type=submit]")]);
@@ -321,8 +331,8 @@ for (const [proxy, host] of [
     // Signed out with forged copies: no page of the app, the login again.
     const stranger = await browser.newContext({ extraHTTPHeaders: FORGED });
     const strangerPage = await stranger.newPage();
-    await strangerPage.goto(url, { waitUntil: "domcontentloaded" });
-    await strangerPage.waitForSelector("input[name=name]", { timeout: 30_000 });
+    await strangerPage.goto(url, { waitUntil: "commit" });
+    await expectOnPage(strangerPage, "input[name=name]", "the login page for a stranger", 30_000, work);
     assert.ok(strangerPage.url().startsWith(idp.issuer), `at the provider: ${strangerPage.url()}`);
     await stranger.close();
     await context.close();
