@@ -18,7 +18,7 @@ import { eventually, testCluster } from "./cluster.ts";
 import { realNode } from "./realNode.ts";
 
 /** Traefik's GatewayClass controller, as its provider matches it. */
-export const TRAEFIK_CONTROLLER = "traefik.io/gateway-controller";
+const TRAEFIK_CONTROLLER = "traefik.io/gateway-controller";
 
 /**
  * The port of Traefik's entry point inside the node (on its loopback: nothing there listens on
