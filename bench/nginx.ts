@@ -5,7 +5,7 @@
  * with this platform's real auth service and session cookies. One worker process, as the Node
  * proxies beside it are one process each; keep-alive pools to the auth service and the environment.
  *
- * nginx is installed by `bash scripts/bootstrap.sh bench` (what the bench scripts run).
+ * nginx is installed by scripts/bootstrap.sh (what `npm test` and the bench scripts run first).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";

@@ -16,6 +16,8 @@
 #   prometheus-operator-crds  no build: the ServiceMonitor and PrometheusRule CRDs (test/chart)
 #   prometheus              the Prometheus server (scrapes the real node, test/node) and promtool (checks the
 #                           chart's alert rules and unit-tests them, checks /metrics pages, test/chart)
+#   traefik                 a Gateway API implementation (its Kubernetes Gateway provider) run in the real
+#                           node's network namespace in front of the chart's HTTPRoutes (test/node)
 # Each tool is cached on its own under $USERLAND_CACHE/go/<tool>-<key> (default cache
 # ~/.cache/userland), keyed by a hash of its directory's files and of go_build below (the build
 # flags every tool shares), so adding or bumping one tool builds only that tool and the others

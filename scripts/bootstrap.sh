@@ -3,11 +3,12 @@
 #   - npm packages (npm ci when node_modules is missing or older than package-lock.json),
 #   - Debian packages: openssl (test certificates), chromium (browser tests), and what the real node
 #     needs (cluster/node): runc, the CNI plugins, nftables, conntrack, iproute2, socat, tini, curl,
-#     and for its images (cluster/images) mmdebstrap, umoci, jq, gcc, libc6-dev and buildah,
+#     and for its images (cluster/images) mmdebstrap, umoci, jq, gcc, libc6-dev and buildah, and
+#     nginx (forward-auth in front of an app as services/auth/README.md sets it up,
+#     test/security/forwardAuth.test.ts; the proxy benchmark's anchor, bench/nginx.ts),
 #   - the Go-built control plane and node (cluster/build.sh, cached after the first build).
-# `npm start` and `npm test` call it first, so a fresh clone needs no other step. `bootstrap.sh bench`
-# (what the bench scripts run) also installs nginx, the proxy benchmark's anchor (bench/nginx.ts);
-# `bootstrap.sh imports` (npm run imports:draw) graphviz, whose dot lays out docs/imports.svg.
+# `npm start` and `npm test` call it first, so a fresh clone needs no other step. `bootstrap.sh
+# imports` (npm run imports:draw) also installs graphviz, whose dot lays out docs/imports.svg.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,8 +19,7 @@ fi
 
 debian_packages=(openssl chromium
   runc containernetworking-plugins nftables conntrack iproute2 socat tini curl
-  mmdebstrap umoci jq gcc libc6-dev buildah)
-[[ ${1:-} == bench ]] && debian_packages+=(nginx-light)
+  mmdebstrap umoci jq gcc libc6-dev buildah nginx-light)
 [[ ${1:-} == imports ]] && debian_packages+=(graphviz)
 missing=()
 for p in "${debian_packages[@]}"; do

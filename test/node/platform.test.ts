@@ -19,13 +19,13 @@
  * ServiceMonitors and PrometheusRule, scrapes every component and answers every dashboard query.
  */
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import type { V1Pod } from "@kubernetes/client-node";
 import type { Browser, BrowserContext, Page } from "playwright-core";
-import { stringify } from "yaml";
+import { parse, stringify } from "yaml";
 import { childNames, userlandNameFor } from "../../api/naming.ts";
 import { MACHINE_HOST, POD_CIDR, SERVICE_CIDR } from "../../cluster/addresses.ts";
 import { repoRoot } from "../../cluster/repoRoot.ts";
@@ -43,12 +43,13 @@ import { k8s } from "../../lib/kube.ts";
 import { SESSION_COOKIE } from "../../lib/session.ts";
 import { gotoSignIn, launchBrowser, pagesLoaded } from "../../cluster/harness/browser.ts";
 import { eventually, serviceAccountToken, testCluster } from "../support/cluster.ts";
-import { guideCommands } from "../support/guide.ts";
+import { guideBlocks, guideCommands } from "../support/guide.ts";
 import {
   createTemplate,
   createUserland,
   getUserland,
   patchTemplate,
+  patchUserland,
   waitForPhase,
 } from "../support/resources.ts";
 import {
@@ -61,6 +62,14 @@ import {
 import { installToolCrds, run } from "../chart/support.ts";
 import { dashboardQueries, promqlOf } from "../chart/dashboard.ts";
 import { startNodePrometheus, type NodePrometheus } from "../support/nodePrometheus.ts";
+import {
+  GATEWAY_PORT,
+  createTraefikGatewayClass,
+  startNodeGateway,
+  waitForGatewayProgrammed,
+  waitForRoutesAccepted,
+  type NodeGateway,
+} from "../support/nodeGateway.ts";
 import { assertNoErrorPage } from "../support/platformPages.ts";
 import { expectOnPage as expectOnPageIn, jupyterApi } from "../support/nodeBrowser.ts";
 
@@ -78,6 +87,7 @@ let browser: Browser;
 let work: string;
 let aliceContext: BrowserContext | undefined;
 let prometheus: NodePrometheus | undefined;
+let gateway: NodeGateway | undefined;
 const MONITORING_CRDS = [
   "monitoring.coreos.com_servicemonitors.yaml",
   "monitoring.coreos.com_prometheusrules.yaml",
@@ -94,13 +104,21 @@ async function replay(command: string, env: NodeJS.ProcessEnv): Promise<string> 
   return result.stdout;
 }
 
-const guide = [
-  ...guideCommands(join(repoRoot, "deploy", "README.md"), "## 1. Install"),
-  ...guideCommands(join(repoRoot, "deploy", "README.md"), "## Monitoring"),
+const GUIDE_SECTIONS = [
+  "## 1. Install",
+  "## Monitoring",
+  "## Gateway API instead of an Ingress",
+  "## Per-user origins",
 ];
+const guide = GUIDE_SECTIONS.flatMap((section) =>
+  guideCommands(join(repoRoot, "deploy", "README.md"), section),
+);
 const guideStep = (heading: string) => {
   const step = guide.find((s) => s.heading.startsWith(heading));
-  assert.ok(step, `deploy/README.md has "${heading}" with commands under "## 1. Install" or "## Monitoring"`);
+  assert.ok(
+    step,
+    `deploy/README.md has "${heading}" with commands under one of ${GUIDE_SECTIONS.join(", ")}`,
+  );
   return step;
 };
 let guideEnv: NodeJS.ProcessEnv;
@@ -112,17 +130,23 @@ const substituted = new Set<string>();
  * Replays the commands under `heading` (each timed in the output), or only its code block number
  * `block`; returns how long they took.
  */
+/** `text` of the guide with this machine's values in place of its examples (substitutions). */
+function substitute(text: string): string {
+  let result = text;
+  for (const [from, to] of substitutions) {
+    if (result.includes(from)) substituted.add(from);
+    result = result.replaceAll(from, to);
+  }
+  return result;
+}
+
 async function replayGuide(heading: string, block?: number): Promise<number> {
   const started = Date.now();
   const { blocks } = guideStep(heading);
   const chosen = block === undefined ? blocks : [blocks[block] ?? []];
   assert.ok(chosen[0]?.length, `deploy/README.md: "${heading}" has a code block ${block ?? 0}`);
   for (const original of chosen.flat()) {
-    let command = original;
-    for (const [from, to] of substitutions) {
-      if (command.includes(from)) substituted.add(from);
-      command = command.replaceAll(from, to);
-    }
+    let command = substitute(original);
     if (/^helm (install|upgrade) /.test(command))
       command += ` --values ${join(work, "on-this-machine.yaml")}`;
     const commandStarted = Date.now();
@@ -214,6 +238,9 @@ before(
 
 after(async () => {
   await prometheus?.stop();
+  // Traefik's log (its access log too) stays with the screenshots.
+  if (gateway) copyFileSync(gateway.log, join(artifacts, "traefik.log"));
+  await gateway?.stop();
   await browser?.close();
   await relays?.close();
   await idp?.close();
@@ -688,4 +715,213 @@ test("a real Prometheus scrapes every component through the chart's ServiceMonit
   }
   const empty = [...panels].filter(([, n]) => n === 0).map(([panel]) => panel);
   assert.deepEqual(empty, [], "every panel (and variable) shows series for the class");
+});
+
+/** The Gateway API CRDs (standard channel) Traefik's provider watches, as an admin installs them. */
+const GATEWAY_CRDS = [
+  "gatewayclasses",
+  "gateways",
+  "httproutes",
+  "referencegrants",
+  "grpcroutes",
+  "backendtlspolicies",
+].map((kind) => `gateway.networking.k8s.io_${kind}.yaml`);
+
+interface GuideGateway {
+  metadata: { name: string; namespace: string };
+  spec: {
+    gatewayClassName: string;
+    listeners: { name: string; protocol: string; port: number; hostname?: string; tls?: unknown }[];
+  };
+}
+
+/**
+ * The guide's example Gateway, as this machine can have it: Traefik's GatewayClass, and plain HTTP
+ * on Traefik's entry point (the platform here is installed with publicScheme http and has no
+ * certificates); names, namespace and hostnames are the guide's (with this machine's domain).
+ */
+function guideGateway(gatewayClassName: string): GuideGateway {
+  const yaml = guideBlocks(
+    join(repoRoot, "deploy", "README.md"),
+    "## Gateway API instead of an Ingress",
+    "yaml",
+  );
+  assert.equal(yaml.length, 1, "the guide shows one Gateway");
+  const gateway = parse(substitute(yaml[0] ?? "")) as GuideGateway;
+  assert.ok(
+    gateway.spec.listeners.every((l) => l.protocol === "HTTPS" && l.tls),
+    "the guide's listeners are HTTPS",
+  );
+  gateway.spec.gatewayClassName = gatewayClassName;
+  gateway.spec.listeners = gateway.spec.listeners.map(({ tls: _tls, ...listener }) => ({
+    ...listener,
+    protocol: "HTTP",
+    port: GATEWAY_PORT,
+  }));
+  return gateway;
+}
+
+test("deploy/README.md's Gateway section with a real Gateway (Traefik in the node): sign-in at the auth host, the home page, Jupyter over HTTP and a WebSocket at its Template's host and then at a per-user host, and the console, all through the Gateway", async () => {
+  const { kc } = await testCluster();
+  // The class above is over: its environments stop, so gale's fits on the node's two CPUs.
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  const { items } = (await custom.listNamespacedCustomObject({
+    group: "userland.dev",
+    version: "v1alpha1",
+    namespace: NAMESPACE,
+    plural: "userlands",
+  })) as { items: { metadata: { name: string } }[] };
+  for (const { metadata } of items)
+    await patchUserland(NAMESPACE, metadata.name, { spec: { enabled: false } });
+  // What an admin brings: the CRDs, an implementation (Traefik) and its GatewayClass, the Gateway.
+  await installToolCrds(GATEWAY_CRDS);
+  await createTraefikGatewayClass("traefik");
+  const started = Date.now();
+  gateway = await startNodeGateway(relays);
+  const manifest = guideGateway("traefik");
+  const file = join(work, "gateway.yaml");
+  writeFileSync(file, stringify(manifest));
+  await replay(`kubectl apply -f ${file}`, guideEnv);
+  await waitForGatewayProgrammed(manifest.metadata.namespace, manifest.metadata.name);
+  process.stdout.write(
+    `# Traefik started in the node, the guide's Gateway programmed: ${Date.now() - started} ms\n`,
+  );
+
+  // The guide's values: the Ingresses go, the HTTPRoutes come and Traefik accepts all of them.
+  process.stdout.write(
+    `# the guide's Gateway section: ${await replayGuide("## Gateway API instead of an Ingress")} ms\n`,
+  );
+  const networking = kc.makeApiClient(k8s.NetworkingV1Api);
+  assert.deepEqual(
+    (await networking.listNamespacedIngress({ namespace: NAMESPACE })).items,
+    [],
+    "no Ingress left",
+  );
+  const routes = await waitForRoutesAccepted(NAMESPACE);
+  assert.deepEqual(routes.sort(), ["userland-auth", "userland-proxy", "userland-user-manager"]);
+
+  // From here the browser has one way in: every host of the domain is Traefik's listener.
+  await browser.close();
+  browser = await launchBrowser([
+    `--host-resolver-rules=MAP ${DOMAIN} 127.0.0.1:${gateway.port}, MAP *.${DOMAIN} 127.0.0.1:${gateway.port}, ` +
+      `MAP ${MACHINE_HOST} 127.0.0.1, MAP * ~NOTFOUND`,
+  ]);
+  const url = `http://jupyter.${DOMAIN}/`;
+  const gale = await newContext();
+  const page = await signIn(gale, url, "gale");
+  await expectOnPage(page, "#notebook_list", "gale's Jupyter through the Gateway", 240_000);
+  noErrorPage(gale);
+  assert.equal(new URL(page.url()).hostname, `jupyter.${DOMAIN}`, "Jupyter at its Template's host");
+
+  /** Runs a cell in a new notebook in the page's Jupyter: its kernel speaks over a WebSocket. */
+  async function runCell(on: Page, base: string, name: string): Promise<void> {
+    const notebook = {
+      type: "notebook",
+      content: {
+        cells: [{ cell_type: "code", source: "6 * 7", metadata: {}, outputs: [], execution_count: null }],
+        metadata: { kernelspec: { name: "python3", display_name: "Python 3", language: "python" } },
+        nbformat: 4,
+        nbformat_minor: 5,
+      },
+    };
+    const saved = await jupyterApi(on, "PUT", `/api/contents/work/${name}`, notebook);
+    assert.equal(saved.status, 201, JSON.stringify(saved.json));
+    await on.goto(`${base}notebooks/work/${name}`, { waitUntil: "domcontentloaded" });
+    await on.waitForFunction(
+      () =>
+        (
+          window as { Jupyter?: { notebook?: { kernel?: { is_connected(): boolean } } } }
+        ).Jupyter?.notebook?.kernel?.is_connected() === true,
+      undefined,
+      { timeout: 120_000 },
+    );
+    await on.click(".cell .input_area");
+    await on.keyboard.press("Shift+Enter");
+    await expectOnPage(on, ".output_area:has-text('42')", `the cell's output 42 (${name})`, 60_000);
+  }
+  await runCell(page, url, "gateway.ipynb");
+  await shot(page, "gateway-jupyter-cell.png");
+
+  // The home page, on the base domain (the proxy route's apex host).
+  await page.goto(`http://${DOMAIN}/_userland/home`, { waitUntil: "domcontentloaded" });
+  await expectOnPage(page, "#home", "gale's home page through the Gateway", 60_000);
+  assert.deepEqual(
+    (await page.locator("ul[aria-label='Your environments'] > li.card h3").allTextContents()).map((t) =>
+      t.trim(),
+    ),
+    ["JupyterLab"],
+  );
+
+  // The console: a teacher appointed as the guide says for one person, at <domain>/console/ (the
+  // user-manager's route wins over the proxy's "/" on the apex), sees gale in the class.
+  await kc.makeApiClient(k8s.RbacAuthorizationV1Api).createNamespacedRoleBinding({
+    namespace: NAMESPACE,
+    body: {
+      metadata: { name: "gateway-teacher" },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "userland-teacher" },
+      subjects: [{ kind: "User", name: "userland:tess", apiGroup: "rbac.authorization.k8s.io" }],
+    },
+  });
+  const tess = await newContext();
+  const console_ = await signIn(tess, `http://${DOMAIN}/console/class?template=jupyter`, "tess");
+  await expectOnPage(
+    console_,
+    `#row-${userlandNameFor("gale", "jupyter")}`,
+    "gale's row in the console's class table",
+    60_000,
+  );
+  await shot(console_, "gateway-console.png");
+  await tess.close();
+
+  // Per-user origins, as the guide turns them on: the Gateway's wildcard route carries the new hosts.
+  await replayGuide("## Per-user origins");
+  for (const component of COMPONENTS)
+    await replay(
+      `kubectl -n ${NAMESPACE} rollout status deployment/userland-${component} --timeout=180s`,
+      guideEnv,
+    );
+  await page.goto(url, { waitUntil: "domcontentloaded" });
+  await expectOnPage(page, "#notebook_list", "gale's Jupyter at her own host", 120_000);
+  const own = new URL(page.url());
+  assert.equal(own.hostname, `${userlandNameFor("gale", "jupyter")}--jupyter.${DOMAIN}`, "her own origin");
+  await runCell(page, own.origin + "/", "per-user.ipynb");
+  await shot(page, "gateway-per-user.png");
+  await gale.close();
+
+  // Traefik's access log: the requests above came through it, the kernels' WebSockets included (a
+  // WebSocket's line is written when it closes, just now for the last one).
+  const accessLog = () =>
+    readFileSync(gateway?.log ?? "", "utf8")
+      .split("\n")
+      .filter((line) => line.startsWith("{") && line.includes('"RequestHost"'))
+      .map(
+        (line) => JSON.parse(line) as { RequestHost: string; RequestPath: string; DownstreamStatus: number },
+      );
+  let requests = accessLog();
+  const through = (host: string, path: RegExp, status?: number) =>
+    requests.some(
+      (r) =>
+        r.RequestHost === host &&
+        path.test(r.RequestPath) &&
+        (status === undefined || r.DownstreamStatus === status),
+    );
+  const perUserHost = `${userlandNameFor("gale", "jupyter")}--jupyter.${DOMAIN}`;
+  for (const [host, path, status] of [
+    [`auth.${DOMAIN}`, /^\/callback\/oidc/, undefined],
+    // Traefik logs a WebSocket it handed over (101) with status 0, when it closes.
+    [`jupyter.${DOMAIN}`, /^\/api\/kernels\/[^/]+\/channels/, 0],
+    [DOMAIN, /^\/_userland\/home/, 200],
+    [DOMAIN, /^\/console\/class/, 200],
+    [perUserHost, /^\/api\/kernels\/[^/]+\/channels/, 0],
+  ] as const) {
+    await eventually(
+      `Traefik's access log to have ${host} ${path} ${status ?? ""}`,
+      () => {
+        requests = accessLog();
+        return through(host, path, status);
+      },
+      10_000,
+      250,
+    );
+  }
 });

@@ -1,7 +1,8 @@
 /**
  * The shell commands of a Markdown guide (deploy/README.md), as a reader would copy them: every
  * ```sh block of a section, comments dropped and `\` continuations joined, grouped by the section's
- * own heading and its subsections. Tests replay them, so the guide cannot drift from what works.
+ * own heading and its subsections; and its examples in other languages (guideBlocks). Tests replay them, so the
+ * guide cannot drift from what works.
  */
 import { readFileSync } from "node:fs";
 
@@ -51,4 +52,26 @@ export function guideCommands(file: string, heading: string): GuideStep[] {
   const withCommands = steps.filter((s) => s.blocks.length > 0);
   if (withCommands.length === 0) throw new Error(`${file}: no commands under "${heading}"`);
   return withCommands;
+}
+
+/**
+ * The text of every code block in `language` (yaml, nginx, ...) directly under the section whose
+ * heading starts with `heading` (up to the next heading of any level): a guide's examples.
+ */
+export function guideBlocks(file: string, heading: string, language: string): string[] {
+  const lines = readFileSync(file, "utf8").split("\n");
+  const start = lines.findIndex((l) => l.startsWith(heading));
+  if (start < 0) throw new Error(`${file} has no section "${heading}"`);
+  const blocks: string[] = [];
+  let current: string[] | undefined;
+  for (const line of lines.slice(start + 1)) {
+    if (current === undefined && /^#+ /.test(line)) break;
+    if (current === undefined && line.trimEnd() === `\`\`\`${language}`) current = [];
+    else if (current !== undefined && line.startsWith("```")) {
+      blocks.push(current.join("\n"));
+      current = undefined;
+    } else current?.push(line);
+  }
+  if (blocks.length === 0) throw new Error(`${file}: no ${language} block under "${heading}"`);
+  return blocks;
 }

@@ -3,7 +3,9 @@
 go mod download sigs.k8s.io/gateway-api
 dir=$(go list -m -f '{{.Dir}}' sigs.k8s.io/gateway-api)
 outputs=()
-for kind in gatewayclasses gateways httproutes referencegrants; do
+# grpcroutes and backendtlspolicies too: Traefik's Gateway provider (tools/traefik) watches them
+# (v1) with the others and waits for every watch to sync before it routes anything.
+for kind in gatewayclasses gateways httproutes referencegrants grpcroutes backendtlspolicies; do
   cp "$dir/config/crd/standard/gateway.networking.k8s.io_$kind.yaml" "$out/"
   outputs+=("gateway.networking.k8s.io_$kind.yaml")
 done
