@@ -57,8 +57,7 @@ export function placement(
     // first); a copy placed now could take the claim on another node than the environment's,
     // which then cannot mount it (ReadWriteOnce). Its pod's event syncs this again.
     const running = userland.spec.enabled !== false && userland.status?.phase !== "Failed";
-    if (running)
-      return { wait: "The student's environment is starting; the copy follows it to its node" };
+    if (running) return { wait: "The student's environment is starting; the copy follows it to its node" };
     return {};
   }
   const nodes = new Set(pods.map((p) => p.spec?.nodeName));
