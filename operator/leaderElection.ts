@@ -135,7 +135,9 @@ export class LeaderElector {
     const holder = current.spec.holderIdentity ?? "";
     const durationMs = (current.spec.leaseDurationSeconds ?? 0) * 1000;
     const iHold = holder === identity;
-    if (!iHold && holder !== "" && Date.now() - this.observed.at < durationMs) return false;
+    // Measured at `now`, the time the new record states: a Lease taken is never stamped with a time
+    // before the old one expired (a slow GET cannot stretch the wait backwards).
+    if (!iHold && holder !== "" && now.getTime() - this.observed.at < durationMs) return false;
 
     const transitions = (current.spec.leaseTransitions ?? 0) + (iHold ? 0 : 1);
     const acquireTime = iHold ? (current.spec.acquireTime ?? microTime(now)) : microTime(now);

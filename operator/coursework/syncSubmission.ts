@@ -51,7 +51,15 @@ export function placement(
   const pods = ctx.caches.pods
     .byIndex(Index.byInstance, namespacedKey(namespace, deployment))
     .filter((p) => p.status?.phase !== "Succeeded" && p.status?.phase !== "Failed");
-  if (pods.length === 0) return {};
+  if (pods.length === 0) {
+    // No pod: a stopped environment's claim may be mounted anywhere. A running one's pod is on its
+    // way (not made yet, or not in this cache yet: the Archive's or Submission's event can come
+    // first); a copy placed now could take the claim on another node than the environment's,
+    // which then cannot mount it (ReadWriteOnce). Its pod's event syncs this again.
+    const running = userland.spec.enabled !== false && userland.status?.phase !== "Failed";
+    if (running) return { wait: "The student's environment is starting; the copy follows it to its node" };
+    return {};
+  }
   const nodes = new Set(pods.map((p) => p.spec?.nodeName));
   const [node] = nodes;
   // Being scheduled, or moving between nodes: where the claim will be is not known yet.

@@ -244,3 +244,55 @@ test("an Archive of a student's home gets a read-only, token-less archive pod re
     [["lab-collection", true]],
   );
 });
+
+test("an Archive of a running environment whose pod is not there yet waits for it, then follows it to its node", async (t) => {
+  const ns = await testNamespace(t, "arch-wait");
+  const rest = await adminRest();
+  await startOperator(t, ns, {
+    env: {
+      OPERATOR_COPY_IMAGE: IMAGE,
+      OPERATOR_ARCHIVE_CLIENTS: `userland-system:app.kubernetes.io/component=user-manager`,
+    },
+  });
+  // The environment's pod cannot be made (its priority class does not exist): it stands for a pod
+  // the ReplicaSet controller has not made yet, or that the operator's cache has not seen yet.
+  const spec = simpleTemplateSpec("registry.invalid/ide:1", {
+    volumes: [{ name: "home", pvcSpec: claimSpec }],
+    coursework: {
+      home: { volume: "home", mountPath: "/home/student" },
+      collection: { pvcSpec: claimSpec, mountPath: "/srv/collection" },
+    },
+  });
+  spec.template.spec = { ...spec.template.spec, priorityClassName: `missing-${ns}` };
+  await createTemplate(ns, "lab", spec);
+  await createUserland(ns, "alice-lab", "alice", "lab", true);
+  const names = childNames("lab", "alice-lab");
+  await eventually("alice's Deployment and claim", async () => {
+    const [deployment, claim] = await Promise.all([
+      rest.get(paths.namespaced("apps", "v1", "deployments", ns, names.deployment)).catch(() => undefined),
+      rest
+        .get(paths.namespaced("", "v1", "persistentvolumeclaims", ns, names.pvc("home")))
+        .catch(() => undefined),
+    ]);
+    return deployment !== undefined && claim !== undefined;
+  });
+
+  await rest.create(
+    archivesPath(ns),
+    archive("alice-home", { home: { user: "alice", templateName: "lab" } }),
+  );
+  const pending = await eventually("the Archive to wait", async () => {
+    const a = await rest.get<Archive>(archivesPath(ns, "alice-home"));
+    return a.status?.phase === "Pending" && a;
+  });
+  assert.match(pending.status?.message ?? "", /environment is starting; the copy follows it to its node/);
+  assert.equal(await archivePod(rest, ns, "alice-home"), undefined, "no archive pod placed anywhere");
+
+  // The pod can be made now: once it is on a node, the archive pod goes there.
+  await rest.patch(paths.namespaced("userland.dev", "v1alpha1", "templates", ns, "lab"), {
+    spec: { template: { spec: { priorityClassName: null } } },
+  });
+  const node = await placeEnvironmentPod(ns, names.deployment);
+  const pod = await eventually("the archive pod", () => archivePod(rest, ns, "alice-home"));
+  assert.deepEqual(pod.spec?.affinity, onNode(node), "on the node of alice's environment");
+});

@@ -139,6 +139,14 @@ test("two replicas: one leads, the other takes over when the leader dies or shut
   // A killed leader cannot release: the third replica waits for the Lease to expire, then leads.
   const third = await startOperator(t, ns, { env, identity: "replica-3", waitForLeader: false });
   await eventually("replica-3 to be a standby", async () => (await third.readyz())?.leader === false);
+  // A renewal of the leader's before it dies: nobody may take the Lease until its last renewal (this
+  // one or a later one) has lasted the Lease's duration. Measured on the Lease's own times, not by
+  // when the test saw replica-3 lead: on a loaded machine that is late anyway, and a replica that
+  // ignored the Lease would pass such a check.
+  type LeaseTimes = { spec: { holderIdentity?: string; renewTime?: string; acquireTime?: string } };
+  const leasePath = `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases/userland-operator`;
+  const renewed = await (await adminRest()).get<LeaseTimes>(leasePath);
+  assert.equal(renewed.spec.holderIdentity, "replica-2");
   const killedAt = Date.now();
   await second.stop("SIGKILL");
   await eventually(
@@ -147,7 +155,13 @@ test("two replicas: one leads, the other takes over when the leader dies or shut
     20_000,
   );
   const failover = Date.now() - killedAt;
-  assert.ok(failover >= 2000, `the Lease was respected (${failover} ms)`);
+  const taken = await (await adminRest()).get<LeaseTimes>(leasePath);
+  assert.equal(taken.spec.holderIdentity, "replica-3");
+  const waited = Date.parse(taken.spec.acquireTime ?? "") - Date.parse(renewed.spec.renewTime ?? "");
+  assert.ok(
+    waited >= 4000,
+    `the Lease was respected: taken ${waited} ms after a renewal of the dead leader's`,
+  );
   await createUserland(ns, "after-kill", "after-kill", "code");
   await waitForPhase(ns, "after-kill", "Ready");
   t.diagnostic(`release takeover ${takeover} ms, failover after kill ${failover} ms`);
