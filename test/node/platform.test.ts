@@ -338,6 +338,33 @@ async function environmentPod(user: string, template: string): Promise<V1Pod> {
   return waitForOnePodReady(NAMESPACE, labels, 180_000);
 }
 
+/** Runs a cell in a new notebook in the page's Jupyter: its kernel speaks over a WebSocket. */
+async function runCell(on: Page, base: string, name: string): Promise<void> {
+  const notebook = {
+    type: "notebook",
+    content: {
+      cells: [{ cell_type: "code", source: "6 * 7", metadata: {}, outputs: [], execution_count: null }],
+      metadata: { kernelspec: { name: "python3", display_name: "Python 3", language: "python" } },
+      nbformat: 4,
+      nbformat_minor: 5,
+    },
+  };
+  const saved = await jupyterApi(on, "PUT", `/api/contents/work/${name}`, notebook);
+  assert.equal(saved.status, 201, JSON.stringify(saved.json));
+  await on.goto(`${base}notebooks/work/${name}`, { waitUntil: "domcontentloaded" });
+  await on.waitForFunction(
+    () =>
+      (
+        window as { Jupyter?: { notebook?: { kernel?: { is_connected(): boolean } } } }
+      ).Jupyter?.notebook?.kernel?.is_connected() === true,
+    undefined,
+    { timeout: 120_000 },
+  );
+  await on.click(".cell .input_area");
+  await on.keyboard.press("Shift+Enter");
+  await expectOnPage(on, ".output_area:has-text('42')", `the cell's output 42 (${name})`, 60_000);
+}
+
 test("a student signs in, waits on the starting page, runs a cell in their own Jupyter; another student cannot see it; idle culling stops it and the next visit starts it with the notebook kept", async () => {
   const url = `http://jupyter.${DOMAIN}/`;
   const alice = await newContext();
@@ -353,29 +380,7 @@ test("a student signs in, waits on the starting page, runs a cell in their own J
   assert.equal(new URL(page.url()).hostname, `jupyter.${DOMAIN}`, "Jupyter at its Template's host");
   await shot(page, "jupyter-tree.png");
 
-  const notebook = {
-    type: "notebook",
-    content: {
-      cells: [{ cell_type: "code", source: "6 * 7", metadata: {}, outputs: [], execution_count: null }],
-      metadata: { kernelspec: { name: "python3", display_name: "Python 3", language: "python" } },
-      nbformat: 4,
-      nbformat_minor: 5,
-    },
-  };
-  const saved = await jupyterApi(page, "PUT", "/api/contents/work/alice.ipynb", notebook);
-  assert.equal(saved.status, 201, JSON.stringify(saved.json));
-  await page.goto(`${url}notebooks/work/alice.ipynb`, { waitUntil: "domcontentloaded" });
-  await page.waitForFunction(
-    () =>
-      (
-        window as { Jupyter?: { notebook?: { kernel?: { is_connected(): boolean } } } }
-      ).Jupyter?.notebook?.kernel?.is_connected() === true,
-    undefined,
-    { timeout: 120_000 },
-  );
-  await page.click(".cell .input_area");
-  await page.keyboard.press("Shift+Enter");
-  await expectOnPage(page, ".output_area:has-text('42')", "the cell's output 42", 60_000);
+  await runCell(page, url, "alice.ipynb");
   await shot(page, "jupyter-cell.png");
 
   // Dave, on another browser profile, gets his own Jupyter: alice's notebook is not in it.
@@ -813,32 +818,6 @@ test("deploy/README.md's Gateway section with a real Gateway (Traefik in the nod
   noErrorPage(gale);
   assert.equal(new URL(page.url()).hostname, `jupyter.${DOMAIN}`, "Jupyter at its Template's host");
 
-  /** Runs a cell in a new notebook in the page's Jupyter: its kernel speaks over a WebSocket. */
-  async function runCell(on: Page, base: string, name: string): Promise<void> {
-    const notebook = {
-      type: "notebook",
-      content: {
-        cells: [{ cell_type: "code", source: "6 * 7", metadata: {}, outputs: [], execution_count: null }],
-        metadata: { kernelspec: { name: "python3", display_name: "Python 3", language: "python" } },
-        nbformat: 4,
-        nbformat_minor: 5,
-      },
-    };
-    const saved = await jupyterApi(on, "PUT", `/api/contents/work/${name}`, notebook);
-    assert.equal(saved.status, 201, JSON.stringify(saved.json));
-    await on.goto(`${base}notebooks/work/${name}`, { waitUntil: "domcontentloaded" });
-    await on.waitForFunction(
-      () =>
-        (
-          window as { Jupyter?: { notebook?: { kernel?: { is_connected(): boolean } } } }
-        ).Jupyter?.notebook?.kernel?.is_connected() === true,
-      undefined,
-      { timeout: 120_000 },
-    );
-    await on.click(".cell .input_area");
-    await on.keyboard.press("Shift+Enter");
-    await expectOnPage(on, ".output_area:has-text('42')", `the cell's output 42 (${name})`, 60_000);
-  }
   await runCell(page, url, "gateway.ipynb");
   await shot(page, "gateway-jupyter-cell.png");
 
