@@ -67,6 +67,7 @@ import {
   createTraefikGatewayClass,
   startNodeGateway,
   waitForGatewayProgrammed,
+  waitForRoutersLive,
   waitForRoutesAccepted,
   type NodeGateway,
 } from "../support/nodeGateway.ts";
@@ -804,6 +805,7 @@ test("deploy/README.md's Gateway section with a real Gateway (Traefik in the nod
   );
   const routes = await waitForRoutesAccepted(NAMESPACE);
   assert.deepEqual(routes.sort(), ["userland-auth", "userland-proxy", "userland-user-manager"]);
+  await waitForRoutersLive(gateway, NAMESPACE);
 
   // From here the browser has one way in: every host of the domain is Traefik's listener.
   await browser.close();
@@ -859,6 +861,7 @@ test("deploy/README.md's Gateway section with a real Gateway (Traefik in the nod
       `kubectl -n ${NAMESPACE} rollout status deployment/userland-${component} --timeout=180s`,
       guideEnv,
     );
+  await waitForRoutersLive(gateway, NAMESPACE);
   await page.goto(url, { waitUntil: "domcontentloaded" });
   await expectOnPage(page, "#notebook_list", "gale's Jupyter at her own host", 120_000);
   const own = new URL(page.url());

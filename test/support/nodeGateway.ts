@@ -26,7 +26,7 @@ const TRAEFIK_CONTROLLER = "traefik.io/gateway-controller";
  * Gateway's HTTP listeners use this port.
  */
 export const GATEWAY_PORT = 80;
-/** Traefik's own entry point for /ping, apart from the Gateway's. */
+/** Traefik's own entry point for /ping and its API, apart from the Gateway's. */
 const PING_PORT = 18080;
 
 const gatewayApi = { group: "gateway.networking.k8s.io", version: "v1" };
@@ -38,11 +38,20 @@ interface Condition {
   message?: string;
 }
 
+/** A router of Traefik's runtime configuration, as its API lists it. */
+interface TraefikRouter {
+  name: string;
+  rule: string;
+  status: string;
+}
+
 export interface NodeGateway {
   /** The Gateway's listener on this machine's loopback: every host's port for the browser. */
   port: number;
   /** Traefik's log file (kept until stop). */
   log: string;
+  /** The routers Traefik routes with now (its API): its configuration, not the routes' status. */
+  routers(): Promise<TraefikRouter[]>;
   stop(): Promise<void>;
 }
 
@@ -75,8 +84,11 @@ export async function startNodeGateway(relays: Relays): Promise<NodeGateway> {
     join(node.binDir, "traefik"),
     [
       `--entryPoints.web.address=127.0.0.1:${GATEWAY_PORT}`,
-      `--entryPoints.ping.address=127.0.0.1:${PING_PORT}`,
-      "--ping.entryPoint=ping",
+      // Its own entry point ("traefik"): /ping, and the API whose routers say what Traefik routes now.
+      `--entryPoints.traefik.address=127.0.0.1:${PING_PORT}`,
+      "--ping.entryPoint=traefik",
+      "--api.insecure=true",
+      "--api.dashboard=false",
       "--providers.kubernetesgateway=true",
       // The machine has no way out: no version check, no usage report.
       "--global.checkNewVersion=false",
@@ -102,6 +114,11 @@ export async function startNodeGateway(relays: Relays): Promise<NodeGateway> {
   return {
     port,
     log,
+    routers: async () => {
+      const response = await fetch(`http://127.0.0.1:${pingPort}/api/http/routers?per_page=1000`);
+      if (!response.ok) throw new Error(`Traefik's API: ${response.status} ${await response.text()}`);
+      return (await response.json()) as TraefikRouter[];
+    },
     async stop() {
       await ns.stopDaemon("traefik");
       rmSync(dir, { recursive: true, force: true });
@@ -174,5 +191,59 @@ export async function waitForRoutesAccepted(namespace: string, timeoutMs = 60_00
     500,
   ).catch((error: unknown) => {
     throw new Error(`${(error as Error).message}\n${last}`, { cause: error });
+  });
+}
+
+/**
+ * A hostname's part of a Traefik router's rule, as its Gateway provider writes it (buildHostRule in
+ * pkg/provider/kubernetes/gateway/httproute.go): Host("h"), or for a wildcard a regular expression
+ * with the first label free, both quoted as Go's %q does.
+ */
+function hostRule(hostname: string): string {
+  if (!hostname.includes("*")) return `Host(${JSON.stringify(hostname)})`;
+  const pattern = hostname.replaceAll(".", "\\.").replace("*\\.", "[a-z0-9-\\.]+\\.");
+  return `HostRegexp(${JSON.stringify(`^${pattern}$`)})`;
+}
+
+/**
+ * Waits until Traefik routes every HTTPRoute in `namespace` for each of its hostnames: an HTTPRoute
+ * is Accepted in its status before Traefik applies the configuration (it throttles provider
+ * changes), and a browser sent in between had auth.<domain> answered by the proxy's wildcard route
+ * (a redirect loop). Returns the routes' names.
+ */
+export async function waitForRoutersLive(
+  gateway: NodeGateway,
+  namespace: string,
+  timeoutMs = 60_000,
+): Promise<string[]> {
+  const custom = (await testCluster()).kc.makeApiClient(k8s.CustomObjectsApi);
+  let last = "";
+  return eventually(
+    `Traefik routing every HTTPRoute of ${namespace} for each of its hostnames`,
+    async () => {
+      const { items } = (await custom.listNamespacedCustomObject({
+        ...gatewayApi,
+        namespace,
+        plural: "httproutes",
+      })) as { items: { metadata: { name: string }; spec: { hostnames?: string[] } }[] };
+      const routers = await gateway.routers();
+      const missing: string[] = [];
+      for (const route of items) {
+        // Traefik's router names: httproute-<namespace>-<route>-gw-<gateway>-…@kubernetesgateway.
+        const prefix = `httproute-${namespace}-${route.metadata.name}-gw-`;
+        const rules = routers
+          .filter((r) => r.name.startsWith(prefix) && r.status === "enabled")
+          .map((r) => r.rule)
+          .join(" ");
+        for (const hostname of route.spec.hostnames ?? [])
+          if (!rules.includes(hostRule(hostname))) missing.push(`${route.metadata.name}: ${hostname}`);
+      }
+      last = missing.join(", ");
+      return items.length > 0 && missing.length === 0 ? items.map((r) => r.metadata.name) : undefined;
+    },
+    timeoutMs,
+    500,
+  ).catch((error: unknown) => {
+    throw new Error(`${(error as Error).message}; not routed yet: ${last}`, { cause: error });
   });
 }

@@ -13,6 +13,9 @@
  *   environment (a `<userland>.<template>.<domain>` name would need a certificate per Template).
  *   `<template>.<domain>` stays the address students are given: it only ever sends them on to their
  *   own environment's host and serves no environment content itself.
+ *
+ * A per-user host is served in the shared mode too (unless a Template has its name), so that
+ * replicas of both modes answer it while an admin switches from one to the other.
  */
 import type { IncomingMessage } from "node:http";
 import { SERVICE_WORKERS_ANNOTATION, type Template, type Userland } from "../../../api/v1alpha1/index.ts";

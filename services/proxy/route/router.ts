@@ -181,11 +181,18 @@ export class Router {
     }
     if (parsed.pathname === SIGNED_OUT_PATH)
       return { kind: "signedOut", outcome: "own_endpoint", client, query: parsed.searchParams };
-    // PROXY_ORIGINS=perUser: "<userland>--<template>.<domain>" names one environment. Which one
+    // "<userland>--<template>.<domain>" names one environment (PROXY_ORIGINS=perUser). Which one
     // is decided only after the session is known, so the answer never tells a stranger whether a
-    // Userland of that name exists.
-    const label = config.origins === "perUser" ? labelUnder(client.host, config.baseDomain) : undefined;
-    const perUserHost = label !== undefined && label.includes("--") && cluster.getUserland !== undefined;
+    // Userland of that name exists. Served in the shared mode too, unless a Template has that
+    // name: while an admin switches to perUser, a browser a new replica sent to its own host can
+    // reach an old one for a few seconds (a Gateway kept the old pod in its endpoints after the
+    // rollout), which would have answered "nothing is served here".
+    const label = labelUnder(client.host, config.baseDomain);
+    const perUserHost =
+      label !== undefined &&
+      label.includes("--") &&
+      cluster.getUserland !== undefined &&
+      (config.origins === "perUser" || cluster.getTemplate(label) === undefined);
     let template = perUserHost ? undefined : templateForHost(client.host, config);
     const homeHost = !perUserHost && !template && isHomeHost(client.host, config);
     if (!perUserHost && !template && !homeHost) return page("unknown_host", unknownHostPage(client.host));

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
 import { test, type TestContext } from "node:test";
-import type { Userland } from "../../../api/v1alpha1/index.ts";
+import type { Template, Userland } from "../../../api/v1alpha1/index.ts";
 import { html, pageDocument } from "../../../lib/html.ts";
 import { createLogger } from "../../../lib/logger.ts";
 import type { SessionLookup } from "../../../lib/requestSessions.ts";
@@ -56,6 +56,10 @@ function router(
     userManager?: UserManagerClient;
     starter?: Starter;
     synced?: boolean;
+    origins?: "shared" | "perUser";
+    baseDomain?: string;
+    /** The Templates that exist (getTemplate), by name. */
+    templates?: string[];
   } = {},
 ) {
   const index = new UserlandIndex();
@@ -66,19 +70,28 @@ function router(
   return new Router({
     config: {
       hostTemplates: new Map([[HOST, "code"]]),
-      baseDomain: undefined,
+      baseDomain: options.baseDomain,
       defaultTemplate: undefined,
       trustedProxies: trustedProxies([]),
       allowedOrigins: [],
       startOnAccess: options.startOnAccess ?? false,
-      origins: "shared",
+      origins: options.origins ?? "shared",
       readyGraceMs: 30_000,
       loginUrl: new URL("https://auth.example.org/login"),
     },
     cluster: {
       namespace: "ns",
       findUserland: (user, template) => index.find(user, template),
-      getTemplate: () => undefined,
+      getUserland: (name) => options.userlands?.find((u) => u.metadata.name === name),
+      getTemplate: (name) =>
+        options.templates?.includes(name)
+          ? {
+              apiVersion: "userland.dev/v1alpha1",
+              kind: "Template",
+              metadata: { name },
+              spec: {} as Template["spec"],
+            }
+          : undefined,
       synced: () => options.synced ?? true,
     },
     sessions: {
@@ -158,6 +171,28 @@ test("the router decides once for HTTP and WebSocket: refusals, sign-in, own end
       status: 503,
     },
   );
+});
+
+test("an environment's own host (<userland>--<template>) is served in both origin modes, so old and new replicas agree while an admin switches; a Template of that name keeps its host", async () => {
+  const alice = userland("alice", ready);
+  for (const origins of ["shared", "perUser"] as const) {
+    const r = router({ userlands: [alice], origins, baseDomain: "example.org", templates: ["code", "a--b"] });
+    const at = (host: string, user: string) => fakeRequest("/x", { host, user });
+    const rec = record();
+    const own = await r.route(at("alice--code.example.org", "alice"), "http", rec);
+    assert.equal(own.kind, "forward", `${origins}: alice at her own host`);
+    assert.deepEqual([rec.template, rec.userland], ["code", "ns/alice"]);
+    // Someone else's host looks like a host naming nothing.
+    assert.deepEqual(pageOf(await r.route(at("alice--code.example.org", "bob"), "http", record())), {
+      outcome: "unknown_host",
+      status: 404,
+    });
+    if (origins === "shared") {
+      const named = record();
+      await r.route(at("a--b.example.org", "alice"), "http", named);
+      assert.equal(named.template, "a--b", "the Template a--b at its own host");
+    }
+  }
 });
 
 test("a Ready Userland whose Service has no address gets the 502 page", async () => {
