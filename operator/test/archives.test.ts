@@ -20,6 +20,9 @@ import {
   adminRest,
   createTemplate,
   createUserland,
+  getDeployment,
+  getPvc,
+  patchTemplate,
   placeEnvironmentPod,
   simpleTemplateSpec,
 } from "../../test/support/resources.ts";
@@ -27,6 +30,20 @@ import {
 const IMAGE = "registry.invalid/userland:test";
 const claimSpec = { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } };
 const HASH = "ab".repeat(32);
+
+const OPERATOR_ENV = {
+  OPERATOR_COPY_IMAGE: IMAGE,
+  OPERATOR_ARCHIVE_CLIENTS: `userland-system:app.kubernetes.io/component=user-manager`,
+};
+/** A Template with a home volume and a collection: what archives read. */
+const labSpec = () =>
+  simpleTemplateSpec("registry.invalid/ide:1", {
+    volumes: [{ name: "home", pvcSpec: claimSpec }],
+    coursework: {
+      home: { volume: "home", mountPath: "/home/student" },
+      collection: { pvcSpec: claimSpec, mountPath: "/srv/collection" },
+    },
+  });
 
 const podsPath = (ns: string, name?: string, sub?: string) =>
   paths.namespaced("", "v1", "pods", ns, name, sub);
@@ -52,23 +69,8 @@ async function archivePod(rest: KubeRest, ns: string, owner: string): Promise<V1
 test("an Archive of a student's home gets a read-only, token-less archive pod reachable only by the user-manager's pods; its status follows the pod from Serving to Served", async (t) => {
   const ns = await testNamespace(t, "arch");
   const rest = await adminRest();
-  await startOperator(t, ns, {
-    env: {
-      OPERATOR_COPY_IMAGE: IMAGE,
-      OPERATOR_ARCHIVE_CLIENTS: `userland-system:app.kubernetes.io/component=user-manager`,
-    },
-  });
-  await createTemplate(
-    ns,
-    "lab",
-    simpleTemplateSpec("registry.invalid/ide:1", {
-      volumes: [{ name: "home", pvcSpec: claimSpec }],
-      coursework: {
-        home: { volume: "home", mountPath: "/home/student" },
-        collection: { pvcSpec: claimSpec, mountPath: "/srv/collection" },
-      },
-    }),
-  );
+  await startOperator(t, ns, { env: OPERATOR_ENV });
+  await createTemplate(ns, "lab", labSpec());
   await createUserland(ns, "alice-lab", "alice", "lab", true);
   // A home is archived on the node its environment runs on, so the environment is placed first.
   const node = await placeEnvironmentPod(ns, childNames("lab", "alice-lab").deployment);
@@ -248,31 +250,18 @@ test("an Archive of a student's home gets a read-only, token-less archive pod re
 test("an Archive of a running environment whose pod is not there yet waits for it, then follows it to its node", async (t) => {
   const ns = await testNamespace(t, "arch-wait");
   const rest = await adminRest();
-  await startOperator(t, ns, {
-    env: {
-      OPERATOR_COPY_IMAGE: IMAGE,
-      OPERATOR_ARCHIVE_CLIENTS: `userland-system:app.kubernetes.io/component=user-manager`,
-    },
-  });
+  await startOperator(t, ns, { env: OPERATOR_ENV });
   // The environment's pod cannot be made (its priority class does not exist): it stands for a pod
   // the ReplicaSet controller has not made yet, or that the operator's cache has not seen yet.
-  const spec = simpleTemplateSpec("registry.invalid/ide:1", {
-    volumes: [{ name: "home", pvcSpec: claimSpec }],
-    coursework: {
-      home: { volume: "home", mountPath: "/home/student" },
-      collection: { pvcSpec: claimSpec, mountPath: "/srv/collection" },
-    },
-  });
+  const spec = labSpec();
   spec.template.spec = { ...spec.template.spec, priorityClassName: `missing-${ns}` };
   await createTemplate(ns, "lab", spec);
   await createUserland(ns, "alice-lab", "alice", "lab", true);
   const names = childNames("lab", "alice-lab");
   await eventually("alice's Deployment and claim", async () => {
     const [deployment, claim] = await Promise.all([
-      rest.get(paths.namespaced("apps", "v1", "deployments", ns, names.deployment)).catch(() => undefined),
-      rest
-        .get(paths.namespaced("", "v1", "persistentvolumeclaims", ns, names.pvc("home")))
-        .catch(() => undefined),
+      getDeployment(ns, names.deployment),
+      getPvc(ns, names.pvc("home")),
     ]);
     return deployment !== undefined && claim !== undefined;
   });
@@ -289,9 +278,7 @@ test("an Archive of a running environment whose pod is not there yet waits for i
   assert.equal(await archivePod(rest, ns, "alice-home"), undefined, "no archive pod placed anywhere");
 
   // The pod can be made now: once it is on a node, the archive pod goes there.
-  await rest.patch(paths.namespaced("userland.dev", "v1alpha1", "templates", ns, "lab"), {
-    spec: { template: { spec: { priorityClassName: null } } },
-  });
+  await patchTemplate(ns, "lab", { spec: { template: { spec: { priorityClassName: null } } } });
   const node = await placeEnvironmentPod(ns, names.deployment);
   const pod = await eventually("the archive pod", () => archivePod(rest, ns, "alice-home"));
   assert.deepEqual(pod.spec?.affinity, onNode(node), "on the node of alice's environment");

@@ -16,7 +16,7 @@ import { LRUCache } from "lru-cache";
 import type { Userland } from "../../../api/v1alpha1/index.ts";
 import type { Logger } from "../../../lib/logger.ts";
 import type { UserManagerClient } from "../../../lib/userManagerClient.ts";
-import { userlandKey } from "../route/environmentState.ts";
+import { userlandKey } from "../route/userlandIndex.ts";
 import type { ProxyMetrics } from "../metrics.ts";
 
 const START_INTERVAL_MS = 60_000;

@@ -24,7 +24,7 @@ import { isStalled, progressText } from "../../../lib/startProgress.ts";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Userland } from "../../../api/v1alpha1/index.ts";
 import { localPath } from "../../../lib/localPath.ts";
-import { environmentInfo, environmentState, userlandKey } from "../route/environmentState.ts";
+import { environmentInfo, environmentState } from "../route/environmentState.ts";
 import { serveDownload } from "./download.ts";
 import { FormTooLarge, formFromThisSite, readForm } from "./forms.ts";
 import { DOWNLOAD_PATH, HOME_PATH, homeView, ownUserland, type HomeConfig } from "../pages/homeView.ts";
@@ -34,7 +34,7 @@ import { missingPage, simplePage, type Page } from "../pages/environmentPages.ts
 import type { RequestRecord } from "../requestLog.ts";
 import { prefersJson, sendJson, sendPage, sendRedirect } from "../pages/send.ts";
 import type { OwnEndpointRoute } from "../route/router.ts";
-import type { ClusterView } from "../route/userlandIndex.ts";
+import { userlandKey, type ClusterView } from "../route/userlandIndex.ts";
 import type { Starter } from "./starter.ts";
 import type { UserManagerClient } from "../../../lib/userManagerClient.ts";
 

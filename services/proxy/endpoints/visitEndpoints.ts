@@ -20,13 +20,12 @@ import { UserlandAnnotations, type Userland } from "../../../api/v1alpha1/index.
 import { consentState, parseVisitRequests, VISIT_CONSENT_ANNOTATION } from "../../../api/visits.ts";
 import { HOME_PATH, ownUserland, type HomeConfig } from "../pages/homeView.ts";
 import { userlandLabel } from "../route/origins.ts";
-import { userlandKey } from "../route/environmentState.ts";
 import { simplePage } from "../pages/environmentPages.ts";
 import type { RequestRecord } from "../requestLog.ts";
 import { sendPage, sendRedirect } from "../pages/send.ts";
 import type { OwnEndpointRoute } from "../route/router.ts";
 import { hostForTemplate } from "../route/templateHosts.ts";
-import type { ClusterView } from "../route/userlandIndex.ts";
+import { userlandKey, type ClusterView } from "../route/userlandIndex.ts";
 import { visitRefusedPage, waitingPage } from "../pages/visitPages.ts";
 import { FormTooLarge, formFromThisSite, readForm } from "./forms.ts";
 import {
@@ -200,11 +199,7 @@ export async function serveVisitEndpoint(
     return;
   }
   // The owner's own: no visit, and no cookie that would outlive this click.
-  sendRedirect(
-    res,
-    "/",
-    cookieFor(own ? "" : `${userland.metadata.namespace ?? ""}/${name}`, secure, own ? 0 : undefined),
-  );
+  sendRedirect(res, "/", cookieFor(own ? "" : userlandKey(userland), secure, own ? 0 : undefined));
 }
 
 /**

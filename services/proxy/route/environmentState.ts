@@ -17,11 +17,6 @@ export function environmentState(userland: Userland | undefined): EnvironmentSta
   return "starting";
 }
 
-/** "<namespace>/<name>": how logs, activity and the starter name a Userland. */
-export function userlandKey(userland: Userland): string {
-  return `${userland.metadata.namespace ?? ""}/${userland.metadata.name ?? ""}`;
-}
-
 /** What the pages say about an environment: its Template's display name, the user. */
 export function environmentInfo(cluster: ClusterView, template: string, user: string): EnvironmentInfo {
   return { template, user, title: cluster.getTemplate(template)?.spec.displayName ?? template };

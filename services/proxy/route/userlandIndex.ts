@@ -8,7 +8,10 @@
 import type { Template, Userland } from "../../../api/v1alpha1/index.ts";
 import { isOlder } from "../../../lib/namespaces.ts";
 
-const key = (u: Userland) => `${u.metadata.namespace ?? ""}/${u.metadata.name ?? ""}`;
+/** "<namespace>/<name>": how the index, logs, activity, the starter and the visit cookie name a Userland. */
+export function userlandKey(userland: Userland): string {
+  return `${userland.metadata.namespace ?? ""}/${userland.metadata.name ?? ""}`;
+}
 const slot = (user: string, template: string) => `${template}\u0000${user}`;
 
 /**
@@ -21,7 +24,7 @@ export class UserlandIndex {
   private readonly slotOf = new Map<string, string>();
 
   upsert(userland: Userland): void {
-    const k = key(userland);
+    const k = userlandKey(userland);
     const s = slot(userland.spec.user, userland.spec.templateName);
     const previous = this.slotOf.get(k);
     if (previous !== undefined && previous !== s) this.removeFromSlot(previous, k);
@@ -32,7 +35,7 @@ export class UserlandIndex {
   }
 
   remove(userland: Userland): void {
-    const k = key(userland);
+    const k = userlandKey(userland);
     const s = this.slotOf.get(k);
     if (s === undefined) return;
     this.slotOf.delete(k);

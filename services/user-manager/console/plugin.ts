@@ -65,6 +65,8 @@ const DONE: Record<Action, string> = {
 };
 /** Most environments one bulk action names (a class is far smaller). */
 const MAX_SELECTED = 2000;
+/** The console's own right, which also marks the namespaces where a Role names single Userlands. */
+const CONSOLE_RIGHT: Resource = { resource: USERLANDS, subresource: "console" };
 /**
  * The console's door (issue 29): before a console route reads a body or lists anything, the caller
  * must hold one of these rights without a name in some served namespace: `list` Userlands (a
@@ -72,8 +74,6 @@ const MAX_SELECTED = 2000;
  * `userlands/console`, for a teacher whose Role names their class's Userlands (resourceNames),
  * docs/decisions/0009-teachers.md.
  */
-/** The console's own right, which also marks the namespaces where a Role names single Userlands. */
-const CONSOLE_RIGHT: Resource = { resource: USERLANDS, subresource: "console" };
 const DOOR: readonly [Verb, Resource][] = [
   ["list", { resource: USERLANDS }],
   ["list", { resource: "assignments" }],
