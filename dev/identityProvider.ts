@@ -115,9 +115,14 @@ export function providerHandler(
   };
 }
 
+/** The one client the local provider knows (the auth service). */
+export const DEV_CLIENT = { clientId: "userland-local", clientSecret: "local-development-only-secret" };
+
 export async function startDevIdentityProvider(opts: {
   port: number;
   redirectUris: string[];
+  /** Serve on the socket the parent passed under this name (lib/listen.ts), not on `port`. */
+  listenAs?: string;
   /**
    * The issuer's host name (default 127.0.0.1). Another name that also leads here lets clients
    * that cannot dial this machine's loopback (pods on the real node) use the same issuer URL.
@@ -127,11 +132,10 @@ export async function startDevIdentityProvider(opts: {
   let handle: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) =>
     void res.writeHead(503).end();
   const server = createServer((req, res) => handle(req, res));
-  const port = new URL(await listenOn(server, opts.port, "127.0.0.1")).port;
+  const port = new URL(await listenOn(server, opts.port, "127.0.0.1", opts.listenAs)).port;
   const issuer = `http://${opts.issuerHost ?? "127.0.0.1"}:${port}`;
   const { privateKey } = await generateKeyPair("RS256", { extractable: true });
-  const clientId = "userland-local";
-  const clientSecret = "local-development-only-secret";
+  const { clientId, clientSecret } = DEV_CLIENT;
   const provider = new Provider(issuer, {
     clients: [
       {

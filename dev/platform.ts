@@ -43,6 +43,7 @@ import { installCustomResourceDefinitions } from "../cluster/customResourceDefin
 import { heldPort, listeningSocket, portOf, socketsFor, type HeldPort } from "../cluster/ports.ts";
 import { startDemoEnvironment, type DemoEnvironment } from "./demoEnvironment.ts";
 import { startDevIdentityProvider, type DevIdentityProvider } from "./identityProvider.ts";
+import { startDevIdentityProviderProcess } from "./identityProviderProcess.ts";
 import { templatesPath, userlandsPath } from "../api/v1alpha1/index.ts";
 import { repoRoot } from "../cluster/repoRoot.ts";
 
@@ -90,6 +91,11 @@ export interface PlatformOptions {
    * a restart takes what the caller put here since.
    */
   nodeArgs?: Partial<Record<Component, string[]>>;
+  /**
+   * The local identity provider in a process of its own (dev/identityProviderProcess.ts), not in
+   * this one: benchmarks whose own process is busy with simulated students.
+   */
+  identityProviderProcess?: boolean;
 }
 
 /** A credentials file the platform wrote for a component. */
@@ -346,10 +352,13 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
     const url = `http://127.0.0.1:${ports.proxy}`;
     const authUrl = `http://127.0.0.1:${ports.auth}`;
     const userManagerUrl = `http://127.0.0.1:${ports.userManager}`;
-    idp = await startDevIdentityProvider({
-      port: opts.ports?.identityProvider ?? 0,
-      redirectUris: [`${authUrl}/callback/oidc`],
-    });
+    const provider = { port: opts.ports?.identityProvider ?? 0, redirectUris: [`${authUrl}/callback/oidc`] };
+    idp = opts.identityProviderProcess
+      ? await startDevIdentityProviderProcess({
+          ...provider,
+          logFile: join(logsDir, "identity-provider.log"),
+        })
+      : await startDevIdentityProvider(provider);
 
     const watching = opts.watchNamespaces
       ? { USERLAND_WATCH_NAMESPACES: opts.watchNamespaces.join(",") }
