@@ -12,7 +12,7 @@ import { grantComponentRights } from "./chartRights.ts";
 import { kubeconfigYaml } from "../controlPlane.ts";
 import { installCustomResourceDefinitions } from "../customResourceDefinitions.ts";
 import { listeningSocket, portOf, socketsFor } from "../ports.ts";
-import { waitFor } from "../processes.ts";
+import { diesWithParent, waitFor } from "../processes.ts";
 import { repoRoot } from "../repoRoot.ts";
 import { requestServiceAccountToken, type ClusterAccess } from "./connect.ts";
 
@@ -74,20 +74,25 @@ export async function spawnOperator(
   const port = portOf(socket);
   const passed = socketsFor({ OPERATOR_HTTP_PORT: socket });
   let output = "";
-  const child = spawn(process.execPath, [join(repoRoot, "operator", "main.ts")], {
-    cwd: repoRoot,
-    env: {
-      ...process.env,
-      KUBECONFIG: kubeconfig,
-      USERLAND_NAMESPACE: namespace,
-      OPERATOR_FREEZE_CACHE: "true",
-      POD_NAME: opts.identity ?? `operator-${port}`,
-      LOG_LEVEL: "debug",
-      ...opts.env,
-      ...passed.env,
+  // Dies with the test file's process even when that is killed (a file's timeout, an interrupted
+  // run): a fresh clone's interrupted run left an operator reconciling on, its parent gone.
+  const child = spawn(
+    ...diesWithParent(process.execPath, [join(repoRoot, "operator", "main.ts")], "SIGKILL"),
+    {
+      cwd: repoRoot,
+      env: {
+        ...process.env,
+        KUBECONFIG: kubeconfig,
+        USERLAND_NAMESPACE: namespace,
+        OPERATOR_FREEZE_CACHE: "true",
+        POD_NAME: opts.identity ?? `operator-${port}`,
+        LOG_LEVEL: "debug",
+        ...opts.env,
+        ...passed.env,
+      },
+      stdio: ["ignore", "pipe", "pipe", ...passed.fds],
     },
-    stdio: ["ignore", "pipe", "pipe", ...passed.fds],
-  });
+  );
   passed.close();
   child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
   child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
