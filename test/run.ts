@@ -87,8 +87,9 @@ const realNode =
     : new RealNode({ controlPlane, dir: join(controlPlane.dir, "node") });
 // Every exit path (a signal, the test runner ending, a failed start) waits for the same teardown.
 let stopped: Promise<void> | undefined;
-async function shutdown(code: number): Promise<never> {
+async function shutdown(code: number, signal?: NodeJS.Signals): Promise<never> {
   stopped ??= (async () => {
+    await stopTestProcesses(signal);
     await realNode
       ?.stop({ keepFiles: code !== 0 })
       .catch((e: unknown) => console.error("stopping the real node:", e));
@@ -100,14 +101,55 @@ async function shutdown(code: number): Promise<never> {
   process.exit(code);
 }
 
-// Registered before anything starts: an interrupted start-up cleans up as well.
+/**
+ * The test runner runs in a process group of its own with every test file and whatever they start
+ * (operators, components, browsers), so that the whole group can be stopped at once: interrupted,
+ * the runner had let its test files run on (their parent gone) for minutes after this process
+ * ended.
+ */
 let child: ChildProcess | undefined = undefined;
-for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
-  process.on(signal, () => {
-    child?.kill(signal);
-    void shutdown(130);
-  });
+/** Sends `signal` to the process group `group`; false when it has no process left. */
+function signalGroup(group: number | undefined, signal: NodeJS.Signals | 0): boolean {
+  if (!group) return false;
+  try {
+    process.kill(-group, signal);
+    return true;
+  } catch {
+    return false;
+  }
 }
+/**
+ * After its runner ended, the group should empty within seconds (processes that die with their
+ * test file get its signal as it exits): what is still there after 5 s (a test file killed at its
+ * timeout leaves its children) is named and killed, so a leak shows in the log instead of running on.
+ */
+async function killLeftovers(group: number | undefined): Promise<void> {
+  for (const deadline = Date.now() + 5000; signalGroup(group, 0) && Date.now() < deadline;)
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  if (!signalGroup(group, 0)) return;
+  const left = (spawnSync("ps", ["-eo", "pgid=,pid=,args="], { encoding: "utf8" }).stdout ?? "")
+    .split("\n")
+    .map((line) => line.trim().split(/\s+/))
+    .filter(([pgid]) => Number(pgid) === group)
+    .map(([, pid, ...args]) => `#   ${pid} ${args.join(" ").slice(0, 200)}`);
+  console.log(["# processes the test files left running, killed now:", ...left].join("\n"));
+  signalGroup(group, "SIGKILL");
+}
+/** Passes `signal` on to the running test processes, waits up to 15 s for the runner, then kills the rest. */
+async function stopTestProcesses(signal: NodeJS.Signals | undefined): Promise<void> {
+  const runner = child;
+  if (!signal || !runner || runner.exitCode !== null || runner.signalCode !== null) return;
+  signalGroup(runner.pid, signal);
+  await new Promise((resolve) => {
+    const timer = setTimeout(resolve, 15_000);
+    runner.once("exit", () => resolve(clearTimeout(timer)));
+  });
+  signalGroup(runner.pid, "SIGKILL");
+}
+
+// Registered before anything starts: an interrupted start-up cleans up as well.
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const)
+  process.on(signal, () => void shutdown(130, signal));
 
 /** What the run spent its time on, in order: the phases this file controls. */
 const phases: [string, number][] = [];
@@ -153,19 +195,23 @@ function runTests(files: string[], concurrency: string): Promise<number> {
     ),
     {
       stdio: "inherit",
+      detached: true, // its own process group (above); also out of the terminal's, so Ctrl-C comes from here
       cwd: repoRoot,
       env: { ...process.env, [CLUSTER_INFO_ENV]: infoFile, [RETRY_LOG_ENV]: retryLog },
     },
   );
   child = runner;
-  return new Promise((resolve) =>
+  return new Promise<number>((resolve) =>
     runner.on("exit", (code, signal) => {
       // Each batch's reporter writes its own file: keep them all.
       if (existsSync(`${durationsFile}.part`))
         writeFileSync(durationsFile, readFileSync(`${durationsFile}.part`), { flag: "a" });
       resolve(code ?? (signal ? 1 : 0));
     }),
-  );
+  ).then(async (code) => {
+    await killLeftovers(runner.pid);
+    return code;
+  });
 }
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`.padStart(8);
