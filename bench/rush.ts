@@ -3,8 +3,8 @@
  * [--window 10]` (`npm run bench:rush`; `--help`).
  *
  * Starts the local platform (dev/platform.ts: kwok control plane, every component a process of
- * its own, the local OpenID provider in a process of its own too, demo environments standing in for IDEs through the proxy's
- * upstream override file). For each class size N:
+ * its own, the local OpenID provider in a process of its own too, demo environments standing in
+ * for IDEs through the proxy's upstream override file). For each class size N:
  *   - baselines: the demo Template's pod spec as N bare Pods created at once, create → Ready; and
  *     the Deployments and Services the operator would write, created at once, create → available;
  *   - per variant, N students start their sign-in spread evenly over the window (10 s), through

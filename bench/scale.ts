@@ -247,19 +247,18 @@ function requestsByIdentity(offset: number, untilMs = Infinity): Map<string, Req
   return out;
 }
 
-/** One of the operator's own pages (its port is in its latest log's start line). */
-async function operatorPage(page: "metrics"): Promise<string | undefined> {
+/** The operator's /metrics (its port is in its latest log's start line). */
+async function operatorMetrics(): Promise<string | undefined> {
   const line = readFileSync(join(platform.logsDir, "operator.log"), "utf8")
     .split("\n")
     .find((l) => l.includes('"operator started"'));
   const http = line ? (JSON.parse(line) as { http?: string }).http : undefined;
   if (!http) return undefined;
-  return fetch(`${http}/${page}`).then(
+  return fetch(`${http}/metrics`).then(
     (r) => r.text(),
     () => undefined,
   );
 }
-const operatorMetrics = () => operatorPage("metrics");
 
 /** When the operator's latest log says it started, became leader and had its caches synced (epoch ms). */
 function operatorLogTimes(): { started: number; leader: number; synced: number } {
