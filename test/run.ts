@@ -186,6 +186,8 @@ writeFileSync(durationsFile, "");
 
 /** Runs `files` with node's test runner in the order given; resolves with its exit code. */
 function runTests(files: string[], concurrency: string): Promise<number> {
+  // Interrupted while the batch before ran: the alone files must not start against a stopping cluster.
+  if (stopped) return Promise.resolve(130);
   // The test runner, too, ends with this process, even when it is killed outright.
   const runner = spawn(
     ...diesWithParent(
