@@ -9,9 +9,9 @@
  * before the child starts. Run by startDevIdentityProviderProcess, this file serves on that socket.
  */
 import { spawn } from "node:child_process";
-import { closeSync, openSync, readFileSync } from "node:fs";
+import { closeSync, openSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { diesWithParent } from "../cluster/processes.ts";
+import { diesWithParent, waitFor } from "../cluster/processes.ts";
 import { listeningSocket, portOf, socketsFor } from "../cluster/ports.ts";
 import { DEV_CLIENT, startDevIdentityProvider, type DevIdentityProvider } from "./identityProvider.ts";
 
@@ -38,33 +38,28 @@ export async function startDevIdentityProviderProcess(opts: {
   closeSync(logFd);
   passed.close();
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const running = () => child.exitCode === null && child.signalCode === null;
   const close = async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+    if (running()) child.kill("SIGTERM");
     await exited;
   };
 
   // Connections queue on the bound socket until the child serves it: wait for its first answer,
-  // so a provider that cannot start fails here, with its log, not as the auth service's timeout.
-  const deadline = Date.now() + (opts.startTimeoutMs ?? 30_000);
-  let gone = false;
-  void exited.then(() => (gone = true));
-  for (;;) {
-    const answered = await fetch(`${issuer}/.well-known/openid-configuration`, {
-      signal: AbortSignal.timeout(2000),
-    }).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (answered) break;
-    if (gone || Date.now() > deadline) {
-      await close();
-      const tail = readFileSync(opts.logFile, "utf8").split("\n").slice(-20).join("\n");
-      throw new Error(
-        `the local identity provider ${gone ? "exited" : "did not answer"} while starting; its log (${opts.logFile}) ends:\n${tail}`,
-      );
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  // so a provider that cannot start fails here, naming its log, not as the auth service's timeout.
+  await waitFor(
+    "the local identity provider",
+    async () =>
+      (await fetch(`${issuer}/.well-known/openid-configuration`, { signal: AbortSignal.timeout(2000) })).ok,
+    opts.startTimeoutMs ?? 30_000,
+    {
+      alive: running,
+      logs: opts.logFile,
+      intervalMs: 100,
+    },
+  ).catch(async (error: unknown) => {
+    await close();
+    throw error;
+  });
   return { issuer, ...DEV_CLIENT, close };
 }
 

@@ -27,7 +27,7 @@ const TRAEFIK_CONTROLLER = "traefik.io/gateway-controller";
  */
 export const GATEWAY_PORT = 80;
 /** Traefik's own entry point for /ping and its API, apart from the Gateway's. */
-const PING_PORT = 18080;
+const TRAEFIK_PORT = 18080;
 
 const gatewayApi = { group: "gateway.networking.k8s.io", version: "v1" };
 
@@ -85,7 +85,7 @@ export async function startNodeGateway(relays: Relays): Promise<NodeGateway> {
     [
       `--entryPoints.web.address=127.0.0.1:${GATEWAY_PORT}`,
       // Its own entry point ("traefik"): /ping, and the API whose routers say what Traefik routes now.
-      `--entryPoints.traefik.address=127.0.0.1:${PING_PORT}`,
+      `--entryPoints.traefik.address=127.0.0.1:${TRAEFIK_PORT}`,
       "--ping.entryPoint=traefik",
       "--api.insecure=true",
       "--api.dashboard=false",
@@ -103,10 +103,10 @@ export async function startNodeGateway(relays: Relays): Promise<NodeGateway> {
     { ...process.env, KUBECONFIG: join(node.dir, "addons.kubeconfig") },
   );
   const log = join(dir, "logs", "traefik.log");
-  const pingPort = await relays.expose(`127.0.0.1:${PING_PORT}`);
+  const traefikPort = await relays.expose(`127.0.0.1:${TRAEFIK_PORT}`);
   await waitFor(
     "Traefik's /ping (in the node namespace)",
-    async () => (await fetch(`http://127.0.0.1:${pingPort}/ping`).catch(() => undefined))?.status === 200,
+    async () => (await fetch(`http://127.0.0.1:${traefikPort}/ping`).catch(() => undefined))?.status === 200,
     60_000,
     { alive: () => ns.isRunning("traefik"), logs: log, intervalMs: 250 },
   );
@@ -115,7 +115,7 @@ export async function startNodeGateway(relays: Relays): Promise<NodeGateway> {
     port,
     log,
     routers: async () => {
-      const response = await fetch(`http://127.0.0.1:${pingPort}/api/http/routers?per_page=1000`);
+      const response = await fetch(`http://127.0.0.1:${traefikPort}/api/http/routers?per_page=1000`);
       if (!response.ok) throw new Error(`Traefik's API: ${response.status} ${await response.text()}`);
       return (await response.json()) as TraefikRouter[];
     },
