@@ -102,7 +102,7 @@ function podProblem(pod: V1Pod, now: Date): Problem | undefined {
   if (scheduled?.status === "False" && scheduled.reason === "Unschedulable") {
     return {
       reason: StartProblems.Unschedulable,
-      message: `No node can take the environment: ${scheduled.message ?? "the scheduler found none"}`,
+      message: `No node can take the environment: ${schedulerReasons(scheduled.message) || "the scheduler found none"}`,
     };
   }
   const statuses = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])];
@@ -124,6 +124,27 @@ function podProblem(pod: V1Pod, now: Date): Problem | undefined {
     }
   }
   return undefined;
+}
+
+/**
+ * The scheduler's reasons without its node counts: "0/3 nodes are available: 2 Insufficient cpu,
+ * 1 node(s) had untolerated taint {t: }. preemption: 0/3 nodes are available: 3 Preemption is not
+ * helpful for scheduling." says "Insufficient cpu, node(s) had untolerated taint {t: }". The scheduler
+ * rewrites its message whenever a node comes or goes (the counts change); copied as it is, every
+ * stuck Userland's status was written again for each such node, in a class as in the tests
+ * (operator/test/lifecycle.test.ts saw it while another file added a node).
+ */
+export function schedulerReasons(message: string | undefined): string {
+  const reasons = (message ?? "")
+    .replace(/^\s*\d+\/\d+ nodes are available:\s*/, "")
+    .replace(/\s*preemption:[\s\S]*$/, "")
+    .trim()
+    .replace(/\.$/, "");
+  // Each reason but the first follows ", " and starts with its count.
+  return reasons
+    .split(/, (?=\d+ )/)
+    .map((reason) => reason.replace(/^\d+ /, ""))
+    .join(", ");
 }
 
 function containerProblem(s: V1ContainerStatus): Problem | undefined {

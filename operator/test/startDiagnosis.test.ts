@@ -74,24 +74,33 @@ test("a crashing container: its exit code and the end of its output", () => {
   assert.equal(first.problem?.reason, "ContainerCrashing", "the first exit already says it");
 });
 
-test("no node can take the pod: the scheduler's words", () => {
-  const d = observe([
-    pod({
-      conditions: [
-        {
-          type: "PodScheduled",
-          status: "False",
-          reason: "Unschedulable",
-          message: "0/2 nodes are available: 2 Insufficient cpu.",
-        },
-      ],
-    }),
-  ]);
-  assert.equal(d.problem?.reason, "Unschedulable");
-  assert.equal(
-    d.problem?.message,
-    "No node can take the environment: 0/2 nodes are available: 2 Insufficient cpu.",
+test("no node can take the pod: the scheduler's reasons, without node counts that change with the cluster", () => {
+  const unschedulable = (message: string) =>
+    observe([
+      pod({ conditions: [{ type: "PodScheduled", status: "False", reason: "Unschedulable", message }] }),
+    ]).problem;
+  const d = unschedulable("0/2 nodes are available: 2 Insufficient cpu.");
+  assert.equal(d?.reason, "Unschedulable");
+  assert.equal(d?.message, "No node can take the environment: Insufficient cpu");
+  // A node added or removed changes the scheduler's counts, not the status the operator writes.
+  const before = unschedulable(
+    "0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.",
   );
+  const after = unschedulable(
+    "0/4 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling.",
+  );
+  assert.equal(
+    before?.message,
+    "No node can take the environment: pod has unbound immediate PersistentVolumeClaims",
+  );
+  assert.equal(after?.message, before?.message);
+  assert.equal(
+    unschedulable(
+      "0/5 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/unreachable: }, 4 Insufficient memory. preemption: 0/5 nodes are available: 1 Preemption is not helpful for scheduling, 4 No preemption victims found for incoming pod.",
+    )?.message,
+    "No node can take the environment: node(s) had untolerated taint {node.kubernetes.io/unreachable: }, Insufficient memory",
+  );
+  assert.equal(unschedulable("")?.message, "No node can take the environment: the scheduler found none");
 });
 
 test("a claim that cannot be provisioned comes first, with its storage class", () => {
