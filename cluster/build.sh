@@ -21,8 +21,17 @@
 # Each tool is cached on its own under $USERLAND_CACHE/go/<tool>-<key> (default cache
 # ~/.cache/userland), keyed by a hash of its directory's files and of go_build below (the build
 # flags every tool shares), so adding or bumping one tool builds only that tool and the others
-# reuse theirs. Then one directory of symlinks to every tool's binaries, go/bin-<hash of all the
-# tool keys>, is made or reused, and printed on stdout; progress goes to stderr.
+# reuse theirs. Then one directory of symlinks to the tools' binaries, go/bin-<hash of their
+# keys>, is made or reused, and printed on stdout; progress goes to stderr.
+#
+#   bash cluster/build.sh              every tool but the on-demand ones below
+#   bash cluster/build.sh TOOL...      just these tools (on-demand ones included)
+#
+# On demand: Prometheus and Traefik, a third of a cold build, serve three test files only, so they
+# are not built before anything can start: npm test builds them beside its first test files
+# (test/run.ts, cluster/onDemandTools.ts), and a file that needs one waits for it then.
+# With USERLAND_SETUP_TIMES set, each tool appends "Go: <tool>	<ms>	built|cached	<start ms>" to
+# that file (scripts/bootstrap.sh; the table npm test ends with).
 set -euo pipefail
 export LC_ALL=C # the same file order, so the same keys, whatever the caller's locale
 here=$(cd "$(dirname "$0")" && pwd)
@@ -47,10 +56,16 @@ go_build() {
   go build -v -ldflags="-s -w ${ldflags:-}" -o "$out/" "$@" 2>&1 | progress "$what"
 }
 
+on_demand=(prometheus traefik)
 generic=$(declare -f progress go_build)
 tools=() keys=()
 for dir in "$here"/tools/*/; do
   tool=$(basename "$dir")
+  if (($# > 0)); then
+    [[ " $* " == *" $tool "* ]] || continue
+  elif [[ " ${on_demand[*]} " == *" $tool "* ]]; then
+    continue
+  fi
   tools+=("$tool")
   keys+=("$({
     for f in "$dir"*; do
@@ -62,16 +77,35 @@ for dir in "$here"/tools/*/; do
     echo "$generic"
   } | sha256sum | cut -c1-16)")
 done
+for name in "$@"; do
+  [[ -d $here/tools/$name ]] || { echo "build.sh: no tool named '$name' (cluster/tools/$name)" >&2; exit 2; }
+done
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+# record PHASE START built|cached: one row of the run's time table (scripts/bootstrap.sh), when one
+# is kept, timed from START to now.
+record() {
+  if [[ -n ${USERLAND_SETUP_TIMES:-} ]]; then
+    printf '%s\t%s\t%s\t%s\n' "$1" $(($(now_ms) - $2)) "$3" "$2" >>"$USERLAND_SETUP_TIMES"
+  fi
+}
 key=$(for i in "${!tools[@]}"; do echo "${tools[i]}-${keys[i]}"; done | sha256sum | cut -c1-16)
 bin="$cache/bin-$key"
-if [[ -f "$bin/.complete" ]]; then echo "$bin"; exit 0; fi
+if [[ -f "$bin/.complete" ]]; then
+  for tool in "${tools[@]}"; do record "Go: $tool" "$(now_ms)" cached; done
+  echo "$bin"
+  exit 0
+fi
 
 command -v go >/dev/null || { echo "build.sh: Go is required to build the cluster's tools (install Go 1.26.6+)" >&2; exit 1; }
 mkdir -p "$cache"
 total=$(date +%s)
 build_tool() {
-  local tool=$1 out="$cache/$1-$2" lock rc
-  if [[ -f "$out/.complete" ]]; then return; fi
+  local tool=$1 out="$cache/$1-$2" lock rc began
+  if [[ -f "$out/.complete" ]]; then
+    record "Go: $tool" "$(now_ms)" cached
+    return
+  fi
+  began=$(now_ms)
   # One build per tool and key at a time: a second caller (another test run, npm start) waits for
   # the first instead of writing the same binaries concurrently, then finds them complete.
   exec {lock}>"$cache/.build-$tool-$2.lock"
@@ -106,6 +140,7 @@ build_tool() {
     set -e
     if ((rc != 0)); then echo "build.sh: building $tool failed" >&2; exit "$rc"; fi
     touch "$out/.complete"
+    record "Go: $tool" "$began" built
   fi
   exec {lock}>&-
 }

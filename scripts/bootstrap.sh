@@ -6,21 +6,41 @@
 #     and for its images (cluster/images) mmdebstrap, umoci, jq, gcc, libc6-dev and buildah, and
 #     nginx (forward-auth in front of an app as services/auth/README.md sets it up,
 #     test/security/forwardAuth.test.ts; the proxy benchmark's anchor, bench/nginx.ts),
-#   - the Go-built control plane and node (cluster/build.sh, cached after the first build).
+#   - the Go-built control plane and node (cluster/build.sh, cached after the first build),
+#   - with `bootstrap.sh images` (npm start, npm test): the real node's container images
+#     (cluster/images: the node's own, the IDEs', the platform's from the Dockerfile), built in the
+#     background while Go compiles (they wait mostly on Debian's mirror and the npm registry, Go on
+#     the CPU), so that no test waits for them later; left out with USERLAND_REAL_NODE=off.
 # `npm start` and `npm test` call it first, so a fresh clone needs no other step. `bootstrap.sh
 # imports` (npm run imports:draw) also installs graphviz, whose dot lays out docs/imports.svg.
+#
+# Each phase appends "<phase>	<ms>	built|cached	<start ms>" to .userland/setup-times.tsv
+# (USERLAND_SETUP_TIMES), which test/run.ts turns into the table npm test ends with.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+mkdir -p .userland
+export USERLAND_SETUP_TIMES=${USERLAND_SETUP_TIMES:-$PWD/.userland/setup-times.tsv}
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+began=$(now_ms)
+echo "# bootstrap started	$began" >"$USERLAND_SETUP_TIMES"
+# record PHASE START built|cached: one row, timed from START to now.
+record() { printf '%s\t%s\t%s\t%s\n' "$1" $(($(now_ms) - $2)) "$3" "$2" >>"$USERLAND_SETUP_TIMES"; }
+
+start=$(now_ms)
 if [[ ! -f node_modules/.package-lock.json || package-lock.json -nt node_modules/.package-lock.json ]]; then
   echo "bootstrap: installing npm packages (npm ci)" >&2
   npm ci --no-audit --no-fund >&2
+  record "npm packages" "$start" built
+else
+  record "npm packages" "$start" cached
 fi
 
 debian_packages=(openssl chromium
   runc containernetworking-plugins nftables conntrack iproute2 socat tini curl
   mmdebstrap umoci jq gcc libc6-dev buildah nginx-light)
 [[ ${1:-} == imports ]] && debian_packages+=(graphviz)
+start=$(now_ms)
 missing=()
 for p in "${debian_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -31,6 +51,46 @@ if ((${#missing[@]} > 0)); then
   [[ $(id -u) -eq 0 ]] || sudo="sudo"
   $sudo apt-get update -qq >&2
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+  record "Debian packages" "$start" built
+else
+  record "Debian packages" "$start" cached
 fi
 
-bash cluster/build.sh >/dev/null
+# Builds the images in the background; each "NAME: built in N s" or "NAME: cached" line that
+# cluster/images/lib.sh prints becomes a row. The node's CoreDNS image needs the Go-built CoreDNS,
+# so it comes after the Go tools.
+images_pid=""
+image_rows() {
+  local line
+  while IFS= read -r line; do
+    echo "$line" >&2
+    case $line in
+      *": built in "*) record "image: ${line%%:*}" "$(($(now_ms) - 1000 * $(echo "${line#*built in }" | cut -d' ' -f1)))" built ;;
+      *": cached"*) record "image: ${line%%:*}" "$(now_ms)" cached ;;
+    esac
+  done
+}
+build_images() {
+  NODE_BIN=$PWD/node_modules/node/bin/node bash cluster/images/build.sh "$@" 2>&1 >/dev/null | image_rows
+}
+if [[ ${1:-} == images && ${USERLAND_REAL_NODE:-} != off ]]; then
+  (
+    # Niced: the Go build is what everything else waits for.
+    renice -n 10 -p "$BASHPID" >/dev/null
+    # The one that waits longest on the network first; the platform's image is built from the
+    # Dockerfile (cluster/images/platform.sh).
+    build_images code-server jupyter phpmyadmin mariadb node24 tools pause
+    bash cluster/images/platform.sh 2>&1 >/dev/null | image_rows
+  ) &
+  images_pid=$!
+fi
+
+bin=$(bash cluster/build.sh)
+
+if [[ -n $images_pid ]]; then
+  if ! wait "$images_pid"; then
+    echo "bootstrap: building the container images failed (see above)" >&2
+    exit 1
+  fi
+  COREDNS_BIN=$bin/coredns build_images coredns
+fi

@@ -15,7 +15,17 @@
  * or none starts it, and a machine that cannot run it fails the run with the reason.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { existsSync, globSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  globSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { ControlPlane, diesWithParent } from "../cluster/controlPlane.ts";
 import { RealNode } from "../cluster/node/realNode.ts";
@@ -23,6 +33,17 @@ import { CLUSTER_INFO_ENV } from "../cluster/harness/connect.ts";
 import { RETRY_LOG_ENV } from "../cluster/harness/retries.ts";
 import { repoRoot } from "../cluster/repoRoot.ts";
 import { buildCache } from "../cluster/buildCache.ts";
+import { startOnDemandBuild } from "../cluster/onDemandTools.ts";
+import {
+  formatTable,
+  growthWarning,
+  parseSetupTimes,
+  recordOf,
+  runKind,
+  type RunRecord,
+  type RunTimes,
+  type SetupTimes,
+} from "./support/timeTable.ts";
 
 const defaultPatterns = [
   "test/**/*.test.ts",
@@ -73,9 +94,58 @@ function ordered(patterns: string[]): string[] {
   return [...files].sort((a, b) => time(b) - time(a) || a.localeCompare(b));
 }
 
+const runStarted = Date.now();
+/**
+ * scripts/bootstrap.sh's rows (the set-up phases); the on-demand tools' build and the test files
+ * add theirs. Taken only when bootstrap ran just before this run (npm test), not a stale file.
+ */
+const setupTimesFile = process.env.USERLAND_SETUP_TIMES ?? join(repoRoot, ".userland", "setup-times.tsv");
+const setupTimesFresh = existsSync(setupTimesFile) && runStarted - statSync(setupTimesFile).mtimeMs < 120_000;
+if (!setupTimesFresh) {
+  mkdirSync(join(repoRoot, ".userland"), { recursive: true });
+  writeFileSync(setupTimesFile, "");
+}
+
+/**
+ * The files that use an on-demand tool (cluster/onDemandTools.ts: Prometheus, Traefik). While the
+ * tool is still being built they start after every other file of their batch, so that none of them
+ * holds a slot waiting for it.
+ */
+const onDemandFiles = [
+  "test/node/platform.test.ts",
+  "test/chart/alerts.test.ts",
+  "test/chart/metrics.test.ts",
+];
+
 // Worked out before anything starts: a pattern that matches nothing ends the run at once.
-const mainFiles = ordered(patterns.length > 0 ? patterns : defaultPatterns);
+let mainFiles = ordered(patterns.length > 0 ? patterns : defaultPatterns);
 const aloneFiles = patterns.length > 0 ? [] : ordered(alonePatterns);
+
+/** Started beside the control plane and the first test files when a file needs the tools. */
+let onDemandBuild: ChildProcess | undefined;
+if (mainFiles.some((f) => onDemandFiles.includes(f))) {
+  mkdirSync(join(repoRoot, ".userland"), { recursive: true });
+  const log = openSync(join(repoRoot, ".userland", "on-demand-tools.log"), "w");
+  const build = startOnDemandBuild(log, { ...process.env, USERLAND_SETUP_TIMES: setupTimesFile });
+  onDemandBuild = build;
+  // Cached, the build script answers within a second or two; otherwise it is building now.
+  const cached = await new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => resolve(false), 3000);
+    build.once("exit", (code) => {
+      clearTimeout(timer);
+      resolve(code === 0);
+    });
+  });
+  if (!cached) {
+    console.log(
+      "# building Prometheus and Traefik beside the first test files (.userland/on-demand-tools.log)",
+    );
+    mainFiles = [
+      ...mainFiles.filter((f) => !onDemandFiles.includes(f)),
+      ...mainFiles.filter((f) => onDemandFiles.includes(f)),
+    ];
+  }
+}
 
 // USERLAND_TEST_CLUSTER_DIR lets two test runs in one checkout keep their control planes apart.
 const controlPlane = new ControlPlane({
@@ -90,6 +160,8 @@ let stopped: Promise<void> | undefined;
 async function shutdown(code: number, signal?: NodeJS.Signals): Promise<never> {
   stopped ??= (async () => {
     await stopTestProcesses(signal);
+    if (onDemandBuild?.pid && onDemandBuild.exitCode === null && onDemandBuild.signalCode === null)
+      signalGroup(onDemandBuild.pid, "SIGTERM");
     await realNode
       ?.stop({ keepFiles: code !== 0 })
       .catch((e: unknown) => console.error("stopping the real node:", e));
@@ -199,7 +271,12 @@ function runTests(files: string[], concurrency: string): Promise<number> {
       stdio: "inherit",
       detached: true, // its own process group (above); also out of the terminal's, so Ctrl-C comes from here
       cwd: repoRoot,
-      env: { ...process.env, [CLUSTER_INFO_ENV]: infoFile, [RETRY_LOG_ENV]: retryLog },
+      env: {
+        ...process.env,
+        [CLUSTER_INFO_ENV]: infoFile,
+        [RETRY_LOG_ENV]: retryLog,
+        USERLAND_SETUP_TIMES: setupTimesFile,
+      },
     },
   );
   child = runner;
@@ -216,24 +293,54 @@ function runTests(files: string[], concurrency: string): Promise<number> {
   });
 }
 
-const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`.padStart(8);
+/** Where every run's table is kept: the build cache outlives CI's fresh clones. */
+const timesDir = join(buildCache, "test-times");
 
-/** The run's last lines: the slowest files and phases, every retry and their count, a changed tree. */
-function summary(): void {
+/** The run's last lines: where the time went, a warning if it grew, every retry, a changed tree. */
+function summary(code: number): void {
   const files = readFileSync(durationsFile, "utf8")
     .split("\n")
     .filter(Boolean)
     .map((line) => line.split("\t"))
-    .map(([ms, result, file]) => ({ ms: Number(ms), result, file: relative(repoRoot, file ?? "") }))
-    .sort((a, b) => b.ms - a.ms);
-  const lines = ["", "# slowest test files:"];
-  for (const f of files.slice(0, 12))
-    lines.push(`#   ${seconds(f.ms)}  ${f.file}${f.result === "fail" ? "  (failed)" : ""}`);
-  lines.push("# phases:");
-  for (const [name, ms] of phases) lines.push(`#   ${seconds(ms)}  ${name}`);
+    .map(([ms, result, file]) => ({
+      ms: Number(ms),
+      phase: `${relative(repoRoot, file ?? "")}${result === "fail" ? "  (failed)" : ""}`,
+      file: relative(repoRoot, file ?? ""),
+    }));
   for (const f of files) history.set(f.file, f.ms);
   mkdirSync(buildCache, { recursive: true });
   writeFileSync(historyFile, [...history].map(([file, ms]) => `${ms}\t${file}\n`).join(""));
+
+  const setup: SetupTimes = parseSetupTimes(
+    existsSync(setupTimesFile) ? readFileSync(setupTimesFile, "utf8") : "",
+  );
+  const times: RunTimes = {
+    kind: runKind(setup.rows),
+    totalMs: Date.now() - (setup.startedAt ?? runStarted),
+    setup: setup.rows,
+    run: phases.map(([phase, ms]) => ({ phase, ms })),
+    files: files.map(({ phase, ms }) => ({ phase, ms })),
+  };
+  const lines = ["", ...formatTable(times)];
+  // Only whole runs are compared and kept: a few files say nothing about the next whole run.
+  if (patterns.length === 0) {
+    mkdirSync(timesDir, { recursive: true });
+    const lastFile = join(timesDir, `last-${times.kind}.json`);
+    const last = existsSync(lastFile) ? (JSON.parse(readFileSync(lastFile, "utf8")) as RunRecord) : undefined;
+    lines.push(...(growthWarning(times, last) ?? []));
+    const at = new Date();
+    if (code === 0) writeFileSync(lastFile, JSON.stringify(recordOf(times, at), null, 2));
+    const table = `${lines.join("\n").trim()}\n`;
+    writeFileSync(join(timesDir, `${at.toISOString().replace(/[:.]/g, "-")}-${times.kind}.txt`), table);
+    // The newest 50 tables are kept.
+    const kept = readdirSync(timesDir)
+      .filter((f) => f.endsWith(".txt"))
+      .sort();
+    for (const old of kept.slice(0, -50)) rmSync(join(timesDir, old));
+    mkdirSync(join(repoRoot, "artifacts"), { recursive: true });
+    writeFileSync(join(repoRoot, "artifacts", "test-times.txt"), table);
+    lines.push(`# this table: artifacts/test-times.txt and ${timesDir}`);
+  }
   const retries = readFileSync(retryLog, "utf8").split("\n").filter(Boolean);
   lines.push(...retries, `# retries: ${retries.length}`);
   const treeAfter = gitStatus();
@@ -257,5 +364,5 @@ if (patterns.length > 0) {
   const alone = await phase("*.alone.ts files, one at a time", () => runTests(aloneFiles, "1"));
   code = first !== 0 ? first : alone;
 }
-summary();
+summary(code);
 await shutdown(code);

@@ -1,17 +1,17 @@
 /**
- * promtool, built from Prometheus's Go module with the other tools (cluster/build.sh), for the
+ * promtool, built from Prometheus's Go module on demand (cluster/onDemandTools.ts), for the
  * monitoring tests: it parses PromQL and checks rules and /metrics pages as Prometheus itself does,
  * so no PromQL is read by hand here.
  */
 import { join } from "node:path";
-import { ensureBinaries } from "../../cluster/controlPlane.ts";
+import { onDemandBinDir } from "../../cluster/onDemandTools.ts";
 import { run, type RunResult } from "./support.ts";
 
-let binary: string | undefined;
+let binary: Promise<string> | undefined;
 
-export function promtool(args: string[], input?: string): Promise<RunResult> {
-  binary ??= join(ensureBinaries(), "promtool");
-  return run(binary, args, { input });
+export async function promtool(args: string[], input?: string): Promise<RunResult> {
+  binary ??= onDemandBinDir().then((dir) => join(dir, "promtool"));
+  return run(await binary, args, { input });
 }
 
 /** A label that no expression uses, set on every selector to find the selectors in promtool's output. */

@@ -1,6 +1,6 @@
 /**
- * A real Gateway API implementation on the real node: Traefik (built from its Go module by
- * cluster/build.sh, tools/traefik) with its Kubernetes Gateway provider, run inside the node's
+ * A real Gateway API implementation on the real node: Traefik (built from its Go module on demand,
+ * cluster/onDemandTools.ts) with its Kubernetes Gateway provider, run inside the node's
  * network namespace as a node-level ingress would run on a host network. It watches the API server
  * with the node's own add-ons kubeconfig (through the relay the node's components use), programs
  * the Gateways of its GatewayClass and the HTTPRoutes attached to them, and dials the routes'
@@ -11,6 +11,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { NodeNamespace } from "../../cluster/node/namespace.ts";
+import { onDemandBinDir } from "../../cluster/onDemandTools.ts";
 import type { Relays } from "../../cluster/node/relay.ts";
 import { ProcessGroup, waitFor } from "../../cluster/processes.ts";
 import { k8s } from "../../lib/kube.ts";
@@ -81,7 +82,7 @@ export async function startNodeGateway(relays: Relays): Promise<NodeGateway> {
   const ns = NodeNamespace.attach(new ProcessGroup(join(dir, "logs"), () => undefined), node.namespacePid);
   await ns.startDaemon(
     "traefik",
-    join(node.binDir, "traefik"),
+    join(await onDemandBinDir(), "traefik"),
     [
       `--entryPoints.web.address=127.0.0.1:${GATEWAY_PORT}`,
       // Its own entry point ("traefik"): /ping, and the API whose routers say what Traefik routes now.

@@ -1,5 +1,5 @@
 /**
- * A real Prometheus (built from its Go module by cluster/build.sh, tools/prometheus) scraping the
+ * A real Prometheus (built from its Go module on demand, cluster/onDemandTools.ts) scraping the
  * real node, as the prometheus-operator would configure it from the chart's ServiceMonitors and
  * PrometheusRule. The operator itself is not run: the harness translates each ServiceMonitor the
  * way it does (its selector picks Services in its namespaces, each endpoint's named port picks
@@ -17,6 +17,7 @@ import { stringify } from "yaml";
 import { k8s } from "../../lib/kube.ts";
 import { NodeNamespace } from "../../cluster/node/namespace.ts";
 import type { Relays } from "../../cluster/node/relay.ts";
+import { onDemandBinDir } from "../../cluster/onDemandTools.ts";
 import { ProcessGroup, waitFor } from "../../cluster/processes.ts";
 import { testCluster } from "./cluster.ts";
 import { realNode } from "./realNode.ts";
@@ -144,7 +145,6 @@ export async function startNodePrometheus(
   evaluationInterval = "5s",
 ): Promise<NodePrometheus> {
   const node = await realNode();
-  const { info } = await testCluster();
   const dir = mkdtempSync(join(tmpdir(), "userland-prometheus-"));
   const config = join(dir, "prometheus.yaml");
   const scrapeConfigs = await scrapeConfigsFromServiceMonitors(namespace);
@@ -163,7 +163,7 @@ export async function startNodePrometheus(
   );
   mkdirSync(join(dir, "data"));
   const ns = NodeNamespace.attach(new ProcessGroup(join(dir, "logs"), () => undefined), node.namespacePid);
-  await ns.startDaemon("prometheus", join(info.binDir, "prometheus"), [
+  await ns.startDaemon("prometheus", join(await onDemandBinDir(), "prometheus"), [
     `--config.file=${config}`,
     `--storage.tsdb.path=${join(dir, "data")}`,
     `--web.listen-address=127.0.0.1:${PORT}`,

@@ -1,0 +1,38 @@
+/**
+ * The Go tools cluster/build.sh leaves out of its default set (its on_demand list): Prometheus
+ * (prometheus, promtool) and Traefik, about a third of a cold build, which three test files use.
+ * npm test starts their build beside its first test files (startOnDemandBuild); a file that needs
+ * one asks for its directory here and, while the build runs, waits for it (build.sh's lock).
+ */
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { repoRoot } from "./repoRoot.ts";
+
+const ON_DEMAND_TOOLS = ["prometheus", "traefik"];
+const buildScript = join(repoRoot, "cluster", "build.sh");
+
+/** The directory with the on-demand tools' binaries (traefik, prometheus, promtool), built if need be. */
+export async function onDemandBinDir(): Promise<string> {
+  const { stdout } = await promisify(execFile)("bash", [buildScript, ...ON_DEMAND_TOOLS], {
+    maxBuffer: 16 * 1024 * 1024,
+  }).catch((error: unknown) => {
+    const stderr = (error as { stderr?: string }).stderr ?? "";
+    throw new Error(
+      `cluster/build.sh ${ON_DEMAND_TOOLS.join(" ")} failed:\n${stderr.split("\n").slice(-20).join("\n")}`,
+    );
+  });
+  return stdout.trim().split("\n").pop() ?? "";
+}
+
+/**
+ * Starts building the on-demand tools in the background, niced below the tests beside it, with its
+ * progress in `log`. The caller stops it (kill) when the run ends first.
+ */
+export function startOnDemandBuild(log: number, env: NodeJS.ProcessEnv): ChildProcess {
+  return spawn("nice", ["-n", "10", "bash", buildScript, ...ON_DEMAND_TOOLS], {
+    stdio: ["ignore", "ignore", log],
+    env,
+    detached: true, // a process group of its own, so that stopping it stops its go commands too
+  });
+}
