@@ -1,7 +1,7 @@
 /**
  * The one test command (`npm test`): starts a real control plane and a real node once for the whole
  * run, runs every test file with node's test runner against them (then the *.alone.ts files, one at a
- * time), and tears both down at the end,
+ * time but for ownClusterFiles), and tears both down at the end,
  * also when the run is interrupted. Arguments are files or globs to run instead (e.g. one file), and
  * --test-name-pattern=… or --test-only as `node --test` takes them.
  *
@@ -62,6 +62,13 @@ const defaultPatterns = [
  * every namespace (it would reconcile other files' Userlands beside their own operators).
  */
 const alonePatterns = ["test/**/*.alone.ts"];
+/**
+ * Alone files with a control plane and a real node of their own, which touch neither of the shared
+ * ones: each runs beside the alone files that use the shared control plane but no real node (ESC's
+ * CRDs, the operator serving every namespace; one at a time), before the alone files on the
+ * shared real node (test/node/, one at a time).
+ */
+const ownClusterFiles = ["test/node/start.alone.ts"];
 
 const args = process.argv.slice(2);
 const patterns = args.filter((a) => !a.startsWith("-"));
@@ -179,7 +186,7 @@ async function shutdown(code: number, signal?: NodeJS.Signals): Promise<never> {
  * the runner had let its test files run on (their parent gone) for minutes after this process
  * ended.
  */
-let child: ChildProcess | undefined = undefined;
+const runners = new Set<ChildProcess>();
 /** Sends `signal` to the process group `group`; false when it has no process left. */
 function signalGroup(group: number | undefined, signal: NodeJS.Signals | 0): boolean {
   if (!group) return false;
@@ -207,16 +214,21 @@ async function killLeftovers(group: number | undefined): Promise<void> {
   console.log(["# processes the test files left running, killed now:", ...left].join("\n"));
   signalGroup(group, "SIGKILL");
 }
-/** Passes `signal` on to the running test processes, waits up to 15 s for the runner, then kills the rest. */
+/** Passes `signal` on to the running test processes, waits up to 15 s for the runners, then kills the rest. */
 async function stopTestProcesses(signal: NodeJS.Signals | undefined): Promise<void> {
-  const runner = child;
-  if (!signal || !runner || runner.exitCode !== null || runner.signalCode !== null) return;
-  signalGroup(runner.pid, signal);
-  await new Promise((resolve) => {
-    const timer = setTimeout(resolve, 15_000);
-    runner.once("exit", () => resolve(clearTimeout(timer)));
-  });
-  signalGroup(runner.pid, "SIGKILL");
+  const running = [...runners].filter((r) => r.exitCode === null && r.signalCode === null);
+  if (!signal || running.length === 0) return;
+  for (const runner of running) signalGroup(runner.pid, signal);
+  await Promise.all(
+    running.map(
+      (runner) =>
+        new Promise((resolve) => {
+          const timer = setTimeout(resolve, 15_000);
+          runner.once("exit", () => resolve(clearTimeout(timer)));
+        }),
+    ),
+  );
+  for (const runner of running) signalGroup(runner.pid, "SIGKILL");
 }
 
 // Registered before anything starts: an interrupted start-up cleans up as well.
@@ -256,15 +268,19 @@ writeFileSync(retryLog, "");
 const durationsFile = join(controlPlane.dir, "durations.tsv");
 writeFileSync(durationsFile, "");
 
+let batches = 0;
 /** Runs `files` with node's test runner in the order given; resolves with its exit code. */
 function runTests(files: string[], concurrency: string): Promise<number> {
   // Interrupted while the batch before ran: the alone files must not start against a stopping cluster.
   if (stopped) return Promise.resolve(130);
+  if (files.length === 0) return Promise.resolve(0);
+  // Each batch's reporter writes a file of its own (batches may run side by side), added up at its end.
+  const part = `${durationsFile}.${++batches}`;
   // The test runner, too, ends with this process, even when it is killed outright.
   const runner = spawn(
     ...diesWithParent(
       process.execPath,
-      ["test/support/runFiles.ts", `${durationsFile}.part`, concurrency, ...flags, "--", ...files],
+      ["test/support/runFiles.ts", part, concurrency, ...flags, "--", ...files],
       "SIGTERM",
     ),
     {
@@ -279,12 +295,10 @@ function runTests(files: string[], concurrency: string): Promise<number> {
       },
     },
   );
-  child = runner;
+  runners.add(runner);
   return new Promise<number>((resolve) =>
     runner.on("exit", (code, signal) => {
-      // Each batch's reporter writes its own file: keep them all.
-      if (existsSync(`${durationsFile}.part`))
-        writeFileSync(durationsFile, readFileSync(`${durationsFile}.part`), { flag: "a" });
+      if (existsSync(part)) writeFileSync(durationsFile, readFileSync(part), { flag: "a" });
       resolve(code ?? (signal ? 1 : 0));
     }),
   ).then(async (code) => {
@@ -361,8 +375,27 @@ if (patterns.length > 0) {
   code = await phase("test files", () => runTests(mainFiles, concurrency));
 } else {
   const first = await phase("test files", () => runTests(mainFiles, concurrency));
-  const alone = await phase("*.alone.ts files, one at a time", () => runTests(aloneFiles, "1"));
-  code = first !== 0 ? first : alone;
+  const [ownCluster, controlPlaneOnly] = await phase(
+    `${ownClusterFiles.join(", ")} beside the *.alone.ts files without the real node`,
+    () =>
+      Promise.all([
+        runTests(
+          aloneFiles.filter((f) => ownClusterFiles.includes(f)),
+          "1",
+        ),
+        runTests(
+          aloneFiles.filter((f) => !ownClusterFiles.includes(f) && !f.startsWith("test/node/")),
+          "1",
+        ),
+      ]),
+  );
+  const onNode = await phase("*.alone.ts files on the real node, one at a time", () =>
+    runTests(
+      aloneFiles.filter((f) => !ownClusterFiles.includes(f) && f.startsWith("test/node/")),
+      "1",
+    ),
+  );
+  code = [first, ownCluster, controlPlaneOnly, onNode].find((c) => c !== 0) ?? 0;
 }
 summary(code);
 await shutdown(code);
