@@ -137,7 +137,7 @@ function podProblem(pod: V1Pod, now: Date): Problem | undefined {
 export function schedulerReasons(message: string | undefined): string {
   const reasons = (message ?? "")
     .replace(/^\s*\d+\/\d+ nodes are available:\s*/, "")
-    .replace(/\s*preemption:[\s\S]*$/, "")
+    .replace(/\s*(?:pod group )?preemption:[\s\S]*$/, "")
     .trim()
     .replace(/\.$/, "");
   // Each reason but the first follows ", " and starts with its count.
