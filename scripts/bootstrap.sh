@@ -56,16 +56,22 @@ else
   record "Debian packages" "$start" cached
 fi
 
-# Builds the images in the background; each "NAME: built in N s" or "NAME: cached" line that
-# cluster/images/lib.sh prints becomes a row. The node's CoreDNS image needs the Go-built CoreDNS,
-# so it comes after the Go tools.
+# Builds the images in the background, their output in .userland/images.log; each "NAME: built in
+# N s" or "NAME: cached" line that cluster/images/lib.sh prints becomes a row and is shown. The
+# node's CoreDNS image needs the Go-built CoreDNS, so it comes after the Go tools.
+images_log=$PWD/.userland/images.log
+: >"$images_log"
 images_pid=""
 image_rows() {
   local line
   while IFS= read -r line; do
-    echo "$line" >&2
+    echo "$line" >>"$images_log"
     case $line in
-      *": built in "*) record "image: ${line%%:*}" "$(($(now_ms) - 1000 * $(echo "${line#*built in }" | cut -d' ' -f1)))" built ;;
+      *": building "* | *": build failed"*) echo "images: $line" >&2 ;;
+      *": built in "*)
+        echo "images: $line" >&2
+        record "image: ${line%%:*}" "$(($(now_ms) - 1000 * $(echo "${line#*built in }" | cut -d' ' -f1)))" built
+        ;;
       *": cached"*) record "image: ${line%%:*}" "$(now_ms)" cached ;;
     esac
   done
@@ -88,9 +94,9 @@ fi
 bin=$(bash cluster/build.sh)
 
 if [[ -n $images_pid ]]; then
-  if ! wait "$images_pid"; then
-    echo "bootstrap: building the container images failed (see above)" >&2
+  if ! wait "$images_pid" || ! COREDNS_BIN=$bin/coredns build_images coredns; then
+    echo "bootstrap: building the container images failed; the end of $images_log:" >&2
+    tail -n 30 "$images_log" >&2
     exit 1
   fi
-  COREDNS_BIN=$bin/coredns build_images coredns
 fi
