@@ -25,6 +25,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import type { Browser, Page } from "playwright-core";
 import { parse, stringify } from "yaml";
+import { onDemandBinDir } from "../../cluster/onDemandTools.ts";
 import { heldPort } from "../../cluster/ports.ts";
 import { waitFor } from "../../cluster/processes.ts";
 import { repoRoot } from "../../cluster/repoRoot.ts";
@@ -37,7 +38,6 @@ import {
   tempDir,
   type RunningAuth,
 } from "../../services/auth/test/support/auth.ts";
-import { testCluster } from "../support/cluster.ts";
 import { guideBlocks } from "../support/guide.ts";
 import { expectOnPage } from "../support/nodeBrowser.ts";
 
@@ -195,11 +195,11 @@ async function startTraefik(authPort: number): Promise<number> {
   const held = await heldPort(2);
   releases.push(() => held.release());
   const [port, pingPort] = [held.port, held.port + 1];
-  const { info } = await testCluster();
+  const traefikBin = join(await onDemandBinDir(), "traefik");
   const log = join(work, "traefik.log");
   const out = openSync(log, "a");
   const traefik = spawn(
-    join(info.binDir, "traefik"),
+    traefikBin,
     [
       `--entryPoints.web.address=127.0.0.1:${port}`,
       `--entryPoints.ping.address=127.0.0.1:${pingPort}`,
