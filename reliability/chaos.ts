@@ -38,7 +38,7 @@ import { paths } from "../api/kubePaths.ts";
 import { statusCode, KubeRest } from "../lib/kubeRest.ts";
 import { isSubset } from "../operator/compare.ts";
 import { controllerRef, desiredChildren } from "../operator/desired.ts";
-import { currentPod } from "../operator/startDiagnosis.ts";
+import { currentPod, schedulerReasons } from "../operator/startDiagnosis.ts";
 import type { ControlPlane } from "../cluster/controlPlane.ts";
 import type { ClusterAccess } from "../cluster/harness/connect.ts";
 import { operatorKubeconfig, spawnOperator, type OperatorProcess } from "../cluster/harness/operator.ts";
@@ -832,7 +832,7 @@ export class Chaos {
         scheduled.reason === "Unschedulable" &&
         (stalled?.status !== "True" ||
           stalled.reason !== "Unschedulable" ||
-          !stalled.message.includes(scheduled.message ?? ""))
+          !stalled.message.includes(schedulerReasons(scheduled.message)))
       )
         problem(
           `its pod is unschedulable (${scheduled.message ?? ""}), the status says Stalled ${stalled?.status ?? "none"} ${stalled?.reason ?? ""}: ${stalled?.message ?? ""}`,
