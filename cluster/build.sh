@@ -27,9 +27,9 @@
 #   bash cluster/build.sh              every tool but the on-demand ones below
 #   bash cluster/build.sh TOOL...      just these tools (on-demand ones included)
 #
-# On demand: Prometheus and Traefik, a third of a cold build, serve three test files only, so they
+# On demand: Prometheus and Traefik, a third of a cold build, serve four test files only, so they
 # are not built before anything can start: npm test builds them beside its first test files
-# (test/run.ts, cluster/onDemandTools.ts), and a file that needs one waits for it then.
+# (test/run.ts, cluster/onDemandTools.ts) and runs those four after the others.
 # With USERLAND_SETUP_TIMES set, each tool appends "Go: <tool>	<ms>	built|cached	<start ms>" to
 # that file (scripts/bootstrap.sh; the table npm test ends with).
 set -euo pipefail

@@ -1,8 +1,9 @@
 /**
  * The Go tools cluster/build.sh leaves out of its default set (its on_demand list): Prometheus
- * (prometheus, promtool) and Traefik, about a third of a cold build, which three test files use.
- * npm test starts their build beside its first test files (startOnDemandBuild); a file that needs
- * one asks for its directory here and, while the build runs, waits for it (build.sh's lock).
+ * (prometheus, promtool) and Traefik, about a third of a cold build, which four test files use.
+ * npm test starts their build beside its first test files (startOnDemandBuild) and runs those files
+ * once it has ended; a file asks for the tools' directory here and, while a build runs, waits for it
+ * (build.sh's lock).
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";

@@ -133,27 +133,28 @@ const aloneFiles = patterns.length > 0 ? [] : ordered(alonePatterns);
 
 /** Started beside the control plane and the first test files when a file needs the tools. */
 let onDemandBuild: ChildProcess | undefined;
+/**
+ * The files that wait for the on-demand build, when it was not cached: they run after the other
+ * files, once it has ended (a test hook's timeout is no limit for a half-hour build).
+ */
+let afterOnDemandBuild: { files: string[]; built: Promise<unknown> } | undefined;
 if (mainFiles.some((f) => onDemandFiles.includes(f))) {
   mkdirSync(join(repoRoot, ".userland"), { recursive: true });
   const log = openSync(join(repoRoot, ".userland", "on-demand-tools.log"), "w");
   const build = startOnDemandBuild(log, { ...process.env, USERLAND_SETUP_TIMES: setupTimesFile });
   onDemandBuild = build;
+  const built = new Promise((resolve) => build.once("exit", resolve));
   // Cached, the build script answers within a second or two; otherwise it is building now.
-  const cached = await new Promise<boolean>((resolve) => {
-    const timer = setTimeout(() => resolve(false), 3000);
-    build.once("exit", (code) => {
-      clearTimeout(timer);
-      resolve(code === 0);
-    });
-  });
+  const cached = await Promise.race([
+    built.then(() => build.exitCode === 0),
+    new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 3000).unref()),
+  ]);
   if (!cached) {
     console.log(
       "# building Prometheus and Traefik beside the first test files (.userland/on-demand-tools.log)",
     );
-    mainFiles = [
-      ...mainFiles.filter((f) => !onDemandFiles.includes(f)),
-      ...mainFiles.filter((f) => onDemandFiles.includes(f)),
-    ];
+    afterOnDemandBuild = { files: mainFiles.filter((f) => onDemandFiles.includes(f)), built };
+    mainFiles = mainFiles.filter((f) => !onDemandFiles.includes(f));
   }
 }
 
@@ -373,11 +374,20 @@ function summary(code: number): void {
 }
 
 const concurrency = process.env.TEST_CONCURRENCY ?? "2";
+/** The main phase: every file but the alone ones, those that wait for the on-demand tools last. */
+async function mainPhase(): Promise<number> {
+  const first = await phase("test files", () => runTests(mainFiles, concurrency));
+  if (!afterOnDemandBuild) return first;
+  const { files, built } = afterOnDemandBuild;
+  await phase("waiting for the on-demand build (Prometheus, Traefik)", () => built);
+  const after = await phase("test files that use Prometheus or Traefik", () => runTests(files, concurrency));
+  return first !== 0 ? first : after;
+}
 let code: number;
 if (patterns.length > 0) {
-  code = await phase("test files", () => runTests(mainFiles, concurrency));
+  code = await mainPhase();
 } else {
-  const first = await phase("test files", () => runTests(mainFiles, concurrency));
+  const first = await mainPhase();
   const [ownCluster, controlPlaneOnly] = await phase(
     `${ownClusterFiles.join(", ")} beside the *.alone.ts files without the real node`,
     () =>
