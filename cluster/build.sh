@@ -28,8 +28,8 @@
 #   bash cluster/build.sh TOOL...      just these tools (on-demand ones included)
 #
 # On demand: Prometheus and Traefik, a third of a cold build, serve four test files only, so they
-# are not built before anything can start: npm test builds them beside its first test files
-# (test/run.ts, cluster/onDemandTools.ts) and runs those four after the others.
+# are not in the default set: npm test's set-up builds them after it (scripts/bootstrap.sh test), and
+# test/run.ts beside its first files when they are missing (cluster/onDemandTools.ts).
 # With USERLAND_SETUP_TIMES set, each tool appends "Go: <tool>	<ms>	built|cached	<start ms>" to
 # that file (scripts/bootstrap.sh; the table npm test ends with).
 set -euo pipefail

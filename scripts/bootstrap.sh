@@ -7,10 +7,11 @@
 #     nginx (forward-auth in front of an app as services/auth/README.md sets it up,
 #     test/security/forwardAuth.test.ts; the proxy benchmark's anchor, bench/nginx.ts),
 #   - the Go-built control plane and node (cluster/build.sh, cached after the first build),
-#   - with `bootstrap.sh images` (npm start, npm test): the real node's container images
+#   - with `bootstrap.sh images` (npm start) or `bootstrap.sh test` (npm test): the real node's container images
 #     (cluster/images: the node's own, the IDEs', the platform's from the Dockerfile), built in the
 #     background while Go compiles (they wait mostly on Debian's mirror and the npm registry, Go on
-#     the CPU), so that no test waits for them later; left out with USERLAND_REAL_NODE=off.
+#     the CPU), so that no test waits for them later; left out with USERLAND_REAL_NODE=off. With
+#     `test`, also the Go tools only tests use (Prometheus, Traefik: cluster/onDemandTools.ts).
 # `npm start` and `npm test` call it first, so a fresh clone needs no other step. `bootstrap.sh
 # imports` (npm run imports:draw) also installs graphviz, whose dot lays out docs/imports.svg.
 #
@@ -79,7 +80,7 @@ image_rows() {
 build_images() {
   NODE_BIN=$PWD/node_modules/node/bin/node bash cluster/images/build.sh "$@" 2>&1 >/dev/null | image_rows
 }
-if [[ ${1:-} == images && ${USERLAND_REAL_NODE:-} != off ]]; then
+if [[ ${1:-} == images || ${1:-} == test ]] && [[ ${USERLAND_REAL_NODE:-} != off ]]; then
   (
     # Niced: the Go build is what everything else waits for.
     renice -n 10 -p "$BASHPID" >/dev/null
@@ -92,6 +93,10 @@ if [[ ${1:-} == images && ${USERLAND_REAL_NODE:-} != off ]]; then
 fi
 
 bin=$(bash cluster/build.sh)
+# npm test: the on-demand tools too, while the images finish. Built beside the test files instead
+# (test/run.ts does that when they are missing), they got a third of a CPU the tests keep busy and
+# ended last: a fresh machine's run (cold1, docs/testing.md) went past CI's 90 minutes.
+if [[ ${1:-} == test ]]; then bash cluster/build.sh prometheus traefik >/dev/null; fi
 
 if [[ -n $images_pid ]]; then
   if ! wait "$images_pid" || ! COREDNS_BIN=$bin/coredns build_images coredns; then
