@@ -26,6 +26,7 @@
 #
 #   bash cluster/build.sh              every tool but the on-demand ones below
 #   bash cluster/build.sh TOOL...      just these tools (on-demand ones included)
+#   bash cluster/build.sh --on-demand  just the on-demand ones
 #
 # On demand: Prometheus and Traefik, a third of a cold build, serve four test files only, so they
 # are not in the default set: npm test's set-up builds them after it (scripts/bootstrap.sh test), and
@@ -57,6 +58,7 @@ go_build() {
 }
 
 on_demand=(prometheus traefik)
+if [[ ${1:-} == --on-demand ]]; then set -- "${on_demand[@]}"; fi
 generic=$(declare -f progress go_build)
 tools=() keys=()
 for dir in "$here"/tools/*/; do

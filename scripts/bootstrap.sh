@@ -96,7 +96,7 @@ bin=$(bash cluster/build.sh)
 # npm test: the on-demand tools too, while the images finish. Built beside the test files instead
 # (test/run.ts does that when they are missing), they got a third of a CPU the tests keep busy and
 # ended last: a fresh machine's run (cold1, docs/testing.md) went past CI's 90 minutes.
-if [[ ${1:-} == test ]]; then bash cluster/build.sh prometheus traefik >/dev/null; fi
+if [[ ${1:-} == test ]]; then bash cluster/build.sh --on-demand >/dev/null; fi
 
 if [[ -n $images_pid ]]; then
   if ! wait "$images_pid" || ! COREDNS_BIN=$bin/coredns build_images coredns; then

@@ -116,9 +116,9 @@ if (!setupTimesFresh) {
 }
 
 /**
- * The files that use an on-demand tool (cluster/onDemandTools.ts: Prometheus, Traefik). While the
- * tool is still being built they start after every other file of their batch, so that none of them
- * holds a slot waiting for it.
+ * The files that use an on-demand tool (cluster/onDemandTools.ts: Prometheus, Traefik). When the
+ * tools were not built yet (a run without npm test's set-up), they run after the other files, once
+ * the build started below has ended, so that none of them holds a slot or a hook waiting for it.
  */
 const onDemandFiles = [
   "test/node/platform.test.ts",
