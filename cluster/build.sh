@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Builds the cluster's Go tools from Go modules, once. Each tools/<tool>/ directory is one tool:
-# its go.mod pins the versions, its tools.go imports the commands (so `go mod tidy` keeps their
+# Builds the cluster's Go tools from Go modules, once. They are one Go module (tools/go.mod pins
+# every version), so the libraries they share compile once for all of them; each tools/<tool>/
+# directory is one tool: its tools.go imports the commands (so `go mod tidy` in tools/ keeps their
 # dependencies), and its build.sh, if any, is the recipe: sourced here, in that directory, it says
 # what to build and does the special steps (without one, every command tools.go imports is built).
+# A directory with a go.mod of its own is a module whose files are the tool (the CRDs below).
 #   kubernetes              etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl
 #                           (the control plane); kubelet, kube-proxy (a real node)
 #   kwok                    simulated nodes and pods, and its stock stages (kwok-stages.yaml)
@@ -19,10 +21,11 @@
 #   traefik                 a Gateway API implementation (its Kubernetes Gateway provider) run in the real
 #                           node's network namespace in front of the chart's HTTPRoutes (test/node)
 # Each tool is cached on its own under $USERLAND_CACHE/go/<tool>-<key> (default cache
-# ~/.cache/userland), keyed by a hash of its directory's files and of go_build below (the build
-# flags every tool shares), so adding or bumping one tool builds only that tool and the others
-# reuse theirs. Then one directory of symlinks to the tools' binaries, go/bin-<hash of their
-# keys>, is made or reused, and printed on stdout; progress goes to stderr.
+# ~/.cache/userland), keyed by a hash of its directory's files, of tools/go.mod and go.sum, and of
+# go_build below (the build flags every tool shares), so changing one recipe builds only that tool;
+# bumping a version builds them all, mostly from Go's build cache. Then one directory of symlinks to
+# the tools' binaries, go/bin-<hash of their keys>, is made or reused, and printed on stdout;
+# progress goes to stderr.
 #
 #   bash cluster/build.sh              every tool but the on-demand ones below
 #   bash cluster/build.sh TOOL...      just these tools (on-demand ones included)
@@ -48,13 +51,16 @@ progress() {
   done
 }
 # For the recipes: go_build DESCRIPTION [go build flags] PACKAGES... builds into the tool's
-# directory ($out). Extra linker flags come in $ldflags, other settings as the environment
-# (CGO_ENABLED=0 go_build ...).
+# directory ($out). Extra linker flags come in $ldflags, other settings as the environment.
+# Every tool is built without cgo, as their own release builds do (Kubernetes, etcd, helm, kwok,
+# CoreDNS, the containerd shim): static binaries, and one setting for all, because a package
+# compiled with cgo and without are two entries in Go's build cache, and so is every package that
+# imports it (net, os/user: nearly all), which would compile the shared libraries twice.
 go_build() {
   local what=$1
   shift
   echo "building $what in tools/$tool (the first build takes minutes to half an hour on 2 cores; cached afterwards)" >&2
-  go build -v -ldflags="-s -w ${ldflags:-}" -o "$out/" "$@" 2>&1 | progress "$what"
+  CGO_ENABLED=0 go build -v -ldflags="-s -w ${ldflags:-}" -o "$out/" "$@" 2>&1 | progress "$what"
 }
 
 on_demand=(prometheus traefik)
@@ -70,6 +76,7 @@ for dir in "$here"/tools/*/; do
   fi
   tools+=("$tool")
   keys+=("$({
+    if [[ ! -f $dir/go.mod ]]; then cat "$here/tools/go.mod" "$here/tools/go.sum"; fi
     for f in "$dir"*; do
       if [[ -f $f ]]; then
         echo "== ${f##*/}"

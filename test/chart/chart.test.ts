@@ -102,8 +102,8 @@ const deployments = (objects: KubeObject[]) =>
   objects.filter((o): o is Deployment => o.kind === "Deployment");
 const componentOf = (o: KubeObject) => o.metadata.labels?.["app.kubernetes.io/component"] as Component;
 
-test("helm is the v3 release pinned in cluster/tools/helm/go.mod", async () => {
-  const goMod = readFileSync(join(repoRoot, "cluster/tools/helm/go.mod"), "utf8");
+test("helm is the v3 release pinned in cluster/tools/go.mod", async () => {
+  const goMod = readFileSync(join(repoRoot, "cluster/tools/go.mod"), "utf8");
   const pinned = /helm\.sh\/helm\/v3 (v\S+)/.exec(goMod)?.[1];
   assert.ok(pinned, "go.mod requires helm.sh/helm/v3");
   const version = ok(await helm(["version", "--template", "{{ .Version }}"]), "helm version");

@@ -67,7 +67,7 @@ suite("static checks", { concurrency: true }, () => {
   });
 
   test("actionlint finds nothing wrong in .github/workflows", async () => {
-    // cluster/build.sh prints its cached tools directory (built from cluster/tools/actionlint/go.mod).
+    // cluster/build.sh prints its cached tools directory (actionlint pinned in cluster/tools/go.mod).
     const tools = await run("bash", [join(repoRoot, "cluster", "build.sh")]);
     assert.ok(tools.ok, tools.output.slice(-3000));
     const result = await run(join(tools.stdout.trim(), "actionlint"), ["-no-color"]);

@@ -1,4 +1,6 @@
 // Builds actionlint (checks .github/workflows in `npm run check` and test/static) from Go modules.
+// A module of its own, not one with the other tools (../go.mod): it needs go.yaml.in/yaml/v4
+// v4.0.0-rc.3, and another tool needs rc.6, which changed the API actionlint uses.
 module userland.dev/cluster/tools/actionlint
 
 go 1.26.0

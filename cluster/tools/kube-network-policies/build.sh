@@ -1,7 +1,7 @@
 # Recipe for ../../build.sh, which sources it in this directory (see go_build there).
 # kube-network-policies v1.1.1 requires a pseudo-version of github.com/vishvananda/netlink that the
-# checksum database here does not serve (404), so go cannot verify it there; go.sum, made once with
-# this setting, holds its hash, which go checks instead. For this tool's go commands only.
+# checksum database here does not serve (404), so go cannot verify it there; ../go.sum, made once
+# with this setting, holds its hash, which go checks instead (`go mod tidy` in ../ needs it too).
 export GONOSUMDB=github.com/vishvananda/netlink
 
 # This machine's kernel is built without CONFIG_NFT_QUEUE, so the nftables "queue" statement that
@@ -15,7 +15,7 @@ export GONOSUMDB=github.com/vishvananda/netlink
 # (xt_nfqueue.go.txt), and established/related connections pass without the label, as in
 # conntrack-based firewalls generally; a policy change then applies to new connections only, so
 # the enforcer runs with --strict-mode=false. It builds against the copy through a replace in a
-# copy of go.mod. The releases that used iptables instead (v0.1.0) are not served here.
+# copy of the tools' go.mod. The releases that used iptables instead (v0.1.0) are not served here.
 # See docs/decisions/0005-real-node.md.
 # `go mod download` (unlike `go list -m`) fetches the module on a machine that has not got it yet.
 module_dir=$(go mod download -json sigs.k8s.io/kube-network-policies | jq -r .Dir)
@@ -35,10 +35,9 @@ if [[ $queues != 2 || $labels != 1 ]]; then
   exit 1
 fi
 cp xt_nfqueue.go.txt "$patched/pkg/dataplane/xt_nfqueue.go"
-cp go.mod go.sum "$work/"
+cp ../go.mod ../go.sum "$work/"
 go mod edit -modfile="$work/go.mod" -replace "sigs.k8s.io/kube-network-policies=$patched"
-# Without cgo, as its Makefile builds it (it runs in a container image too).
-CGO_ENABLED=0 go_build kube-network-policies -modfile="$work/go.mod" \
+go_build kube-network-policies -modfile="$work/go.mod" \
   sigs.k8s.io/kube-network-policies/cmd/kube-network-policies/standard
 # The main package is named after its directory (standard, as opposed to the npa-* variants).
 mv "$out/standard" "$out/kube-network-policies"

@@ -2,5 +2,5 @@
 # As its release build (scripts/build) does: without cgo (it runs in a container image), with its
 # version stamped (else it reports 0.0.1).
 version=$(go list -m -f '{{.Version}}' github.com/rancher/local-path-provisioner)
-CGO_ENABLED=0 ldflags="-X main.VERSION=$version" go_build local-path-provisioner github.com/rancher/local-path-provisioner
+ldflags="-X main.VERSION=$version" go_build local-path-provisioner github.com/rancher/local-path-provisioner
 outputs=(local-path-provisioner)

@@ -1,5 +1,7 @@
 // Builds Traefik (a Gateway API implementation for the real node) from its Go module.
-// Kept apart from the other tools so it compiles against the libraries Traefik was released with.
+// A module of its own, not one with the other tools (../go.mod): Traefik 3.6 uses the
+// OpenTelemetry logs API of before 1.47 (otel/log v0.x), and Prometheus needs otel/log v1.47,
+// which changed it.
 module userland.dev/cluster/tools/traefik
 
 go 1.26.7
