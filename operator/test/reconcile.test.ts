@@ -250,16 +250,22 @@ test("a missing Template is a status condition and an Event, then heals when the
     (await listEvents(ns, "erin")).some((e) => e.type === "Warning" && e.reason === "TemplateNotFound"),
   );
 
-  // No hot loop: the operator waits for a change instead of retrying.
-  const reconciles = async () =>
-    Number(
-      /userland_operator_reconcile_total\{kind="Userland",result="success"\} (\d+)/.exec(
-        await operator.metrics(),
-      )?.[1] ?? 0,
-    );
-  const r1 = await reconciles();
-  await new Promise((r) => setTimeout(r, 2000));
-  assert.ok((await reconciles()) - r1 <= 1, "no reconcile loop while the Template is missing");
+  // No hot loop: the operator waits for a change instead of retrying. Counted up to a marker it
+  // must reach after anything erin would have queued: another Userland of a missing Template,
+  // whose Failed status and Event it writes in turn. A retry loop shows in the retries, a loop
+  // through erin's own status writes in the reconciles (erin's at most one, the marker's two).
+  const counter = async (pattern: RegExp) => Number(pattern.exec(await operator.metrics())?.[1] ?? 0);
+  const reconciles = () =>
+    counter(/userland_operator_reconcile_total\{kind="Userland",result="success"\} (\d+)/);
+  const retries = () => counter(/userland_operator_workqueue_retries_total (\d+)/);
+  const [r1, q1] = [await reconciles(), await retries()];
+  await createUserland(ns, "fay", "fay", "missing-too");
+  await waitForPhase(ns, "fay", "Failed");
+  await eventually("the marker's Warning Event", async () =>
+    (await listEvents(ns, "fay")).some((e) => e.type === "Warning" && e.reason === "TemplateNotFound"),
+  );
+  assert.equal((await retries()) - q1, 0, "a missing Template is not retried with back-off");
+  assert.ok((await reconciles()) - r1 <= 3, "no reconcile loop while the Template is missing");
 
   await eventually("the userlands gauge to count erin as Failed", async () =>
     /userland_operator_userlands\{phase="Failed",template="nonexistent"\} 1\n/.test(await operator.metrics()),

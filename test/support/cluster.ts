@@ -5,6 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { TestContext } from "node:test";
+import { inspect } from "node:util";
 import { k8s } from "../../lib/kube.ts";
 import type { ControlPlane } from "../../cluster/controlPlane.ts";
 import {
@@ -50,28 +51,56 @@ export async function serviceAccountToken(
   return requestServiceAccountToken(cluster ?? (await testCluster()), namespace, name);
 }
 
-/** Polls `check` until it returns a value other than undefined/false, or fails with `what`. */
+/**
+ * Polls `check` until it returns a value other than undefined/false. When the time runs out it
+ * fails with what the last tries said, not with a bare timeout: the error the last throwing try
+ * threw (the same error, so an assertion keeps its diff), its message prefixed with `what`, the
+ * number of tries and the time; or, when no try threw, a timeout saying what the last try returned.
+ */
 export async function eventually<T>(
   what: string,
   check: () => Promise<T | undefined | false> | T | undefined | false,
   timeoutMs = 30_000,
   intervalMs = 100,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
+  const started = Date.now();
+  let tries = 0;
   let lastError: unknown;
   for (;;) {
+    tries++;
+    let last: LastTry;
     try {
       const value = await check();
       if (value !== undefined && value !== false) return value;
+      last = { threw: false, returned: value === false ? false : undefined };
     } catch (error) {
       lastError = error;
+      last = { threw: true };
     }
-    if (Date.now() > deadline) {
-      const detail = lastError ? ` (last error: ${(lastError as Error).message})` : "";
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${detail}`);
-    }
+    const elapsed = Date.now() - started;
+    if (elapsed > timeoutMs)
+      throw notYet(
+        `${what}: not so after ${tries} ${tries === 1 ? "try" : "tries"} in ${elapsed} ms`,
+        last,
+        lastError,
+      );
     await new Promise((r) => setTimeout(r, intervalMs));
   }
+}
+
+type LastTry = { threw: true } | { threw: false; returned: undefined | false };
+
+/** The error `eventually` fails with (see there). */
+function notYet(tried: string, last: LastTry, error: unknown): Error {
+  const returned = last.threw ? "" : `; the last try returned ${String(last.returned)}`;
+  if (!(error instanceof Error)) {
+    const threw = error === undefined ? "" : `; a try threw ${inspect(error)}`;
+    return new Error(`timed out: ${tried}${returned}${threw}`);
+  }
+  const original = error.message;
+  error.message = `${tried}${returned}; ${last.threw ? "the last try" : "an earlier try"} threw: ${original}`;
+  if (error.stack?.includes(original)) error.stack = error.stack.replace(original, error.message);
+  return error;
 }
 
 /**
