@@ -84,10 +84,16 @@ if [[ ${1:-} == images || ${1:-} == test ]] && [[ ${USERLAND_REAL_NODE:-} != off
   (
     # Niced: the Go build is what everything else waits for.
     renice -n 10 -p "$BASHPID" >/dev/null
-    # The one that waits longest on the network first; the platform's image is built from the
-    # Dockerfile (cluster/images/platform.sh).
-    build_images code-server jupyter phpmyadmin mariadb node24 tools pause
+    # Two lanes: an image build waits mostly on Debian's mirror and the npm registry, so one lane
+    # left the CPU idle and ended 17 minutes after the Go tools on a fresh machine (cold3,
+    # docs/testing.md). code-server, the longest (node-gyp compiles its native modules), alone; the
+    # others one after the other, the platform's last: it is built from the Dockerfile
+    # (cluster/images/platform.sh) on node24's image.
+    build_images code-server &
+    code_server=$!
+    build_images jupyter phpmyadmin mariadb node24 tools pause
     bash cluster/images/platform.sh 2>&1 >/dev/null | image_rows
+    wait "$code_server"
   ) &
   images_pid=$!
 fi
