@@ -85,7 +85,7 @@ if [[ ${1:-} == images || ${1:-} == test ]] && [[ ${USERLAND_REAL_NODE:-} != off
     # Niced: the Go build is what everything else waits for.
     renice -n 10 -p "$BASHPID" >/dev/null
     # Two lanes: an image build waits mostly on Debian's mirror and the npm registry, so one lane
-    # left the CPU idle and ended 17 minutes after the Go tools on a fresh machine (cold3,
+    # left the CPU idle and ended 7 minutes after the Go tools on a fresh machine (cold3,
     # docs/testing.md). code-server, the longest (node-gyp compiles its native modules), alone; the
     # others one after the other, the platform's last: it is built from the Dockerfile
     # (cluster/images/platform.sh) on node24's image.
