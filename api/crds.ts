@@ -152,6 +152,8 @@ const definitions: ResourceDefinition[] = [
       { name: "Late", type: "boolean", jsonPath: ".status.receipt.late" },
       { name: "Files", type: "integer", jsonPath: ".status.receipt.files", priority: 1 },
       { name: "SHA-256", type: "string", jsonPath: ".status.receipt.sha256", priority: 1 },
+      { name: "Score", type: "number", jsonPath: ".status.grade.score" },
+      { name: "Max", type: "number", jsonPath: ".status.grade.maxScore", priority: 1 },
       AGE_COLUMN,
     ],
   },

@@ -194,6 +194,11 @@ export const collectionPaths = {
   handIn: (assignment: string, user: string) => `handins/${assignment}/${collectionUserFolder(user)}`,
   /** What teachers hand back to one student; copied to `<home>/assignments/<name>/feedback/`. */
   feedback: (assignment: string, user: string) => `feedback/${assignment}/${collectionUserFolder(user)}`,
+  /** The snapshot of an assignment's autograder taken for one autograder release (never mounted by students). */
+  autograder: (assignment: string, release: number) => `autograders/${assignment}/${release}`,
+  /** One grading run's results.json and output, by the run's key (its inputs' hash). */
+  grade: (assignment: string, user: string, key: string) =>
+    `grades/${assignment}/${collectionUserFolder(user)}/${key}`,
 } as const;
 
 /**

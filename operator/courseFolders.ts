@@ -1,7 +1,8 @@
 /**
  * A Template's course folders (docs/decisions/0011-coursework.md): one claim per folder, kept when
  * the Template is deleted unless the folder says Delete, and their mounts in every environment of the Template —
- * read-only for students, read-write for the Template's teachers (operator/teachers.ts).
+ * read-only for students, read-write for the Template's teachers (operator/teachers.ts); a
+ * `teachersOnly` folder is in teachers' environments alone.
  */
 import type { V1PersistentVolumeClaim, V1Volume, V1VolumeMount } from "@kubernetes/client-node";
 import { ANNOTATIONS, collectionNames, courseFolderNames, LABELS, MANAGED_BY } from "../api/naming.ts";
@@ -41,7 +42,8 @@ export function courseFolderMounts(
 ): { volumes: V1Volume[]; mounts: V1VolumeMount[] } {
   const templateName = template.metadata.name ?? "";
   const readOnly = teacher ? {} : { readOnly: true };
-  const folders = template.spec.coursework?.folders ?? [];
+  // A teachers-only folder (hidden tests, solutions) is not in a student's pod at all.
+  const folders = (template.spec.coursework?.folders ?? []).filter((f) => teacher || !f.teachersOnly);
   const collection = template.spec.coursework?.collection;
   // Teachers only: students never mount the collection (other students' hand-ins are on it).
   const teacherCollection = teacher && collection !== undefined;

@@ -49,6 +49,51 @@ const FAILED_COPIES = Type.Object(
   },
 );
 
+/** Gradescope's autograder contract, run in a sealed pod (docs/decisions/0015-grading.md). */
+const AUTOGRADER = Type.Object(
+  {
+    folder: Type.String({
+      pattern: "^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$",
+      maxLength: 40,
+      description:
+        "A course folder of the Template marked teachersOnly (students never mount it: hidden tests stay hidden).",
+    }),
+    path: Type.Unsafe<string>({
+      ...RELATIVE_PATH,
+      description:
+        "The folder inside it holding the autograder as Gradescope lays it out: run_autograder at its top, the rest beside it (it becomes /autograder/source).",
+    }),
+    release: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        default: 1,
+        description:
+          "Raise it (the console's Update autograder) to take a new snapshot of the folder: every counted hand-in whose result came from another revision is graded again.",
+      }),
+    ),
+    image: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 512,
+        description:
+          "The image run_autograder runs in: an image of a Template in this namespace, or one the admin lists in OPERATOR_AUTOGRADER_IMAGES. Unset: the image of the Template's first container. It needs /bin/sh.",
+      }),
+    ),
+    timeoutSeconds: Type.Optional(
+      Type.Integer({
+        minimum: 10,
+        maximum: 3600,
+        default: 300,
+        description: 'How long run_autograder may run; then the hand-in\'s result is "timed out".',
+      }),
+    ),
+  },
+  {
+    description:
+      "An autograder written for Gradescope, run unchanged for every counted hand-in in a pod with no network, no credentials and fixed limits (docs/decisions/0015-grading.md).",
+  },
+);
+
 export const AssignmentSpecSchema = Type.Object(
   {
     templateName: Type.String({
@@ -108,6 +153,7 @@ export const AssignmentSpecSchema = Type.Object(
           "Raise it (the console's Return feedback) to copy what teachers put in the collection's feedback/<assignment>/<user>/ into that student's assignments/<name>/feedback/. 0: nothing returned yet.",
       }),
     ),
+    autograder: Type.Optional(AUTOGRADER),
     limits: Type.Optional(
       Type.Object({
         maxBytes: Type.Optional(
@@ -142,9 +188,83 @@ export const AssignmentStatusSchema = Type.Object({
   handedIn: Type.Optional(Type.Integer({ minimum: 0 })),
   late: Type.Optional(Type.Integer({ minimum: 0 })),
   missing: Type.Optional(Type.Integer({ minimum: 0 })),
+  autograder: Type.Optional(
+    Type.Object(
+      {
+        release: Type.Integer({ minimum: 1, description: "The spec.autograder.release of the snapshot." }),
+        revision: Type.Unsafe<string>({
+          type: "string",
+          pattern: "^[0-9a-f]{64}$",
+          description: "The SHA-256 of the snapshot's manifest: a grade records it.",
+        }),
+        at: Type.Unsafe<string>({ ...TIME }),
+      },
+      { description: "The autograder snapshot hand-ins are graded with." },
+    ),
+  ),
   failedCopies: Type.Optional(FAILED_COPIES),
   conditions: Type.Optional(Conditions),
 });
+
+/** A grading run's test, as kept in status (the whole output lives in the collection). */
+const GRADED_TEST = Type.Object({
+  name: Type.String({ maxLength: 200 }),
+  score: Type.Optional(Type.Number()),
+  maxScore: Type.Optional(Type.Number()),
+  status: Type.Optional(StringEnum(["passed", "failed"])),
+  visibility: Type.Optional(StringEnum(["visible", "hidden", "after_due_date", "after_published"])),
+});
+
+/** What a grading run is keyed by: the same inputs give the same key (and the same pod). */
+const GRADE_INPUTS = {
+  key: Type.String({ maxLength: 64, description: "Hash of the inputs below: one run per key." }),
+  receiptSha256: Type.Unsafe<string>({
+    type: "string",
+    pattern: "^[0-9a-f]{64}$",
+    description: "The hand-in graded (its receipt's SHA-256).",
+  }),
+  autograderRevision: Type.Unsafe<string>({
+    type: "string",
+    pattern: "^[0-9a-f]{64}$",
+    description: "The autograder snapshot it ran.",
+  }),
+  image: Type.String({ maxLength: 512, description: "The image it ran in." }),
+  time: Type.Unsafe<string>({ ...TIME, description: "When the run ended." }),
+};
+
+const GRADE = Type.Object(
+  {
+    ...GRADE_INPUTS,
+    score: Type.Number(),
+    maxScore: Type.Optional(Type.Number()),
+    executionSeconds: Type.Optional(Type.Number()),
+    tests: Type.Optional(
+      Type.Array(GRADED_TEST, {
+        maxItems: 100,
+        description: "The first 100 tests; every test with its output is in results.json.",
+      }),
+    ),
+    testCount: Type.Optional(Type.Integer({ minimum: 0 })),
+    results: Type.String({
+      maxLength: 1024,
+      description: "Where the run's results.json and stdout are in the Template's collection.",
+    }),
+  },
+  {
+    description:
+      "The last good result of the autograder: a failed run (timed out, results.json missing or invalid) never replaces it.",
+  },
+);
+
+const GRADE_ATTEMPT = Type.Object(
+  {
+    ...GRADE_INPUTS,
+    ok: Type.Boolean(),
+    reason: Type.String({ maxLength: 64 }),
+    message: Type.String({ maxLength: 4096 }),
+  },
+  { description: "The last grading run, good or not: a run is made once per key." },
+);
 
 export const SubmissionSpecSchema = Type.Object(
   {
@@ -232,6 +352,8 @@ export const SubmissionStatusSchema = Type.Object({
       { description: "What the platform collected: the student's receipt." },
     ),
   ),
+  grade: Type.Optional(GRADE),
+  gradeAttempt: Type.Optional(GRADE_ATTEMPT),
   failedCopies: Type.Optional(FAILED_COPIES),
   conditions: Type.Optional(Conditions),
 });
@@ -243,11 +365,17 @@ export type SubmissionSpec = Static<typeof SubmissionSpecSchema>;
 export type SubmissionStatus = Static<typeof SubmissionStatusSchema>;
 export type Submission = CustomObject<"Submission", SubmissionSpec, SubmissionStatus>;
 export type FailedCopies = Static<typeof FAILED_COPIES>;
+export type Autograder = Static<typeof AUTOGRADER>;
+export type Grade = Static<typeof GRADE>;
+export type GradeAttempt = Static<typeof GRADE_ATTEMPT>;
+export type GradedTest = Static<typeof GRADED_TEST>;
 
 /** Condition types the operator writes on Assignments (operator/coursework/syncAssignment.ts). */
 export const AssignmentConditions = {
   /** True once spec.release's snapshot is in the collection; False says what is missing or failed. */
   Published: "Published",
+  /** With spec.autograder: True once its release's snapshot is taken; False says why not. */
+  AutograderReady: "AutograderReady",
 } as const;
 
 /** Condition types the operator writes on Submissions (operator/coursework/syncSubmission.ts). */
@@ -258,4 +386,6 @@ export const SubmissionConditions = {
   HandedIn: "HandedIn",
   /** Set once feedback is returned: True, or False with the reason. */
   FeedbackReturned: "FeedbackReturned",
+  /** With an autograder: True when the counted hand-in's result is in status.grade; False: running, or why the last run gave none. */
+  Graded: "Graded",
 } as const;

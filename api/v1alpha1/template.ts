@@ -115,6 +115,12 @@ export const CourseFolderSchema = Type.Object(
       description:
         "Where every container of every environment of this Template sees the folder: read-only for students, read-write for the Template's teachers.",
     }),
+    teachersOnly: Type.Optional(
+      Type.Boolean({
+        description:
+          "Mounted in teachers' environments only (read-write); students' environments never mount it. For autograders' hidden tests and reference solutions (an Assignment's spec.autograder must be in such a folder).",
+      }),
+    ),
     pvcSpec: Embedded<V1PersistentVolumeClaimSpec>({
       description:
         "The one claim of this folder, shared by every environment of the Template (core/v1 PersistentVolumeClaimSpec). ReadWriteMany where the cluster has it; with ReadWriteOnce every pod of the Template must run on one node (docs/decisions/0011-coursework.md).",

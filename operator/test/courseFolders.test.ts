@@ -152,3 +152,23 @@ test("the collection: a Retain claim <template>-collection; teachers see handins
     (e: Error) => e instanceof TemplateError && /volume named collection/.test(e.message),
   );
 });
+
+test("a teachersOnly folder (hidden tests, solutions) is in a teacher's pod and in no student's", () => {
+  const withGraders = template({
+    folders: [
+      ...folders.folders,
+      { name: "graders", mountPath: "/srv/graders", pvcSpec, teachersOnly: true },
+    ],
+  });
+  const student = desiredChildren(userland, withGraders).deployment.spec?.template.spec;
+  const teacher = desiredChildren(userland, withGraders, { teacher: true }).deployment.spec?.template.spec;
+  const claimsOf = (pod: typeof student) =>
+    (pod?.volumes ?? []).map((v) => v.persistentVolumeClaim?.claimName).filter(Boolean);
+  const mountsOf = (pod: typeof student) => (pod?.containers[0]?.volumeMounts ?? []).map((m) => m.mountPath);
+  assert.ok(!claimsOf(student).includes("jupyter-course-graders"), "no student's pod names the claim");
+  assert.ok(!mountsOf(student).includes("/srv/graders"));
+  assert.ok(claimsOf(teacher).includes("jupyter-course-graders"));
+  assert.ok(mountsOf(teacher).includes("/srv/graders"));
+  // Its claim is kept like any folder's: teachers write the autograder into it.
+  assert.ok(desiredCourseClaims(withGraders).some((c) => c.metadata?.name === "jupyter-course-graders"));
+});
