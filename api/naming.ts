@@ -172,7 +172,7 @@ export const courseFolderNames = (templateName: string, folder: string) => ({
 /**
  * A Template's collection (docs/decisions/0011-coursework.md): the one claim keeping its
  * assignments' published snapshots, hand-ins and feedback, and its layout. No student's environment
- * mounts it; teachers' environments see `handins/` read-only and `feedback/` read-write.
+ * mounts it; teachers' environments see `handins/` and `grades/` read-only and `feedback/` read-write.
  */
 export const collectionNames = (templateName: string) => ({
   claim: `${templateName}-collection`,

@@ -7,6 +7,7 @@ import { loadConfig, parse, type ConfigOf, type Settings } from "../lib/config.t
 import { watchNamespacesSetting } from "../lib/namespaces.ts";
 import { SESSION_USER_PREFIX_DEFAULT, subjectPrefix } from "../lib/sessionSubjects.ts";
 import type { ArchiveClients } from "./coursework/copyPods.ts";
+import { DEFAULT_GRADING_RESOURCES, type GradingResources } from "./grading/gradePods.ts";
 
 const LABEL_KEY = /^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
 const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
@@ -26,6 +27,34 @@ function parseArchiveClients(raw: string): ArchiveClients {
     labels[key] = value;
   }
   return { namespace, labels };
+}
+
+/** An image reference as Kubernetes takes it: no spaces, no scheme; a tag or digest is the admin's choice. */
+function parseImage(raw: string): string {
+  if (!/^[a-z0-9][a-z0-9._\-/:@]*$/i.test(raw) || raw.includes("://"))
+    throw new Error(
+      `expected an image reference such as registry.example.org/userland:1.2.3, got ${JSON.stringify(raw)}`,
+    );
+  return raw;
+}
+
+/** Kubernetes' resource quantities as they are usually written (2, 500m, 2Gi, 1.5G). */
+const QUANTITY = /^\d+(\.\d+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$/;
+
+/** `cpu=1,memory=2Gi,disk=1Gi`: each key at most once, the ones left out keep their defaults. */
+function parseGradingResources(raw: string): GradingResources {
+  const resources: GradingResources = { ...DEFAULT_GRADING_RESOURCES };
+  const seen = new Set<string>();
+  for (const pair of raw.split(",")) {
+    const [key = "", value = "", ...more] = pair.trim().split("=");
+    if (!(key in resources) || seen.has(key) || more.length > 0 || !QUANTITY.test(value))
+      throw new Error(
+        `expected cpu=<cores>,memory=<bytes>,disk=<bytes> (e.g. cpu=1,memory=2Gi,disk=1Gi), got ${JSON.stringify(pair)}`,
+      );
+    seen.add(key);
+    resources[key as keyof GradingResources] = value;
+  }
+  return resources;
 }
 
 export const operatorSettings = {
@@ -77,16 +106,25 @@ export const operatorSettings = {
     env: "OPERATOR_COPY_IMAGE",
     description:
       "The image of the pods that copy coursework (node coursework/copy.ts: publish, distribute, hand-in, feedback): the platform's own; unset, Assignments report CopyImageUnset and nothing is copied",
-    parse: (raw: string): string => {
-      // A reference as Kubernetes takes it: no spaces, no scheme; a tag or digest is the admin's choice.
-      if (!/^[a-z0-9][a-z0-9._\-/:@]*$/i.test(raw) || raw.includes("://"))
-        throw new Error(
-          `expected an image reference such as registry.example.org/userland:1.2.3, got ${JSON.stringify(raw)}`,
-        );
-      return raw;
-    },
+    parse: parseImage,
     default: "",
     show: () => "unset",
+  },
+  autograderImages: {
+    env: "OPERATOR_AUTOGRADER_IMAGES",
+    description:
+      "Images an Assignment's autograder may name besides the images of its namespace's Templates, comma-separated (docs/decisions/0015-grading.md)",
+    parse: (raw: string): string[] => parse.list(raw).map((image) => parseImage(image)),
+    default: [],
+    show: (images: string[]) => (images.length ? images.join(",") : "none"),
+  },
+  autograderResources: {
+    env: "OPERATOR_AUTOGRADER_RESOURCES",
+    description:
+      "What an autograder may use per hand-in, as cpu=<cores>,memory=<bytes>,disk=<bytes> (disk: /autograder and /tmp together, memory-backed, so it counts against memory too)",
+    parse: parseGradingResources,
+    default: DEFAULT_GRADING_RESOURCES,
+    show: (r: GradingResources) => `cpu=${r.cpu},memory=${r.memory},disk=${r.disk}`,
   },
   archiveClients: {
     env: "OPERATOR_ARCHIVE_CLIENTS",

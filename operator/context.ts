@@ -3,6 +3,7 @@
  * metrics, logs and the clock. Handlers get everything from here, nothing from the controller.
  */
 import type { ArchiveClients } from "./coursework/copyPods.ts";
+import type { GradingConfig } from "./grading/syncGrading.ts";
 import type { UserlandStatus } from "../api/v1alpha1/index.ts";
 import type { KubeRest } from "../lib/kubeRest.ts";
 import type { Logger } from "../lib/logger.ts";
@@ -36,7 +37,14 @@ export interface OperatorContext {
    * wait before it runs again, the namespaces whose deny-all policy exists, and who may fetch from
    * archive pods.
    */
-  coursework: { image: string; retryMs: number; policies: Set<string>; archiveClients?: ArchiveClients };
+  coursework: {
+    image: string;
+    retryMs: number;
+    policies: Set<string>;
+    archiveClients?: ArchiveClients;
+    /** Grading pods (operator/grading/): images autograders may name, and their limits. */
+    grading: GradingConfig;
+  };
   log: Logger;
   now(): Date;
 }

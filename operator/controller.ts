@@ -39,6 +39,8 @@ import {
 } from "./coursework/wiring.ts";
 import { FAILED_COPY_RETRY_MS } from "./coursework/copyRuns.ts";
 import type { ArchiveClients } from "./coursework/copyPods.ts";
+import { DEFAULT_GRADING_RESOURCES } from "./grading/gradePods.ts";
+import type { GradingConfig } from "./grading/syncGrading.ts";
 import { syncArchive } from "./coursework/syncArchive.ts";
 import { syncClassArchive } from "./coursework/syncClassArchive.ts";
 import { syncExam } from "./exams/syncExam.ts";
@@ -63,6 +65,8 @@ export interface ControllerOptions {
   copyRetryMs?: number;
   /** The proxy's pods, the only ones an exam lets in (OPERATOR_PROXY_PODS); unset: exams do not start. */
   proxyPods?: ProxyPods;
+  /** Images autograders may name and their pods' limits (default: none beyond Templates' images, DEFAULT_GRADING_RESOURCES). */
+  grading?: Partial<GradingConfig>;
 }
 
 /** Keys: "U/<namespace>/<name>" for a Userland, "T/<namespace>/<name>" for a Template. */
@@ -138,6 +142,10 @@ export class Controller {
         retryMs: opts.copyRetryMs ?? FAILED_COPY_RETRY_MS,
         policies: new Set(),
         archiveClients: opts.archiveClients,
+        grading: {
+          images: opts.grading?.images ?? [],
+          resources: opts.grading?.resources ?? DEFAULT_GRADING_RESOURCES,
+        },
       },
       log: opts.log,
       now: () => new Date(),

@@ -27,7 +27,7 @@ export const hasCourseFolders = (template: Template | undefined): boolean =>
 export const COLLECTION_LABEL_VALUE = "collection";
 
 /** Where teachers' environments see the collection (docs/decisions/0011-coursework.md). */
-export const COLLECTION_SUBPATHS = { handins: "handins", feedback: "feedback" } as const;
+export const COLLECTION_SUBPATHS = { handins: "handins", feedback: "feedback", grades: "grades" } as const;
 
 /**
  * The pod volumes and the container mounts of the folders (pure). Students get both
@@ -77,6 +77,13 @@ export function courseFolderMounts(
               name: names.podVolume,
               mountPath: `${collection.mountPath.replace(/\/+$/, "")}/${COLLECTION_SUBPATHS.feedback}`,
               subPath: COLLECTION_SUBPATHS.feedback,
+            },
+            // The autograder's results and output per run (docs/decisions/0015-grading.md).
+            {
+              name: names.podVolume,
+              mountPath: `${collection.mountPath.replace(/\/+$/, "")}/${COLLECTION_SUBPATHS.grades}`,
+              subPath: COLLECTION_SUBPATHS.grades,
+              readOnly: true,
             },
           ]
         : []),

@@ -43,6 +43,7 @@ async function start(config: OperatorConfig, log: Logger) {
       copyRetryMs: config.copyRetry,
       archiveClients: config.archiveClients,
       proxyPods: config.proxyPods,
+      grading: { images: config.autograderImages, resources: config.autograderResources },
     });
   let controller: Controller | undefined;
   let culler: Culler | undefined;

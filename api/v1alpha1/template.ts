@@ -171,7 +171,7 @@ export const CourseworkSchema = Type.Object(
           mountPath: Type.Unsafe<string>({
             ...MOUNT_PATH,
             description:
-              "Where teachers' environments see it: <mountPath>/handins read-only, <mountPath>/feedback read-write (feedback/<assignment>/<user>/ is handed back to that student).",
+              "Where teachers' environments see it: <mountPath>/handins and <mountPath>/grades (the autograder's results per run) read-only, <mountPath>/feedback read-write (feedback/<assignment>/<user>/ is handed back to that student).",
           }),
         },
         {

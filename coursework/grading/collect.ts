@@ -7,7 +7,7 @@
  */
 import { constants } from "node:fs";
 import { lstat, mkdir, open, rename, rm, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { formatBytes } from "../files/limits.ts";
 import { parseResults, type Results } from "./results.ts";
 
@@ -18,7 +18,11 @@ export const STDOUT_MAX_BYTES = 1024 * 1024;
 
 export type Collected =
   | { ok: true; results: Results }
-  | { ok: false; reason: "ResultsMissing" | "ResultsInvalid" | "ResultsTooLarge"; message: string };
+  | {
+      ok: false;
+      reason: "ResultsMissing" | "ResultsInvalid" | "ResultsTooLarge" | "TimedOut";
+      message: string;
+    };
 
 /** Up to `max` bytes of a regular file, never through a link; `size` is the file's whole size. */
 async function readCapped(path: string, max: number): Promise<{ text: string; size: number } | undefined> {
@@ -49,18 +53,29 @@ export async function collect(work: string, out: string): Promise<Collected> {
   const results = join(work, "results");
   const stdout = await readCapped(join(results, "stdout"), STDOUT_MAX_BYTES);
   const exit = (await readCapped(join(work, ".exit_code"), 16))?.text.trim();
+  // The watchdog's note (operator/grading/gradePods.ts): the run was stopped at its timeout.
+  const timedOut = (await readCapped(join(work, ".timed_out"), 16))?.text.trim();
   const json = await readCapped(join(results, "results.json"), RESULTS_MAX_BYTES + 1);
   // Kept whatever the outcome: a teacher fixing the autograder reads its output.
   const partial = `${out}.partial`;
+  // The assignment's and the student's folders are made on their first run.
+  await mkdir(dirname(out), { recursive: true, mode: 0o755 });
   await rm(partial, { recursive: true, force: true });
-  await mkdir(partial, { recursive: true, mode: 0o755 });
+  await mkdir(partial, { mode: 0o755 });
   if (stdout) await writeFile(join(partial, "stdout"), stdout.text);
   let collected: Collected;
-  if (!json) {
+  const ends = stdout?.text.trim() ? `; its output ends:\n${tail(stdout.text)}` : "";
+  if (timedOut !== undefined) {
+    collected = {
+      ok: false,
+      reason: "TimedOut",
+      message: `timed out after ${/^\d+$/.test(timedOut) ? timedOut : "its"} s: run_autograder was stopped${ends}`,
+    };
+  } else if (!json) {
     collected = {
       ok: false,
       reason: "ResultsMissing",
-      message: `results.json missing: run_autograder${exit ? ` exited with code ${exit}` : " ended"} without writing /autograder/results/results.json${stdout?.text.trim() ? `; its output ends:\n${tail(stdout.text)}` : ""}`,
+      message: `results.json missing: run_autograder${exit ? ` exited with code ${exit}` : " ended"} without writing /autograder/results/results.json${ends}`,
     };
   } else if (json.size > RESULTS_MAX_BYTES) {
     collected = {
@@ -71,8 +86,8 @@ export async function collect(work: string, out: string): Promise<Collected> {
   } else {
     const parsed = parseResults(json.text);
     collected = parsed.ok ? parsed : { ok: false, reason: "ResultsInvalid", message: parsed.message };
-    await writeFile(join(partial, "results.json"), json.text);
   }
+  if (json && json.size <= RESULTS_MAX_BYTES) await writeFile(join(partial, "results.json"), json.text);
   if (await lstat(out).catch(() => undefined)) await rm(out, { recursive: true, force: true });
   await rename(partial, out);
   return collected;

@@ -171,8 +171,7 @@ test("collect keeps results.json and stdout beside the hand-in and returns the s
   await mkdir(join(work, "results"), { recursive: true });
   await writeFile(join(work, "results", "results.json"), JSON.stringify(GRADESCOPE_UTILS));
   await writeFile(join(work, "results", "stdout"), "ran 3 tests\n");
-  const out = join(dir, "grades", "key1");
-  await mkdir(join(dir, "grades"));
+  const out = join(dir, "grades", "a1", "ann", "key1");
   const collected = await collect(work, out);
   assert.ok(collected.ok);
   assert.equal(collected.results.score, 1.5);
@@ -184,7 +183,7 @@ test("collect keeps results.json and stdout beside the hand-in and returns the s
   assert.equal(await readFile(join(out, "stdout"), "utf8"), "again\n");
 });
 
-test("collect: results.json missing (with the exit code and the output's end), a link to a hidden file (not followed), too large", async (t) => {
+test("collect: results.json missing (with the exit code and the output's end), a link to a hidden file (not followed), a timeout, too large", async (t) => {
   const dir = await scratch(t);
   const work = join(dir, "work");
   await mkdir(join(work, "results"), { recursive: true });
@@ -201,6 +200,13 @@ test("collect: results.json missing (with the exit code and the output's end), a
   const linked = await collect(work, join(dir, "b"));
   assert.ok(!linked.ok);
   assert.equal(linked.reason, "ResultsMissing");
+
+  // The watchdog stopped it: a timeout, with the output so far, whatever results.json says.
+  await writeFile(join(work, ".timed_out"), "300\n");
+  const timedOut = await collect(work, join(dir, "t"));
+  assert.ok(!timedOut.ok);
+  assert.equal(timedOut.reason, "TimedOut");
+  assert.match(timedOut.message, /^timed out after 300 s: run_autograder was stopped; its output ends:\n.*boom/s);
 
   const big = join(dir, "big");
   await mkdir(join(big, "results"), { recursive: true });

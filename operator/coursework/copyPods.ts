@@ -22,7 +22,7 @@ import { LABELS, shortHash } from "../../api/naming.ts";
 import type { Template } from "../../api/v1alpha1/index.ts";
 
 export type CopyJob =
-  "publish" | "distribute" | "handin" | "feedback" | "archive" | "classarchive" | "verify";
+  "publish" | "distribute" | "handin" | "feedback" | "archive" | "classarchive" | "verify" | "autograder";
 
 /** How long a copy may take, start-up and waiting for its node included; then Kubernetes stops it. */
 export const COPY_DEADLINE_SECONDS = 900;
@@ -236,10 +236,11 @@ export type CopyOutcome =
 
 const EXIT_KINDS: Record<number, string> = { 1: "failed", 2: "usage", 3: "limit", 4: "refused" };
 
-export function copyOutcome(pod: V1Pod, now: Date): CopyOutcome | undefined {
+/** `container`: the one that runs the program (a grading pod's is `collect`). */
+export function copyOutcome(pod: V1Pod, now: Date, container = "copy"): CopyOutcome | undefined {
   const phase = pod.status?.phase;
   if (phase !== "Succeeded" && phase !== "Failed") return undefined;
-  const terminated = pod.status?.containerStatuses?.find((c) => c.name === "copy")?.state?.terminated;
+  const terminated = pod.status?.containerStatuses?.find((c) => c.name === container)?.state?.terminated;
   const finishedAt = String(terminated?.finishedAt ?? now.toISOString()).replace(/\.\d+Z$/, "Z");
   let parsed: Record<string, unknown> | undefined;
   try {

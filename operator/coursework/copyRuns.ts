@@ -85,8 +85,8 @@ export async function runCopy(
 }
 
 /**
- * Deletes the owner's finished copy pods but `current` (the pod of the job its cached status still
- * asks for). A pod is deleted only once a sync reads its result back from the cache, never in the
+ * Deletes the owner's finished copy pods but those in `current` (the pods of the jobs its cached
+ * status still asks for). A pod is deleted only once a sync reads its result back from the cache, never in the
  * sync that wrote it: the deletion's event can come before the status update's, and a sync reading
  * the old status would find no pod and run the copy again (a second publish then fails on its own
  * snapshot). This also removes a failed pod whose job was overtaken (a new release, a hand-in).
@@ -94,10 +94,11 @@ export async function runCopy(
 export async function deleteFinishedCopyPods(
   ctx: OperatorContext,
   ownerUid: string,
-  current: string | undefined,
+  current: string | undefined | readonly (string | undefined)[],
 ): Promise<void> {
+  const kept = new Set(Array.isArray(current) ? current : [current]);
   for (const pod of ctx.caches.copyPods.byIndex(Index.byOwnerUid, ownerUid)) {
-    if (pod.metadata?.name === current || pod.metadata?.deletionTimestamp) continue;
+    if (kept.has(pod.metadata?.name) || pod.metadata?.deletionTimestamp) continue;
     if (copyOutcome(pod, ctx.now())) await deleteCopyPod(ctx, pod);
   }
 }

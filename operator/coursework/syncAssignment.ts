@@ -31,6 +31,7 @@ import { resources } from "../resources.ts";
 import { copyPodName } from "./copyPods.ts";
 import { deleteFinishedCopyPods, retryNote, runCopy } from "./copyRuns.ts";
 import { writeStatus } from "../statusWrite.ts";
+import { autograderPodName, snapshotAutograder } from "../grading/syncGrading.ts";
 
 /** Label on a Userland that puts it in a class (Assignment spec.class). */
 
@@ -107,13 +108,15 @@ export async function syncAssignment(
     if (ms !== undefined) againAfterMs = againAfterMs === undefined ? ms : Math.min(againAfterMs, ms);
   };
   const release = assignment.spec.release ?? 1;
-  await deleteFinishedCopyPods(
-    ctx,
-    assignment.metadata.uid ?? "",
+  const autograderRelease = assignment.spec.autograder?.release ?? 1;
+  await deleteFinishedCopyPods(ctx, assignment.metadata.uid ?? "", [
     previous.publishedRelease === release
       ? undefined
       : copyPodName("publish", assignment.metadata.uid ?? "", release),
-  );
+    !assignment.spec.autograder || previous.autograder?.release === autograderRelease
+      ? undefined
+      : autograderPodName(assignment),
+  ]);
   const problem = assignmentProblem(ctx, assignment, template);
   let published: ConditionInput;
   if (problem || !template) {
@@ -132,6 +135,17 @@ export async function syncAssignment(
     ...published,
     observedGeneration: assignment.metadata.generation,
   });
+  if (!problem && template) {
+    const grader = await snapshotAutograder(ctx, assignment, template, status);
+    soonest(grader.retryInMs);
+    if (grader.condition)
+      status.conditions = setCondition(status.conditions, {
+        ...grader.condition,
+        observedGeneration: assignment.metadata.generation,
+      });
+  }
+  if (!assignment.spec.autograder)
+    status.conditions = status.conditions.filter((c) => c.type !== AssignmentConditions.AutograderReady);
 
   const submissions = ctx.caches.submissions.byIndex(Index.byAssignment, namespacedKey(namespace, name));
   const closing = closingTime(assignment);

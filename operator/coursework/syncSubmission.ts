@@ -25,6 +25,7 @@ import { copyPodName, countOf, type CopyJob, type CopyMount } from "./copyPods.t
 import { deleteFinishedCopyPods, retryNote, runCopy } from "./copyRuns.ts";
 import type { CourseworkSyncResult } from "./syncAssignment.ts";
 import { writeStatus } from "../statusWrite.ts";
+import { gradeSubmission, pendingGradePod } from "../grading/syncGrading.ts";
 
 const HOME_MOUNT = "/home-claim";
 const COLLECTION_MOUNT = "/collection";
@@ -32,7 +33,7 @@ const COLLECTION_MOUNT = "/collection";
 const MAX_KEPT = 1000;
 
 /** The jobs run for one student's Submission. */
-type StudentJob = Exclude<CopyJob, "publish" | "archive" | "classarchive" | "verify">;
+type StudentJob = Exclude<CopyJob, "publish" | "archive" | "classarchive" | "verify" | "autograder">;
 
 /** Where a copy into the student's claim can run now, or why it waits. */
 type Placement = { nodeName?: string } | { wait: string };
@@ -88,7 +89,10 @@ export async function syncSubmission(
 
   const job = nextJob(submission, assignment);
   const uid = submission.metadata.uid ?? "";
-  await deleteFinishedCopyPods(ctx, uid, job && copyPodName(job, uid, generationOf(job, assignment)));
+  await deleteFinishedCopyPods(ctx, uid, [
+    job && copyPodName(job, uid, generationOf(job, assignment)),
+    pendingGradePod(submission, assignment, template),
+  ]);
   let againAfterMs: number | undefined;
   const userland = ctx.caches.userlands
     .byIndex(Index.byTemplate, namespacedKey(namespace, template.metadata.name))
@@ -112,6 +116,9 @@ export async function syncSubmission(
       againAfterMs = step.retryInMs;
     }
   }
+  // Grading reads the collection alone: it runs beside the copies into the student's volume.
+  const graded = await gradeSubmission(ctx, submission, assignment, template, status);
+  if (graded) set(graded);
   status.conditions = conditions;
   await writeStatus(ctx.rest, resources.Submission.path(namespace, name, "status"), previous, status);
   return againAfterMs === undefined ? {} : { againAfterMs };

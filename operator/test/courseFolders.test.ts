@@ -117,7 +117,7 @@ test("each folder's claim is named <template>-course-<folder>, labelled for the 
   ]);
 });
 
-test("the collection: a Retain claim <template>-collection; teachers see handins read-only and feedback read-write, students never mount it", () => {
+test("the collection: a Retain claim <template>-collection; teachers see handins and grades read-only and feedback read-write, students never mount it", () => {
   const collection = { pvcSpec, mountPath: "/srv/collection/" };
   const withCollection = template({ ...folders, collection });
   const claim = desiredCourseClaims(withCollection).find((c) => c.metadata?.name === "jupyter-collection");
@@ -144,6 +144,7 @@ test("the collection: a Retain claim <template>-collection; teachers see handins
     [
       { name: "collection", mountPath: "/srv/collection/handins", subPath: "handins", readOnly: true },
       { name: "collection", mountPath: "/srv/collection/feedback", subPath: "feedback" },
+      { name: "collection", mountPath: "/srv/collection/grades", subPath: "grades", readOnly: true },
     ],
   );
   // A pod volume named like the collection's is refused even for a student (the Template's validation probe).

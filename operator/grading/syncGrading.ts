@@ -1,0 +1,332 @@
+/**
+ * Grading's two steps in the coursework syncs (docs/decisions/0015-grading.md), level-triggered:
+ * the Assignment keeps a snapshot of its autograder per spec.autograder.release in the collection
+ * (a copy pod, as a release's snapshot is taken), and each Submission with a receipt has one grading
+ * run per key — the receipt, the snapshot's revision, the image and the timeout — so a new hand-in,
+ * a changed autograder or another image grades again, and nothing else does. A run that gives no
+ * result (timed out, results.json missing or invalid) is recorded as the last attempt and never
+ * replaces the last good grade.
+ */
+import { collectionNames, collectionPaths, courseFolderNames } from "../../api/naming.ts";
+import {
+  AssignmentConditions,
+  SubmissionConditions,
+  type Assignment,
+  type AssignmentStatus,
+  type Grade,
+  type GradedTest,
+  type Submission,
+  type SubmissionStatus,
+  type Template,
+} from "../../api/v1alpha1/index.ts";
+import type { ConditionInput } from "../conditions.ts";
+import type { OperatorContext } from "../context.ts";
+import { controllerReference } from "../ownership.ts";
+import { resources } from "../resources.ts";
+import { copyPodName } from "../coursework/copyPods.ts";
+import { retryNote, runCopy } from "../coursework/copyRuns.ts";
+import { isAlreadyExists } from "../../lib/kubeRest.ts";
+import {
+  gradeKey,
+  gradeOutcome,
+  gradePod,
+  gradePodName,
+  type GradeInputs,
+  type GradingResources,
+} from "./gradePods.ts";
+
+/** What the operator was told about grading (OPERATOR_AUTOGRADER_IMAGES, OPERATOR_AUTOGRADER_RESOURCES). */
+export interface GradingConfig {
+  /** Images an autograder may name besides the images of the namespace's Templates. */
+  images: readonly string[];
+  resources: GradingResources;
+}
+
+const DEFAULT_TIMEOUT_SECONDS = 300;
+const SOURCE_MOUNT = "/source";
+const SNAPSHOTS_MOUNT = "/autograders";
+
+/** The image an Assignment's autograder runs in: its own, else the Template's first container's. */
+export function autograderImage(a: Assignment, template: Template): string {
+  return a.spec.autograder?.image ?? template.spec.template.spec.containers[0]?.image ?? "";
+}
+
+/** What keeps the autograder from being used, as an AutograderReady=False condition. */
+export function autograderProblem(
+  ctx: OperatorContext,
+  a: Assignment,
+  template: Template,
+): { reason: string; message: string } | undefined {
+  const spec = a.spec.autograder;
+  if (!spec) return undefined;
+  const t = template.metadata.name ?? "";
+  const folder = template.spec.coursework?.folders?.find((f) => f.name === spec.folder);
+  if (!folder)
+    return {
+      reason: "AutograderFolderNotFound",
+      message: `Template "${t}" has no course folder "${spec.folder}" (spec.coursework.folders)`,
+    };
+  if (!folder.teachersOnly)
+    return {
+      reason: "AutograderNotHidden",
+      message: `course folder "${spec.folder}" is mounted in students' environments: an autograder's hidden tests must be in a folder with teachersOnly: true`,
+    };
+  const image = autograderImage(a, template);
+  const namespace = a.metadata.namespace ?? "";
+  const known = ctx.caches.templates
+    .list(namespace)
+    .some((other) => other.spec.template.spec.containers.some((c) => c.image === image));
+  if (!known && !ctx.coursework.grading.images.includes(image))
+    return {
+      reason: "AutograderImageNotAllowed",
+      message: `image ${JSON.stringify(image)} is neither a Template's image in this namespace nor listed by the admin (OPERATOR_AUTOGRADER_IMAGES)`,
+    };
+  return undefined;
+}
+
+/** The Assignment's side: the snapshot of spec.autograder.release, as AutograderReady. */
+export async function snapshotAutograder(
+  ctx: OperatorContext,
+  a: Assignment,
+  template: Template,
+  status: AssignmentStatus,
+): Promise<{ condition?: ConditionInput; retryInMs?: number }> {
+  const spec = a.spec.autograder;
+  if (!spec) {
+    delete status.autograder;
+    return {};
+  }
+  const type = AssignmentConditions.AutograderReady;
+  const problem = autograderProblem(ctx, a, template);
+  if (problem) return { condition: { type, status: "False", ...problem } };
+  const release = spec.release ?? 1;
+  const ready = (revision: string): ConditionInput => ({
+    type,
+    status: "True",
+    reason: "SnapshotTaken",
+    message: `Autograder release ${release} (sha256 ${revision}) grades every counted hand-in`,
+  });
+  if (status.autograder?.release === release) return { condition: ready(status.autograder.revision) };
+  const name = a.metadata.name ?? "";
+  const templateName = template.metadata.name ?? "";
+  const run = await runCopy(
+    ctx,
+    {
+      name: autograderPodName(a),
+      namespace: a.metadata.namespace ?? "",
+      job: "autograder",
+      owner: controllerReference("Assignment", a),
+      image: ctx.coursework.image,
+      template,
+      args: [
+        "handin",
+        `${SOURCE_MOUNT}/${spec.path}`,
+        `${SNAPSHOTS_MOUNT}/${collectionPaths.autograder(name, release).slice("autograders/".length)}`,
+      ],
+      mounts: [
+        {
+          claim: courseFolderNames(templateName, spec.folder).claim,
+          mountPath: SOURCE_MOUNT,
+          readOnly: true,
+        },
+        {
+          claim: collectionNames(templateName).claim,
+          mountPath: SNAPSHOTS_MOUNT,
+          subPath: "autograders",
+          readOnly: false,
+        },
+      ],
+    },
+    status.failedCopies,
+  );
+  if (run.state === "running")
+    return {
+      condition: {
+        type,
+        status: "False",
+        reason: "TakingSnapshot",
+        message: `Taking the snapshot of ${spec.folder}/${spec.path} for autograder release ${release}`,
+      },
+    };
+  if (!run.ok) {
+    status.failedCopies = run.failedCopies;
+    return {
+      condition: {
+        type,
+        status: "False",
+        reason: "SnapshotFailed",
+        message: `Autograder release ${release} of ${spec.folder}/${spec.path}: ${run.message}${retryNote(run.failedCopies)}`,
+      },
+      retryInMs: run.retryInMs === 0 ? undefined : run.retryInMs,
+    };
+  }
+  delete status.failedCopies;
+  const revision = String(run.result.sha256);
+  status.autograder = { release, revision, at: run.finishedAt };
+  return { condition: ready(revision) };
+}
+
+/** The autograder snapshot's copy pod of the current release (kept until its result is in status). */
+export function autograderPodName(a: Assignment): string {
+  return copyPodName("autograder", a.metadata.uid ?? "", a.spec.autograder?.release ?? 1);
+}
+
+/** The run a Submission needs now, or undefined (no autograder, no receipt, no snapshot yet). */
+export function gradeInputs(s: Submission, a: Assignment, template: Template): GradeInputs | undefined {
+  const receipt = s.status?.receipt;
+  const snapshot = a.status?.autograder;
+  if (!a.spec.autograder || !receipt || !snapshot || snapshot.release !== (a.spec.autograder.release ?? 1))
+    return undefined;
+  return {
+    receiptSha256: receipt.sha256,
+    autograderRevision: snapshot.revision,
+    image: autograderImage(a, template),
+    timeoutSeconds: a.spec.autograder.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,
+  };
+}
+
+/** The grading pod a Submission's cached status still waits for (the others may go). */
+export function pendingGradePod(s: Submission, a: Assignment, template: Template): string | undefined {
+  const inputs = gradeInputs(s, a, template);
+  if (!inputs) return undefined;
+  const key = gradeKey(inputs);
+  return s.status?.gradeAttempt?.key === key ? undefined : gradePodName(s.metadata.uid ?? "", key);
+}
+
+/** Gradescope's submission_metadata.json for this hand-in. */
+function submissionMetadata(s: Submission, a: Assignment): Record<string, unknown> {
+  return {
+    id: s.metadata.uid,
+    created_at: s.spec.handInRequestedAt ?? s.status?.receipt?.time,
+    assignment: {
+      id: a.metadata.name,
+      title: a.spec.title,
+      due_date: a.spec.deadline ?? null,
+      late_due_date: a.spec.lateUntil ?? null,
+      release_date: a.status?.publishedAt ?? null,
+      total_points: null,
+    },
+    submission_method: "upload",
+    users: [{ id: s.spec.user, name: s.spec.user, email: null }],
+    previous_submissions: [],
+  };
+}
+
+/** Reads numbers the collect step reported (anything else is left out). */
+const num = (v: unknown): number | undefined => (typeof v === "number" && Number.isFinite(v) ? v : undefined);
+
+function testsOf(summary: Record<string, unknown>): GradedTest[] {
+  const list = Array.isArray(summary.tests) ? (summary.tests as Record<string, unknown>[]) : [];
+  return list.slice(0, 100).map((t) => ({
+    name: typeof t.name === "string" ? t.name.slice(0, 200) : "",
+    ...(num(t.score) !== undefined ? { score: num(t.score) } : {}),
+    ...(num(t.maxScore) !== undefined ? { maxScore: num(t.maxScore) } : {}),
+    ...(t.status === "passed" || t.status === "failed" ? { status: t.status } : {}),
+    ...(typeof t.visibility === "string" &&
+    ["visible", "hidden", "after_due_date", "after_published"].includes(t.visibility)
+      ? { visibility: t.visibility as GradedTest["visibility"] }
+      : {}),
+  }));
+}
+
+/**
+ * The Submission's side: runs (or reads) the grading pod of the current inputs and records its
+ * outcome. Returns the Graded condition to set, if any.
+ */
+export async function gradeSubmission(
+  ctx: OperatorContext,
+  s: Submission,
+  a: Assignment,
+  template: Template,
+  status: SubmissionStatus,
+): Promise<ConditionInput | undefined> {
+  const type = SubmissionConditions.Graded;
+  if (!a.spec.autograder || !status.receipt) return undefined;
+  const inputs = gradeInputs({ ...s, status }, a, template);
+  if (!inputs)
+    return {
+      type,
+      status: "False",
+      reason: "WaitingForAutograder",
+      message: "The autograder's snapshot is not taken yet (the Assignment's AutograderReady says why)",
+    };
+  const key = gradeKey(inputs);
+  if (status.gradeAttempt?.key === key) return gradedCondition(status);
+  const namespace = s.metadata.namespace ?? "";
+  const name = gradePodName(s.metadata.uid ?? "", key);
+  const pod = ctx.caches.copyPods.get(name, namespace);
+  if (!pod) {
+    const assignment = a.metadata.name ?? "";
+    const templateName = template.metadata.name ?? "";
+    try {
+      await ctx.rest.create(
+        resources.Pod.path(namespace),
+        gradePod({
+          name,
+          namespace,
+          owner: controllerReference("Submission", s),
+          template,
+          platformImage: ctx.coursework.image,
+          autograderImage: inputs.image,
+          timeoutSeconds: inputs.timeoutSeconds,
+          resources: ctx.coursework.grading.resources,
+          collectionClaim: collectionNames(templateName).claim,
+          handIn: collectionPaths.handIn(assignment, s.spec.user),
+          autograder: collectionPaths.autograder(assignment, a.status?.autograder?.release ?? 1),
+          out: collectionPaths.grade(assignment, s.spec.user, key).slice("grades/".length),
+          receiptSha256: inputs.receiptSha256,
+          metadata: submissionMetadata(s, a),
+        }),
+      );
+    } catch (error) {
+      if (!isAlreadyExists(error)) throw error;
+    }
+    return { type, status: "False", reason: "Grading", message: "The autograder is running" };
+  }
+  const outcome = pod.metadata?.deletionTimestamp
+    ? undefined
+    : gradeOutcome(pod, inputs.timeoutSeconds, ctx.now());
+  if (!outcome) return { type, status: "False", reason: "Grading", message: "The autograder is running" };
+  const recorded = { key, ...inputs, time: outcome.finishedAt };
+  const { timeoutSeconds: _timeout, ...attemptInputs } = recorded;
+  if (!outcome.ok) {
+    status.gradeAttempt = { ...attemptInputs, ok: false, reason: outcome.reason, message: outcome.message };
+    return gradedCondition(status);
+  }
+  const summary = outcome.summary;
+  const grade: Grade = {
+    ...attemptInputs,
+    score: num(summary.score) ?? 0,
+    ...(num(summary.maxScore) !== undefined ? { maxScore: num(summary.maxScore) } : {}),
+    ...(num(summary.executionSeconds) !== undefined
+      ? { executionSeconds: num(summary.executionSeconds) }
+      : {}),
+    tests: testsOf(summary),
+    testCount: num(summary.testCount) ?? 0,
+    results: collectionPaths.grade(a.metadata.name ?? "", s.spec.user, key),
+  };
+  status.grade = grade;
+  status.gradeAttempt = { ...attemptInputs, ok: true, reason: "Graded", message: scoreText(grade) };
+  return gradedCondition(status);
+}
+
+const scoreText = (g: Grade): string =>
+  `${g.score}${g.maxScore !== undefined ? ` of ${g.maxScore}` : ""} points (${g.testCount ?? 0} tests)`;
+
+/** The Graded condition from the last attempt: a failed one keeps the last good grade's score in view. */
+function gradedCondition(status: SubmissionStatus): ConditionInput | undefined {
+  const attempt = status.gradeAttempt;
+  if (!attempt) return undefined;
+  if (attempt.ok)
+    return { type: SubmissionConditions.Graded, status: "True", reason: "Graded", message: attempt.message };
+  const kept =
+    status.grade && status.grade.key !== attempt.key
+      ? `; the earlier grade stands (${scoreText(status.grade)})`
+      : "";
+  return {
+    type: SubmissionConditions.Graded,
+    status: "False",
+    reason: attempt.reason,
+    message: `${attempt.message}${kept}`,
+  };
+}

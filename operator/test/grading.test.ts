@@ -1,0 +1,318 @@
+/**
+ * Grading against the real API server (docs/decisions/0015-grading.md): the autograder's snapshot
+ * and the grading runs the operator makes, keyed by their inputs, and what it writes from a run's
+ * outcome. kwok runs no containers: the test ends a pod by writing its status as the kubelet would
+ * (each step's exit code and termination message), through pods/status. The pods themselves run on
+ * the real node in test/node/grading.test.ts.
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import type { V1ContainerState, V1Pod } from "@kubernetes/client-node";
+import { submissionNameFor } from "../../api/naming.ts";
+import {
+  assignmentsPath,
+  submissionsPath,
+  type Assignment,
+  type Submission,
+  type TemplateSpec,
+} from "../../api/v1alpha1/index.ts";
+import { paths } from "../../api/kubePaths.ts";
+import type { KubeRest } from "../../lib/kubeRest.ts";
+import { eventually, testNamespace } from "../../test/support/cluster.ts";
+import { startOperator } from "../../test/support/operator.ts";
+import {
+  adminRest,
+  createTemplate,
+  createUserland,
+  simpleTemplateSpec,
+} from "../../test/support/resources.ts";
+
+const IMAGE = "registry.invalid/userland:test";
+const IDE = "registry.invalid/ide:1";
+const claimSpec = { accessModes: ["ReadWriteMany"], resources: { requests: { storage: "1Gi" } } };
+const SHA = (c: string) => c.repeat(64);
+
+const podsPath = (ns: string, name?: string, sub?: string) =>
+  paths.namespaced("", "v1", "pods", ns, name, sub);
+
+const spec = (): TemplateSpec =>
+  simpleTemplateSpec(IDE, {
+    volumes: [{ name: "home", pvcSpec: claimSpec }],
+    coursework: {
+      home: { volume: "home", mountPath: "/home/student" },
+      folders: [
+        { name: "course", mountPath: "/srv/course", pvcSpec: claimSpec },
+        { name: "graders", mountPath: "/srv/graders", pvcSpec: claimSpec, teachersOnly: true },
+      ],
+      collection: { pvcSpec: claimSpec, mountPath: "/srv/collection" },
+    },
+  });
+
+async function pods(rest: KubeRest, ns: string, job: string): Promise<V1Pod[]> {
+  const list = await rest.list<V1Pod>(podsPath(ns), { query: { labelSelector: `userland.dev/copy=${job}` } });
+  return list.items.filter((p) => !p.metadata?.deletionTimestamp);
+}
+
+const stamp = () => new Date().toISOString().replace(/\.\d+Z$/, "Z");
+const ended = (exitCode: number, message?: object): V1ContainerState =>
+  ({
+    terminated: {
+      exitCode,
+      ...(message ? { message: JSON.stringify(message) } : {}),
+      startedAt: stamp(),
+      finishedAt: stamp(),
+    },
+  }) as unknown as V1ContainerState;
+const statusOf = (name: string, state: V1ContainerState) => ({
+  name,
+  state,
+  image: "",
+  imageID: "",
+  ready: false,
+  restartCount: 0,
+});
+
+/** Ends a pod as the kubelet would: its steps' states, its phase and (for a deadline) its reason. */
+async function end(
+  rest: KubeRest,
+  pod: V1Pod,
+  phase: "Succeeded" | "Failed",
+  steps: { init?: Record<string, V1ContainerState>; main: Record<string, V1ContainerState> },
+  reason?: string,
+): Promise<void> {
+  await rest.patch(podsPath(pod.metadata?.namespace ?? "", pod.metadata?.name, "status"), {
+    status: {
+      phase,
+      ...(reason ? { reason, message: "Pod was active on the node longer than the specified deadline" } : {}),
+      initContainerStatuses: Object.entries(steps.init ?? {}).map(([n, s]) => statusOf(n, s)),
+      containerStatuses: Object.entries(steps.main).map(([n, s]) => statusOf(n, s)),
+    },
+  });
+}
+
+const condition = (
+  obj: { status?: { conditions?: { type: string; status: string; reason: string; message: string }[] } },
+  type: string,
+) => obj.status?.conditions?.find((c) => c.type === type);
+
+const autograded = (name: string, autograder: Record<string, unknown>) => ({
+  apiVersion: "userland.dev/v1alpha1",
+  kind: "Assignment",
+  metadata: { name },
+  spec: {
+    templateName: "lab",
+    title: "Week 1",
+    source: { folder: "course", path: "w1" },
+    deadline: "2099-01-01T00:00:00Z",
+    autograder,
+  },
+});
+
+test("an autograder's snapshot, one sealed grading run per hand-in and autograder revision, its score in status; a run without a result never replaces the last good grade; a visible folder or an unknown image is refused", async (t) => {
+  const ns = await testNamespace(t, "grading");
+  const rest = await adminRest();
+  await startOperator(t, ns, {
+    env: { OPERATOR_COPY_IMAGE: IMAGE, OPERATOR_AUTOGRADER_IMAGES: "registry.invalid/grader:1" },
+  });
+  await createTemplate(ns, "lab", spec());
+  await createUserland(ns, "ann", "ann", "lab", false);
+  await rest.create(assignmentsPath(ns), autograded("a1", { folder: "graders", path: "w1" }));
+  await rest.create(assignmentsPath(ns), autograded("visible", { folder: "course", path: "w1" }));
+  await rest.create(
+    assignmentsPath(ns),
+    autograded("unknown", { folder: "graders", path: "w1", image: "docker.io/someone/miner:1" }),
+  );
+  await rest.create(
+    assignmentsPath(ns),
+    autograded("listed", { folder: "graders", path: "w1", image: "registry.invalid/grader:1" }),
+  );
+
+  const refused = async (name: string, reason: string, message: RegExp) => {
+    const a = await eventually(`${name}: ${reason}`, async () => {
+      const got = await rest.get<Assignment>(assignmentsPath(ns, name));
+      return condition(got, "AutograderReady")?.reason === reason && got;
+    });
+    assert.match(condition(a, "AutograderReady")?.message ?? "", message);
+  };
+  await refused("visible", "AutograderNotHidden", /teachersOnly: true/);
+  await refused("unknown", "AutograderImageNotAllowed", /OPERATOR_AUTOGRADER_IMAGES/);
+  // An image the admin listed is taken.
+  await eventually("listed: its snapshot being taken", async () => {
+    const a = await rest.get<Assignment>(assignmentsPath(ns, "listed"));
+    return condition(a, "AutograderReady")?.reason === "TakingSnapshot";
+  });
+
+  // The autograder's snapshot: from the teachers-only folder (read-only) into the collection.
+  const snapshotOf = async (release: number) =>
+    eventually(`a1's autograder snapshot pod for release ${release}`, async () =>
+      (await pods(rest, ns, "autograder")).find(
+        (p) => p.spec?.containers[0]?.command?.at(-1) === `/autograders/a1/${release}`,
+      ),
+    );
+  const snapshot = await snapshotOf(1);
+  assert.deepEqual(snapshot.spec?.containers[0]?.command?.slice(2), [
+    "handin",
+    "/source/w1",
+    "/autograders/a1/1",
+  ]);
+  assert.deepEqual(
+    snapshot.spec?.containers[0]?.volumeMounts?.map((m) => [
+      m.mountPath,
+      m.subPath ?? "",
+      m.readOnly ?? false,
+    ]),
+    [
+      ["/source", "", true],
+      ["/autograders", "autograders", false],
+    ],
+  );
+  assert.equal(snapshot.spec?.volumes?.[0]?.persistentVolumeClaim?.claimName, "lab-course-graders");
+  const [publish] = await eventually("a1's publish pod", async () =>
+    (await pods(rest, ns, "publish")).filter((p) => p.metadata?.ownerReferences?.[0]?.name === "a1"),
+  );
+  assert.ok(publish);
+  await end(rest, publish, "Succeeded", {
+    main: { copy: ended(0, { files: [], bytes: 0, sha256: SHA("a") }) },
+  });
+  await end(rest, snapshot, "Succeeded", {
+    main: { copy: ended(0, { files: [], bytes: 0, sha256: SHA("c") }) },
+  });
+  const ready = await eventually("a1's autograder ready", async () => {
+    const a = await rest.get<Assignment>(assignmentsPath(ns, "a1"));
+    return a.status?.autograder && a;
+  });
+  assert.deepEqual([ready.status?.autograder?.release, ready.status?.autograder?.revision], [1, SHA("c")]);
+  assert.equal(condition(ready, "AutograderReady")?.status, "True");
+
+  // ann hands in; the receipt is taken; a grading run follows.
+  const annName = submissionNameFor("a1", "ann");
+  await eventually("ann's Submission", () =>
+    rest.get<Submission>(submissionsPath(ns, annName)).catch(() => undefined),
+  );
+  await rest.patch(submissionsPath(ns, annName), {
+    spec: { handInRequestedAt: "2026-12-07T10:00:00Z", handInRequestedBy: "student" },
+  });
+  const handin = await eventually("ann's hand-in pod", async () => (await pods(rest, ns, "handin"))[0]);
+  await end(rest, handin, "Succeeded", {
+    main: {
+      copy: ended(0, {
+        files: [{ path: "calc.py", bytes: 3, sha256: SHA("1") }],
+        bytes: 3,
+        sha256: SHA("b"),
+        skipped: [],
+      }),
+    },
+  });
+  const run = await eventually("ann's grading pod", async () => (await pods(rest, ns, "grade"))[0]);
+  const prepare = run.spec?.initContainers?.[0];
+  assert.equal(run.spec?.initContainers?.[1]?.image, IDE, "unset: the Template's first container's image");
+  assert.deepEqual(prepare?.command?.slice(2, 6), [
+    "prepare",
+    "--submission",
+    "/submission",
+    "--receipt-sha256",
+  ]);
+  assert.equal(prepare?.command?.[6], SHA("b"));
+  const metadata = JSON.parse(prepare?.env?.find((e) => e.name === "GRADING_METADATA")?.value ?? "{}") as {
+    created_at?: string;
+    assignment?: { due_date?: string };
+    users?: { id: string }[];
+  };
+  assert.deepEqual(
+    [metadata.created_at, metadata.assignment?.due_date, metadata.users?.[0]?.id],
+    ["2026-12-07T10:00:00Z", "2099-01-01T00:00:00Z", "ann"],
+  );
+  assert.equal(run.spec?.automountServiceAccountToken, false);
+  assert.equal(run.spec?.dnsPolicy, "None");
+  let s = await rest.get<Submission>(submissionsPath(ns, annName));
+  assert.equal(condition(s, "Graded")?.reason, "Grading");
+
+  await end(rest, run, "Succeeded", {
+    init: { prepare: ended(0, { files: 1, sourceFiles: 3 }), autograder: ended(0) },
+    main: {
+      collect: ended(0, {
+        score: 7,
+        maxScore: 10,
+        executionSeconds: 1.5,
+        testCount: 2,
+        tests: [
+          { name: "test_add", score: 5, maxScore: 5, status: "passed", visibility: "visible" },
+          { name: "test_hidden", score: 2, maxScore: 5, status: "failed", visibility: "hidden" },
+        ],
+      }),
+    },
+  });
+  s = await eventually("ann's grade", async () => {
+    const got = await rest.get<Submission>(submissionsPath(ns, annName));
+    return got.status?.grade && got;
+  });
+  const grade = s.status?.grade;
+  assert.deepEqual(
+    [
+      grade?.score,
+      grade?.maxScore,
+      grade?.testCount,
+      grade?.receiptSha256,
+      grade?.autograderRevision,
+      grade?.image,
+    ],
+    [7, 10, 2, SHA("b"), SHA("c"), IDE],
+  );
+  assert.deepEqual(
+    grade?.tests?.map((x) => [x.name, x.score, x.visibility]),
+    [
+      ["test_add", 5, "visible"],
+      ["test_hidden", 2, "hidden"],
+    ],
+  );
+  assert.match(grade?.results ?? "", /^grades\/a1\/ann[^/]*\/[a-z0-9]+$/);
+  assert.deepEqual(
+    [condition(s, "Graded")?.status, condition(s, "Graded")?.message],
+    ["True", "7 of 10 points (2 tests)"],
+  );
+  await eventually(
+    "the finished grading pod deleted, no other made",
+    async () => (await pods(rest, ns, "grade")).length === 0,
+  );
+
+  // The teacher updates the autograder: a new snapshot, a new run; it times out, the grade stands.
+  await rest.patch(assignmentsPath(ns, "a1"), { spec: { autograder: { release: 2 } } });
+  await end(rest, await snapshotOf(2), "Succeeded", {
+    main: { copy: ended(0, { files: [], bytes: 0, sha256: SHA("d") }) },
+  });
+  const again = await eventually("ann's second grading pod", async () => (await pods(rest, ns, "grade"))[0]);
+  assert.notEqual(again.metadata?.name, run.metadata?.name);
+  await end(
+    rest,
+    again,
+    "Failed",
+    {
+      init: {
+        prepare: ended(0),
+        autograder: { running: { startedAt: stamp() } } as unknown as V1ContainerState,
+      },
+      main: {},
+    },
+    "DeadlineExceeded",
+  );
+  s = await eventually("ann's second attempt recorded", async () => {
+    const got = await rest.get<Submission>(submissionsPath(ns, annName));
+    return got.status?.gradeAttempt?.autograderRevision === SHA("d") && got;
+  });
+  assert.deepEqual(
+    [
+      s.status?.gradeAttempt?.ok,
+      s.status?.gradeAttempt?.reason,
+      s.status?.grade?.score,
+      s.status?.grade?.autograderRevision,
+    ],
+    [false, "TimedOut", 7, SHA("c")],
+  );
+  assert.equal(condition(s, "Graded")?.status, "False");
+  assert.match(
+    condition(s, "Graded")?.message ?? "",
+    /^timed out after 300 s: the autograder was stopped; the earlier grade stands \(7 of 10 points/,
+  );
+  // The attempt is final for its inputs: no pod is made again.
+  await eventually("the timed-out pod deleted", async () => (await pods(rest, ns, "grade")).length === 0);
+});
