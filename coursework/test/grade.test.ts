@@ -206,7 +206,10 @@ test("collect: results.json missing (with the exit code and the output's end), a
   const timedOut = await collect(work, join(dir, "t"));
   assert.ok(!timedOut.ok);
   assert.equal(timedOut.reason, "TimedOut");
-  assert.match(timedOut.message, /^timed out after 300 s: run_autograder was stopped; its output ends:\n.*boom/s);
+  assert.match(
+    timedOut.message,
+    /^timed out after 300 s: run_autograder was stopped; its output ends:\n.*boom/s,
+  );
 
   const big = join(dir, "big");
   await mkdir(join(big, "results"), { recursive: true });
