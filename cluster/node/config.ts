@@ -123,6 +123,9 @@ export function kubeletConfig(p: NodePaths, cgroupRoot: string): string {
     evictionHard: { "memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%" },
     serializeImagePulls: false,
     maxPods: 110,
+    // Processes per pod (Kubernetes has no per-pod field): a grading pod's fork bomb ends here
+    // (docs/decisions/0015-grading.md); environments use a few hundred at most.
+    podPidsLimit: 4096,
     registerNode: true,
     // Only pods that ask for the real node come here; everything else stays on kwok's nodes.
     registerWithTaints: [{ key: REAL_NODE_TAINT, value: "true", effect: "NoSchedule" }],

@@ -60,7 +60,8 @@ export async function prepare(input: PrepareInput): Promise<{ files: number; sou
     join(input.work, "submission_metadata.json"),
     `${JSON.stringify(input.metadata, null, 2)}\n`,
   );
-  await mkdir(join(input.work, "results"), { mode: 0o755 });
+  // In the pod results/ is a volume of its own, mounted there already.
+  await mkdir(join(input.work, "results"), { recursive: true, mode: 0o755 });
   return { files: found.files.length, sourceFiles: receipt.files.length };
 }
 

@@ -9,8 +9,8 @@
  * Sealed: no ServiceAccount token, no Service links, no DNS (a resolver on the pod's own loopback,
  * where nothing listens), the copy pods' deny-all NetworkPolicy (it selects the copy label), non-root
  * without capabilities or privilege escalation, the runtime's default seccomp profile, a read-only
- * root file system, and one memory-backed scratch volume whose size is a hard cap (writes fail with
- * ENOSPC at it) and whose bytes count against the memory limit. The autograder's step alone mounts
+ * root file system, and memory-backed scratch volumes whose sizes are hard caps (writes fail with
+ * ENOSPC at them) and whose bytes count against the memory limit. The autograder's step alone mounts
  * the hand-in (read-only); only `collect` writes the collection, and only its grades/.
  */
 import type { V1OwnerReference, V1Pod, V1SecurityContext } from "@kubernetes/client-node";
@@ -36,6 +36,8 @@ export const PLATFORM_STEPS_SECONDS = 120;
 export const GRADE_JOB = "grade";
 
 export const WORK = "/autograder";
+/** results/: results.json (read up to 1 MiB) and the captured stdout (its first MiB kept). */
+const RESULTS_VOLUME = "64Mi";
 const SUBMISSION_CHECKED = "/submission";
 const SNAPSHOT = "/autograder-snapshot";
 const GRADES = "/grades";
@@ -140,6 +142,8 @@ export function gradePod(input: GradePodInput): V1Pod {
       ...(templatePod.affinity ? { affinity: structuredClone(templatePod.affinity) } : {}),
       volumes: [
         { name: "work", emptyDir: { medium: "Memory", sizeLimit: input.resources.disk } },
+        // Apart from the scratch volume: a submission that fills it leaves room for the results.
+        { name: "results", emptyDir: { medium: "Memory", sizeLimit: RESULTS_VOLUME } },
         { name: "collection", persistentVolumeClaim: { claimName: input.collectionClaim } },
       ],
       initContainers: [
@@ -184,6 +188,7 @@ export function gradePod(input: GradePodInput): V1Pod {
           volumeMounts: [
             { name: "work", mountPath: WORK },
             { name: "work", mountPath: "/tmp", subPath: "tmp" },
+            { name: "results", mountPath: `${WORK}/results` },
             // The same bytes prepare checked: a read-only mount, never the student's volume.
             { name: "collection", mountPath: `${WORK}/submission`, subPath: input.handIn, readOnly: true },
           ],
@@ -199,6 +204,7 @@ export function gradePod(input: GradePodInput): V1Pod {
           resources: PLATFORM_RESOURCES,
           volumeMounts: [
             { name: "work", mountPath: WORK, readOnly: true },
+            { name: "results", mountPath: `${WORK}/results`, readOnly: true },
             { name: "collection", mountPath: GRADES, subPath: "grades" },
           ],
         },

@@ -41,7 +41,7 @@ import {
   patchUserland,
   waitForPhase,
 } from "../support/resources.ts";
-import { execInContainer, realNode, waitForOnePodReady } from "../support/realNode.ts";
+import { realNode, waitForOnePodReady, shIn as sh } from "../support/realNode.ts";
 
 const HOME = LAB_HOME;
 const COURSE = "/srv/course";
@@ -52,13 +52,6 @@ const COPY_MS = 60_000;
 type Conditioned = { status?: { conditions?: { type: string; reason: string; message: string }[] } };
 const condition = (o: Conditioned, type: string) => o.status?.conditions?.find((c) => c.type === type);
 const now = () => new Date().toISOString().replace(/\.\d+Z$/, "Z");
-
-/** Runs a shell script in an environment's container; fails the test with its stderr. */
-async function sh(pod: V1Pod, script: string): Promise<string> {
-  const result = await execInContainer(pod, ["sh", "-euc", script]);
-  assert.equal(result.code, 0, `${pod.metadata?.name}: ${script}\n${result.stderr}`);
-  return result.stdout;
-}
 
 /** coursework/README.md's check of a hand-in or an extracted archive, with coreutils, in `pod`. */
 async function manifestHash(pod: V1Pod, dir: string): Promise<string> {

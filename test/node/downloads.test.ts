@@ -41,16 +41,11 @@ import {
   realNode,
   waitForOnePodReady,
   waitForPodReady,
+  shIn as sh,
 } from "../support/realNode.ts";
 
 const HOME = LAB_HOME;
 const CLIENT_LABEL = { "userland.dev/test-archive-client": "yes" };
-
-async function sh(pod: V1Pod, script: string): Promise<string> {
-  const result = await execInContainer(pod, ["sh", "-euc", script], { timeoutMs: 60_000 });
-  assert.equal(result.code, 0, `${pod.metadata?.name}: ${script}\n${result.stderr}`);
-  return result.stdout;
-}
 
 /** Writes an Archive for `source` and waits until its pod listens; returns the token and the URL. */
 async function serveArchive(ns: string, name: string, source: Archive["spec"]["source"]) {

@@ -40,22 +40,16 @@ import {
 import { startOperator } from "../support/operator.ts";
 import { adminRest, createTemplate, createUserland, waitForPhase } from "../support/resources.ts";
 import {
-  execInContainer,
   onRealNode,
   realNode,
   waitForOnePodReady,
   waitForPodReady,
+  shIn as sh,
 } from "../support/realNode.ts";
 
 const STUDENTS = ["ann", "ben", "cat"] as const;
 /** The labels that make a pod an archive client (the chart gives them to the user-manager's pods). */
 const CLIENT_LABEL = { "userland.dev/test-archive-client": "yes" };
-
-async function sh(pod: V1Pod, script: string): Promise<string> {
-  const result = await execInContainer(pod, ["sh", "-euc", script], { timeoutMs: 60_000 });
-  assert.equal(result.code, 0, `${pod.metadata?.name}: ${script}\n${result.stderr}`);
-  return result.stdout;
-}
 
 const exists = (rest: KubeRest, path: string) =>
   rest.get(path).then(

@@ -44,6 +44,7 @@ import {
   realNode,
   waitForOnePodReady,
   waitForPodReady,
+  shIn as sh,
 } from "../support/realNode.ts";
 import { parseManifests, renderChart } from "../chart/support.ts";
 
@@ -54,12 +55,6 @@ const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d+Z$/, "Z");
 /** Does a TCP connection from inside `from` to host:port succeed within 3 s? */
 async function connects(from: V1Pod, host: string, port: number): Promise<boolean> {
   return (await execInContainer(from, ["nc", "-z", "-w", "3", host, String(port)])).code === 0;
-}
-
-async function sh(pod: V1Pod, script: string): Promise<string> {
-  const result = await execInContainer(pod, ["sh", "-euc", script]);
-  assert.equal(result.code, 0, `${pod.metadata?.name}: ${script}\n${result.stderr}`);
-  return result.stdout;
 }
 
 test("an exam on the real node: inside the window a student's pod reaches neither the outside nor another student, the proxy still reaches it; at the end the work is collected and the network opens again", async (t) => {

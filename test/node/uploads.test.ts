@@ -30,13 +30,7 @@ import {
 } from "../support/coursework.ts";
 import { startOperator } from "../support/operator.ts";
 import { adminRest, createTemplate, createUserland, waitForPhase } from "../support/resources.ts";
-import { execInContainer, exposeFromNode, realNode, waitForOnePodReady } from "../support/realNode.ts";
-
-async function sh(pod: V1Pod, script: string): Promise<string> {
-  const result = await execInContainer(pod, ["sh", "-euc", script], { timeoutMs: 60_000 });
-  assert.equal(result.code, 0, `${pod.metadata?.name}: ${script}\n${result.stderr}`);
-  return result.stdout;
-}
+import { exposeFromNode, realNode, waitForOnePodReady, shIn as sh } from "../support/realNode.ts";
 
 test("uploads on the real node: materials into the course folder, published to the students; a feedback zip by student, returned into each one's feedback folder", async (t) => {
   const node = await realNode();

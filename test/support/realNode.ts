@@ -4,6 +4,7 @@
  * namespace (`inNode`), or inside a pod's container through containerd (`execInContainer`, what
  * `kubectl exec` does; the API server cannot dial the kubelet from loopback).
  */
+import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { TestContext } from "node:test";
@@ -96,6 +97,27 @@ export async function waitForServiceRouting(
     timeoutMs,
     100,
   );
+}
+
+/**
+ * Runs a shell script (`sh -euc`) in a pod's container, as the harness acts for a teacher or a
+ * student; fails the test with its stderr. Resolves with its stdout.
+ */
+export async function shIn(pod: V1Pod, script: string, timeoutMs = 60_000): Promise<string> {
+  const result = await execInContainer(pod, ["sh", "-euc", script], { timeoutMs });
+  assert.equal(result.code, 0, `${pod.metadata?.name}: ${script}\n${result.stderr}`);
+  return result.stdout;
+}
+
+/** Writes `files` (relative path → text) under `dir` in a pod's container, its folders made as needed. */
+export async function writeFilesIn(pod: V1Pod, dir: string, files: Record<string, string>): Promise<void> {
+  const script = Object.entries(files)
+    .map(([path, text]) => {
+      const target = `${dir}/${path}`;
+      return `mkdir -p "$(dirname '${target}')" && echo '${Buffer.from(text).toString("base64")}' | base64 -d > '${target}'`;
+    })
+    .join(" && ");
+  await shIn(pod, script);
 }
 
 /** Runs `argv` in a running container of a pod, like `kubectl exec`; resolves with its outcome. */
