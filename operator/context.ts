@@ -3,7 +3,7 @@
  * metrics, logs and the clock. Handlers get everything from here, nothing from the controller.
  */
 import type { ArchiveClients } from "./coursework/copyPods.ts";
-import type { GradingConfig } from "./grading/syncGrading.ts";
+import type { GradingConfig } from "./grading/gradePods.ts";
 import type { UserlandStatus } from "../api/v1alpha1/index.ts";
 import type { KubeRest } from "../lib/kubeRest.ts";
 import type { Logger } from "../lib/logger.ts";

@@ -39,8 +39,7 @@ import {
 } from "./coursework/wiring.ts";
 import { FAILED_COPY_RETRY_MS } from "./coursework/copyRuns.ts";
 import type { ArchiveClients } from "./coursework/copyPods.ts";
-import { DEFAULT_GRADING_RESOURCES } from "./grading/gradePods.ts";
-import type { GradingConfig } from "./grading/syncGrading.ts";
+import { DEFAULT_GRADING_RESOURCES, type GradingConfig } from "./grading/gradePods.ts";
 import { syncArchive } from "./coursework/syncArchive.ts";
 import { syncClassArchive } from "./coursework/syncClassArchive.ts";
 import { syncExam } from "./exams/syncExam.ts";

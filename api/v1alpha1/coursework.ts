@@ -49,6 +49,37 @@ const FAILED_COPIES = Type.Object(
   },
 );
 
+/** One student's own deadline (docs/decisions/0015-grading.md). */
+const EXTENSION = Type.Object(
+  {
+    user: Type.String({
+      minLength: 1,
+      maxLength: USER_MAX,
+      pattern: USER_PATTERN,
+      description: "The student.",
+    }),
+    deadline: Type.Unsafe<string>({ ...TIME, description: "Their deadline instead of spec.deadline." }),
+    lateUntil: Type.Optional(
+      Type.Unsafe<string>({
+        ...TIME,
+        description: "Their late hand-ins are accepted until then (instead of spec.lateUntil; unset: none).",
+      }),
+    ),
+    note: Type.Optional(
+      Type.String({ maxLength: 200, description: "Why, for the teachers (not shown to students)." }),
+    ),
+  },
+  {
+    "x-kubernetes-validations": [
+      {
+        rule: "!has(self.lateUntil) || timestamp(self.lateUntil) > timestamp(self.deadline)",
+        fieldPath: ".lateUntil",
+        message: "an extension's lateUntil must be after its deadline",
+      },
+    ],
+  },
+);
+
 /** Gradescope's autograder contract, run in a sealed pod (docs/decisions/0015-grading.md). */
 const AUTOGRADER = Type.Object(
   {
@@ -153,6 +184,33 @@ export const AssignmentSpecSchema = Type.Object(
           "Raise it (the console's Return feedback) to copy what teachers put in the collection's feedback/<assignment>/<user>/ into that student's assignments/<name>/feedback/. 0: nothing returned yet.",
       }),
     ),
+    extensions: Type.Optional(
+      Type.Array(EXTENSION, {
+        maxItems: 1000,
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["user"],
+        description:
+          "Students with a deadline of their own (an extension, an accommodation): each entry replaces spec.deadline and spec.lateUntil for that student alone. Their work is collected at their own closing time; their receipt names the deadline that applied.",
+      }),
+    ),
+    latePenalty: Type.Optional(
+      Type.Object(
+        {
+          percentPerDay: Type.Number({
+            minimum: 0,
+            maximum: 100,
+            description: "Taken off the score for each day, or part of one, a hand-in is late.",
+          }),
+          maxPercent: Type.Optional(
+            Type.Number({ minimum: 0, maximum: 100, description: "At most this much in all (default 100)." }),
+          ),
+        },
+        {
+          description:
+            "What a late hand-in (after the student's deadline, before their lateUntil) costs. Unset: late is marked, nothing is taken off.",
+        },
+      ),
+    ),
     autograder: Type.Optional(AUTOGRADER),
     limits: Type.Optional(
       Type.Object({
@@ -245,6 +303,14 @@ const GRADE = Type.Object(
       }),
     ),
     testCount: Type.Optional(Type.Integer({ minimum: 0 })),
+    latePenaltyPercent: Type.Optional(
+      Type.Number({
+        minimum: 0,
+        maximum: 100,
+        description:
+          "What spec.latePenalty takes off for a late hand-in (score is before it): percentPerDay per day or part of one after the student's deadline.",
+      }),
+    ),
     results: Type.String({
       maxLength: 1024,
       description: "Where the run's results.json and stdout are in the Template's collection.",
@@ -339,6 +405,16 @@ export const SubmissionStatusSchema = Type.Object({
         bytes: Type.Integer({ minimum: 0, format: "int64" }),
         sha256: SHA256,
         late: Type.Boolean(),
+        deadline: Type.Optional(
+          Type.Unsafe<string>({
+            ...TIME,
+            description:
+              "The deadline that applied to this student (their extension's, else the assignment's).",
+          }),
+        ),
+        extended: Type.Optional(
+          Type.Boolean({ description: "The deadline was the student's own (an extension)." }),
+        ),
         by: StringEnum(["student", "deadline"], {
           description: "Who asked for it (spec.handInRequestedBy).",
         }),
@@ -365,9 +441,7 @@ export type SubmissionSpec = Static<typeof SubmissionSpecSchema>;
 export type SubmissionStatus = Static<typeof SubmissionStatusSchema>;
 export type Submission = CustomObject<"Submission", SubmissionSpec, SubmissionStatus>;
 export type FailedCopies = Static<typeof FAILED_COPIES>;
-export type Autograder = Static<typeof AUTOGRADER>;
 export type Grade = Static<typeof GRADE>;
-export type GradeAttempt = Static<typeof GRADE_ATTEMPT>;
 export type GradedTest = Static<typeof GRADED_TEST>;
 
 /** Condition types the operator writes on Assignments (operator/coursework/syncAssignment.ts). */

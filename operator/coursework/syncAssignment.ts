@@ -1,8 +1,9 @@
 /**
  * The Assignment sync handler (docs/decisions/0011-coursework.md): publish each new spec.release as
  * a snapshot in the Template's collection (a copy pod), keep one Submission per student of the
- * Template (optionally of one class), request every outstanding hand-in at the closing time
- * (lateUntil, else the deadline), and count the Submissions in status.
+ * Template (optionally of one class), request every outstanding hand-in at each student's closing
+ * time (lateUntil, else the deadline: an extension's, else the assignment's), and count the
+ * Submissions in status.
  */
 import pLimit from "p-limit";
 import { controllerReference } from "../ownership.ts";
@@ -31,6 +32,7 @@ import { resources } from "../resources.ts";
 import { copyPodName } from "./copyPods.ts";
 import { deleteFinishedCopyPods, retryNote, runCopy } from "./copyRuns.ts";
 import { writeStatus } from "../statusWrite.ts";
+import { deadlineFor } from "../../api/deadlines.ts";
 import { autograderPodName, snapshotAutograder } from "../grading/syncGrading.ts";
 
 /** Label on a Userland that puts it in a class (Assignment spec.class). */
@@ -44,11 +46,6 @@ const SOURCE_MOUNT = "/source";
 const PUBLISHED_MOUNT = "/published";
 
 export const assignmentOwner = (a: Assignment) => controllerReference("Assignment", a);
-
-/** When outstanding work is collected: lateUntil, else the deadline; undefined without a deadline. */
-export function closingTime(a: Assignment): string | undefined {
-  return a.spec.lateUntil ?? a.spec.deadline;
-}
 
 /** What keeps the Assignment from being published, as a Published=False condition (undefined: nothing). */
 export function assignmentProblem(
@@ -147,12 +144,19 @@ export async function syncAssignment(
   if (!assignment.spec.autograder)
     status.conditions = status.conditions.filter((c) => c.type !== AssignmentConditions.AutograderReady);
 
+  // Each student closes at their own time: an extension's, else the assignment's.
   const submissions = ctx.caches.submissions.byIndex(Index.byAssignment, namespacedKey(namespace, name));
-  const closing = closingTime(assignment);
-  const closed = closing !== undefined && timeMs(closing) <= ctx.now().getTime();
-  if (closing !== undefined && !closed) soonest(timeMs(closing) - ctx.now().getTime());
-  if (closed && !problem) await requestOutstandingHandIns(ctx, submissions, closing);
-  Object.assign(status, counts(submissions, status.publishedRelease, closed));
+  const nowMs = ctx.now().getTime();
+  const closed: Submission[] = [];
+  for (const s of submissions) {
+    const closing = deadlineFor(assignment, s.spec.user).closesAt;
+    if (closing === undefined) continue;
+    if (timeMs(closing) <= nowMs) closed.push(s);
+    else soonest(timeMs(closing) - nowMs);
+  }
+  if (!problem)
+    await requestOutstandingHandIns(ctx, closed, (s) => deadlineFor(assignment, s.spec.user).closesAt ?? "");
+  Object.assign(status, counts(submissions, status.publishedRelease, new Set(closed)));
 
   await writeStatus(ctx.rest, resources.Assignment.path(namespace, name, "status"), previous, status);
   return againAfterMs === undefined ? {} : { againAfterMs };
@@ -288,13 +292,17 @@ async function ensureSubmissions(ctx: OperatorContext, a: Assignment, template: 
   );
 }
 
-/** At the closing time, the platform asks for every hand-in nobody asked for. */
+/**
+ * At the closing time, the platform asks for every hand-in nobody asked for. `closing`: one time for
+ * all (an exam's end), or each student's own (an assignment's extensions).
+ */
 export async function requestOutstandingHandIns(
   ctx: Pick<OperatorContext, "rest">,
   submissions: readonly Submission[],
-  closing: string,
+  closing: string | ((s: Submission) => string),
 ): Promise<void> {
-  const at = conditionTime(new Date(timeMs(closing)));
+  const at = (s: Submission) =>
+    conditionTime(new Date(timeMs(typeof closing === "string" ? closing : closing(s))));
   const outstanding = submissions.filter(
     (s) => s.spec.handInRequestedAt === undefined && !s.metadata.deletionTimestamp,
   );
@@ -304,7 +312,7 @@ export async function requestOutstandingHandIns(
       limit(async () => {
         try {
           await ctx.rest.patch(resources.Submission.path(s.metadata.namespace ?? "", s.metadata.name), {
-            spec: { handInRequestedAt: at, handInRequestedBy: "deadline" },
+            spec: { handInRequestedAt: at(s), handInRequestedBy: "deadline" },
           });
         } catch (error) {
           // The student's own request got there first: it is final, and theirs stands.
@@ -315,7 +323,11 @@ export async function requestOutstandingHandIns(
   );
 }
 
-function counts(submissions: readonly Submission[], release: number | undefined, closed: boolean) {
+function counts(
+  submissions: readonly Submission[],
+  release: number | undefined,
+  closed: ReadonlySet<Submission>,
+) {
   const received = submissions.filter((s) => s.status?.receipt !== undefined);
   return {
     students: submissions.length,
@@ -323,6 +335,6 @@ function counts(submissions: readonly Submission[], release: number | undefined,
       .length,
     handedIn: received.length,
     late: received.filter((s) => s.status?.receipt?.late).length,
-    missing: closed ? submissions.length - received.length : 0,
+    missing: submissions.filter((s) => closed.has(s) && s.status?.receipt === undefined).length,
   };
 }

@@ -25,6 +25,7 @@ import { copyPodName, countOf, type CopyJob, type CopyMount } from "./copyPods.t
 import { deleteFinishedCopyPods, retryNote, runCopy } from "./copyRuns.ts";
 import type { CourseworkSyncResult } from "./syncAssignment.ts";
 import { writeStatus } from "../statusWrite.ts";
+import { deadlineFor } from "../../api/deadlines.ts";
 import { gradeSubmission, pendingGradePod } from "../grading/syncGrading.ts";
 
 const HOME_MOUNT = "/home-claim";
@@ -245,13 +246,15 @@ async function copy(
   const result = run.result;
   if (job === "handin") {
     const requested = s.spec.handInRequestedAt ?? run.finishedAt;
-    const deadline = a.spec.deadline;
+    const { deadline, extended } = deadlineFor(a, s.spec.user);
     status.receipt = {
       time: run.finishedAt,
       files: countOf(result, "files"),
       bytes: typeof result.bytes === "number" ? result.bytes : 0,
       sha256: String(result.sha256),
       late: deadline !== undefined && timeMs(requested) > timeMs(deadline),
+      ...(deadline !== undefined ? { deadline } : {}),
+      ...(extended ? { extended } : {}),
       by: s.spec.handInRequestedBy ?? "student",
       skipped: countOf(result, "skipped"),
     };

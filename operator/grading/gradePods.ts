@@ -26,6 +26,13 @@ export interface GradingResources {
   disk: string;
 }
 
+/** What the operator was told about grading (OPERATOR_AUTOGRADER_IMAGES, OPERATOR_AUTOGRADER_RESOURCES). */
+export interface GradingConfig {
+  /** Images an autograder may name besides the images of the namespace's Templates. */
+  images: readonly string[];
+  resources: GradingResources;
+}
+
 /** PrairieLearn's spirit: enough for a test suite, not for a denial of service. */
 export const DEFAULT_GRADING_RESOURCES: GradingResources = { cpu: "1", memory: "2Gi", disk: "1Gi" };
 

@@ -26,21 +26,8 @@ import { resources } from "../resources.ts";
 import { copyPodName } from "../coursework/copyPods.ts";
 import { retryNote, runCopy } from "../coursework/copyRuns.ts";
 import { isAlreadyExists } from "../../lib/kubeRest.ts";
-import {
-  gradeKey,
-  gradeOutcome,
-  gradePod,
-  gradePodName,
-  type GradeInputs,
-  type GradingResources,
-} from "./gradePods.ts";
-
-/** What the operator was told about grading (OPERATOR_AUTOGRADER_IMAGES, OPERATOR_AUTOGRADER_RESOURCES). */
-export interface GradingConfig {
-  /** Images an autograder may name besides the images of the namespace's Templates. */
-  images: readonly string[];
-  resources: GradingResources;
-}
+import { deadlineFor, latePenaltyPercent } from "../../api/deadlines.ts";
+import { gradeKey, gradeOutcome, gradePod, gradePodName, type GradeInputs } from "./gradePods.ts";
 
 const DEFAULT_TIMEOUT_SECONDS = 300;
 const SOURCE_MOUNT = "/source";
@@ -195,14 +182,16 @@ export function pendingGradePod(s: Submission, a: Assignment, template: Template
 
 /** Gradescope's submission_metadata.json for this hand-in. */
 function submissionMetadata(s: Submission, a: Assignment): Record<string, unknown> {
+  // The student's own deadline: autograders that treat late work differently see theirs.
+  const { deadline, lateUntil } = deadlineFor(a, s.spec.user);
   return {
     id: s.metadata.uid,
     created_at: s.spec.handInRequestedAt ?? s.status?.receipt?.time,
     assignment: {
       id: a.metadata.name,
       title: a.spec.title,
-      due_date: a.spec.deadline ?? null,
-      late_due_date: a.spec.lateUntil ?? null,
+      due_date: deadline ?? null,
+      late_due_date: lateUntil ?? null,
       release_date: a.status?.publishedAt ?? null,
       total_points: null,
     },
@@ -303,11 +292,19 @@ export async function gradeSubmission(
       : {}),
     tests: testsOf(summary),
     testCount: num(summary.testCount) ?? 0,
+    ...latePenalty(a, s),
     results: collectionPaths.grade(a.metadata.name ?? "", s.spec.user, key),
   };
   status.grade = grade;
   status.gradeAttempt = { ...attemptInputs, ok: true, reason: "Graded", message: scoreText(grade) };
   return gradedCondition(status);
+}
+
+/** spec.latePenalty's share of a late hand-in, taken from the time it was handed in. */
+function latePenalty(a: Assignment, s: Submission): { latePenaltyPercent?: number } {
+  const at = s.spec.handInRequestedAt;
+  const percent = at === undefined ? 0 : latePenaltyPercent(a, s.spec.user, at);
+  return percent > 0 ? { latePenaltyPercent: percent } : {};
 }
 
 const scoreText = (g: Grade): string =>

@@ -337,6 +337,7 @@ test("an Assignment is published by a locked-down copy pod, read again after an 
     bytes: 3,
     sha256: SHA("b"),
     late: false,
+    deadline: "2026-02-01T00:00:00Z",
     by: "deadline",
     skipped: 3,
   });

@@ -322,7 +322,7 @@ spec: { assignment: lab1, user: ann@uni.example }
     await header("assignments"),
     /^NAME\s+TEMPLATE\s+DEADLINE\s+STUDENTS\s+HANDED IN\s+MISSING\s+AGE$/,
   );
-  assert.match(await header("subm"), /^NAME\s+ASSIGNMENT\s+USER\s+HANDED IN\s+LATE\s+AGE$/);
+  assert.match(await header("subm"), /^NAME\s+ASSIGNMENT\s+USER\s+HANDED IN\s+LATE\s+SCORE\s+AGE$/);
   const defaults = ok(
     await kubectl(["-n", ns, "get", "submission", "lab1-ann", "-o", "jsonpath={.spec.user}"]),
     "get",

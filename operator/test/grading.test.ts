@@ -224,8 +224,11 @@ test("an autograder's snapshot, one sealed grading run per hand-in and autograde
   );
   assert.equal(run.spec?.automountServiceAccountToken, false);
   assert.equal(run.spec?.dnsPolicy, "None");
-  let s = await rest.get<Submission>(submissionsPath(ns, annName));
-  assert.equal(condition(s, "Graded")?.reason, "Grading");
+  let s = await eventually("Graded=False, Grading", async () => {
+    const got = await rest.get<Submission>(submissionsPath(ns, annName));
+    return condition(got, "Graded")?.reason === "Grading" && got;
+  });
+  assert.equal(condition(s, "Graded")?.status, "False");
 
   await end(rest, run, "Succeeded", {
     init: { prepare: ended(0, { files: 1, sourceFiles: 3 }), autograder: ended(0) },

@@ -1,4 +1,5 @@
 /** Request and response schemas of the coursework routes (assignments.ts), and the views they answer. */
+import { deadlineFor } from "../../api/deadlines.ts";
 import { StringEnum, Type, type Static } from "../../api/v1alpha1/schema.ts";
 import { COURSE_FOLDER_NAME_PATTERN } from "../../api/v1alpha1/index.ts";
 import type { Userland } from "../../api/v1alpha1/index.ts";
@@ -175,6 +176,9 @@ export const StudentAssignmentView = Type.Object(
     deadline: Nullable(Type.String()),
     lateUntil: Nullable(Type.String()),
     closesAt: Nullable(Type.String()),
+    extended: Type.Boolean({
+      description: "deadline, lateUntil and closesAt are the student's own (an extension).",
+    }),
     open: Type.Boolean({ description: "The student may still hand in (not closed, not handed in)." }),
     distributed: Type.Boolean({ description: "Its files are in the student's assignments/<name>/." }),
     state: StateSchema,
@@ -195,7 +199,7 @@ const iso = (value: string | undefined): string | null =>
 
 export function toAssignmentView(a: Assignment): AssignmentView {
   const status = a.status ?? {};
-  const closes = closesAt(a);
+  const closes = closesAt(a, undefined);
   return {
     name: a.metadata.name ?? "",
     namespace: a.metadata.namespace ?? "",
@@ -261,15 +265,16 @@ export function toHandInRow(
 
 export function toStudentView(a: Assignment, s: Submission, now: Date): StudentAssignmentView {
   const state = handInState(a, s, now);
-  const closes = closesAt(a);
+  const own = deadlineFor(a, s.spec.user);
   return {
     templateName: a.spec.templateName,
     name: a.metadata.name ?? "",
     title: a.spec.title,
-    deadline: iso(a.spec.deadline),
-    lateUntil: iso(a.spec.lateUntil),
-    closesAt: closes ? closes.toISOString() : null,
-    open: !isClosed(a, now) && !handedIn(s),
+    deadline: iso(own.deadline),
+    lateUntil: iso(own.lateUntil),
+    closesAt: iso(own.closesAt),
+    extended: own.extended,
+    open: !isClosed(a, s.spec.user, now) && !handedIn(s),
     distributed: s.status?.distributedRelease !== undefined || s.status?.distributedAt !== undefined,
     state,
     stateLabel: STATE_LABELS[state],

@@ -417,7 +417,7 @@ export const assignmentRoutes: FastifyPluginCallbackTypebox<AssignmentRouteOptio
         summary: "Hand in (for the student)",
         description:
           "Sets the student's own Submission's spec.handInRequestedAt (now) and handInRequestedBy: student; the platform then collects and writes the receipt. " +
-          "A hand-in is final: when already handed in the answer is the existing state (200, nothing written). 409 after the closing time (lateUntil, else the deadline); 404 when the user is not in the assignment. Needs update on submissions/handin.",
+          "A hand-in is final: when already handed in the answer is the existing state (200, nothing written). 409 after the student's closing time (lateUntil, else the deadline; their extension's if they have one); 404 when the user is not in the assignment. Needs update on submissions/handin.",
         params: SubmissionParams,
         response: { 200: StudentAssignmentView, ...errors, 409: ErrorBody },
       },
@@ -437,10 +437,10 @@ export const assignmentRoutes: FastifyPluginCallbackTypebox<AssignmentRouteOptio
         (s) => {
           const at = now();
           if (handedIn(s)) return { answer: toStudentView(assignment, s, at) };
-          if (isClosed(assignment, at))
+          if (isClosed(assignment, user, at))
             throw conflict(
-              `assignment "${name}" closed at ${closesAt(assignment)?.toISOString() ?? ""}: hand-ins are no longer accepted`,
-              { closesAt: closesAt(assignment)?.toISOString() ?? null },
+              `assignment "${name}" closed at ${closesAt(assignment, user)?.toISOString() ?? ""}: hand-ins are no longer accepted`,
+              { closesAt: closesAt(assignment, user)?.toISOString() ?? null },
             );
           return {
             write: { spec: { handInRequestedAt: at.toISOString(), handInRequestedBy: "student" } },

@@ -2,6 +2,7 @@
  * What a student's Submission means to people, decided from the objects alone (pure): the state a
  * teacher's hand-in table shows, whether the student may still hand in, and the receipt.
  */
+import { deadlineFor } from "../../api/deadlines.ts";
 import type { Assignment, Submission } from "../../api/v1alpha1/index.ts";
 
 export const HAND_IN_STATES = [
@@ -26,14 +27,17 @@ export const STATE_LABELS: Record<HandInState, string> = {
   missing: "missing",
 };
 
-/** When hand-ins stop being accepted: lateUntil, else the deadline; undefined: never. */
-export function closesAt(assignment: Assignment): Date | undefined {
-  const at = assignment.spec.lateUntil ?? assignment.spec.deadline;
+/**
+ * When hand-ins stop being accepted for `user` (undefined: everyone without an extension):
+ * lateUntil, else the deadline, their extension's if they have one; undefined: never.
+ */
+export function closesAt(assignment: Assignment, user: string | undefined): Date | undefined {
+  const at = deadlineFor(assignment, user).closesAt;
   return at === undefined ? undefined : new Date(at);
 }
 
-export const isClosed = (assignment: Assignment, now: Date): boolean => {
-  const at = closesAt(assignment);
+export const isClosed = (assignment: Assignment, user: string | undefined, now: Date): boolean => {
+  const at = closesAt(assignment, user);
   return at !== undefined && now.getTime() >= at.getTime();
 };
 
@@ -53,7 +57,7 @@ export function handInState(
     return receipt.late ? "late" : "on-time";
   }
   if (submission?.spec.handInRequestedAt) return "handing-in";
-  if (isClosed(assignment, now)) return "missing";
+  if (isClosed(assignment, submission?.spec.user, now)) return "missing";
   return submission?.status?.distributedRelease === undefined &&
     submission?.status?.distributedAt === undefined
     ? "not-distributed"

@@ -191,7 +191,7 @@ function receiptOf(a: StudentAssignment): Html {
 }
 
 function assignmentCard(a: StudentAssignment, view: HomeView, returnPath: string): Html {
-  const times = html`${a.deadline ? html`Due ${timeOf(a.deadline)}.` : "No deadline."}${
+  const times = html`${a.deadline ? html`Due ${timeOf(a.deadline)}${a.extended ? " (your extended deadline)" : ""}.` : "No deadline."}${
     a.lateUntil ? html` Late hand-ins until ${timeOf(a.lateUntil)}.` : ""
   }`;
   const where = html`Files in <code>assignments/${a.name}/</code>.`;
