@@ -319,3 +319,60 @@ test("an autograder's snapshot, one sealed grading run per hand-in and autograde
   // The attempt is final for its inputs: no pod is made again.
   await eventually("the timed-out pod deleted", async () => (await pods(rest, ns, "grade")).length === 0);
 });
+
+test("an extension is one student's own: the others are collected at the assignment's closing time, she at hers, and her receipt names her deadline", async (t) => {
+  const ns = await testNamespace(t, "extension");
+  const rest = await adminRest();
+  await startOperator(t, ns, { env: { OPERATOR_COPY_IMAGE: IMAGE } });
+  await createTemplate(ns, "lab", spec());
+  await createUserland(ns, "ann", "ann", "lab", false);
+  await createUserland(ns, "ben", "ben", "lab", false);
+  // ann's own deadline a few seconds from now; everyone else's has passed.
+  const hers = new Date(Date.now() + 4000).toISOString().replace(/\.\d+Z$/, "Z");
+  await rest.create(assignmentsPath(ns), {
+    apiVersion: "userland.dev/v1alpha1",
+    kind: "Assignment",
+    metadata: { name: "a1" },
+    spec: {
+      templateName: "lab",
+      title: "Week 1",
+      source: { folder: "course", path: "w1" },
+      deadline: "2026-01-01T00:00:00Z",
+      extensions: [{ user: "ann", deadline: hers, note: "accommodation" }],
+    },
+  });
+  const get = (who: string) => rest.get<Submission>(submissionsPath(ns, submissionNameFor("a1", who)));
+  const ben = await eventually("ben collected at the assignment's deadline", async () => {
+    const s = await get("ben").catch(() => undefined);
+    return s?.spec.handInRequestedAt !== undefined && s;
+  });
+  assert.deepEqual(
+    [ben.spec.handInRequestedAt, ben.spec.handInRequestedBy],
+    ["2026-01-01T00:00:00Z", "deadline"],
+  );
+  assert.equal((await get("ann")).spec.handInRequestedAt, undefined, "ann's deadline has not come");
+  const ann = await eventually(
+    "ann collected at her own deadline",
+    async () => {
+      const s = await get("ann");
+      return s.spec.handInRequestedAt !== undefined && s;
+    },
+    15_000,
+  );
+  assert.deepEqual([ann.spec.handInRequestedAt, ann.spec.handInRequestedBy], [hers, "deadline"]);
+  const handin = await eventually("ann's hand-in pod", async () =>
+    (await pods(rest, ns, "handin")).find(
+      (p) => p.metadata?.ownerReferences?.[0]?.name === ann.metadata.name,
+    ),
+  );
+  await end(rest, handin, "Succeeded", {
+    main: { copy: ended(0, { files: [], bytes: 0, sha256: SHA("e"), skipped: [] }) },
+  });
+  const receipt = await eventually("ann's receipt", async () => (await get("ann")).status?.receipt);
+  assert.deepEqual([receipt.deadline, receipt.extended, receipt.late], [hers, true, false]);
+  const a = await eventually("the counts", async () => {
+    const got = await rest.get<Assignment>(assignmentsPath(ns, "a1"));
+    return got.status?.handedIn === 1 && got;
+  });
+  assert.equal(a.status?.missing, 1, "ben, closed with no receipt yet, is missing; ann is not");
+});
