@@ -264,6 +264,9 @@ test("a grading cycle with kubectl alone: a Gradescope autograder from a teacher
     ]);
     assert.equal(seen.stdout.trim(), "", `${who}'s environment has no trace of the hidden test`);
   }
+  t.diagnostic(
+    `cat: ${graded.cat.status?.gradeAttempt?.message}; fay: ${graded.fay.status?.gradeAttempt?.reason}; eve: ${mib} MiB written; dan: ${danOut.trim().replace(/\n/g, " | ")}`,
+  );
   phase("results checked");
 
   // ann breaks her file after handing in; the teacher raises the hidden test's weight and publishes
