@@ -89,7 +89,7 @@ export const ReleaseBody = Type.Object(
   { additionalProperties: false },
 );
 
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) =>
+export const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) =>
   Type.Union([schema, Type.Null()]);
 
 export const ReceiptView = Type.Object(

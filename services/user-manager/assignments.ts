@@ -17,10 +17,11 @@ import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebo
 import type { FastifyRequest } from "fastify";
 import { LABELS } from "../../api/naming.ts";
 import type { Userland } from "../../api/v1alpha1/index.ts";
-import { ASSIGNMENTS, SUBMISSIONS, TEMPLATES } from "../../api/v1alpha1/index.ts";
+import { ASSIGNMENTS, SUBMISSIONS } from "../../api/v1alpha1/index.ts";
 import { Type } from "../../api/v1alpha1/schema.ts";
 import { isConflict } from "../../lib/kubeRest.ts";
 import type { Resource } from "./auth/caller.ts";
+import { authorizeTeacher as authorizeFor } from "./auth/teaches.ts";
 import {
   AssignmentList,
   AssignmentNameSchema,
@@ -55,8 +56,6 @@ export interface AssignmentRouteOptions {
 
 export const ASSIGNMENT_RESOURCE: Resource = { resource: ASSIGNMENTS };
 export const SUBMISSION_RESOURCE: Resource = { resource: SUBMISSIONS };
-/** "Teaches this Template" (0011): the course teacher's right, granting nothing on the Template. */
-export const COURSEWORK_RESOURCE: Resource = { resource: TEMPLATES, subresource: "coursework" };
 /** "Acts for students at hand-in": no handler, it exists for RBAC to name (the proxy holds it). */
 export const HANDIN_RESOURCE: Resource = { resource: SUBMISSIONS, subresource: "handin" };
 
@@ -95,20 +94,14 @@ export const assignmentRoutes: FastifyPluginCallbackTypebox<AssignmentRouteOptio
   const { store, coursework } = opts;
   const now = opts.now ?? (() => new Date());
 
-  /**
-   * 403 unless the person may `verb` assignments (named `name`) in the namespace and teaches the
-   * Template (update templates/coursework on it).
-   */
-  async function authorizeTeacher(
+  /** 403 unless the person may `verb` assignments (named `name`) and teaches the Template. */
+  const authorizeTeacher = (
     request: FastifyRequest,
     verb: "get" | "list" | "create" | "update",
     templateName: string,
     namespace: string,
     name?: string,
-  ): Promise<void> {
-    await request.authorize(verb, name, namespace, ASSIGNMENT_RESOURCE);
-    await request.authorize("update", templateName, namespace, COURSEWORK_RESOURCE);
-  }
+  ) => authorizeFor(request, ASSIGNMENT_RESOURCE, verb, templateName, namespace, name);
 
   /** The Template's Assignment `name`; 404 when there is none (or it is another Template's). */
   async function assignmentOf(namespace: string, templateName: string, name: string): Promise<Assignment> {

@@ -13,7 +13,7 @@ import type { FastifyRequest } from "fastify";
 import { CLASS_ARCHIVES, type ClassArchive } from "../../api/v1alpha1/index.ts";
 import { StringEnum, Type, type Static } from "../../api/v1alpha1/schema.ts";
 import { isConflict } from "../../lib/kubeRest.ts";
-import { COURSEWORK_RESOURCE } from "./assignments.ts";
+import { authorizeTeacher as authorizeFor } from "./auth/teaches.ts";
 import type { Resource, Verb } from "./auth/caller.ts";
 import type { CourseworkStore } from "./courseworkStore.ts";
 import type { DownloadSender } from "./downloads.ts";
@@ -122,16 +122,13 @@ export const classArchiveRoutes: FastifyPluginCallbackTypebox<ClassArchiveRouteO
   const { store, coursework, download } = opts;
 
   /** 403 unless the person may `verb` classarchives and teaches the Template. */
-  async function authorizeTeacher(
+  const authorizeTeacher = (
     request: FastifyRequest,
     verb: Verb,
     templateName: string,
     namespace: string,
     name?: string,
-  ): Promise<void> {
-    await request.authorize(verb, name, namespace, CLASS_ARCHIVE_RESOURCE);
-    await request.authorize("update", templateName, namespace, COURSEWORK_RESOURCE);
-  }
+  ) => authorizeFor(request, CLASS_ARCHIVE_RESOURCE, verb, templateName, namespace, name);
 
   async function classArchiveOf(
     namespace: string,

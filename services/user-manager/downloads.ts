@@ -13,7 +13,8 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import { collectionUserFolder } from "../../api/naming.ts";
 import { USERLANDS, type ArchiveSpec } from "../../api/v1alpha1/index.ts";
 import { Type } from "../../api/v1alpha1/schema.ts";
-import { ASSIGNMENT_RESOURCE, COURSEWORK_RESOURCE } from "./assignments.ts";
+import { ASSIGNMENT_RESOURCE } from "./assignments.ts";
+import { authorizeTeaches } from "./auth/teaches.ts";
 import { AssignmentNameSchema } from "./assignmentSchemas.ts";
 import type { Resource } from "./auth/caller.ts";
 import type { ArchiveTransfers } from "./archiveTransfer.ts";
@@ -132,7 +133,7 @@ export const downloadRoutes: FastifyPluginCallbackTypebox<DownloadRouteOptions> 
       const { template: templateName, name } = request.params;
       const { namespace } = await store.templateOrNotFound(templateName, undefined);
       await request.authorize("get", name, namespace, ASSIGNMENT_RESOURCE);
-      await request.authorize("update", templateName, namespace, COURSEWORK_RESOURCE);
+      await authorizeTeaches(request, templateName, namespace);
       const a = await coursework.getAssignment(namespace, name);
       if (!a || a.spec.templateName !== templateName)
         throw notFound(`Template "${templateName}" has no assignment "${name}"`, "name");

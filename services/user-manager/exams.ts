@@ -20,7 +20,7 @@ import { isNotFound } from "../../lib/kubeRest.ts";
 import { isConflict } from "../../lib/kubeRest.ts";
 import type { KubeRest } from "../../lib/kubeRest.ts";
 import { AssignmentNameSchema } from "./assignmentSchemas.ts";
-import { COURSEWORK_RESOURCE } from "./assignments.ts";
+import { authorizeTeacher as authorizeFor } from "./auth/teaches.ts";
 import type { Resource } from "./auth/caller.ts";
 import { HttpError, badRequest, notFound } from "./errors.ts";
 import { ErrorBody, TemplateNameSchema, UserSchema } from "./schemas.ts";
@@ -128,16 +128,13 @@ export const examRoutes: FastifyPluginCallbackTypebox<ExamRouteOptions> = (app, 
   const { store, rest } = opts;
   const now = opts.now ?? (() => new Date());
 
-  async function authorizeTeacher(
+  const authorizeTeacher = (
     request: FastifyRequest,
     verb: "get" | "list" | "create",
     template: string,
     namespace: string,
     name?: string,
-  ): Promise<void> {
-    await request.authorize(verb, name, namespace, EXAM_RESOURCE);
-    await request.authorize("update", template, namespace, COURSEWORK_RESOURCE);
-  }
+  ) => authorizeFor(request, EXAM_RESOURCE, verb, template, namespace, name);
 
   app.get(
     "/api/v1/templates/:template/exams",

@@ -18,7 +18,8 @@ import type { ArchiveSpec } from "../../api/v1alpha1/index.ts";
 import { Type } from "../../api/v1alpha1/schema.ts";
 import { DEFAULT_LIMITS } from "../../coursework/files/limits.ts";
 import type { UploadSummary } from "../../coursework/files/upload.ts";
-import { ASSIGNMENT_RESOURCE, COURSEWORK_RESOURCE } from "./assignments.ts";
+import { ASSIGNMENT_RESOURCE } from "./assignments.ts";
+import { authorizeTeaches } from "./auth/teaches.ts";
 import { AssignmentNameSchema } from "./assignmentSchemas.ts";
 import type { ArchiveTransfers, UploadSession } from "./archiveTransfer.ts";
 import type { CourseworkStore } from "./courseworkStore.ts";
@@ -196,7 +197,7 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<UploadRouteOptions> = async
       const { template: templateName, folder } = request.params;
       const path = request.query.path.replace(/\/+$/, "");
       const { template, namespace } = await store.templateOrNotFound(templateName);
-      await request.authorize("update", templateName, namespace, COURSEWORK_RESOURCE);
+      await authorizeTeaches(request, templateName, namespace);
       if (!(template.spec.coursework?.folders ?? []).some((f) => f.name === folder))
         throw notFound(
           `"${folder}" is not a course folder of Template "${templateName}"`,
@@ -233,7 +234,7 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<UploadRouteOptions> = async
       const { user } = request.query;
       const { namespace } = await store.templateOrNotFound(templateName);
       await request.authorize("update", name, namespace, ASSIGNMENT_RESOURCE);
-      await request.authorize("update", templateName, namespace, COURSEWORK_RESOURCE);
+      await authorizeTeaches(request, templateName, namespace);
       const a = await coursework.getAssignment(namespace, name);
       if (!a || a.spec.templateName !== templateName)
         throw notFound(`Template "${templateName}" has no assignment "${name}"`, "name", "params");

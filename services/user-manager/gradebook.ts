@@ -1,0 +1,165 @@
+/**
+ * A class's grade book (docs/decisions/0015-grading.md): students × assignments, read from the
+ * Assignments and Submissions alone (pure), and its CSV files in the shapes Canvas's and Moodle's
+ * grade importers take as they are.
+ *
+ * A cell's score is the autograder's (status.grade) less the late penalty the grade recorded; a
+ * cell without a grade has no score (an empty cell in the CSV: "not graded", never a zero).
+ */
+import { stringify } from "csv-stringify/sync";
+import { deadlineFor } from "../../api/deadlines.ts";
+import type { Assignment, Submission } from "../../api/v1alpha1/index.ts";
+import { handInState, type HandInState } from "./handIn.ts";
+
+export interface GradeBookColumn {
+  name: string;
+  title: string;
+  /** The points the autograder's tests are worth (their max_score), when known. */
+  points: number | null;
+  deadline: string | null;
+}
+
+export interface GradeBookCell {
+  state: HandInState;
+  /** After the late penalty; null: no grade (yet). */
+  score: number | null;
+  /** The autograder's score before the penalty. */
+  autograderScore: number | null;
+  latePenaltyPercent: number;
+  late: boolean;
+  missing: boolean;
+  extended: boolean;
+  /** Test results in a line, for the feedback column. */
+  summary: string;
+}
+
+export interface GradeBookRow {
+  user: string;
+  cells: Record<string, GradeBookCell>;
+}
+
+export interface GradeBook {
+  assignments: GradeBookColumn[];
+  students: GradeBookRow[];
+}
+
+/** Rounds away binary fractions (0.1 + 0.2) without hiding a real hundredth. */
+const round = (n: number): number => Math.round(n * 100) / 100;
+
+function cellOf(a: Assignment, user: string, s: Submission | undefined, now: Date): GradeBookCell {
+  const state = handInState(a, s, now);
+  const grade = s?.status?.grade;
+  const penalty = grade?.latePenaltyPercent ?? 0;
+  const tests = grade?.tests ?? [];
+  const passed = tests.filter((t) => t.status === "passed").length;
+  return {
+    state,
+    score: grade ? round(grade.score * (1 - penalty / 100)) : null,
+    autograderScore: grade ? grade.score : null,
+    latePenaltyPercent: penalty,
+    late: s?.status?.receipt?.late ?? false,
+    missing: state === "missing",
+    extended: deadlineFor(a, user).extended,
+    summary: grade
+      ? `${grade.score}${grade.maxScore !== undefined ? `/${grade.maxScore}` : ""} by the autograder (${passed} of ${grade.testCount ?? tests.length} tests passed)${penalty ? `, less ${penalty}% for lateness` : ""}`
+      : "",
+  };
+}
+
+/**
+ * The book of `assignments` (in the order given) for every user who has a Submission of one of
+ * them, sorted by user. `points` is the highest maxScore a grade of the assignment reports.
+ */
+export function gradeBook(
+  assignments: readonly Assignment[],
+  submissions: readonly Submission[],
+  now: Date,
+): GradeBook {
+  const byAssignment = new Map<string, Map<string, Submission>>();
+  const users = new Set<string>();
+  for (const s of submissions) {
+    const of = byAssignment.get(s.spec.assignment) ?? new Map<string, Submission>();
+    of.set(s.spec.user, s);
+    byAssignment.set(s.spec.assignment, of);
+    if (assignments.some((a) => a.metadata.name === s.spec.assignment)) users.add(s.spec.user);
+  }
+  const columns = assignments.map((a) => {
+    const maxima = [...(byAssignment.get(a.metadata.name ?? "")?.values() ?? [])]
+      .map((s) => s.status?.grade?.maxScore)
+      .filter((m): m is number => m !== undefined);
+    return {
+      name: a.metadata.name ?? "",
+      title: a.spec.title,
+      points: maxima.length > 0 ? Math.max(...maxima) : null,
+      deadline: a.spec.deadline ?? null,
+    };
+  });
+  const students = [...users].sort().map((user) => ({
+    user,
+    cells: Object.fromEntries(
+      assignments.map((a) => [
+        a.metadata.name ?? "",
+        cellOf(a, user, byAssignment.get(a.metadata.name ?? "")?.get(user), now),
+      ]),
+    ),
+  }));
+  return { assignments: columns, students };
+}
+
+const scoreText = (cell: GradeBookCell | undefined): string =>
+  cell?.score === null || cell?.score === undefined ? "" : String(cell.score);
+
+/**
+ * Canvas's gradebook import: `Student, ID, SIS User ID, SIS Login ID, Section`, then one
+ * `Title (id)` column per assignment, and a second row `Points Possible` with each assignment's
+ * points. Canvas matches a row by its ID, SIS User ID or SIS Login ID; the platform knows the
+ * sign-in identity alone, so it goes in SIS Login ID (where a university's Canvas logins are its
+ * single sign-on names, as they usually are) and the Canvas-only columns stay empty. A column whose
+ * id Canvas does not know becomes a new assignment there.
+ */
+export function canvasCsv(book: GradeBook): string {
+  const header = [
+    "Student",
+    "ID",
+    "SIS User ID",
+    "SIS Login ID",
+    "Section",
+    ...book.assignments.map((a) => `${a.title} (${a.name})`),
+  ];
+  const points = [
+    "Points Possible",
+    "",
+    "",
+    "",
+    "",
+    ...book.assignments.map((a) => (a.points === null ? "" : String(a.points))),
+  ];
+  const rows = book.students.map((s) => [
+    s.user,
+    "",
+    "",
+    s.user,
+    "",
+    ...book.assignments.map((a) => scoreText(s.cells[a.name])),
+  ]);
+  return stringify([header, points, ...rows]);
+}
+
+/**
+ * Moodle's grade import (Grades → Import → CSV file): one row per student, mapped by `Email address`
+ * (or `ID number`), and per assignment a grade column and a feedback column the teacher maps to the
+ * grade item and its feedback. The identity fills Email address when it is one, and ID number always.
+ */
+export function moodleCsv(book: GradeBook): string {
+  const header = [
+    "Email address",
+    "ID number",
+    ...book.assignments.flatMap((a) => [a.title, `${a.title} (feedback)`]),
+  ];
+  const rows = book.students.map((s) => [
+    s.user.includes("@") ? s.user : "",
+    s.user,
+    ...book.assignments.flatMap((a) => [scoreText(s.cells[a.name]), s.cells[a.name]?.summary ?? ""]),
+  ]);
+  return stringify([header, ...rows]);
+}

@@ -1,0 +1,137 @@
+/**
+ * The grading routes against the real control plane with real RBAC (docs/decisions/0015-grading.md):
+ * the grade book and its CSV files for the Template's teachers alone, and one student's extension
+ * written into the Assignment without touching anyone else's. No operator runs: the test writes
+ * the Submissions and their grades where its controllers would.
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { parse } from "csv-parse/sync";
+import { adminRest, createTemplate } from "../../../test/support/resources.ts";
+import { assignmentsPath, type Assignment } from "../../../api/v1alpha1/index.ts";
+import { CONSOLE_ORIGIN, startConsole } from "./consoleSupport.ts";
+import {
+  courseTeacherRules,
+  courseworkTemplateSpec,
+  createSubmission,
+  reportSubmission,
+} from "./courseworkSupport.ts";
+
+test("the grade book for the class's teachers alone, as JSON and as Canvas's and Moodle's CSV; an extension is one student's, given and taken back", async (t) => {
+  const h = await startConsole(t, { templates: [] });
+  const ns = h.ns;
+  await createTemplate(ns, "lab", courseworkTemplateSpec());
+  await createTemplate(ns, "other", courseworkTemplateSpec());
+  await h.appoint({ user: "tina@uni.example" }, courseTeacherRules(["lab"]));
+  await h.appoint({ user: "nora@uni.example" }, courseTeacherRules(["other"]));
+  const as = async (user: string) => ({ headers: { cookie: await h.cookie(user), origin: CONSOLE_ORIGIN } });
+  const tina = await as("tina@uni.example");
+  const nora = await as("nora@uni.example");
+  const ann = await as("ann@uni.example");
+
+  const rest = await adminRest();
+  await rest.create(assignmentsPath(ns), {
+    apiVersion: "userland.dev/v1alpha1",
+    kind: "Assignment",
+    metadata: { name: "calc" },
+    spec: {
+      templateName: "lab",
+      title: "Calculator",
+      source: { folder: "course", path: "calc" },
+      deadline: "2099-01-01T00:00:00Z",
+      extensions: [{ user: "zed", deadline: "2099-02-01T00:00:00Z" }],
+    },
+  });
+  for (const user of ["ann@uni.example", "ben@uni.example"]) await createSubmission(ns, "calc", user);
+  await reportSubmission(ns, "calc", "ann@uni.example", {
+    receipt: {
+      time: "2026-12-07T10:00:00Z",
+      files: 1,
+      bytes: 3,
+      sha256: "a".repeat(64),
+      late: false,
+      by: "student",
+    },
+    grade: {
+      score: 5,
+      maxScore: 5,
+      testCount: 3,
+      tests: [{ name: "test_add", score: 2, maxScore: 2, status: "passed", visibility: "visible" }],
+      key: "k1",
+      receiptSha256: "a".repeat(64),
+      autograderRevision: "b".repeat(64),
+      image: "registry.invalid/jupyter:1",
+      time: "2026-12-07T10:01:00Z",
+      results: "grades/calc/ann/k1",
+    },
+  });
+
+  const book = await h.call("GET", "/api/v1/templates/lab/gradebook", tina);
+  assert.equal(book.status, 200, book.text);
+  const rows = book.json.students as { user: string; cells: Record<string, { score: number | null }> }[];
+  assert.deepEqual(
+    rows.map((r) => [r.user, r.cells.calc?.score]),
+    [
+      ["ann@uni.example", 5],
+      ["ben@uni.example", null],
+    ],
+  );
+  const canvas = await h.call("GET", "/api/v1/templates/lab/gradebook.csv?format=canvas", tina);
+  assert.equal(canvas.status, 200, canvas.text);
+  assert.match(String(canvas.headers.get("content-type")), /^text\/csv/);
+  assert.match(String(canvas.headers.get("content-disposition")), /attachment; filename="lab-grades-canvas.csv"/);
+  const csv = parse(canvas.text) as string[][];
+  assert.deepEqual(csv[0], ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Calculator (calc)"]);
+  assert.deepEqual(csv[2], ["ann@uni.example", "", "", "ann@uni.example", "", "5"]);
+  const moodle = await h.call("GET", "/api/v1/templates/lab/gradebook.csv?format=moodle", tina);
+  assert.deepEqual((parse(moodle.text) as string[][])[0], [
+    "Email address",
+    "ID number",
+    "Calculator",
+    "Calculator (feedback)",
+  ]);
+  assert.equal((await h.call("GET", "/api/v1/templates/lab/gradebook.csv?format=excel", tina)).status, 400);
+  // Another Template's teacher and a student: refused, naming what is missing.
+  for (const [who, caller] of [
+    ["nora", nora],
+    ["ann", ann],
+  ] as const) {
+    const refused = await h.call("GET", "/api/v1/templates/lab/gradebook", caller);
+    assert.equal(refused.status, 403, `${who}: ${refused.text}`);
+  }
+
+  // tina gives ben his own deadline: zed's extension stays as it was.
+  const path = "/api/v1/templates/lab/assignments/calc/extensions/ben%40uni.example";
+  const given = await h.call("PUT", path, {
+    ...tina,
+    body: { deadline: "2099-01-08T00:00:00+01:00", note: "accommodation" },
+  });
+  assert.equal(given.status, 200, given.text);
+  const stored = await rest.get<Assignment>(assignmentsPath(ns, "calc"));
+  assert.deepEqual(stored.spec.extensions, [
+    { user: "zed", deadline: "2099-02-01T00:00:00Z" },
+    { user: "ben@uni.example", deadline: "2099-01-07T23:00:00Z", note: "accommodation" },
+  ]);
+  assert.equal(stored.spec.deadline, "2099-01-01T00:00:00Z", "everyone else's deadline unchanged");
+  const bad = await h.call("PUT", path, {
+    ...tina,
+    body: { deadline: "2099-01-08T00:00:00Z", lateUntil: "2099-01-07T00:00:00Z" },
+  });
+  assert.equal(bad.status, 400, bad.text);
+  assert.match(bad.text, /lateUntil must be after the deadline/);
+  assert.equal(
+    (await h.call("PUT", path, { ...nora, body: { deadline: "2099-01-08T00:00:00Z" } })).status,
+    403,
+  );
+  const other = await h.call("PUT", "/api/v1/templates/other/assignments/calc/extensions/ben", {
+    ...nora,
+    body: { deadline: "2099-01-08T00:00:00Z" },
+  });
+  assert.equal(other.status, 404, "calc is lab's, not other's");
+
+  const taken = await h.call("DELETE", path, tina);
+  assert.equal(taken.status, 200, taken.text);
+  assert.deepEqual((await rest.get<Assignment>(assignmentsPath(ns, "calc"))).spec.extensions, [
+    { user: "zed", deadline: "2099-02-01T00:00:00Z" },
+  ]);
+});
