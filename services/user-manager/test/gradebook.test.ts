@@ -5,6 +5,9 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { parse } from "csv-parse/sync";
+
+/** A CSV file's rows, as an importer reads them. */
+const rowsOf = (text: string): string[][] => parse(text, {});
 import type { Assignment, Submission } from "../../../api/v1alpha1/index.ts";
 import { canvasCsv, gradeBook, moodleCsv } from "../gradebook.ts";
 
@@ -114,7 +117,7 @@ test("the book: every student with a Submission × the assignments; the score af
 });
 
 test("Canvas: Student, ID, SIS User ID, SIS Login ID, Section, one `Title (id)` column per assignment, then Points Possible", () => {
-  const rows = parse(canvasCsv(book)) as string[][];
+  const rows = rowsOf(canvasCsv(book));
   assert.deepEqual(rows[0], [
     "Student",
     "ID",
@@ -133,7 +136,7 @@ test("Canvas: Student, ID, SIS User ID, SIS Login ID, Section, one `Title (id)` 
 });
 
 test("Moodle: Email address and ID number to map by, a grade and a feedback column per assignment", () => {
-  const rows = parse(moodleCsv(book)) as string[][];
+  const rows = rowsOf(moodleCsv(book));
   assert.deepEqual(rows[0], [
     "Email address",
     "ID number",
