@@ -5,11 +5,11 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { parse } from "csv-parse/sync";
+import type { Assignment, Submission } from "../../../api/v1alpha1/index.ts";
+import { canvasCsv, gradeBook, moodleCsv } from "../gradebook.ts";
 
 /** A CSV file's rows, as an importer reads them. */
 const rowsOf = (text: string): string[][] => parse(text, {});
-import type { Assignment, Submission } from "../../../api/v1alpha1/index.ts";
-import { canvasCsv, gradeBook, moodleCsv } from "../gradebook.ts";
 
 const now = new Date("2026-12-10T12:00:00Z");
 const assignment = (name: string, title: string, spec: Partial<Assignment["spec"]> = {}): Assignment => ({

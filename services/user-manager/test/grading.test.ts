@@ -7,9 +7,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { parse } from "csv-parse/sync";
-
-/** A CSV file's rows, as an importer reads them. */
-const rowsOf = (text: string): string[][] => parse(text, {});
 import { adminRest, createTemplate } from "../../../test/support/resources.ts";
 import { assignmentsPath, type Assignment } from "../../../api/v1alpha1/index.ts";
 import { CONSOLE_ORIGIN, startConsole } from "./consoleSupport.ts";
@@ -19,6 +16,9 @@ import {
   createSubmission,
   reportSubmission,
 } from "./courseworkSupport.ts";
+
+/** A CSV file's rows, as an importer reads them. */
+const rowsOf = (text: string): string[][] => parse(text, {});
 
 test("the grade book for the class's teachers alone, as JSON and as Canvas's and Moodle's CSV; an extension is one student's, given and taken back", async (t) => {
   const h = await startConsole(t, { templates: [] });
