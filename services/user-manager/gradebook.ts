@@ -17,6 +17,8 @@ export interface GradeBookColumn {
   /** The points the autograder's tests are worth (their max_score), when known. */
   points: number | null;
   deadline: string | null;
+  /** Students with their own deadline (teachers only: notes included). */
+  extensions: { user: string; deadline: string; lateUntil: string | null; note: string | null }[];
 }
 
 export interface GradeBookCell {
@@ -92,6 +94,12 @@ export function gradeBook(
       title: a.spec.title,
       points: maxima.length > 0 ? Math.max(...maxima) : null,
       deadline: a.spec.deadline ?? null,
+      extensions: (a.spec.extensions ?? []).map((e) => ({
+        user: e.user,
+        deadline: e.deadline,
+        lateUntil: e.lateUntil ?? null,
+        note: e.note ?? null,
+      })),
     };
   });
   const students = [...users].sort().map((user) => ({

@@ -24,6 +24,13 @@ export interface GradingRouteOptions {
 
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody };
 
+const Extension = Type.Object({
+  user: Type.String(),
+  deadline: Type.String(),
+  lateUntil: Nullable(Type.String()),
+  note: Nullable(Type.String()),
+});
+
 const GradeBookCell = Type.Object({
   state: Type.String(),
   score: Nullable(Type.Number({ description: "After the late penalty; null: not graded." })),
@@ -43,6 +50,7 @@ const GradeBookSchema = Type.Object({
       title: Type.String(),
       points: Nullable(Type.Number()),
       deadline: Nullable(Type.String()),
+      extensions: Type.Array(Extension),
     }),
   ),
   students: Type.Array(
@@ -78,14 +86,7 @@ const ExtensionBody = Type.Object(
 
 const ExtensionsView = Type.Object({
   assignment: Type.String(),
-  extensions: Type.Array(
-    Type.Object({
-      user: Type.String(),
-      deadline: Type.String(),
-      lateUntil: Nullable(Type.String()),
-      note: Nullable(Type.String()),
-    }),
-  ),
+  extensions: Type.Array(Extension),
 });
 type ExtensionsView = Static<typeof ExtensionsView>;
 

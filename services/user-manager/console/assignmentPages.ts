@@ -3,7 +3,7 @@ import { formatBytes } from "../../../lib/formatBytes.ts";
 import { html, type Html } from "../../../lib/html.ts";
 import type { AssignmentView, HandInRow, HandInTable, ReceiptView } from "../assignmentSchemas.ts";
 import { HAND_IN_STATES, STATE_LABELS } from "../handIn.ts";
-import { CONSOLE_PATH, classUrl, consolePage, type Viewer } from "./layout.ts";
+import { CONSOLE_PATH, classUrl, consolePage, gradeBookUrl, type Viewer } from "./layout.ts";
 
 export function assignmentsUrl(template: string, extra: Record<string, string> = {}): string {
   return `${CONSOLE_PATH}/assignments?${new URLSearchParams({ template, ...extra }).toString()}`;
@@ -200,7 +200,8 @@ export function assignmentsPage(viewer: Viewer, view: AssignmentsView): string {
     viewer,
     html`${view.notice ? html`<p class="notice" role="status">${view.notice}</p>` : ""}
       <p class="muted">
-        <a href="${classUrl(template)}">The class</a> · <a href="${assignmentsUrl(template)}">Refresh</a>
+        <a href="${classUrl(template)}">The class</a> · <a href="${gradeBookUrl(template)}">Grade book</a> ·
+        <a href="${assignmentsUrl(template)}">Refresh</a>
       </p>
       ${items.length > 0 ? table : html`<p class="notice">No assignments yet.</p>`}
       ${

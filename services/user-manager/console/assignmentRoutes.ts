@@ -26,7 +26,7 @@ export interface AssignmentConsoleDeps {
   /** One request to the REST API as the teacher. */
   api: <T>(
     request: FastifyRequest,
-    method: "GET" | "POST",
+    method: "GET" | "POST" | "PUT" | "DELETE",
     url: string,
     json?: unknown,
   ) => Promise<ApiAnswer<T>>;

@@ -91,6 +91,11 @@ export function classUrl(template: string, klass?: string, extra: Record<string,
   return `${CONSOLE_PATH}/class?${query.toString()}`;
 }
 
+/** The grade book of a Template (console/gradeBookPages.ts). */
+export function gradeBookUrl(template: string, extra: Record<string, string> = {}): string {
+  return `${CONSOLE_PATH}/gradebook?${new URLSearchParams({ template, ...extra }).toString()}`;
+}
+
 export function rosterUrl(template: string): string {
   return `${CONSOLE_PATH}/roster?${new URLSearchParams({ template }).toString()}`;
 }

@@ -27,6 +27,7 @@ import type { UserlandFilter, UserlandStore } from "../store.ts";
 import { assignmentConsoleRoutes, type AssignmentConsoleDeps } from "./assignmentRoutes.ts";
 import { endOfTermConsoleRoutes } from "./endOfTermRoutes.ts";
 import { examConsoleRoutes } from "./examRoutes.ts";
+import { gradeBookConsoleRoutes } from "./gradeBookRoutes.ts";
 import { visitUrl } from "./visitLink.ts";
 import { bodyStream, uploadConsoleRoutes } from "./uploadRoutes.ts";
 import { formOf, installFormParsers } from "./forms.ts";
@@ -270,7 +271,7 @@ export const consoleRoutes: FastifyPluginCallback<ConsoleOptions> = (app, opts, 
   /** One request to the REST API as the teacher; its answer, parsed. */
   async function api<T>(
     request: FastifyRequest,
-    method: "GET" | "POST" | "DELETE",
+    method: "GET" | "POST" | "PUT" | "DELETE",
     url: string,
     payload?: { contentType: string; body: string },
   ): Promise<{ status: number; body: T & { message?: string } }> {
@@ -532,6 +533,7 @@ export const consoleRoutes: FastifyPluginCallback<ConsoleOptions> = (app, opts, 
   assignmentConsoleRoutes(app, { store, send, viewerOf, api: teacherApi });
   endOfTermConsoleRoutes(app, { send, viewerOf, api: teacherApi });
   examConsoleRoutes(app, { send, viewerOf, api: teacherApi });
+  gradeBookConsoleRoutes(app, { send, viewerOf, api: teacherApi });
   done();
 };
 

@@ -135,9 +135,41 @@ test("the grade book for the class's teachers alone, as JSON and as Canvas's and
   });
   assert.equal(other.status, 404, "calc is lab's, not other's");
 
+  // The console: the page, its CSV, the extension form (times in the teacher's zone).
+  const tinaCookie = await h.cookie("tina@uni.example");
+  const page = await h.page("/console/gradebook?template=lab&sort=calc&dir=desc", tinaCookie);
+  assert.equal(page.status, 200, page.text);
+  assert.match(page.text, /Grade book of lab/);
+  assert.match(page.text, /Calculator/);
+  assert.match(page.text, /<th scope="row">ann@uni\.example<\/th>\s*<td title="5\/5 by the autograder/);
+  assert.match(page.text, /not graded/);
+  assert.match(page.text, /ben@uni\.example[\s\S]*accommodation/, "the extension is listed with its note");
+  const download = await h.page("/console/gradebook.csv?template=lab&format=canvas", tinaCookie);
+  assert.equal(download.status, 200);
+  assert.equal(download.text, canvas.text, "the console's file is the API's");
+  const form = await h.post("/console/gradebook/extension", tinaCookie, {
+    template: "lab",
+    assignment: "calc",
+    user: "ann@uni.example",
+    deadline: "2099-03-01T09:00",
+    zone: "Europe/Berlin",
+  });
+  assert.equal(form.status, 303, await form.text());
+  assert.match(form.headers.get("location") ?? "", /done=extended/);
+  assert.deepEqual(
+    (await rest.get<Assignment>(assignmentsPath(ns, "calc"))).spec.extensions?.find(
+      (e) => e.user === "ann@uni.example",
+    ),
+    { user: "ann@uni.example", deadline: "2099-03-01T08:00:00Z" },
+  );
+  const noPage = await h.page("/console/gradebook?template=lab", await h.cookie("nora@uni.example"));
+  assert.equal(noPage.status, 403);
+
   const taken = await h.call("DELETE", path, tina);
   assert.equal(taken.status, 200, taken.text);
-  assert.deepEqual((await rest.get<Assignment>(assignmentsPath(ns, "calc"))).spec.extensions, [
-    { user: "zed", deadline: "2099-02-01T00:00:00Z" },
-  ]);
+  assert.deepEqual(
+    (await rest.get<Assignment>(assignmentsPath(ns, "calc"))).spec.extensions?.map((e) => e.user),
+    ["zed", "ann@uni.example"],
+    "ben's taken back, the others' kept",
+  );
 });
