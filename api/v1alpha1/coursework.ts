@@ -118,6 +118,12 @@ const AUTOGRADER = Type.Object(
         description: 'How long run_autograder may run; then the hand-in\'s result is "timed out".',
       }),
     ),
+    visibleTestsAfterHandIn: Type.Optional(
+      Type.Boolean({
+        description:
+          "Show a student their tests marked visible (name, result, points) as soon as their hand-in is graded, before grades are released, so they can fix their work before the deadline. Hidden tests and the total wait for spec.gradesReleased.",
+      }),
+    ),
   },
   {
     description:
@@ -212,6 +218,12 @@ export const AssignmentSpecSchema = Type.Object(
       ),
     ),
     autograder: Type.Optional(AUTOGRADER),
+    gradesReleased: Type.Optional(
+      Type.Boolean({
+        description:
+          "Students see their score and their tests (those the autograder marks visible, after_published, and after_due_date once their closing time passed; hidden never). Until then scores are for teachers only.",
+      }),
+    ),
     limits: Type.Optional(
       Type.Object({
         maxBytes: Type.Optional(

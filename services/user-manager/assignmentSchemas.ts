@@ -1,5 +1,6 @@
 /** Request and response schemas of the coursework routes (assignments.ts), and the views they answer. */
 import { deadlineFor } from "../../api/deadlines.ts";
+import { studentGrade } from "./studentGrade.ts";
 import { StringEnum, Type, type Static } from "../../api/v1alpha1/schema.ts";
 import { COURSE_FOLDER_NAME_PATTERN } from "../../api/v1alpha1/index.ts";
 import type { Userland } from "../../api/v1alpha1/index.ts";
@@ -168,6 +169,25 @@ export const HandInTable = Type.Object({
 });
 export type HandInTable = Static<typeof HandInTable>;
 
+const StudentGradeView = Type.Object(
+  {
+    released: Type.Boolean({ description: "The teacher released grades: the score is shown." }),
+    score: Nullable(Type.Number({ description: "After the late penalty; null until released." })),
+    maxScore: Nullable(Type.Number()),
+    latePenaltyPercent: Type.Number(),
+    tests: Type.Array(
+      Type.Object({
+        name: Type.String(),
+        score: Nullable(Type.Number()),
+        maxScore: Nullable(Type.Number()),
+        passed: Nullable(Type.Boolean()),
+      }),
+      { description: "Only the tests this student may see now (hidden ones never)." },
+    ),
+  },
+  { description: "What the student may see of their grade (studentGrade.ts); null: nothing yet." },
+);
+
 export const StudentAssignmentView = Type.Object(
   {
     templateName: Type.String(),
@@ -187,6 +207,7 @@ export const StudentAssignmentView = Type.Object(
     handInRequestedBy: Nullable(StringEnum(["student", "deadline"])),
     receipt: Nullable(ReceiptView),
     feedbackFiles: Nullable(Type.Integer({ description: "Files of the feedback last returned." })),
+    grade: Nullable(StudentGradeView),
   },
   { description: "One assignment as its student sees it." },
 );
@@ -282,5 +303,6 @@ export function toStudentView(a: Assignment, s: Submission, now: Date): StudentA
     handInRequestedBy: s.spec.handInRequestedBy ?? null,
     receipt: receiptOf(s),
     feedbackFiles: s.status?.feedbackFiles ?? null,
+    grade: studentGrade(a, s, now),
   };
 }

@@ -17,6 +17,8 @@ export interface GradeBookColumn {
   /** The points the autograder's tests are worth (their max_score), when known. */
   points: number | null;
   deadline: string | null;
+  /** Students see their grades (spec.gradesReleased). */
+  released: boolean;
   /** Students with their own deadline (teachers only: notes included). */
   extensions: { user: string; deadline: string; lateUntil: string | null; note: string | null }[];
 }
@@ -94,6 +96,7 @@ export function gradeBook(
       title: a.spec.title,
       points: maxima.length > 0 ? Math.max(...maxima) : null,
       deadline: a.spec.deadline ?? null,
+      released: a.spec.gradesReleased === true,
       extensions: (a.spec.extensions ?? []).map((e) => ({
         user: e.user,
         deadline: e.deadline,

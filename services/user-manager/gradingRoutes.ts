@@ -50,6 +50,7 @@ const GradeBookSchema = Type.Object({
       title: Type.String(),
       points: Nullable(Type.Number()),
       deadline: Nullable(Type.String()),
+      released: Type.Boolean({ description: "Students see their grades." }),
       extensions: Type.Array(Extension),
     }),
   ),
@@ -264,6 +265,44 @@ export const gradingRoutes: FastifyPluginCallbackTypebox<GradingRouteOptions> = 
         "extension removed",
       );
       return view;
+    },
+  );
+  app.put(
+    "/api/v1/templates/:template/assignments/:name/grades-released",
+    {
+      schema: {
+        tags: ["grading"],
+        summary: "Release grades to students, or take them back (teachers)",
+        description:
+          "Sets spec.gradesReleased: each student then sees their score (after the late penalty) and the tests the autograder lets them see on their home page. Needs update on the assignment and on templates/coursework (the Template).",
+        params: Type.Object({ template: TemplateNameSchema, name: AssignmentNameSchema }),
+        body: Type.Object({ released: Type.Boolean() }, { additionalProperties: false }),
+        response: { 200: Type.Object({ assignment: Type.String(), released: Type.Boolean() }), ...errors },
+      },
+    },
+    async (request) => {
+      const { template, name } = request.params;
+      const { namespace } = await store.templateOrNotFound(template);
+      await authorizeTeacher(request, ASSIGNMENT_RESOURCE, "update", template, namespace, name);
+      const released = request.body.released;
+      const result = await coursework.changeAssignment(
+        namespace,
+        name,
+        (a) => {
+          if (a.spec.templateName !== template)
+            throw notFound(`Template "${template}" has no assignment "${name}"`);
+          if ((a.spec.gradesReleased ?? false) === released)
+            return { answer: { assignment: name, released } };
+          return { write: { ...a, spec: { ...a.spec, gradesReleased: released } } };
+        },
+        () => ({ assignment: name, released }),
+      );
+      if (!result) throw notFound(`Template "${template}" has no assignment "${name}"`);
+      request.log.info(
+        { by: request.caller?.username, template, assignment: name, released },
+        released ? "grades released" : "grades taken back",
+      );
+      return result;
     },
   );
   done();

@@ -190,6 +190,41 @@ function receiptOf(a: StudentAssignment): Html {
   </dl>`;
 }
 
+/**
+ * The grade as the user-manager lets this student see it (services/user-manager/studentGrade.ts
+ * decides; nothing hidden reaches this page): the score once released, and their tests.
+ */
+function gradeOf(a: StudentAssignment): Html | "" {
+  const g = a.grade;
+  if (!g) return "";
+  const total =
+    g.released && g.score !== null
+      ? html`<p>
+          <strong>Score: ${String(g.score)}${g.maxScore !== null ? ` of ${g.maxScore}` : ""}</strong>${
+            g.latePenaltyPercent ? ` (less ${g.latePenaltyPercent}% for lateness)` : ""
+          }
+        </p>`
+      : html`<p class="muted">Your tests so far; the score comes when your teacher releases grades.</p>`;
+  const mark = (passed: boolean | null) => (passed === null ? "•" : passed ? "✓ passed" : "✗ failed");
+  return html`<div class="grade" data-released="${String(g.released)}">
+    ${total}
+    ${
+      g.tests.length
+        ? html`<ul class="tests">
+            ${g.tests.map(
+              (t) =>
+                html`<li>
+                  ${mark(t.passed)} <code>${t.name}</code>${
+                    t.maxScore !== null ? ` — ${t.score ?? 0} of ${t.maxScore}` : ""
+                  }
+                </li>`,
+            )}
+          </ul>`
+        : ""
+    }
+  </div>`;
+}
+
 function assignmentCard(a: StudentAssignment, view: HomeView, returnPath: string): Html {
   const times = html`${a.deadline ? html`Due ${timeOf(a.deadline)}${a.extended ? " (your extended deadline)" : ""}.` : "No deadline."}${
     a.lateUntil ? html` Late hand-ins until ${timeOf(a.lateUntil)}.` : ""
@@ -233,7 +268,7 @@ function assignmentCard(a: StudentAssignment, view: HomeView, returnPath: string
       >
     </div>
     <p class="muted">${times}</p>
-    ${body}${feedback}
+    ${body}${gradeOf(a)}${feedback}
   </li>`;
 }
 

@@ -9,7 +9,7 @@ import { createHash } from "node:crypto";
 import { test } from "node:test";
 import type { Template, Userland } from "../../../api/v1alpha1/index.ts";
 import { createLogger } from "../../../lib/logger.ts";
-import type { UserManagerClient } from "../../../lib/userManagerClient.ts";
+import type { StudentAssignment, UserManagerClient } from "../../../lib/userManagerClient.ts";
 import type { ClientInfo } from "../forward/headers.ts";
 import { homeView, ownUserland, type HomeConfig } from "../pages/homeView.ts";
 import { homePage } from "../pages/homePage.ts";
@@ -178,4 +178,48 @@ test("the user-manager is asked at most ten starts and stops a minute per Userla
   assert.deepEqual(calls, ["create erin sql"]);
   assert.equal(asking.createRequested("erin", "sql"), true);
   assert.equal(asking.createRequested("erin", "code"), false);
+});
+
+test("an assignment's grade on the home page: the score once released, the tests the student may see, nothing else", () => {
+  const view = homeView(cluster([], []), starter, config(), client("ide.example.org"), "ann");
+  const card = (grade: StudentAssignment["grade"]) =>
+    homePage(
+      {
+        ...view,
+        assignments: [
+          {
+            templateName: "lab",
+            name: "calc",
+            title: "Calculator",
+            deadline: "2026-12-10T12:00:00.000Z",
+            lateUntil: null,
+            closesAt: "2026-12-10T12:00:00.000Z",
+            extended: false,
+            open: false,
+            distributed: true,
+            state: "late",
+            stateLabel: "late",
+            handInRequestedAt: "2026-12-11T10:00:00Z",
+            handInRequestedBy: "student",
+            receipt: null,
+            feedbackFiles: null,
+            grade,
+          },
+        ],
+      },
+      "/",
+    ).body;
+  const released = card({
+    released: true,
+    score: 4.5,
+    maxScore: 8,
+    latePenaltyPercent: 25,
+    tests: [{ name: "test_add", score: 2, maxScore: 2, passed: true }],
+  });
+  assert.match(released, /Score: 4\.5 of 8<\/strong> \(less 25% for lateness\)/);
+  assert.match(released, /✓ passed <code>test_add<\/code> — 2 of 2/);
+  const early = card({ released: false, score: null, maxScore: null, latePenaltyPercent: 0, tests: [] });
+  assert.match(early, /the score comes when your teacher releases grades/);
+  assert.doesNotMatch(early, /Score:/);
+  assert.doesNotMatch(card(null), /class="grade"/);
 });

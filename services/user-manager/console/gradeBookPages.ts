@@ -70,6 +70,19 @@ export function gradeBookPage(viewer: Viewer, view: GradeBookView): string {
               ${sortLink(a.name, a.title)}<br /><span class="muted"
                 >${a.points === null ? "" : `of ${a.points}`}${a.deadline ? ` · due ${formatTime(a.deadline)}` : ""}</span
               >
+              <form method="post" action="${CONSOLE_PATH}/gradebook/release">
+                <input type="hidden" name="template" value="${template}" />
+                <input type="hidden" name="assignment" value="${a.name}" />
+                <input type="hidden" name="released" value="${a.released ? "false" : "true"}" />
+                <button
+                  type="submit"
+                  class="secondary"
+                  aria-label="${a.released ? "Hide" : "Release"} the grades of ${a.title}"
+                >
+                  ${a.released ? "Hide grades" : "Release grades"}
+                </button>
+              </form>
+              ${a.released ? html`<span class="muted">released</span>` : ""}
             </th>`,
         )}
       </tr>

@@ -16,6 +16,8 @@ type GradeBookConsoleDeps = Omit<AssignmentConsoleDeps, "store">;
 const NOTICES: Record<string, (value: string) => string> = {
   extended: (v) => `Extension given: ${v}.`,
   taken: (v) => `Extension taken back: ${v}.`,
+  released: (v) => `Grades of ${v} released: each student sees their score and the tests they may see.`,
+  hidden: (v) => `Grades of ${v} hidden from students again.`,
 };
 
 export function gradeBookConsoleRoutes(app: FastifyInstance, deps: GradeBookConsoleDeps): void {
@@ -99,6 +101,24 @@ export function gradeBookConsoleRoutes(app: FastifyInstance, deps: GradeBookCons
       return page(request, reply, template, answer.status, answer.body.message ?? "refused");
     if (answer.status !== 200) throw refused(answer);
     return reply.redirect(gradeBookUrl(template, { done: "extended", value: `${user}, ${assignment}` }), 303);
+  });
+
+  app.post(`${CONSOLE_PATH}/gradebook/release`, { schema: hidden }, async (request, reply) => {
+    const fields = formOf(request.body);
+    const template = templateField(fields.get("template"), "body");
+    const assignment = fields.get("assignment") ?? "";
+    const released = fields.get("released") === "true";
+    const answer = await api(
+      request,
+      "PUT",
+      `/api/v1/templates/${encodeURIComponent(template)}/assignments/${encodeURIComponent(assignment)}/grades-released`,
+      { released },
+    );
+    if (answer.status !== 200) throw refused(answer);
+    return reply.redirect(
+      gradeBookUrl(template, { done: released ? "released" : "hidden", value: assignment }),
+      303,
+    );
   });
 
   app.post(`${CONSOLE_PATH}/gradebook/extension/remove`, { schema: hidden }, async (request, reply) => {

@@ -20,7 +20,7 @@ import {
 /** A CSV file's rows, as an importer reads them. */
 const rowsOf = (text: string): string[][] => parse(text, {});
 
-test("the grade book for the class's teachers alone, as JSON and as Canvas's and Moodle's CSV; an extension is one student's, given and taken back", async (t) => {
+test("the grade book for the class's teachers alone, as JSON and as Canvas's and Moodle's CSV; an extension is one student's, given and taken back; released grades reach the student without the hidden tests", async (t) => {
   const h = await startConsole(t, { templates: [] });
   const ns = h.ns;
   await createTemplate(ns, "lab", courseworkTemplateSpec());
@@ -59,7 +59,10 @@ test("the grade book for the class's teachers alone, as JSON and as Canvas's and
       score: 5,
       maxScore: 5,
       testCount: 3,
-      tests: [{ name: "test_add", score: 2, maxScore: 2, status: "passed", visibility: "visible" }],
+      tests: [
+        { name: "test_add", score: 2, maxScore: 2, status: "passed", visibility: "visible" },
+        { name: "test_secret", score: 3, maxScore: 3, status: "passed", visibility: "hidden" },
+      ],
       key: "k1",
       receiptSha256: "a".repeat(64),
       autograderRevision: "b".repeat(64),
@@ -164,6 +167,43 @@ test("the grade book for the class's teachers alone, as JSON and as Canvas's and
   );
   const noPage = await h.page("/console/gradebook?template=lab", await h.cookie("nora@uni.example"));
   assert.equal(noPage.status, 403);
+
+  // The student's view (through the proxy's right): nothing until released, then the score and
+  // the visible test; the hidden one never.
+  const proxy = await h.callerWith("proxy", [
+    { apiGroups: ["userland.dev"], resources: ["submissions/handin"], verbs: ["get", "update"] },
+  ]);
+  const own = () =>
+    h.call("GET", "/api/v1/templates/lab/assignments/calc/submissions/ann%40uni.example", { token: proxy });
+  const hiddenYet = await own();
+  assert.equal(hiddenYet.status, 200, hiddenYet.text);
+  assert.equal(hiddenYet.json.grade, null, "not released: no grade for the student");
+  const release = await h.post("/console/gradebook/release", tinaCookie, {
+    template: "lab",
+    assignment: "calc",
+    released: "true",
+  });
+  assert.equal(release.status, 303, await release.text());
+  assert.equal((await rest.get<Assignment>(assignmentsPath(ns, "calc"))).spec.gradesReleased, true);
+  const shown = await own();
+  assert.deepEqual(shown.json.grade, {
+    released: true,
+    score: 5,
+    maxScore: 5,
+    latePenaltyPercent: 0,
+    tests: [{ name: "test_add", score: 2, maxScore: 2, passed: true }],
+  });
+  assert.doesNotMatch(shown.text, /test_secret/);
+  assert.equal(
+    (
+      await h.call("PUT", "/api/v1/templates/lab/assignments/calc/grades-released", {
+        ...ann,
+        body: { released: false },
+      })
+    ).status,
+    403,
+    "a student cannot release or hide grades",
+  );
 
   const taken = await h.call("DELETE", path, tina);
   assert.equal(taken.status, 200, taken.text);
