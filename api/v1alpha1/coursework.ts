@@ -49,6 +49,21 @@ const FAILED_COPIES = Type.Object(
   },
 );
 
+/** One rubric item (docs/decisions/0015-grading.md). */
+const RUBRIC_ITEM = Type.Object({
+  id: Type.String({
+    pattern: "^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$",
+    maxLength: 40,
+    description: "Names the item in reviews; keep it when the points or the words change.",
+  }),
+  points: Type.Number({
+    minimum: -1000,
+    maximum: 1000,
+    description: "Added to the score when applied (negative: a deduction).",
+  }),
+  description: Type.String({ minLength: 1, maxLength: 500, description: "What the student reads." }),
+});
+
 /** One student's own deadline (docs/decisions/0015-grading.md). */
 const EXTENSION = Type.Object(
   {
@@ -218,6 +233,15 @@ export const AssignmentSpecSchema = Type.Object(
       ),
     ),
     autograder: Type.Optional(AUTOGRADER),
+    rubric: Type.Optional(
+      Type.Array(RUBRIC_ITEM, {
+        maxItems: 50,
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["id"],
+        description:
+          "Items a teacher applies to a hand-in (Submission spec.review.items). A hand-in's score is the autograder's plus the points of the items applied to it, as they are now: changing an item's points changes every hand-in it was applied to.",
+      }),
+    ),
     gradesReleased: Type.Optional(
       Type.Boolean({
         description:
@@ -372,6 +396,32 @@ export const SubmissionSpecSchema = Type.Object(
           "Set when the student hands in (or at the deadline): the platform then collects. Once set, it never changes.",
       }),
     ),
+    review: Type.Optional(
+      Type.Object(
+        {
+          items: Type.Optional(
+            Type.Array(Type.String({ maxLength: 40 }), {
+              maxItems: 50,
+              "x-kubernetes-list-type": "set",
+              description: "The ids of the Assignment's rubric items applied to this hand-in.",
+            }),
+          ),
+          comment: Type.Optional(Type.String({ maxLength: 4000, description: "For the student." })),
+          autograderScore: Type.Optional(
+            Type.Number({
+              description:
+                "The autograder's part set by hand: it replaces status.grade.score, and a new autograder run leaves it alone.",
+            }),
+          ),
+          by: Type.Optional(Type.String({ maxLength: 253, description: "Who reviewed last." })),
+          at: Type.Optional(Type.Unsafe<string>({ ...TIME, description: "When." })),
+        },
+        {
+          description:
+            "A teacher's review (the console's, or kubectl): written by the Template's teachers only (update on submissions/review).",
+        },
+      ),
+    ),
   },
   {
     "x-kubernetes-validations": [
@@ -455,6 +505,7 @@ export type Submission = CustomObject<"Submission", SubmissionSpec, SubmissionSt
 export type FailedCopies = Static<typeof FAILED_COPIES>;
 export type Grade = Static<typeof GRADE>;
 export type GradedTest = Static<typeof GRADED_TEST>;
+export type RubricItem = Static<typeof RUBRIC_ITEM>;
 
 /** Condition types the operator writes on Assignments (operator/coursework/syncAssignment.ts). */
 export const AssignmentConditions = {

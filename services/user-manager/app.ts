@@ -18,6 +18,7 @@ import { TokenAuthenticator } from "./auth/tokenReview.ts";
 import { consoleConfig, type UserManagerConfig } from "./config.ts";
 import { assignmentRoutes } from "./assignments.ts";
 import { gradingRoutes } from "./gradingRoutes.ts";
+import { reviewRoutes } from "./reviewRoutes.ts";
 import { COURSEWORK_RESOURCE } from "./auth/teaches.ts";
 import { examRoutes } from "./exams.ts";
 import { SESSION_USER_PREFIX_DEFAULT } from "../../lib/sessionSubjects.ts";
@@ -173,6 +174,7 @@ export async function buildApp(options: AppOptions) {
   const transfers = new ArchiveTransfers(rest, options.reachTransferPod);
   const download = downloadSender(transfers);
   await app.register(gradingRoutes, { store, coursework, ...(options.now ? { now: options.now } : {}) });
+  await app.register(reviewRoutes, { store, coursework, ...(options.now ? { now: options.now } : {}) });
   await app.register(downloadRoutes, { store, coursework, download });
   await app.register(uploadRoutes, { store, coursework, transfers });
   await app.register(classArchiveRoutes, { store, coursework, download });

@@ -175,6 +175,8 @@ const StudentGradeView = Type.Object(
     score: Nullable(Type.Number({ description: "After the late penalty; null until released." })),
     maxScore: Nullable(Type.Number()),
     latePenaltyPercent: Type.Number(),
+    rubric: Type.Array(Type.Object({ points: Type.Number(), description: Type.String() })),
+    comment: Nullable(Type.String()),
     tests: Type.Array(
       Type.Object({
         name: Type.String(),

@@ -3,11 +3,13 @@
  * Assignments and Submissions alone (pure), and its CSV files in the shapes Canvas's and Moodle's
  * grade importers take as they are.
  *
- * A cell's score is the autograder's (status.grade) less the late penalty the grade recorded; a
- * cell without a grade has no score (an empty cell in the CSV: "not graded", never a zero).
+ * A cell's score is api/scores.ts's: the autograder's part plus the rubric items applied, less the
+ * late penalty; a cell with neither has no score (an empty cell in the CSV: "not graded", never a
+ * zero).
  */
 import { stringify } from "csv-stringify/sync";
 import { deadlineFor } from "../../api/deadlines.ts";
+import { scoreOf } from "../../api/scores.ts";
 import type { Assignment, Submission } from "../../api/v1alpha1/index.ts";
 import { handInState, type HandInState } from "./handIn.ts";
 
@@ -47,26 +49,32 @@ export interface GradeBook {
   students: GradeBookRow[];
 }
 
-/** Rounds away binary fractions (0.1 + 0.2) without hiding a real hundredth. */
-const round = (n: number): number => Math.round(n * 100) / 100;
-
 function cellOf(a: Assignment, user: string, s: Submission | undefined, now: Date): GradeBookCell {
   const state = handInState(a, s, now);
   const grade = s?.status?.grade;
-  const penalty = grade?.latePenaltyPercent ?? 0;
+  const score = s && scoreOf(a, s);
+  const penalty = score?.latePenaltyPercent ?? 0;
   const tests = grade?.tests ?? [];
   const passed = tests.filter((t) => t.status === "passed").length;
+  const parts = [
+    grade
+      ? `${grade.score}${grade.maxScore !== undefined ? `/${grade.maxScore}` : ""} by the autograder (${passed} of ${grade.testCount ?? tests.length} tests passed)`
+      : "",
+    s?.spec.review?.autograderScore !== undefined
+      ? `autograder part set by hand to ${s.spec.review.autograderScore}`
+      : "",
+    ...(score?.items ?? []).map((i) => `${i.points >= 0 ? "+" : ""}${i.points} ${i.description}`),
+    penalty ? `less ${penalty}% for lateness` : "",
+  ].filter(Boolean);
   return {
     state,
-    score: grade ? round(grade.score * (1 - penalty / 100)) : null,
-    autograderScore: grade ? grade.score : null,
+    score: score ? score.final : null,
+    autograderScore: score ? score.autograder : null,
     latePenaltyPercent: penalty,
     late: s?.status?.receipt?.late ?? false,
     missing: state === "missing",
     extended: deadlineFor(a, user).extended,
-    summary: grade
-      ? `${grade.score}${grade.maxScore !== undefined ? `/${grade.maxScore}` : ""} by the autograder (${passed} of ${grade.testCount ?? tests.length} tests passed)${penalty ? `, less ${penalty}% for lateness` : ""}`
-      : "",
+    summary: parts.join("; "),
   };
 }
 
@@ -89,8 +97,8 @@ export function gradeBook(
   }
   const columns = assignments.map((a) => {
     const maxima = [...(byAssignment.get(a.metadata.name ?? "")?.values() ?? [])]
-      .map((s) => s.status?.grade?.maxScore)
-      .filter((m): m is number => m !== undefined);
+      .map((s) => scoreOf(a, s)?.maxScore)
+      .filter((m): m is number => m !== null && m !== undefined);
     return {
       name: a.metadata.name ?? "",
       title: a.spec.title,

@@ -59,7 +59,7 @@ const homeScript = `(function () {
   function sign(v) {
     return v.environments.map(function (e) { return e.name + ":" + e.state; }).join(",") + "|" +
       v.available.map(function (a) { return a.template + ":" + a.requested; }).join(",") + "|" +
-      v.assignments.map(function (a) { return a.templateName + "/" + a.name + ":" + a.state + ":" + (a.feedbackFiles || 0); }).join(",") + "|" +
+      v.assignments.map(function (a) { return a.templateName + "/" + a.name + ":" + a.state + ":" + (a.feedbackFiles || 0) + ":" + (a.grade ? a.grade.released + "/" + a.grade.score + "/" + a.grade.tests.length : "-"); }).join(",") + "|" +
 
       ${VISITS_SIGN_JS} + "|" +
       ${EXAMS_SIGN_JS};
@@ -206,8 +206,18 @@ function gradeOf(a: StudentAssignment): Html | "" {
         </p>`
       : html`<p class="muted">Your tests so far; the score comes when your teacher releases grades.</p>`;
   const mark = (passed: boolean | null) => (passed === null ? "•" : passed ? "✓ passed" : "✗ failed");
+  const items = g.rubric.map(
+    (r) => html`<li>${r.points >= 0 ? `+${r.points}` : String(r.points)} ${r.description}</li>`,
+  );
+  const review = html`${
+    items.length
+      ? html`<ul class="rubric">
+          ${items}
+        </ul>`
+      : ""
+  }${g.comment ? html`<blockquote class="comment">${g.comment}</blockquote>` : ""}`;
   return html`<div class="grade" data-released="${String(g.released)}">
-    ${total}
+    ${total} ${review}
     ${
       g.tests.length
         ? html`<ul class="tests">
@@ -304,8 +314,13 @@ function signature(view: HomeView): string {
     "|" +
     view.available.map((a) => `${a.template}:${String(a.requested)}`).join(",") +
     "|" +
-    // Feedback comes back without a change of state: counted in, so the page shows it by itself.
-    view.assignments.map((a) => `${a.templateName}/${a.name}:${a.state}:${a.feedbackFiles ?? 0}`).join(",") +
+    // Feedback and grades come without a change of state: counted in, so the page shows them by itself.
+    view.assignments
+      .map(
+        (a) =>
+          `${a.templateName}/${a.name}:${a.state}:${a.feedbackFiles ?? 0}:${a.grade ? `${String(a.grade.released)}/${String(a.grade.score)}/${a.grade.tests.length}` : "-"}`,
+      )
+      .join(",") +
     "|" +
     visitsSignature(view.visits, view.visitRequests) +
     "|" +

@@ -214,11 +214,23 @@ test("an assignment's grade on the home page: the score once released, the tests
     score: 4.5,
     maxScore: 8,
     latePenaltyPercent: 25,
+    rubric: [{ points: -1, description: "No docstrings" }],
+    comment: "Good work <b>overall</b>",
     tests: [{ name: "test_add", score: 2, maxScore: 2, passed: true }],
   });
   assert.match(released, /Score: 4\.5 of 8<\/strong> \(less 25% for lateness\)/);
   assert.match(released, /✓ passed <code>test_add<\/code> — 2 of 2/);
-  const early = card({ released: false, score: null, maxScore: null, latePenaltyPercent: 0, tests: [] });
+  assert.match(released, /<li>-1 No docstrings<\/li>/);
+  assert.match(released, /Good work &#60;b&#62;overall&#60;\/b&#62;/, "the comment, escaped");
+  const early = card({
+    released: false,
+    score: null,
+    maxScore: null,
+    latePenaltyPercent: 0,
+    rubric: [],
+    comment: null,
+    tests: [],
+  });
   assert.match(early, /the score comes when your teacher releases grades/);
   assert.doesNotMatch(early, /Score:/);
   assert.doesNotMatch(card(null), /class="grade"/);

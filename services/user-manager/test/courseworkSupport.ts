@@ -33,6 +33,7 @@ export const courseTeacherRules = (templates: string[]): k8s.V1PolicyRule[] => [
   ...TEACHER_RULES,
   { apiGroups: ["userland.dev"], resources: ["assignments"], verbs: ["get", "list", "create", "update"] },
   { apiGroups: ["userland.dev"], resources: ["submissions"], verbs: ["get", "list"] },
+  { apiGroups: ["userland.dev"], resources: ["submissions/review"], verbs: ["update"] },
   {
     apiGroups: ["userland.dev"],
     resources: ["templates/coursework"],

@@ -104,7 +104,7 @@ test("the book: every student with a Submission × the assignments; the score af
   );
   assert.match(
     cell("ben", "week1")?.summary ?? "",
-    /^4\/5 by the autograder \(1 of 2 tests passed\), less 10% for lateness$/,
+    /^4\/5 by the autograder \(1 of 2 tests passed\); less 10% for lateness$/,
   );
   assert.deepEqual(
     [cell("cat@uni.example", "week1")?.state, cell("cat@uni.example", "week1")?.extended],

@@ -168,6 +168,43 @@ test("the grade book for the class's teachers alone, as JSON and as Canvas's and
   const noPage = await h.page("/console/gradebook?template=lab", await h.cookie("nora@uni.example"));
   assert.equal(noPage.status, 403);
 
+  // A rubric, a review of ann's hand-in; changing an item's points changes her total.
+  const rubric = "/api/v1/templates/lab/assignments/calc/rubric";
+  const items = [
+    { id: "style", points: 1, description: "Readable names" },
+    { id: "no-docs", points: -2, description: "No docstrings" },
+  ];
+  const set = await h.call("PUT", rubric, { ...tina, body: { items } });
+  assert.equal(set.status, 200, set.text);
+  const twice = await h.call("PUT", rubric, { ...tina, body: { items: [items[0], items[0]] } });
+  assert.equal(twice.status, 400);
+  const reviewPath = "/api/v1/templates/lab/assignments/calc/submissions/ann%40uni.example/review";
+  const reviewed = await h.call("PUT", reviewPath, {
+    ...tina,
+    body: { items: ["style", "no-docs"], comment: "Tidy, but document it." },
+  });
+  assert.equal(reviewed.status, 200, reviewed.text);
+  const scoreOfAnn = async () =>
+    (
+      (await h.call("GET", "/api/v1/templates/lab/gradebook", tina)).json.students as {
+        user: string;
+        cells: Record<string, { score: number | null }>;
+      }[]
+    ).find((r) => r.user === "ann@uni.example")?.cells.calc?.score;
+  assert.equal(await scoreOfAnn(), 4, "5 by the autograder + 1 - 2");
+  await h.call("PUT", rubric, { ...tina, body: { items: [items[0], { ...items[1], points: -1 }] } });
+  assert.equal(await scoreOfAnn(), 5, "the deduction is 1 now, for every hand-in it was applied to");
+  assert.equal(
+    (await h.call("PUT", reviewPath, { ...tina, body: { items: ["nope"] } })).status,
+    400,
+    "an item the rubric lacks",
+  );
+  for (const [who, caller] of [
+    ["nora", nora],
+    ["ann", ann],
+  ] as const)
+    assert.equal((await h.call("PUT", reviewPath, { ...caller, body: { items: [] } })).status, 403, who);
+
   // The student's view (through the proxy's right): nothing until released, then the score and
   // the visible test; the hidden one never.
   const proxy = await h.callerWith("proxy", [
@@ -189,8 +226,13 @@ test("the grade book for the class's teachers alone, as JSON and as Canvas's and
   assert.deepEqual(shown.json.grade, {
     released: true,
     score: 5,
-    maxScore: 5,
+    maxScore: 6,
     latePenaltyPercent: 0,
+    rubric: [
+      { points: 1, description: "Readable names" },
+      { points: -1, description: "No docstrings" },
+    ],
+    comment: "Tidy, but document it.",
     tests: [{ name: "test_add", score: 2, maxScore: 2, passed: true }],
   });
   assert.doesNotMatch(shown.text, /test_secret/);

@@ -1,0 +1,170 @@
+/**
+ * A teacher's review (docs/decisions/0015-grading.md): an Assignment's rubric, and one hand-in's
+ * review (rubric items applied, a comment for the student, the autograder's part set by hand). A
+ * review lives in the Submission's spec.review and names rubric items by id, so a changed item's
+ * points change every hand-in it was applied to (api/scores.ts adds them up when read). Who may
+ * write either is RBAC: update on the Assignment, and update on submissions/review (no handler:
+ * it exists so RBAC can name "grades this class"), both with teaching the Template.
+ */
+import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
+import { SUBMISSIONS } from "../../api/v1alpha1/index.ts";
+import { Type } from "../../api/v1alpha1/schema.ts";
+import { AssignmentNameSchema } from "./assignmentSchemas.ts";
+import { ASSIGNMENT_RESOURCE } from "./assignments.ts";
+import type { Resource } from "./auth/caller.ts";
+import { authorizeTeacher } from "./auth/teaches.ts";
+import type { CourseworkStore } from "./courseworkStore.ts";
+import { badRequest, notFound } from "./errors.ts";
+import { ErrorBody, TemplateNameSchema, UserSchema } from "./schemas.ts";
+import type { UserlandStore } from "./store.ts";
+
+export interface ReviewRouteOptions {
+  store: UserlandStore;
+  coursework: CourseworkStore;
+  now?: () => Date;
+}
+
+/** "Grades this class": the course teacher's right on hand-ins. */
+export const REVIEW_RESOURCE: Resource = { resource: SUBMISSIONS, subresource: "review" };
+
+const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody };
+const ID = "^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$";
+
+const RubricItem = Type.Object(
+  {
+    id: Type.String({ pattern: ID, maxLength: 40 }),
+    points: Type.Number({ minimum: -1000, maximum: 1000 }),
+    description: Type.String({ minLength: 1, maxLength: 500 }),
+  },
+  { additionalProperties: false },
+);
+const RubricBody = Type.Object(
+  { items: Type.Array(RubricItem, { maxItems: 50 }) },
+  { additionalProperties: false },
+);
+const ReviewBody = Type.Object(
+  {
+    items: Type.Array(Type.String({ pattern: ID, maxLength: 40 }), { maxItems: 50 }),
+    comment: Type.Optional(Type.String({ maxLength: 4000 })),
+    autograderScore: Type.Optional(
+      Type.Union([Type.Number({ minimum: -1000, maximum: 100000 }), Type.Null()], {
+        description: "The autograder's part by hand; null: the autograder's own again.",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+const ReviewView = Type.Object({
+  user: Type.String(),
+  items: Type.Array(Type.String()),
+  comment: Type.Union([Type.String(), Type.Null()]),
+  autograderScore: Type.Union([Type.Number(), Type.Null()]),
+});
+
+export const reviewRoutes: FastifyPluginCallbackTypebox<ReviewRouteOptions> = (app, opts, done) => {
+  const { store, coursework } = opts;
+  const now = opts.now ?? (() => new Date());
+
+  app.put(
+    "/api/v1/templates/:template/assignments/:name/rubric",
+    {
+      schema: {
+        tags: ["grading"],
+        summary: "Set an assignment's rubric (teachers)",
+        description:
+          "Replaces spec.rubric. Items keep their id when their points or words change: every review that applied one counts its new points. Ids must be unique. Needs update on the assignment and on templates/coursework (the Template).",
+        params: Type.Object({ template: TemplateNameSchema, name: AssignmentNameSchema }),
+        body: RubricBody,
+        response: { 200: RubricBody, ...errors },
+      },
+    },
+    async (request) => {
+      const { template, name } = request.params;
+      const { namespace } = await store.templateOrNotFound(template);
+      await authorizeTeacher(request, ASSIGNMENT_RESOURCE, "update", template, namespace, name);
+      const items = request.body.items;
+      const ids = items.map((i) => i.id);
+      const twice = ids.find((id, i) => ids.indexOf(id) !== i);
+      if (twice) throw badRequest(`rubric item "${twice}" is there twice: ids must be unique`, "items");
+      const result = await coursework.changeAssignment(
+        namespace,
+        name,
+        (a) => {
+          if (a.spec.templateName !== template)
+            throw notFound(`Template "${template}" has no assignment "${name}"`);
+          const { rubric: _old, ...rest } = a.spec;
+          return { write: { ...a, spec: items.length ? { ...rest, rubric: items } : rest } };
+        },
+        (a) => ({ items: a.spec.rubric ?? [] }),
+      );
+      if (!result) throw notFound(`Template "${template}" has no assignment "${name}"`);
+      request.log.info(
+        { by: request.caller?.username, template, assignment: name, items: ids },
+        "rubric set",
+      );
+      return result;
+    },
+  );
+
+  app.put(
+    "/api/v1/templates/:template/assignments/:name/submissions/:user/review",
+    {
+      schema: {
+        tags: ["grading"],
+        summary: "Review one student's hand-in (teachers)",
+        description:
+          "Sets the Submission's spec.review: the rubric items applied (ids of the Assignment's rubric), a comment for the student, and optionally the autograder's part by hand (a new autograder run leaves it alone). Students see it once grades are released. " +
+          "Needs update on submissions/review and on templates/coursework (the Template). 400 for an item the rubric does not have; 404 when the user has no Submission.",
+        params: Type.Object({ template: TemplateNameSchema, name: AssignmentNameSchema, user: UserSchema }),
+        body: ReviewBody,
+        response: { 200: ReviewView, ...errors },
+      },
+    },
+    async (request) => {
+      const { template, name, user } = request.params;
+      const { namespace } = await store.templateOrNotFound(template);
+      await authorizeTeacher(request, REVIEW_RESOURCE, "update", template, namespace);
+      const a = await coursework.getAssignment(namespace, name);
+      if (!a || a.spec.templateName !== template)
+        throw notFound(`Template "${template}" has no assignment "${name}"`);
+      const known = new Set((a.spec.rubric ?? []).map((i) => i.id));
+      const unknown = request.body.items.find((id) => !known.has(id));
+      if (unknown) throw badRequest(`the rubric of "${name}" has no item "${unknown}"`, "items");
+      const { comment, autograderScore } = request.body;
+      const review = {
+        items: [...new Set(request.body.items)],
+        ...(comment ? { comment } : {}),
+        ...(typeof autograderScore === "number" ? { autograderScore } : {}),
+        by: request.caller?.username ?? "",
+        at: now()
+          .toISOString()
+          .replace(/\.\d+Z$/, "Z"),
+      };
+      const result = await coursework.changeSubmission(
+        namespace,
+        () => coursework.submissionOf(namespace, name, user),
+        // A merge patch of the whole review: fields left out are removed (null), not kept.
+        () => ({
+          write: {
+            spec: {
+              review: { comment: null, autograderScore: null, ...review },
+            },
+          },
+        }),
+        (s) => ({
+          user,
+          items: s.spec.review?.items ?? [],
+          comment: s.spec.review?.comment ?? null,
+          autograderScore: s.spec.review?.autograderScore ?? null,
+        }),
+      );
+      if (!result) throw notFound(`user "${user}" has no hand-in of "${name}"`);
+      request.log.info(
+        { by: request.caller?.username, template, assignment: name, user, items: review.items },
+        "hand-in reviewed",
+      );
+      return result;
+    },
+  );
+  done();
+};
