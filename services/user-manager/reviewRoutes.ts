@@ -61,9 +61,138 @@ const ReviewView = Type.Object({
   autograderScore: Type.Union([Type.Number(), Type.Null()]),
 });
 
+/** What a teacher reviews: the hand-in's receipt, every test (hidden ones too), the rubric, the review. */
+const HandInReview = Type.Object({
+  user: Type.String(),
+  assignment: Type.String(),
+  title: Type.String(),
+  rubric: Type.Array(RubricItem),
+  review: ReviewView,
+  receipt: Type.Union([
+    Type.Object({
+      time: Type.String(),
+      files: Type.Integer(),
+      bytes: Type.Integer(),
+      sha256: Type.String(),
+      late: Type.Boolean(),
+      deadline: Type.Union([Type.String(), Type.Null()]),
+    }),
+    Type.Null(),
+  ]),
+  grade: Type.Union([
+    Type.Object({
+      score: Type.Number(),
+      maxScore: Type.Union([Type.Number(), Type.Null()]),
+      results: Type.String({ description: "Its results.json and stdout, in the collection." }),
+      tests: Type.Array(
+        Type.Object({
+          name: Type.String(),
+          score: Type.Union([Type.Number(), Type.Null()]),
+          maxScore: Type.Union([Type.Number(), Type.Null()]),
+          status: Type.Union([Type.String(), Type.Null()]),
+          visibility: Type.String(),
+        }),
+      ),
+    }),
+    Type.Null(),
+  ]),
+  attempt: Type.Union([
+    Type.Object({ ok: Type.Boolean(), reason: Type.String(), message: Type.String(), time: Type.String() }),
+    Type.Null(),
+  ]),
+});
+
 export const reviewRoutes: FastifyPluginCallbackTypebox<ReviewRouteOptions> = (app, opts, done) => {
   const { store, coursework } = opts;
   const now = opts.now ?? (() => new Date());
+
+  app.get(
+    "/api/v1/templates/:template/assignments/:name/submissions/:user/review",
+    {
+      schema: {
+        tags: ["grading"],
+        summary: "One hand-in as its teacher reviews it (teachers)",
+        description:
+          "The receipt, the autograder's result with every test (hidden ones too), the last run's outcome, the rubric and the review. Needs get on submissions.userland.dev and update on templates/coursework (the Template).",
+        params: Type.Object({ template: TemplateNameSchema, name: AssignmentNameSchema, user: UserSchema }),
+        response: { 200: HandInReview, ...errors },
+      },
+    },
+    async (request) => {
+      const { template, name, user } = request.params;
+      const { namespace } = await store.templateOrNotFound(template);
+      await authorizeTeacher(request, { resource: SUBMISSIONS }, "get", template, namespace);
+      const a = await coursework.getAssignment(namespace, name);
+      if (!a || a.spec.templateName !== template)
+        throw notFound(`Template "${template}" has no assignment "${name}"`);
+      const s = await coursework.submissionOf(namespace, name, user);
+      if (!s) throw notFound(`user "${user}" has no hand-in of "${name}"`);
+      const r = s.status?.receipt;
+      const g = s.status?.grade;
+      const attempt = s.status?.gradeAttempt;
+      return {
+        user,
+        assignment: name,
+        title: a.spec.title,
+        rubric: a.spec.rubric ?? [],
+        review: {
+          user,
+          items: s.spec.review?.items ?? [],
+          comment: s.spec.review?.comment ?? null,
+          autograderScore: s.spec.review?.autograderScore ?? null,
+        },
+        receipt: r
+          ? {
+              time: r.time,
+              files: r.files,
+              bytes: r.bytes,
+              sha256: r.sha256,
+              late: r.late,
+              deadline: r.deadline ?? null,
+            }
+          : null,
+        grade: g
+          ? {
+              score: g.score,
+              maxScore: g.maxScore ?? null,
+              results: g.results,
+              tests: (g.tests ?? []).map((t) => ({
+                name: t.name,
+                score: t.score ?? null,
+                maxScore: t.maxScore ?? null,
+                status: t.status ?? null,
+                visibility: t.visibility ?? "visible",
+              })),
+            }
+          : null,
+        attempt: attempt
+          ? { ok: attempt.ok, reason: attempt.reason, message: attempt.message, time: attempt.time }
+          : null,
+      };
+    },
+  );
+
+  app.get(
+    "/api/v1/templates/:template/assignments/:name/rubric",
+    {
+      schema: {
+        tags: ["grading"],
+        summary: "An assignment's rubric (teachers)",
+        description: "Needs get on the assignment and update on templates/coursework (the Template).",
+        params: Type.Object({ template: TemplateNameSchema, name: AssignmentNameSchema }),
+        response: { 200: Type.Object({ rubric: Type.Array(RubricItem) }), ...errors },
+      },
+    },
+    async (request) => {
+      const { template, name } = request.params;
+      const { namespace } = await store.templateOrNotFound(template);
+      await authorizeTeacher(request, ASSIGNMENT_RESOURCE, "get", template, namespace, name);
+      const a = await coursework.getAssignment(namespace, name);
+      if (!a || a.spec.templateName !== template)
+        throw notFound(`Template "${template}" has no assignment "${name}"`);
+      return { rubric: a.spec.rubric ?? [] };
+    },
+  );
 
   app.put(
     "/api/v1/templates/:template/assignments/:name/rubric",

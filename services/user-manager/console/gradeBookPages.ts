@@ -8,6 +8,7 @@ import { html, type Html } from "../../../lib/html.ts";
 import type { GradeBook, GradeBookCell } from "../gradebook.ts";
 import { assignmentsUrl, formatTime } from "./assignmentPages.ts";
 import { CONSOLE_PATH, consolePage, gradeBookUrl, type Viewer } from "./layout.ts";
+import { reviewUrl, rubricUrl } from "./reviewPages.ts";
 
 export const gradeBookCsvUrl = (template: string, format: "canvas" | "moodle") =>
   `${CONSOLE_PATH}/gradebook.csv?${new URLSearchParams({ template, format }).toString()}`;
@@ -35,7 +36,7 @@ export function sortRows(book: GradeBook, by: string, descending: boolean): Grad
   });
 }
 
-function cell(c: GradeBookCell | undefined): Html {
+function cell(c: GradeBookCell | undefined, review: string): Html {
   if (!c) return html`<td></td>`;
   const marks = [
     c.late ? (c.latePenaltyPercent ? `late −${c.latePenaltyPercent}%` : "late") : "",
@@ -43,7 +44,9 @@ function cell(c: GradeBookCell | undefined): Html {
     c.extended ? "extension" : "",
   ].filter(Boolean);
   return html`<td title="${c.summary}">
-    ${c.score === null ? html`<span class="muted">${c.state === "missing" ? "—" : "not graded"}</span>` : String(c.score)}
+    <a href="${review}"
+      >${c.score === null ? html`<span class="muted">${c.state === "missing" ? "—" : "not graded"}</span>` : String(c.score)}</a
+    >
     ${marks.length ? html`<br /><span class="muted">${marks.join(", ")}</span>` : ""}
   </td>`;
 }
@@ -83,6 +86,7 @@ export function gradeBookPage(viewer: Viewer, view: GradeBookView): string {
                 </button>
               </form>
               ${a.released ? html`<span class="muted">released</span>` : ""}
+              <a href="${rubricUrl(template, a.name)}" class="muted">rubric</a>
             </th>`,
         )}
       </tr>
@@ -92,7 +96,7 @@ export function gradeBookPage(viewer: Viewer, view: GradeBookView): string {
         (row) =>
           html`<tr>
             <th scope="row">${row.user}</th>
-            ${book.assignments.map((a) => cell(row.cells[a.name]))}
+            ${book.assignments.map((a) => cell(row.cells[a.name], reviewUrl(template, a.name, row.user)))}
           </tr>`,
       )}
     </tbody>

@@ -28,6 +28,7 @@ import { assignmentConsoleRoutes, type AssignmentConsoleDeps } from "./assignmen
 import { endOfTermConsoleRoutes } from "./endOfTermRoutes.ts";
 import { examConsoleRoutes } from "./examRoutes.ts";
 import { gradeBookConsoleRoutes } from "./gradeBookRoutes.ts";
+import { reviewConsoleRoutes } from "./reviewRoutes.ts";
 import { visitUrl } from "./visitLink.ts";
 import { bodyStream, uploadConsoleRoutes } from "./uploadRoutes.ts";
 import { formOf, installFormParsers } from "./forms.ts";
@@ -534,6 +535,7 @@ export const consoleRoutes: FastifyPluginCallback<ConsoleOptions> = (app, opts, 
   endOfTermConsoleRoutes(app, { send, viewerOf, api: teacherApi });
   examConsoleRoutes(app, { send, viewerOf, api: teacherApi });
   gradeBookConsoleRoutes(app, { send, viewerOf, api: teacherApi });
+  reviewConsoleRoutes(app, { send, viewerOf, api: teacherApi });
   done();
 };
 

@@ -205,6 +205,48 @@ test("the grade book for the class's teachers alone, as JSON and as Canvas's and
   ] as const)
     assert.equal((await h.call("PUT", reviewPath, { ...caller, body: { items: [] } })).status, 403, who);
 
+  // The console: the review page shows every test (hidden ones too) and saves a review; the
+  // rubric page reads "id | points | description" lines and names a bad one.
+  const reviewPage = await h.page(
+    "/console/review?template=lab&name=calc&user=ann%40uni.example",
+    tinaCookie,
+  );
+  assert.equal(reviewPage.status, 200, reviewPage.text);
+  assert.match(reviewPage.text, /<code>test_secret<\/code>[\s\S]*never \(hidden\)/);
+  assert.match(reviewPage.text, /id="i-style"\s+name="item"\s+value="style"\s+checked/);
+  const saved = await h.post("/console/review", tinaCookie, {
+    template: "lab",
+    name: "calc",
+    user: "ann@uni.example",
+    item: ["style", "no-docs"],
+    comment: "Tidy, but document it.",
+    autograderScore: "",
+  });
+  assert.equal(saved.status, 303, await saved.text());
+  const badRubric = await h.post("/console/rubric", tinaCookie, {
+    template: "lab",
+    name: "calc",
+    items: "style | 1 | Readable names\nno docs | minus one | No docstrings",
+  });
+  assert.equal(badRubric.status, 400);
+  assert.match(
+    await badRubric.text(),
+    /line 2: expected &#34;id \| points \| description&#34;|line 2: expected "id \| points \| description"/,
+  );
+  const goodRubric = await h.post("/console/rubric", tinaCookie, {
+    template: "lab",
+    name: "calc",
+    items: "style | 1 | Readable names\nno-docs | -1 | No docstrings\n",
+  });
+  assert.equal(goodRubric.status, 303, await goodRubric.text());
+  assert.deepEqual(
+    (await rest.get<Assignment>(assignmentsPath(ns, "calc"))).spec.rubric?.map((i) => [i.id, i.points]),
+    [
+      ["style", 1],
+      ["no-docs", -1],
+    ],
+  );
+
   // The student's view (through the proxy's right): nothing until released, then the score and
   // the visible test; the hidden one never.
   const proxy = await h.callerWith("proxy", [
