@@ -6,6 +6,10 @@
  * the real node in test/node/grading.test.ts.
  */
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { test } from "node:test";
 import type { V1ContainerState, V1Pod } from "@kubernetes/client-node";
 import { submissionNameFor } from "../../api/naming.ts";
@@ -18,8 +22,10 @@ import {
 } from "../../api/v1alpha1/index.ts";
 import { paths } from "../../api/kubePaths.ts";
 import type { KubeRest } from "../../lib/kubeRest.ts";
-import { eventually, testNamespace } from "../../test/support/cluster.ts";
-import { startOperator } from "../../test/support/operator.ts";
+import { repoRoot } from "../../cluster/repoRoot.ts";
+import { eventually, testCluster, testNamespace } from "../../test/support/cluster.ts";
+import { guideBlocks, guideCommands } from "../../test/support/guide.ts";
+import { installCrds, startOperator } from "../../test/support/operator.ts";
 import {
   adminRest,
   createTemplate,
@@ -375,4 +381,44 @@ test("an extension is one student's own: the others are collected at the assignm
     return got.status?.handedIn === 1 && got;
   });
   assert.equal(a.status?.missing, 1, "ben, closed with no receipt yet, is missing; ann is not");
+});
+
+test("the admin guide's grading cycle with kubectl: the assignment applied, an extension, the submissions listed, a new autograder release, grades released", async (t) => {
+  const ns = await testNamespace(t, "grading-guide");
+  await installCrds();
+  const { info } = await testCluster();
+  const env = {
+    ...process.env,
+    KUBECONFIG: info.kubeconfig,
+    PATH: `${info.binDir}:${process.env.PATH ?? ""}`,
+  };
+  const guide = join(repoRoot, "deploy", "README.md");
+  const yaml = guideBlocks(guide, "### Grading", "yaml").find((b) => b.includes("kind: Assignment"));
+  assert.ok(yaml, "the guide's Assignment");
+  const dir = mkdtempSync(join(tmpdir(), "grading-guide-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  writeFileSync(join(dir, "calc.yaml"), yaml);
+  const commands = guideCommands(guide, "### Grading").flatMap((s) => s.blocks.flat());
+  assert.equal(commands.length, 5, commands.join("\n"));
+  for (const command of commands)
+    execFileSync("sh", ["-c", command.replaceAll("-n ide ", `-n ${ns} `)], {
+      env,
+      cwd: dir,
+      encoding: "utf8",
+    });
+  const a = await (await adminRest()).get<Assignment>(assignmentsPath(ns, "calc"));
+  assert.deepEqual(a.spec.extensions, [{ user: "ann@uni.example", deadline: "2026-12-20T17:00:00Z" }]);
+  assert.deepEqual(
+    [
+      a.spec.autograder?.release,
+      a.spec.autograder?.folder,
+      a.spec.gradesReleased,
+      a.spec.latePenalty?.percentPerDay,
+    ],
+    [2, "graders", true, 10],
+  );
+  assert.deepEqual(
+    a.spec.rubric?.map((i) => i.id),
+    ["style"],
+  );
 });
