@@ -4,7 +4,8 @@
  *   node bench/coursework.ts --real-node [N]   (default 10; `npm run bench:coursework:node`)
  * bench/courseworkPhases.ts's run (a Template with coursework, N stopped students, the operator as
  * a process; publish → every copy distributed, then the closing time for all N at once → every
- * receipt; per-student p50/p90, the operator's API requests per phase from the audit log, its CPU
+ * receipt, then an autograder added → every hand-in graded in its sealed pod (docs/decisions/
+ * 0015-grading.md); per-student p50/p90, the most pods at once, the operator's API requests per phase from the audit log, its CPU
  * seconds and peak RSS, the copy pods' count and duration).
  * kwok runs no containers: on kwok a stand-in for the kubelet here finishes each copy pod as soon as
  * it is seen, writing the terminated status and the JSON result coursework/copy.ts would write.
@@ -70,12 +71,21 @@ const courseworkSpec: TemplateSpec = simpleTemplateSpec("registry.invalid/ide:1"
   volumes: [{ name: "home", pvcSpec: { ...claimSpec, accessModes: ["ReadWriteOnce"] } }],
   coursework: {
     home: { volume: "home", mountPath: "/home/student" },
-    folders: [{ name: "course", mountPath: "/srv/course", pvcSpec: claimSpec }],
+    folders: [
+      { name: "course", mountPath: "/srv/course", pvcSpec: claimSpec },
+      { name: "graders", mountPath: "/srv/graders", pvcSpec: claimSpec, teachersOnly: true },
+    ],
     collection: { pvcSpec: claimSpec, mountPath: "/srv/collection" },
   },
 });
-/** Where the real-node run's Template mounts its course folder. */
+/** Where the real-node run's Template mounts its course folder, and its teachers-only autograders. */
 const REAL_COURSE = "/srv/course";
+const REAL_GRADERS = "/srv/graders";
+
+/** A Gradescope autograder in the node's tools image's sh: one test, always passed. */
+const RUN_AUTOGRADER = `#!/bin/sh
+echo '{"tests":[{"name":"test_main","score":1,"max_score":1}],"execution_time":"0.01"}' > /autograder/results/results.json
+`;
 
 const controlPlane = privateControlPlane(onTheRealNode ? "bench-coursework-node" : "bench-coursework", {
   nodes: 1,
@@ -89,27 +99,43 @@ const node = onTheRealNode
   : undefined;
 let rest: KubeRest | undefined;
 
-/** A pod's terminated status as the kubelet writes it: copy.ts's JSON result as the termination message. */
-function terminated(result: object) {
+/** A container that exited 0 with `result` as its termination message, as the kubelet reports it. */
+function exited(name: string, result: object) {
   const now = new Date().toISOString().replace(/\.\d+Z$/, "Z");
   return {
-    status: {
-      phase: "Succeeded",
-      containerStatuses: [
-        {
-          name: "copy",
-          image: IMAGE,
-          imageID: "",
-          ready: false,
-          restartCount: 0,
-          state: {
-            terminated: { exitCode: 0, message: JSON.stringify(result), startedAt: now, finishedAt: now },
-          },
-        },
-      ],
-    },
+    name,
+    image: IMAGE,
+    imageID: "",
+    ready: false,
+    restartCount: 0,
+    state: { terminated: { exitCode: 0, message: JSON.stringify(result), startedAt: now, finishedAt: now } },
   };
 }
+
+/**
+ * A pod's terminated status as the kubelet writes it: copy.ts's JSON result as the termination
+ * message; a grading pod's two first steps and its collect step's summary (coursework/grade.ts).
+ */
+function terminated(job: string) {
+  if (job === "grade")
+    return {
+      status: {
+        phase: "Succeeded",
+        initContainerStatuses: [exited("prepare", { files: 1, sourceFiles: 2 }), exited("autograder", {})],
+        containerStatuses: [exited("collect", GRADED)],
+      },
+    };
+  return { status: { phase: "Succeeded", containerStatuses: [exited("copy", RESULTS[job] ?? {})] } };
+}
+
+/** What a grading pod's collect step reports for a hand-in that passes its one test. */
+const GRADED = {
+  score: 1,
+  maxScore: 1,
+  stdoutVisibility: "hidden",
+  testCount: 1,
+  tests: [{ name: "test_main", score: 1, maxScore: 1, status: "passed", visibility: "visible" }],
+};
 
 /** What copy.ts prints for each job (coursework/copy.ts): a successful copy of one small file. */
 const RESULTS: Record<string, object> = {
@@ -124,6 +150,12 @@ const RESULTS: Record<string, object> = {
     skipped: [],
   },
   handin: { files: [{ path: "a.py", bytes: 3, sha256: SHA("1") }], bytes: 3, sha256: SHA("b"), skipped: [] },
+  autograder: {
+    files: [{ path: "run_autograder", bytes: 40, sha256: SHA("2") }],
+    bytes: 40,
+    sha256: SHA("c"),
+    skipped: [],
+  },
 };
 
 /**
@@ -147,7 +179,7 @@ async function kubeletStandIn(client: KubeRest, ns: string): Promise<() => Promi
       running++;
       const job = pod.metadata?.labels?.["userland.dev/copy"] ?? "";
       client
-        .patch(podsPath(ns, pod.metadata?.name, "status"), terminated(RESULTS[job] ?? {}))
+        .patch(podsPath(ns, pod.metadata?.name, "status"), terminated(job))
         .catch((e: unknown) => log(`stand-in: ${pod.metadata?.name}: ${String(e)}`))
         .finally(() => {
           running--;
@@ -178,7 +210,7 @@ async function kubeletStandIn(client: KubeRest, ns: string): Promise<() => Promi
  */
 async function baseline(
   client: KubeRest,
-): Promise<{ publish: number; deadline: number; perStudent: number }> {
+): Promise<{ publish: number; deadline: number; grading: number; perStudent: number }> {
   const ns = await newNamespace(client, "bench-direct");
   const copy = async (user: string, job: string) => {
     const pod = await client.create<V1Pod>(podsPath(ns), {
@@ -187,7 +219,7 @@ async function baseline(
       metadata: { generateName: `copy-${job}-`, labels: { "userland.dev/copy": job } },
       spec: { restartPolicy: "Never", containers: [{ name: "copy", image: IMAGE }] },
     });
-    await client.patch(podsPath(ns, pod.metadata?.name, "status"), terminated(RESULTS[job] ?? {}));
+    await client.patch(podsPath(ns, pod.metadata?.name, "status"), terminated(job));
     return pod.metadata?.name ?? user;
   };
   let started = Date.now();
@@ -230,8 +262,29 @@ async function baseline(
     await client.delete(podsPath(ns, pod));
   });
   const deadline = (Date.now() - started) / 1000;
+  started = Date.now();
+  await pool(studentNames(n), IN_FLIGHT, async (user) => {
+    const name = submissionNameFor("a1", user);
+    const pod = await copy(user, "grade");
+    await client.patch(submissionsPath(ns, name, "status"), {
+      status: {
+        grade: {
+          score: 1,
+          maxScore: 1,
+          key: "k",
+          receiptSha256: SHA("b"),
+          autograderRevision: SHA("c"),
+          image: IMAGE,
+          time: closing,
+          results: `grades/a1/${user}/k`,
+        },
+      },
+    });
+    await client.delete(podsPath(ns, pod));
+  });
+  const grading = (Date.now() - started) / 1000;
   await client.delete(`/api/v1/namespaces/${ns}`).catch(() => undefined);
-  return { publish, deadline, perStudent: 5 };
+  return { publish, deadline, grading, perStudent: 5 };
 }
 
 /** The kwok run: the phases with copy pods finished by the stand-in. */
@@ -247,6 +300,7 @@ const onKwok = (client: KubeRest, cluster: ClusterAccess, auditLog: string): Pro
     operatorEnv: { OPERATOR_COPY_IMAGE: IMAGE },
     timeoutMs: PHASE_TIMEOUT_MS,
     prepare: (ns) => kubeletStandIn(client, ns),
+    autograder: { folder: "graders" },
   });
 
 /**
@@ -271,13 +325,18 @@ async function writeHandout(client: KubeRest, ns: string, image: string): Promis
           command: [
             "sh",
             "-euc",
-            `mkdir -p ${REAL_COURSE}/week1 && printf 'print(1)\\n' > ${REAL_COURSE}/week1/a.py`,
+            `mkdir -p ${REAL_COURSE}/week1 ${REAL_GRADERS}/week1 && printf 'print(1)\\n' > ${REAL_COURSE}/week1/a.py && printf '%s' "$RUN_AUTOGRADER" > ${REAL_GRADERS}/week1/run_autograder`,
           ],
-          volumeMounts: [{ name: "course", mountPath: REAL_COURSE }],
+          env: [{ name: "RUN_AUTOGRADER", value: RUN_AUTOGRADER }],
+          volumeMounts: [
+            { name: "course", mountPath: REAL_COURSE },
+            { name: "graders", mountPath: REAL_GRADERS },
+          ],
         },
       ],
       volumes: [
         { name: "course", persistentVolumeClaim: { claimName: courseFolderNames("lab", "course").claim } },
+        { name: "graders", persistentVolumeClaim: { claimName: courseFolderNames("lab", "graders").claim } },
       ],
     },
   });
@@ -302,24 +361,43 @@ async function onRealNodeRun(
   copyImage: string,
 ): Promise<CourseworkRun> {
   const tools = nodeInfo.images.tools ?? "";
+  const lab = realNodeLabTemplate(tools, "Coursework benchmark", REAL_COURSE);
+  const course = lab.coursework?.folders?.[0];
+  if (!course) throw new Error("the lab Template has no course folder");
   return runCoursework({
     client,
     cluster,
     auditLog,
     n,
     namespacePrefix: "bench-coursework-node",
-    template: realNodeLabTemplate(tools, "Coursework benchmark", REAL_COURSE),
+    template: {
+      ...lab,
+      coursework: {
+        ...lab.coursework,
+        folders: [course, { ...course, name: "graders", mountPath: REAL_GRADERS, teachersOnly: true }],
+      },
+    },
     folder: "course",
     operatorEnv: { OPERATOR_COPY_IMAGE: copyImage },
     timeoutMs: PHASE_TIMEOUT_MS,
     prepare: (ns) => writeHandout(client, ns, tools),
+    // The tools image (busybox's sh) is the Template's own: the autograder may run in it.
+    autograder: { folder: "graders" },
   });
 }
 
 const PHASES = [
   ["publish: Assignment created → every copy distributed", "publish"],
   ["deadline: closing time → every receipt", "deadline"],
+  ["grading: autograder added → every hand-in graded", "grading"],
 ] as const;
+
+/** A phase of a run; grading is always run here, so its absence is a bug. */
+function phaseOf(run: CourseworkRun, key: (typeof PHASES)[number][1]): Phase {
+  const phase = run[key];
+  if (!phase) throw new Error(`the run has no ${key} phase`);
+  return phase;
+}
 
 const requestsCell = (phase: Phase) => {
   const requests = total(phase.requests);
@@ -329,7 +407,7 @@ const copyPodsCell = (phase: Phase) => {
   const sorted = [...phase.copyPods.seconds].sort((a, b) => a - b);
   const jobs = breakdown(phase.copyPods.byJob) || "none";
   const failed = phase.copyPods.failed ? `, ${phase.copyPods.failed} failed` : "";
-  return `${jobs}${failed}; ${fmt(percentile(sorted, 50))} / ${fmt(percentile(sorted, 90))} / ${fmt(percentile(sorted, 100))}`;
+  return `${jobs}${failed}; at once ≤ ${phase.copyPods.maxAtOnce}; ${fmt(percentile(sorted, 50))} / ${fmt(percentile(sorted, 90))} / ${fmt(percentile(sorted, 100))}`;
 };
 
 const containerCell = (phase: Phase) => {
@@ -342,6 +420,7 @@ function printBreakdown(label: string, run: CourseworkRun): void {
 Operator requests by verb and resource (${label}):`);
   console.log(`- publish: ${breakdown(run.publish.requests)}`);
   console.log(`- deadline: ${breakdown(run.deadline.requests)}`);
+  if (run.grading) console.log(`- grading: ${breakdown(run.grading.requests)}`);
   console.log(
     `- operator warnings logged: ${run.warnings.length}${run.warnings[0] ? ` (the first: ${run.warnings[0].slice(0, 300)})` : ""}`,
   );
@@ -359,18 +438,18 @@ async function kwokOnly(): Promise<void> {
 
   console.log(`\nCoursework benchmark: ${n} students (kwok control plane on loopback, 2 cores shared)\n`);
   console.log(
-    "| phase | direct (s) | operator: all done (s) | per student p50 / p90 (s) | operator API requests (per student) | operator CPU (s) | operator peak RSS (MiB) |",
+    "| phase | direct (s) | operator: all done (s) | per student p50 / p90 (s) | operator API requests (per student) | operator CPU (s) | operator peak RSS (MiB) | pods at once |",
   );
-  console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+  console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
   for (const [name, key] of PHASES) {
-    const phase = run[key];
+    const phase = phaseOf(run, key);
     console.log(
-      `| ${name} | ${fmt(base[key])} | ${fmt(phase.seconds)} | ${fmt(phase.p50)} / ${fmt(phase.p90)} | ${requestsCell(phase)} | ${fmt(phase.usage?.cpuSeconds ?? NaN)} | ${fmt((phase.usage?.peakRssBytes ?? NaN) / 2 ** 20, 0)} |`,
+      `| ${name} | ${fmt(base[key])} | ${fmt(phase.seconds)} | ${fmt(phase.p50)} / ${fmt(phase.p90)} | ${requestsCell(phase)} | ${fmt(phase.usage?.cpuSeconds ?? NaN)} | ${fmt((phase.usage?.peakRssBytes ?? NaN) / 2 ** 20, 0)} | ${phase.copyPods.maxAtOnce} |`,
     );
   }
   printBreakdown("kwok", run);
   console.log(
-    `\ndirect: this process writes, ${IN_FLIGHT} students in flight, per student a Submission (created, or its hand-in request), a copy pod, the pod's terminated status, the Submission's status and the pod's deletion (${base.perStudent} requests); no operator.`,
+    `\ndirect: this process writes, ${IN_FLIGHT} students in flight, per student a Submission (created, or its hand-in request), a copy pod, the pod's terminated status, the Submission's status and the pod's deletion (${base.perStudent} requests; grading: the grading pod, its status, the grade, its deletion); no operator. Grading starts when the autograder is added, once every receipt is in: all N hand-ins at once.`,
   );
   console.log(
     "Copy pods are finished by the benchmark's kubelet stand-in (kwok runs no containers); its requests are not the operator's. Requests exclude Lease renewals.",
@@ -408,7 +487,9 @@ async function kwokAndRealNode(realNode: RealNode): Promise<void> {
       ["copy pods: the container's run p50 / max (s)", containerCell],
     ];
     for (const [i, [measure, cell]] of rows.entries())
-      console.log(`| ${i === 0 ? name : ""} | ${measure} | ${cell(kwok[key])} | ${cell(real[key])} |`);
+      console.log(
+        `| ${i === 0 ? name : ""} | ${measure} | ${cell(phaseOf(kwok, key))} | ${cell(phaseOf(real, key))} |`,
+      );
   }
   console.log(
     `\nSet-up (N Userlands Stopped with their claims): kwok ${fmt(kwok.setupSeconds)} s, real node ${fmt(real.setupSeconds)} s.`,

@@ -89,6 +89,8 @@ function until(
  */
 export interface CopyPods {
   byJob: Map<string, number>;
+  /** The most copy pods (any job) there were at once, created and not yet finished. */
+  maxAtOnce: number;
   failed: number;
   seconds: number[];
   containerSeconds: number[];
@@ -107,6 +109,8 @@ export interface CourseworkRun {
   setupSeconds: number;
   publish: Phase;
   deadline: Phase;
+  /** With an autograder: the autograder added once every receipt is in → every hand-in graded. */
+  grading?: Phase;
   /** The operator's warnings and Node's (failed reconciles are retried with back-off, which a run would then measure). */
   warnings: string[];
 }
@@ -115,6 +119,7 @@ export interface CourseworkRun {
 class Marks {
   readonly distributed = new Map<string, number>();
   readonly received = new Map<string, number>();
+  readonly graded = new Map<string, number>();
   onChange: () => void = () => undefined;
 
   observe(s: Submission): void {
@@ -122,6 +127,7 @@ class Marks {
     const now = Date.now();
     if (s.status?.distributedRelease === 1 && !this.distributed.has(name)) this.distributed.set(name, now);
     if (s.status?.receipt && !this.received.has(name)) this.received.set(name, now);
+    if (s.status?.gradeAttempt && !this.graded.has(name)) this.graded.set(name, now);
     this.onChange();
   }
 }
@@ -130,9 +136,10 @@ class Marks {
 class CopyPodWatch {
   private readonly seen = new Map<string, { at: number; phase: CopyPods; done: boolean }>();
   current: CopyPods = CopyPodWatch.empty();
+  private open = 0;
 
   static empty(): CopyPods {
-    return { byJob: new Map(), failed: 0, seconds: [], containerSeconds: [] };
+    return { byJob: new Map(), maxAtOnce: 0, failed: 0, seconds: [], containerSeconds: [] };
   }
 
   observe(pod: V1Pod): void {
@@ -143,10 +150,13 @@ class CopyPodWatch {
       this.seen.set(uid, entry);
       const job = pod.metadata?.labels?.["userland.dev/copy"] ?? "?";
       entry.phase.byJob.set(job, (entry.phase.byJob.get(job) ?? 0) + 1);
+      this.open++;
+      entry.phase.maxAtOnce = Math.max(entry.phase.maxAtOnce, this.open);
     }
     const phase = pod.status?.phase;
     if (!entry.done && (phase === "Succeeded" || phase === "Failed")) {
       entry.done = true;
+      this.open--;
       entry.phase.seconds.push((Date.now() - entry.at) / 1000);
       if (phase === "Failed") entry.phase.failed++;
       const ran = pod.status?.containerStatuses?.[0]?.state?.terminated;
@@ -180,6 +190,8 @@ export interface RunOptions {
    * clean-up.
    */
   prepare: (ns: string) => Promise<() => Promise<void>>;
+  /** A third phase: this autograder (a teachers-only course folder of the Template) grades every hand-in. */
+  autograder?: { folder: string; image?: string };
 }
 
 /** The operator's work, measured: publish to `n` students, then close for all of them at once. */
@@ -312,12 +324,35 @@ export async function runCoursework(opts: RunOptions): Promise<CourseworkRun> {
         return closing.getTime();
       },
     );
+    // Grading, for everyone at once: the autograder added to the Assignment once every receipt is in.
+    const grader = opts.autograder;
+    const grading = grader
+      ? await measure(
+          "grading: every hand-in graded",
+          () => marks.graded.size >= n,
+          marks.graded,
+          async () => {
+            const started = Date.now();
+            await client.patch(assignmentsPath(ns, "a1"), {
+              spec: {
+                autograder: {
+                  folder: grader.folder,
+                  path: "week1",
+                  timeoutSeconds: 60,
+                  ...(grader.image ? { image: grader.image } : {}),
+                },
+              },
+            });
+            return started;
+          },
+        )
+      : undefined;
     const warnings = operator
       .logs()
       .split("\n")
       // Its own warnings, and Node's process warnings (a TimeoutOverflowWarning was one: workqueue.ts).
       .filter((l) => l.includes('"level":"warn"') || /\(node:\d+\) \w*Warning/.test(l));
-    return { setupSeconds, publish, deadline, warnings };
+    return { setupSeconds, publish, deadline, ...(grading ? { grading } : {}), warnings };
   } finally {
     for (const i of informers) await i.stop();
     await unprepare();

@@ -102,6 +102,7 @@ export const ReceiptView = Type.Object(
     late: Type.Boolean(),
     by: StringEnum(["student", "deadline"]),
     skipped: Type.Integer({ description: "Entries left out: links, FIFOs, sockets, devices." }),
+    deadline: Nullable(Type.String({ description: "The deadline that applied to this student." })),
   },
   { description: "What the platform collected, as it wrote it in the Submission's status." },
 );
@@ -260,6 +261,7 @@ function receiptOf(s: Submission | undefined): ReceiptView | null {
     late: r.late,
     by: r.by,
     skipped: r.skipped ?? 0,
+    deadline: r.deadline ?? null,
   };
 }
 

@@ -213,6 +213,7 @@ test("an assignment cycle with kubectl alone: published, distributed (running an
       files: 4, // main.py, notes.txt, data/input.txt and the delivery record
       sha256: await manifestHash(tess, `${handins}/${collectionUserFolder("ann")}`),
       late: false,
+      deadline: "2099-01-01T00:00:00Z",
       by: "student",
       skipped: 0,
     },
@@ -254,6 +255,7 @@ test("an assignment cycle with kubectl alone: published, distributed (running an
       files: 4,
       sha256: await manifestHash(tess, benFolder),
       late: true,
+      deadline,
       by: "student",
       skipped: 3,
     },

@@ -179,6 +179,12 @@ function receiptOf(a: StudentAssignment): Html {
   return html`<dl class="receipt" aria-label="Receipt for ${a.title}">
     <dt>${r.by === "deadline" ? "Collected at closing" : "Handed in"}</dt>
     <dd>${timeOf(r.time)}${r.late ? html` <span class="state state-failed">late</span>` : ""}</dd>
+    ${
+      r.deadline
+        ? html`<dt>Your deadline</dt>
+            <dd>${timeOf(r.deadline)}</dd>`
+        : ""
+    }
     <dt>Files</dt>
     <dd>
       ${r.files}${r.skipped > 0 ? html` <span class="muted">(${r.skipped} left out: links, pipes, devices)</span>` : ""}

@@ -164,6 +164,7 @@ test("the home page: assignments, Hand in with a confirm step, the receipt; refu
       late: true,
       by: "student",
       skipped: 0,
+      deadline: null,
     });
     const page = await get("alice", html);
     assert.match(page.body, /aria-label="Receipt for Week 1: lists"/);

@@ -234,6 +234,7 @@ test("coursework routes: teachers by RBAC, the hand-in table, students' hand-in 
         time: (rows[0]?.receipt as { time: string }).time,
         late: false,
         by: "student",
+        deadline: null,
       });
       assert.deepEqual(r.json.counts, { "on-time": 1, late: 1, open: 1, "not-distributed": 1 });
     },
@@ -275,7 +276,7 @@ test("coursework routes: teachers by RBAC, the hand-in table, students' hand-in 
       token: proxy,
     });
     assert.equal(got.status, 200);
-    assert.deepEqual(got.json.receipt, { ...receipt, time: at, late: false, by: "student" });
+    assert.deepEqual(got.json.receipt, { ...receipt, time: at, late: false, by: "student", deadline: null });
   });
 
   await t.test("refused: not in the assignment, after the closing time, without the right", async () => {
