@@ -5,7 +5,6 @@
  * this file reads the arguments and reports the result: JSON on stdout (stderr for `archive`, whose
  * stdout is the zip) and, shortened to Kubernetes' 4096 bytes, in the termination message.
  */
-import { existsSync, writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { archiveTree } from "./files/archive.ts";
 import { sendFile, verifyClassArchive, writeClassArchive } from "./files/classArchive.ts";
@@ -14,7 +13,7 @@ import { openFolder, UnsafePathError } from "./files/beneath.ts";
 import { copyTree, DestinationExistsError } from "./files/copy.ts";
 import { distribute } from "./files/distribute.ts";
 import { DEFAULT_LIMITS, formatBytes, LimitError, parseBytes, type Limits } from "./files/limits.ts";
-import { fitJson } from "./files/report.ts";
+import { writeTerminationLog } from "./files/report.ts";
 import { serveArchiveOnce, WaitExpiredError } from "./serveArchive.ts";
 import { receiveUploadOnce } from "./receiveUpload.ts";
 import { NameError } from "./files/names.ts";
@@ -273,10 +272,6 @@ async function run(args: Args): Promise<object> {
   }
 }
 
-function terminate(path: string, result: object): void {
-  if (existsSync(path)) writeFileSync(path, fitJson(result));
-}
-
 async function main(): Promise<number> {
   let args;
   try {
@@ -297,7 +292,7 @@ async function main(): Promise<number> {
     if (args.command === "handin") await (await openFolder(dirname(resolve(args.to)), true)).close();
     const result = await run(args);
     report.write(`${JSON.stringify(result)}\n`);
-    terminate(args.terminationLog, result);
+    writeTerminationLog(args.terminationLog, result);
     return 0;
   } catch (error) {
     const [kind, code] =
@@ -321,7 +316,7 @@ async function main(): Promise<number> {
     report.write(`${JSON.stringify(failure)}\n`);
     if (report !== process.stderr)
       process.stderr.write(`copy ${args.command}: ${(error as Error).message}\n`);
-    terminate(args.terminationLog, failure);
+    writeTerminationLog(args.terminationLog, failure);
     return code;
   }
 }

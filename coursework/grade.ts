@@ -5,10 +5,9 @@
  * keeps them in the collection. Each reports JSON on stdout and, shortened, in the termination
  * message the operator reads.
  */
-import { existsSync, writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { DEFAULT_LIMITS, LimitError } from "./files/limits.ts";
-import { fitJson } from "./files/report.ts";
+import { writeTerminationLog } from "./files/report.ts";
 import { collect } from "./grading/collect.ts";
 import { HandInChangedError, NoRunAutograderError, prepare } from "./grading/prepare.ts";
 
@@ -109,10 +108,6 @@ function parse(argv: string[]) {
   };
 }
 
-function terminate(path: string, result: object): void {
-  if (existsSync(path)) writeFileSync(path, fitJson(result));
-}
-
 async function main(): Promise<number> {
   let args;
   try {
@@ -127,7 +122,7 @@ async function main(): Promise<number> {
   }
   const report = (result: object, code: number) => {
     process.stdout.write(`${JSON.stringify(result)}\n`);
-    terminate(args.terminationLog, result);
+    writeTerminationLog(args.terminationLog, result);
     return code;
   };
   try {

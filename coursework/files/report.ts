@@ -3,6 +3,7 @@
  * longest lists are cut from their end and `omitted` says how many entries each lost, so counts stay
  * true. The whole result goes to stdout; this shortened one to /dev/termination-log.
  */
+import { existsSync, writeFileSync } from "node:fs";
 
 export const TERMINATION_MESSAGE_BYTES = 4096;
 
@@ -27,4 +28,9 @@ export function fitJson(value: object, maxBytes = TERMINATION_MESSAGE_BYTES): st
     text = JSON.stringify({ truncated: true, start: text.slice(0, maxBytes / 4) });
   }
   return text;
+}
+
+/** Writes `result`, shortened, where Kubernetes reads a container's termination message, when that file exists. */
+export function writeTerminationLog(path: string, result: object): void {
+  if (existsSync(path)) writeFileSync(path, fitJson(result));
 }

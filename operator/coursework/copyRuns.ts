@@ -8,9 +8,10 @@
  * pod every 10 minutes, not one a minute forever. The count lives in the owner's status
  * (`failedCopies`, keyed by the pod's name and counted once per pod uid), so it survives restarts.
  */
-import type { V1Pod } from "@kubernetes/client-node";
+import type { V1OwnerReference, V1Pod } from "@kubernetes/client-node";
+import { collectionNames, courseFolderNames } from "../../api/naming.ts";
 import { isAlreadyExists, isNotFound } from "../../lib/kubeRest.ts";
-import type { FailedCopies } from "../../api/v1alpha1/index.ts";
+import type { FailedCopies, Template } from "../../api/v1alpha1/index.ts";
 import { conditionTime, timeMs } from "../conditions.ts";
 import type { OperatorContext } from "../context.ts";
 import { Index } from "../caches.ts";
@@ -82,6 +83,62 @@ export async function runCopy(
   // Its time has come: the pod goes, and its deletion brings the owner back to run the job again.
   if (retryInMs === 0) await deleteCopyPod(ctx, pod);
   return { ...outcome, pod, failedCopies, retryInMs };
+}
+
+/** Where a snapshot's source folder is mounted in its copy pod. */
+const SOURCE_MOUNT = "/source";
+
+export interface SnapshotInput {
+  name: string;
+  job: "publish" | "autograder";
+  owner: V1OwnerReference;
+  template: Template;
+  /** The course folder and the folder inside it. */
+  folder: string;
+  path: string;
+  /** The collection's folder the snapshots of this kind live in (mounted at `/<collectionFolder>`). */
+  collectionFolder: string;
+  /** The snapshot's folder inside it, e.g. `<assignment>/<release>`. */
+  to: string;
+}
+
+/**
+ * A read-only snapshot of a course folder's `path` into the Template's collection, with its
+ * manifest hash: a copy pod's `handin` (an Assignment's release, its autograder's).
+ */
+export function runSnapshot(
+  ctx: OperatorContext,
+  input: SnapshotInput,
+  failed: FailedCopies | undefined,
+): Promise<CopyRun> {
+  const templateName = input.template.metadata.name ?? "";
+  const collectionMount = `/${input.collectionFolder}`;
+  return runCopy(
+    ctx,
+    {
+      name: input.name,
+      namespace: input.template.metadata.namespace ?? "",
+      job: input.job,
+      owner: input.owner,
+      image: ctx.coursework.image,
+      template: input.template,
+      args: ["handin", `${SOURCE_MOUNT}/${input.path}`, `${collectionMount}/${input.to}`],
+      mounts: [
+        {
+          claim: courseFolderNames(templateName, input.folder).claim,
+          mountPath: SOURCE_MOUNT,
+          readOnly: true,
+        },
+        {
+          claim: collectionNames(templateName).claim,
+          mountPath: collectionMount,
+          subPath: input.collectionFolder,
+          readOnly: false,
+        },
+      ],
+    },
+    failed,
+  );
 }
 
 /**

@@ -7,13 +7,7 @@
  */
 import pLimit from "p-limit";
 import { controllerReference } from "../ownership.ts";
-import {
-  collectionNames,
-  collectionPaths,
-  courseFolderNames,
-  LABELS,
-  submissionNameFor,
-} from "../../api/naming.ts";
+import { collectionPaths, LABELS, submissionNameFor } from "../../api/naming.ts";
 import {
   API_VERSION,
   AssignmentConditions,
@@ -30,7 +24,7 @@ import { conditionTime, findCondition, setCondition, timeMs, type ConditionInput
 import type { OperatorContext } from "../context.ts";
 import { resources } from "../resources.ts";
 import { copyPodName } from "./copyPods.ts";
-import { deleteFinishedCopyPods, retryNote, runCopy } from "./copyRuns.ts";
+import { deleteFinishedCopyPods, retryNote, runSnapshot } from "./copyRuns.ts";
 import { writeStatus } from "../statusWrite.ts";
 import { deadlineFor } from "../../api/deadlines.ts";
 import { autograderPodName, snapshotAutograder } from "../grading/syncGrading.ts";
@@ -41,9 +35,6 @@ export interface CourseworkSyncResult {
   /** Sync again after this long: a closing time, or a failed copy's retry. */
   againAfterMs?: number;
 }
-
-const SOURCE_MOUNT = "/source";
-const PUBLISHED_MOUNT = "/published";
 
 export const assignmentOwner = (a: Assignment) => controllerReference("Assignment", a);
 
@@ -184,34 +175,17 @@ async function publish(
     return {
       condition: published(release, status.publishedRevision),
     };
-  const templateName = template.metadata.name ?? "";
-  const run = await runCopy(
+  const run = await runSnapshot(
     ctx,
     {
       name: copyPodName("publish", a.metadata.uid ?? "", release),
-      namespace: a.metadata.namespace ?? "",
       job: "publish",
       owner: assignmentOwner(a),
-      image: ctx.coursework.image,
       template,
-      args: [
-        "handin",
-        `${SOURCE_MOUNT}/${a.spec.source.path}`,
-        `${PUBLISHED_MOUNT}/${collectionPaths.published(name, release).slice("published/".length)}`,
-      ],
-      mounts: [
-        {
-          claim: courseFolderNames(templateName, a.spec.source.folder).claim,
-          mountPath: SOURCE_MOUNT,
-          readOnly: true,
-        },
-        {
-          claim: collectionNames(templateName).claim,
-          mountPath: PUBLISHED_MOUNT,
-          subPath: "published",
-          readOnly: false,
-        },
-      ],
+      folder: a.spec.source.folder,
+      path: a.spec.source.path,
+      collectionFolder: "published",
+      to: collectionPaths.published(name, release).slice("published/".length),
     },
     status.failedCopies,
   );

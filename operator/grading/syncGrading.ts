@@ -7,7 +7,7 @@
  * result (timed out, results.json missing or invalid) is recorded as the last attempt and never
  * replaces the last good grade.
  */
-import { collectionNames, collectionPaths, courseFolderNames } from "../../api/naming.ts";
+import { collectionNames, collectionPaths } from "../../api/naming.ts";
 import {
   AssignmentConditions,
   SubmissionConditions,
@@ -24,14 +24,12 @@ import type { OperatorContext } from "../context.ts";
 import { controllerReference } from "../ownership.ts";
 import { resources } from "../resources.ts";
 import { copyPodName } from "../coursework/copyPods.ts";
-import { retryNote, runCopy } from "../coursework/copyRuns.ts";
+import { retryNote, runSnapshot } from "../coursework/copyRuns.ts";
 import { isAlreadyExists } from "../../lib/kubeRest.ts";
 import { deadlineFor, latePenaltyPercent } from "../../api/deadlines.ts";
 import { gradeKey, gradeOutcome, gradePod, gradePodName, type GradeInputs } from "./gradePods.ts";
 
 const DEFAULT_TIMEOUT_SECONDS = 300;
-const SOURCE_MOUNT = "/source";
-const SNAPSHOTS_MOUNT = "/autograders";
 
 /** The image an Assignment's autograder runs in: its own, else the Template's first container's. */
 export function autograderImage(a: Assignment, template: Template): string {
@@ -94,35 +92,17 @@ export async function snapshotAutograder(
     message: `Autograder release ${release} (sha256 ${revision}) grades every counted hand-in`,
   });
   if (status.autograder?.release === release) return { condition: ready(status.autograder.revision) };
-  const name = a.metadata.name ?? "";
-  const templateName = template.metadata.name ?? "";
-  const run = await runCopy(
+  const run = await runSnapshot(
     ctx,
     {
       name: autograderPodName(a),
-      namespace: a.metadata.namespace ?? "",
       job: "autograder",
       owner: controllerReference("Assignment", a),
-      image: ctx.coursework.image,
       template,
-      args: [
-        "handin",
-        `${SOURCE_MOUNT}/${spec.path}`,
-        `${SNAPSHOTS_MOUNT}/${collectionPaths.autograder(name, release).slice("autograders/".length)}`,
-      ],
-      mounts: [
-        {
-          claim: courseFolderNames(templateName, spec.folder).claim,
-          mountPath: SOURCE_MOUNT,
-          readOnly: true,
-        },
-        {
-          claim: collectionNames(templateName).claim,
-          mountPath: SNAPSHOTS_MOUNT,
-          subPath: "autograders",
-          readOnly: false,
-        },
-      ],
+      folder: spec.folder,
+      path: spec.path,
+      collectionFolder: "autograders",
+      to: collectionPaths.autograder(a.metadata.name ?? "", release).slice("autograders/".length),
     },
     status.failedCopies,
   );
