@@ -196,6 +196,12 @@ export const collectionPaths = {
   feedback: (assignment: string, user: string) => `feedback/${assignment}/${collectionUserFolder(user)}`,
   /** The snapshot of an assignment's autograder taken for one autograder release (never mounted by students). */
   autograder: (assignment: string, release: number) => `autograders/${assignment}/${release}`,
+  /** The reference solution's snapshot for one autograder release. */
+  autograderSolution: (assignment: string, release: number) =>
+    `autograders/${assignment}/${release}-solution`,
+  /** A check run's results (the reference solution's, the starter files'): no student's folder starts with a dot. */
+  autograderCheck: (assignment: string, which: "solution" | "starter", key: string) =>
+    `grades/${assignment}/.check/${which}/${key}`,
   /** One grading run's results.json and output, by the run's key (its inputs' hash). */
   grade: (assignment: string, user: string, key: string) =>
     `grades/${assignment}/${collectionUserFolder(user)}/${key}`,

@@ -49,6 +49,15 @@ const FAILED_COPIES = Type.Object(
   },
 );
 
+/** The autograder run once on a known input before it grades students. */
+const AUTOGRADER_CHECK = Type.Object({
+  key: Type.String({ maxLength: 64 }),
+  ok: Type.Boolean({ description: "The run gave a result (results.json read)." }),
+  score: Type.Optional(Type.Number()),
+  maxScore: Type.Optional(Type.Number()),
+  message: Type.String({ maxLength: 4096 }),
+});
+
 /** One rubric item (docs/decisions/0015-grading.md). */
 const RUBRIC_ITEM = Type.Object({
   id: Type.String({
@@ -131,6 +140,13 @@ const AUTOGRADER = Type.Object(
         maximum: 3600,
         default: 300,
         description: 'How long run_autograder may run; then the hand-in\'s result is "timed out".',
+      }),
+    ),
+    solution: Type.Optional(
+      Type.Unsafe<string>({
+        ...RELATIVE_PATH,
+        description:
+          "A folder of the same course folder holding the reference solution, laid out as a student's assignments/<name>/. Before any hand-in is graded the autograder must give it full marks, and give the published starter files less: a broken autograder never grades students (AutograderReady says why).",
       }),
     ),
     visibleTestsAfterHandIn: Type.Optional(
@@ -292,6 +308,25 @@ export const AssignmentStatusSchema = Type.Object({
           description: "The SHA-256 of the snapshot's manifest: a grade records it.",
         }),
         at: Type.Unsafe<string>({ ...TIME }),
+        solutionRevision: Type.Optional(
+          Type.Unsafe<string>({
+            type: "string",
+            pattern: "^[0-9a-f]{64}$",
+            description: "The SHA-256 of the reference solution's snapshot (spec.autograder.solution).",
+          }),
+        ),
+        check: Type.Optional(
+          Type.Object(
+            { solution: Type.Optional(AUTOGRADER_CHECK), starter: Type.Optional(AUTOGRADER_CHECK) },
+            { description: "The autograder run on the reference solution and on the starter files." },
+          ),
+        ),
+        checked: Type.Optional(
+          Type.Boolean({
+            description:
+              "True once the reference solution scored full marks and the starter files less: hand-ins are graded only then.",
+          }),
+        ),
       },
       { description: "The autograder snapshot hand-ins are graded with." },
     ),

@@ -22,7 +22,15 @@ import { LABELS, shortHash } from "../../api/naming.ts";
 import type { Template } from "../../api/v1alpha1/index.ts";
 
 export type CopyJob =
-  "publish" | "distribute" | "handin" | "feedback" | "archive" | "classarchive" | "verify" | "autograder";
+  | "publish"
+  | "distribute"
+  | "handin"
+  | "feedback"
+  | "archive"
+  | "classarchive"
+  | "verify"
+  | "autograder"
+  | "solution";
 
 /** How long a copy may take, start-up and waiting for its node included; then Kubernetes stops it. */
 export const COPY_DEADLINE_SECONDS = 900;

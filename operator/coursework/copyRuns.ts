@@ -90,7 +90,7 @@ const SOURCE_MOUNT = "/source";
 
 export interface SnapshotInput {
   name: string;
-  job: "publish" | "autograder";
+  job: "publish" | "autograder" | "solution";
   owner: V1OwnerReference;
   template: Template;
   /** The course folder and the folder inside it. */

@@ -34,7 +34,10 @@ const COLLECTION_MOUNT = "/collection";
 const MAX_KEPT = 1000;
 
 /** The jobs run for one student's Submission. */
-type StudentJob = Exclude<CopyJob, "publish" | "archive" | "classarchive" | "verify" | "autograder">;
+type StudentJob = Exclude<
+  CopyJob,
+  "publish" | "archive" | "classarchive" | "verify" | "autograder" | "solution"
+>;
 
 /** Where a copy into the student's claim can run now, or why it waits. */
 type Placement = { nodeName?: string } | { wait: string };

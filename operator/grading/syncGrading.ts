@@ -7,7 +7,7 @@
  * result (timed out, results.json missing or invalid) is recorded as the last attempt and never
  * replaces the last good grade.
  */
-import { collectionNames, collectionPaths } from "../../api/naming.ts";
+import { collectionPaths } from "../../api/naming.ts";
 import {
   AssignmentConditions,
   SubmissionConditions,
@@ -22,12 +22,11 @@ import {
 import type { ConditionInput } from "../conditions.ts";
 import type { OperatorContext } from "../context.ts";
 import { controllerReference } from "../ownership.ts";
-import { resources } from "../resources.ts";
 import { copyPodName } from "../coursework/copyPods.ts";
 import { retryNote, runSnapshot } from "../coursework/copyRuns.ts";
-import { isAlreadyExists } from "../../lib/kubeRest.ts";
 import { deadlineFor, latePenaltyPercent } from "../../api/deadlines.ts";
-import { gradeKey, gradeOutcome, gradePod, gradePodName, type GradeInputs } from "./gradePods.ts";
+import { runGrading } from "./gradeRuns.ts";
+import { gradeKey, gradePodName, type GradeInputs } from "./gradePods.ts";
 
 const DEFAULT_TIMEOUT_SECONDS = 300;
 
@@ -221,41 +220,20 @@ export async function gradeSubmission(
     };
   const key = gradeKey(inputs);
   if (status.gradeAttempt?.key === key) return gradedCondition(status);
-  const namespace = s.metadata.namespace ?? "";
-  const name = gradePodName(s.metadata.uid ?? "", key);
-  const pod = ctx.caches.copyPods.get(name, namespace);
-  if (!pod) {
-    const assignment = a.metadata.name ?? "";
-    const templateName = template.metadata.name ?? "";
-    try {
-      await ctx.rest.create(
-        resources.Pod.path(namespace),
-        gradePod({
-          name,
-          namespace,
-          owner: controllerReference("Submission", s),
-          template,
-          platformImage: ctx.coursework.image,
-          autograderImage: inputs.image,
-          timeoutSeconds: inputs.timeoutSeconds,
-          resources: ctx.coursework.grading.resources,
-          collectionClaim: collectionNames(templateName).claim,
-          handIn: collectionPaths.handIn(assignment, s.spec.user),
-          autograder: collectionPaths.autograder(assignment, a.status?.autograder?.release ?? 1),
-          out: collectionPaths.grade(assignment, s.spec.user, key).slice("grades/".length),
-          receiptSha256: inputs.receiptSha256,
-          metadata: submissionMetadata(s, a),
-        }),
-      );
-    } catch (error) {
-      if (!isAlreadyExists(error)) throw error;
-    }
+  const assignment = a.metadata.name ?? "";
+  const outcome = await runGrading(ctx, {
+    name: gradePodName(s.metadata.uid ?? "", key),
+    namespace: s.metadata.namespace ?? "",
+    owner: controllerReference("Submission", s),
+    template,
+    inputs,
+    handIn: collectionPaths.handIn(assignment, s.spec.user),
+    autograder: collectionPaths.autograder(assignment, a.status?.autograder?.release ?? 1),
+    out: collectionPaths.grade(assignment, s.spec.user, key),
+    metadata: submissionMetadata(s, a),
+  });
+  if (outcome === "running")
     return { type, status: "False", reason: "Grading", message: "The autograder is running" };
-  }
-  const outcome = pod.metadata?.deletionTimestamp
-    ? undefined
-    : gradeOutcome(pod, inputs.timeoutSeconds, ctx.now());
-  if (!outcome) return { type, status: "False", reason: "Grading", message: "The autograder is running" };
   const recorded = { key, ...inputs, time: outcome.finishedAt };
   const { timeoutSeconds: _timeout, ...attemptInputs } = recorded;
   if (!outcome.ok) {
