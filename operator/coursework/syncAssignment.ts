@@ -27,7 +27,8 @@ import { copyPodName } from "./copyPods.ts";
 import { deleteFinishedCopyPods, retryNote, runSnapshot } from "./copyRuns.ts";
 import { writeStatus } from "../statusWrite.ts";
 import { deadlineFor } from "../../api/deadlines.ts";
-import { autograderPodName, snapshotAutograder } from "../grading/syncGrading.ts";
+import { autograderPodName, checkInputs, snapshotAutograder } from "../grading/syncGrading.ts";
+import { pendingCheckPods } from "../grading/autograderCheck.ts";
 
 /** Label on a Userland that puts it in a class (Assignment spec.class). */
 
@@ -104,6 +105,13 @@ export async function syncAssignment(
     !assignment.spec.autograder || previous.autograder?.release === autograderRelease
       ? undefined
       : autograderPodName(assignment),
+    ...(template && previous.autograder
+      ? pendingCheckPods(
+          assignment,
+          previous,
+          checkInputs(assignment, template, previous.autograder.revision),
+        )
+      : []),
   ]);
   const problem = assignmentProblem(ctx, assignment, template);
   let published: ConditionInput;

@@ -22,7 +22,7 @@ const RECOUNT_DELAY_MS = 1000;
 
 /** What Submissions depend on in an Assignment: a recount of its status changes none of it. */
 const assignmentFingerprint = (a: Assignment): string =>
-  `${a.metadata.uid}/${a.metadata.generation}/${a.status?.publishedRelease}/${a.status?.autograder?.revision}`;
+  `${a.metadata.uid}/${a.metadata.generation}/${a.status?.publishedRelease}/${a.status?.autograder?.revision}/${a.status?.autograder?.checked}`;
 
 export function registerCourseworkHandlers(
   caches: Caches,

@@ -26,6 +26,7 @@ import { copyPodName } from "../coursework/copyPods.ts";
 import { retryNote, runSnapshot } from "../coursework/copyRuns.ts";
 import { deadlineFor, latePenaltyPercent } from "../../api/deadlines.ts";
 import { runGrading } from "./gradeRuns.ts";
+import { checkAutograder } from "./autograderCheck.ts";
 import { gradeKey, gradePodName, type GradeInputs } from "./gradePods.ts";
 
 const DEFAULT_TIMEOUT_SECONDS = 300;
@@ -84,13 +85,19 @@ export async function snapshotAutograder(
   const problem = autograderProblem(ctx, a, template);
   if (problem) return { condition: { type, status: "False", ...problem } };
   const release = spec.release ?? 1;
-  const ready = (revision: string): ConditionInput => ({
-    type,
-    status: "True",
-    reason: "SnapshotTaken",
-    message: `Autograder release ${release} (sha256 ${revision}) grades every counted hand-in`,
-  });
-  if (status.autograder?.release === release) return { condition: ready(status.autograder.revision) };
+  const ready = async (revision: string): Promise<{ condition: ConditionInput; retryInMs?: number }> => {
+    const checked = await checkAutograder(ctx, a, template, status, checkInputs(a, template, revision));
+    if (checked.condition) return { condition: checked.condition, retryInMs: checked.retryInMs };
+    return {
+      condition: {
+        type,
+        status: "True",
+        reason: spec.solution ? "Checked" : "SnapshotTaken",
+        message: `Autograder release ${release} (sha256 ${revision}) grades every counted hand-in${spec.solution ? `: it gave the reference solution full marks (${status.autograder?.check?.solution?.message ?? ""}) and the starter files less (${status.autograder?.check?.starter?.message ?? ""})` : ""}`,
+      },
+    };
+  };
+  if (status.autograder?.release === release) return ready(status.autograder.revision);
   const run = await runSnapshot(
     ctx,
     {
@@ -129,8 +136,18 @@ export async function snapshotAutograder(
   delete status.failedCopies;
   const revision = String(run.result.sha256);
   status.autograder = { release, revision, at: run.finishedAt };
-  return { condition: ready(revision) };
+  return ready(revision);
 }
+
+/** A check run's inputs for an input's hash: as a student's run with this autograder revision. */
+export const checkInputs =
+  (a: Assignment, template: Template, revision: string) =>
+  (receiptSha256: string): GradeInputs => ({
+    receiptSha256,
+    autograderRevision: revision,
+    image: autograderImage(a, template),
+    timeoutSeconds: a.spec.autograder?.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,
+  });
 
 /** The autograder snapshot's copy pod of the current release (kept until its result is in status). */
 export function autograderPodName(a: Assignment): string {
@@ -143,6 +160,8 @@ export function gradeInputs(s: Submission, a: Assignment, template: Template): G
   const snapshot = a.status?.autograder;
   if (!a.spec.autograder || !receipt || !snapshot || snapshot.release !== (a.spec.autograder.release ?? 1))
     return undefined;
+  // A checked autograder only (autograderCheck.ts): a broken one never grades a student.
+  if (a.spec.autograder.solution && snapshot.checked !== true) return undefined;
   return {
     receiptSha256: receipt.sha256,
     autograderRevision: snapshot.revision,
@@ -216,7 +235,8 @@ export async function gradeSubmission(
       type,
       status: "False",
       reason: "WaitingForAutograder",
-      message: "The autograder's snapshot is not taken yet (the Assignment's AutograderReady says why)",
+      message:
+        "The autograder is not ready yet: its snapshot, or its check against the reference solution (the Assignment's AutograderReady says why)",
     };
   const key = gradeKey(inputs);
   if (status.gradeAttempt?.key === key) return gradedCondition(status);

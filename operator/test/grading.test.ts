@@ -422,3 +422,89 @@ test("the admin guide's grading cycle with kubectl: the assignment applied, an e
     ["style"],
   );
 });
+
+test("an autograder with a reference solution grades nobody until it gave the solution full marks and the starter files less", async (t) => {
+  const ns = await testNamespace(t, "grading-check");
+  const rest = await adminRest();
+  await startOperator(t, ns, { env: { OPERATOR_COPY_IMAGE: IMAGE } });
+  await createTemplate(ns, "lab", spec());
+  await createUserland(ns, "ann", "ann", "lab", false);
+  await rest.create(
+    assignmentsPath(ns),
+    autograded("a1", { folder: "graders", path: "calc/autograder", solution: "calc/solution" }),
+  );
+  const job = (j: string) => eventually(`the ${j} pod`, async () => (await pods(rest, ns, j))[0]);
+  const copied = (sha: string) => ({ main: { copy: ended(0, { files: [], bytes: 0, sha256: SHA(sha) }) } });
+  await end(rest, await job("publish"), "Succeeded", copied("a"));
+  await end(rest, await job("autograder"), "Succeeded", copied("c"));
+  const solution = await job("solution");
+  assert.deepEqual(solution.spec?.containers[0]?.command?.slice(2), [
+    "handin",
+    "/source/calc/solution",
+    "/autograders/a1/1-solution",
+  ]);
+  await end(rest, solution, "Succeeded", copied("d"));
+
+  // Two runs, owned by the Assignment: the solution's snapshot and the published starter files.
+  const runs = await eventually("the two check runs", async () => {
+    const found = await pods(rest, ns, "grade");
+    return found.length === 2 && found;
+  });
+  const checked = (pod: V1Pod) =>
+    pod.spec?.initContainers?.[0]?.command?.[
+      pod.spec.initContainers[0].command.indexOf("--receipt-sha256") + 1
+    ];
+  const bySha = new Map(runs.map((p) => [checked(p), p]));
+  assert.deepEqual([...bySha.keys()].sort(), [SHA("a"), SHA("d")]);
+  assert.ok(runs.every((p) => p.metadata?.ownerReferences?.[0]?.kind === "Assignment"));
+  const result = (score: number) => ({
+    init: { prepare: ended(0), autograder: ended(0) },
+    main: { collect: ended(0, { score, maxScore: 5, testCount: 1, tests: [] }) },
+  });
+  // The solution scores 3 of 5: the autograder is refused, and ann's hand-in waits.
+  await end(rest, bySha.get(SHA("d"))!, "Succeeded", result(3));
+  await end(rest, bySha.get(SHA("a"))!, "Succeeded", result(0));
+  const refused = await eventually("AutograderCheckFailed", async () => {
+    const a = await rest.get<Assignment>(assignmentsPath(ns, "a1"));
+    return condition(a, "AutograderReady")?.reason === "AutograderCheckFailed" && a;
+  });
+  assert.match(
+    condition(refused, "AutograderReady")?.message ?? "",
+    /did not score full marks \(3 of 5 points\)/,
+  );
+  const annName = submissionNameFor("a1", "ann");
+  await eventually("ann's Submission", () =>
+    rest.get<Submission>(submissionsPath(ns, annName)).catch(() => undefined),
+  );
+  await rest.patch(submissionsPath(ns, annName), {
+    spec: { handInRequestedAt: "2026-12-07T10:00:00Z", handInRequestedBy: "student" },
+  });
+  await end(rest, await job("handin"), "Succeeded", {
+    main: { copy: ended(0, { files: [], bytes: 0, sha256: SHA("b"), skipped: [] }) },
+  });
+  await eventually("ann waits for a checked autograder", async () => {
+    const s = await rest.get<Submission>(submissionsPath(ns, annName));
+    return condition(s, "Graded")?.reason === "WaitingForAutograder";
+  });
+  assert.deepEqual(await pods(rest, ns, "grade"), [], "no grading pod for ann");
+
+  // The teacher fixes the autograder (release 2): the solution scores 5 of 5, the starter 1 of 5.
+  await rest.patch(assignmentsPath(ns, "a1"), { spec: { autograder: { release: 2 } } });
+  await end(rest, await job("autograder"), "Succeeded", copied("e"));
+  await end(rest, await job("solution"), "Succeeded", copied("d"));
+  const again = await eventually("the two new check runs", async () => {
+    // Release 1's finished runs may still be there, on their way out.
+    const found = (await pods(rest, ns, "grade")).filter((p) => p.status?.phase !== "Succeeded");
+    return found.length === 2 && found;
+  });
+  for (const pod of again) await end(rest, pod, "Succeeded", result(checked(pod) === SHA("d") ? 5 : 1));
+  const ready = await eventually("AutograderReady: Checked", async () => {
+    const a = await rest.get<Assignment>(assignmentsPath(ns, "a1"));
+    return condition(a, "AutograderReady")?.reason === "Checked" && a;
+  });
+  assert.equal(ready.status?.autograder?.checked, true);
+  const annRun = await eventually("ann's grading pod at last", async () =>
+    (await pods(rest, ns, "grade")).find((p) => p.metadata?.ownerReferences?.[0]?.kind === "Submission"),
+  );
+  assert.equal(checked(annRun), SHA("b"));
+});
