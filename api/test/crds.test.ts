@@ -42,7 +42,7 @@ test("Assignments and Submissions: printer columns, selectable by assignment and
   );
   assert.deepEqual(
     submission?.additionalPrinterColumns?.map((c) => c.name),
-    ["Assignment", "User", "Handed In", "Late", "Files", "SHA-256", "Age"],
+    ["Assignment", "User", "Handed In", "Late", "Files", "SHA-256", "Score", "Max", "Age"],
   );
   assert.deepEqual(submission?.selectableFields, [
     { jsonPath: ".spec.assignment" },

@@ -120,6 +120,9 @@ test("a grading cycle with kubectl alone: a Gradescope autograder from a teacher
   // The teacher's autograder goes where no student's environment mounts anything.
   await writeFilesIn(pods.tess, `${GRADERS}/calculator`, filesOf(join(FIXTURE, "autograder")));
   await sh(pods.tess, `chmod +x ${GRADERS}/calculator/run_autograder`);
+  await writeFilesIn(pods.tess, `${GRADERS}/calculator-solution`, {
+    "calculator.py": readFileSync(join(FIXTURE, "submissions", "correct.py"), "utf8"),
+  });
   await writeFilesIn(pods.tess, `${COURSE}/calculator`, {
     "calculator.py": "def add(a, b):\n    pass\n",
   });
@@ -145,6 +148,7 @@ test("a grading cycle with kubectl alone: a Gradescope autograder from a teacher
       autograder: {
         folder: "graders",
         path: "calculator",
+        solution: "calculator-solution",
         image: jupyter.ref,
         timeoutSeconds: TIMEOUT_SECONDS,
       },
@@ -159,7 +163,21 @@ test("a grading cycle with kubectl alone: a Gradescope autograder from a teacher
     GRADE_MS,
     250,
   );
-  assert.equal(condition(ready, "AutograderReady")?.reason, "SnapshotTaken");
+  const checked = await eventually(
+    "the autograder checked against the reference solution and the starter files",
+    async () => {
+      const a = await rest.get<Assignment>(assignmentsPath(ns, "a1"));
+      return a.status?.autograder?.checked === true && a;
+    },
+    GRADE_MS,
+    250,
+  );
+  assert.equal(condition(checked, "AutograderReady")?.reason, "Checked");
+  assert.deepEqual(
+    [checked.status?.autograder?.check?.solution?.score, checked.status?.autograder?.check?.starter?.score],
+    [5, 0],
+    "the solution scores full marks, the starter files nothing",
+  );
   const getS = (who: string) => rest.get<Submission>(submissionsPath(ns, submissionNameFor("a1", who)));
   for (const who of ["ann", "ben", "cat", "dan", "eve", "fay"] as const)
     await eventually(
