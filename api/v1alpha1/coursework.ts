@@ -540,7 +540,6 @@ export type Submission = CustomObject<"Submission", SubmissionSpec, SubmissionSt
 export type FailedCopies = Static<typeof FAILED_COPIES>;
 export type Grade = Static<typeof GRADE>;
 export type GradedTest = Static<typeof GRADED_TEST>;
-export type RubricItem = Static<typeof RUBRIC_ITEM>;
 
 /** Condition types the operator writes on Assignments (operator/coursework/syncAssignment.ts). */
 export const AssignmentConditions = {

@@ -154,15 +154,6 @@ test("a grading cycle with kubectl alone: a Gradescope autograder from a teacher
       },
     },
   });
-  const ready = await eventually(
-    "the autograder's snapshot",
-    async () => {
-      const a = await rest.get<Assignment>(assignmentsPath(ns, "a1"));
-      return a.status?.autograder && a.status.publishedRelease === 1 && a;
-    },
-    GRADE_MS,
-    250,
-  );
   const checked = await eventually(
     "the autograder checked against the reference solution and the starter files",
     async () => {
