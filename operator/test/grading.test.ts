@@ -405,6 +405,7 @@ test("the admin guide's grading cycle with kubectl: the assignment applied, an e
       env,
       cwd: dir,
       encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
     });
   const a = await (await adminRest()).get<Assignment>(assignmentsPath(ns, "calc"));
   assert.deepEqual(a.spec.extensions, [{ user: "ann@uni.example", deadline: "2026-12-20T17:00:00Z" }]);
