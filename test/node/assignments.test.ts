@@ -26,6 +26,7 @@ import { buildPlatformImage, importImage } from "../../cluster/node/images.ts";
 import { paths } from "../../api/kubePaths.ts";
 import { isNotFound } from "../../lib/kubeRest.ts";
 import { eventually, testNamespace } from "../support/cluster.ts";
+import { phaseClock } from "../support/phases.ts";
 import {
   appointTeacher,
   chartCourseTeacherRole,
@@ -63,17 +64,7 @@ async function manifestHash(pod: V1Pod, dir: string): Promise<string> {
 }
 
 test("an assignment cycle with kubectl alone: published, distributed (running and stopped), re-published keeping a student's edit, handed in on time, late and at the closing time, hashes checked, feedback returned; links, a FIFO and an over-limit folder are refused", async (t) => {
-  const began = Date.now();
-  const phases: string[] = [];
-  let last = began;
-  const phase = (what: string) => {
-    const at = Date.now();
-    phases.push(`${what}: ${((at - last) / 1000).toFixed(1)} s`);
-    last = at;
-  };
-  t.after(() =>
-    t.diagnostic(`phases: ${phases.join("; ")}; total ${((Date.now() - began) / 1000).toFixed(1)} s`),
-  );
+  const phase = phaseClock(t);
 
   const node = await realNode();
   const image = await buildPlatformImage();

@@ -29,6 +29,7 @@ import { buildPlatformImage, importImage } from "../../cluster/node/images.ts";
 import { k8s } from "../../lib/kube.ts";
 import { paths } from "../../api/kubePaths.ts";
 import { eventually, testCluster, testNamespace } from "../support/cluster.ts";
+import { phaseClock } from "../support/phases.ts";
 import {
   appointTeacher,
   chartCourseTeacherRole,
@@ -58,16 +59,7 @@ async function connects(from: V1Pod, host: string, port: number): Promise<boolea
 }
 
 test("an exam on the real node: inside the window a student's pod reaches neither the outside nor another student, the proxy still reaches it; at the end the work is collected and the network opens again", async (t) => {
-  const began = Date.now();
-  const phases: string[] = [];
-  let last = began;
-  const phase = (what: string) => {
-    phases.push(`${what}: ${((Date.now() - last) / 1000).toFixed(1)} s`);
-    last = Date.now();
-  };
-  t.after(() =>
-    t.diagnostic(`phases: ${phases.join("; ")}; total ${((Date.now() - began) / 1000).toFixed(1)} s`),
-  );
+  const phase = phaseClock(t);
 
   const node = await realNode();
   const tools = node.images.tools ?? "";

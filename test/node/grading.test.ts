@@ -24,6 +24,7 @@ import {
 import { buildImages, buildPlatformImage, importImage } from "../../cluster/node/images.ts";
 import { repoRoot } from "../../cluster/repoRoot.ts";
 import { eventually, testNamespace } from "../support/cluster.ts";
+import { phaseClock } from "../support/phases.ts";
 import {
   appointTeacher,
   chartCourseTeacherRole,
@@ -67,17 +68,7 @@ function filesOf(dir: string): Record<string, string> {
 }
 
 test("a grading cycle with kubectl alone: a Gradescope autograder from a teachers-only folder grades each hand-in in a sealed pod; a loop and a fork bomb end as results, the network and a 10 GB write are stopped; hidden tests stay hidden; a new autograder release grades the frozen hand-ins again", async (t) => {
-  const began = Date.now();
-  const phases: string[] = [];
-  let last = began;
-  const phase = (what: string) => {
-    const at = Date.now();
-    phases.push(`${what}: ${((at - last) / 1000).toFixed(1)} s`);
-    last = at;
-  };
-  t.after(() =>
-    t.diagnostic(`phases: ${phases.join("; ")}; total ${((Date.now() - began) / 1000).toFixed(1)} s`),
-  );
+  const phase = phaseClock(t);
 
   const node = await realNode();
   const ctr = join(node.binDir, "ctr");
