@@ -386,6 +386,18 @@ const GRADE = Type.Object(
       maxLength: 1024,
       description: "Where the run's results.json and stdout are in the Template's collection.",
     }),
+    previous: Type.Optional(
+      Type.Object(
+        {
+          score: Type.Number(),
+          autograderRevision: Type.Unsafe<string>({ type: "string", pattern: "^[0-9a-f]{64}$" }),
+        },
+        {
+          description:
+            "The grade this one replaced when a new autograder revision graded the same hand-in again: the teacher's before and after.",
+        },
+      ),
+    ),
   },
   {
     description:

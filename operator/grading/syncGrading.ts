@@ -273,6 +273,14 @@ export async function gradeSubmission(
     ...latePenalty(a, s),
     results: collectionPaths.grade(a.metadata.name ?? "", s.spec.user, key),
   };
+  // The same hand-in graded again by another autograder revision: the teacher sees before and after.
+  const before = status.grade;
+  if (
+    before &&
+    before.receiptSha256 === grade.receiptSha256 &&
+    before.autograderRevision !== grade.autograderRevision
+  )
+    grade.previous = { score: before.score, autograderRevision: before.autograderRevision };
   status.grade = grade;
   status.gradeAttempt = { ...attemptInputs, ok: true, reason: "Graded", message: scoreText(grade) };
   return gradedCondition(status);

@@ -324,6 +324,25 @@ test("an autograder's snapshot, one sealed grading run per hand-in and autograde
   );
   // The attempt is final for its inputs: no pod is made again.
   await eventually("the timed-out pod deleted", async () => (await pods(rest, ns, "grade")).length === 0);
+
+  // Release 3 grades the same hand-in 9 of 10: the grade keeps what it replaced, for the teacher.
+  await rest.patch(assignmentsPath(ns, "a1"), { spec: { autograder: { release: 3 } } });
+  await end(rest, await snapshotOf(3), "Succeeded", {
+    main: { copy: ended(0, { files: [], bytes: 0, sha256: SHA("f") }) },
+  });
+  const third = await eventually("ann's third grading pod", async () => (await pods(rest, ns, "grade"))[0]);
+  await end(rest, third, "Succeeded", {
+    init: { prepare: ended(0), autograder: ended(0) },
+    main: { collect: ended(0, { score: 9, maxScore: 10, testCount: 2, tests: [] }) },
+  });
+  s = await eventually("ann's regrade", async () => {
+    const got = await rest.get<Submission>(submissionsPath(ns, annName));
+    return got.status?.grade?.autograderRevision === SHA("f") && got;
+  });
+  assert.deepEqual(
+    [s.status?.grade?.score, s.status?.grade?.previous],
+    [9, { score: 7, autograderRevision: SHA("c") }],
+  );
 });
 
 test("an extension is one student's own: the others are collected at the assignment's closing time, she at hers, and her receipt names her deadline", async (t) => {

@@ -37,6 +37,8 @@ export interface GradeBookCell {
   extended: boolean;
   /** Test results in a line, for the feedback column. */
   summary: string;
+  /** The autograder's score before a new autograder revision graded the hand-in again (null: none). */
+  regradedFrom: number | null;
 }
 
 export interface GradeBookRow {
@@ -75,6 +77,7 @@ function cellOf(a: Assignment, user: string, s: Submission | undefined, now: Dat
     missing: state === "missing",
     extended: deadlineFor(a, user).extended,
     summary: parts.join("; "),
+    regradedFrom: grade?.previous && grade.previous.score !== grade.score ? grade.previous.score : null,
   };
 }
 

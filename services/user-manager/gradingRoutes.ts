@@ -40,6 +40,9 @@ const GradeBookCell = Type.Object({
   missing: Type.Boolean(),
   extended: Type.Boolean(),
   summary: Type.String(),
+  regradedFrom: Nullable(
+    Type.Number({ description: "The autograder's score before the last autograder change regraded it." }),
+  ),
 });
 
 const GradeBookSchema = Type.Object({

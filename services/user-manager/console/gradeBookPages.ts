@@ -42,6 +42,7 @@ function cell(c: GradeBookCell | undefined, review: string): Html {
     c.late ? (c.latePenaltyPercent ? `late −${c.latePenaltyPercent}%` : "late") : "",
     c.missing ? "missing" : "",
     c.extended ? "extension" : "",
+    c.regradedFrom !== null ? `was ${c.regradedFrom} before the autograder changed` : "",
   ].filter(Boolean);
   return html`<td title="${c.summary}">
     <a href="${review}"

@@ -22,7 +22,12 @@ const handedIn = (
   a: string,
   user: string,
   late: boolean,
-  grade?: { score: number; maxScore: number; latePenaltyPercent?: number },
+  grade?: {
+    score: number;
+    maxScore: number;
+    latePenaltyPercent?: number;
+    previous?: { score: number; autograderRevision: string };
+  },
 ): Submission => ({
   apiVersion: "userland.dev/v1alpha1",
   kind: "Submission",
@@ -66,7 +71,11 @@ const week2 = assignment("week2", "Week 2", { deadline: "2026-12-05T12:00:00Z" }
 const book = gradeBook(
   [week1, week2],
   [
-    handedIn("week1", "ann@uni.example", false, { score: 5, maxScore: 5 }),
+    handedIn("week1", "ann@uni.example", false, {
+      score: 5,
+      maxScore: 5,
+      previous: { score: 3, autograderRevision: "c".repeat(64) },
+    }),
     handedIn("week1", "ben", true, { score: 4, maxScore: 5, latePenaltyPercent: 10 }),
     handedIn("week2", "ann@uni.example", false),
     // cat has her own deadline for week1 and has not handed in; week2's Submission is still open.
@@ -98,6 +107,8 @@ test("the book: every student with a Submission × the assignments; the score af
   );
   const cell = (user: string, a: string) => book.students.find((s) => s.user === user)?.cells[a];
   assert.equal(cell("ann@uni.example", "week1")?.score, 5);
+  assert.equal(cell("ann@uni.example", "week1")?.regradedFrom, 3, "before the autograder changed");
+  assert.equal(cell("ben", "week1")?.regradedFrom, null);
   assert.deepEqual(
     [cell("ben", "week1")?.score, cell("ben", "week1")?.autograderScore, cell("ben", "week1")?.late],
     [3.6, 4, true],
