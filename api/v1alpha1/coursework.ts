@@ -3,7 +3,7 @@
  * coursework.md), converged by the operator (operator/coursework/). An Assignment is a teacher's; a Submission is one student's copy of one assignment,
  * whose status (what was distributed, the hand-in receipt) only the platform writes.
  */
-import { TEMPLATE_NAME_PATTERN } from "./template.ts";
+import { COURSE_FOLDER_NAME_PATTERN, TEMPLATE_NAME_PATTERN } from "./template.ts";
 import { USER_MAX, USER_PATTERN } from "./userland.ts";
 import type { CustomObject } from "./group.ts";
 import { Conditions, StringEnum, Type, type Static } from "./schema.ts";
@@ -58,10 +58,16 @@ const AUTOGRADER_CHECK = Type.Object({
   message: Type.String({ maxLength: 4096 }),
 });
 
+/** A rubric item's id: a DNS label of at most 40 characters, as the reviews name it. */
+export const RUBRIC_ITEM_ID_PATTERN = "^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$";
+
+/** The visibility values of Gradescope's results.json, for a test or the whole result. */
+export const TEST_VISIBILITIES = ["visible", "hidden", "after_due_date", "after_published"] as const;
+
 /** One rubric item (docs/decisions/0015-grading.md). */
 const RUBRIC_ITEM = Type.Object({
   id: Type.String({
-    pattern: "^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$",
+    pattern: RUBRIC_ITEM_ID_PATTERN,
     maxLength: 40,
     description: "Names the item in reviews; keep it when the points or the words change.",
   }),
@@ -108,7 +114,7 @@ const EXTENSION = Type.Object(
 const AUTOGRADER = Type.Object(
   {
     folder: Type.String({
-      pattern: "^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$",
+      pattern: COURSE_FOLDER_NAME_PATTERN,
       maxLength: 40,
       description:
         "A course folder of the Template marked teachersOnly (students never mount it: hidden tests stay hidden).",
@@ -180,7 +186,7 @@ export const AssignmentSpecSchema = Type.Object(
     source: Type.Object(
       {
         folder: Type.String({
-          pattern: "^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$",
+          pattern: COURSE_FOLDER_NAME_PATTERN,
           maxLength: 40,
           description: "A course folder of the Template (spec.coursework.folders[].name).",
         }),
@@ -341,7 +347,7 @@ const GRADED_TEST = Type.Object({
   score: Type.Optional(Type.Number()),
   maxScore: Type.Optional(Type.Number()),
   status: Type.Optional(StringEnum(["passed", "failed"])),
-  visibility: Type.Optional(StringEnum(["visible", "hidden", "after_due_date", "after_published"])),
+  visibility: Type.Optional(StringEnum([...TEST_VISIBILITIES])),
 });
 
 /** What a grading run is keyed by: the same inputs give the same key (and the same pod). */

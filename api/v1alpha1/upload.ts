@@ -5,7 +5,7 @@
  * read-write in the upload pod.
  */
 import { Type } from "./schema.ts";
-import { TEMPLATE_NAME_PATTERN } from "./template.ts";
+import { COURSE_FOLDER_NAME_PATTERN, TEMPLATE_NAME_PATTERN } from "./template.ts";
 import { USER_MAX, USER_PATTERN } from "./userland.ts";
 
 const TEMPLATE = Type.String({ pattern: TEMPLATE_NAME_PATTERN, maxLength: 24 });
@@ -17,7 +17,7 @@ export const UploadTargetSchema = Type.Object(
         {
           templateName: TEMPLATE,
           folder: Type.String({
-            pattern: "^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$",
+            pattern: COURSE_FOLDER_NAME_PATTERN,
             maxLength: 40,
             description: "A course folder of the Template (spec.coursework.folders[].name).",
           }),

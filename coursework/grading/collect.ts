@@ -5,9 +5,9 @@
  * and summarize the result for the operator. The autograder's folder was writable by the
  * submission's code, so everything in it is read as untrusted.
  */
-import { constants } from "node:fs";
 import { lstat, mkdir, open, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import { READ_FLAGS } from "../files/beneath.ts";
 import { formatBytes } from "../files/limits.ts";
 import { parseResults, type Results } from "./results.ts";
 
@@ -28,7 +28,7 @@ export type Collected =
 async function readCapped(path: string, max: number): Promise<{ text: string; size: number } | undefined> {
   let handle;
   try {
-    handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    handle = await open(path, READ_FLAGS);
   } catch {
     return undefined;
   }

@@ -4,10 +4,10 @@
  * own are ignored, and a test without a status is passed when it has its full score. What cannot be
  * read is an error with a message a teacher can act on, never an exception or a zero score.
  */
+import { TEST_VISIBILITIES } from "../../api/v1alpha1/coursework.ts";
 
-/** Gradescope's visibility values; an unknown one is treated as hidden (the safe reading). */
-export const VISIBILITIES = ["visible", "hidden", "after_due_date", "after_published"] as const;
-export type Visibility = (typeof VISIBILITIES)[number];
+/** Gradescope's visibility values (the CRD's); an unknown one is treated as hidden (the safe reading). */
+export type Visibility = (typeof TEST_VISIBILITIES)[number];
 
 export interface ResultTest {
   name: string;
@@ -51,7 +51,7 @@ export function lenientNumber(value: unknown): number | undefined {
 
 function visibilityOf(value: unknown, fallback: Visibility): Visibility {
   if (value === undefined) return fallback;
-  return (VISIBILITIES as readonly unknown[]).includes(value) ? (value as Visibility) : "hidden";
+  return (TEST_VISIBILITIES as readonly unknown[]).includes(value) ? (value as Visibility) : "hidden";
 }
 
 const text = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined);

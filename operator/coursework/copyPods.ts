@@ -15,6 +15,8 @@ import type {
   V1OwnerReference,
   V1Pod,
   V1PodSecurityContext,
+  V1PodSpec,
+  V1SecurityContext,
   V1Volume,
   V1VolumeMount,
 } from "@kubernetes/client-node";
@@ -89,6 +91,37 @@ export function copySecurityContext(template: Template): V1PodSecurityContext {
   };
 }
 
+/** Every container of the platform's short-lived pods: no privilege to gain, a read-only root, no capabilities. */
+export const LOCKED_CONTAINER: V1SecurityContext = {
+  allowPrivilegeEscalation: false,
+  readOnlyRootFilesystem: true,
+  runAsNonRoot: true,
+  capabilities: { drop: ["ALL"] },
+};
+
+/**
+ * Where the Template's environments may run, its short-lived pods may too (its node selector,
+ * tolerations and affinity); `nodeName` pins one to a running environment's node instead.
+ */
+export function templatePlacement(
+  template: Template,
+  nodeName?: string,
+): Pick<V1PodSpec, "nodeSelector" | "tolerations" | "affinity"> {
+  const templatePod = template.spec.template.spec;
+  return {
+    ...(templatePod.nodeSelector ? { nodeSelector: { ...templatePod.nodeSelector } } : {}),
+    ...(templatePod.tolerations ? { tolerations: structuredClone(templatePod.tolerations) } : {}),
+    // Pinned by affinity, not nodeName: a pod with nodeName skips the scheduler, and only the
+    // scheduler binds a WaitForFirstConsumer claim (local-path): a collection no pod had used yet
+    // never bound and the copy waited for ever (found on the real node).
+    ...(nodeName
+      ? { affinity: onNode(nodeName) }
+      : templatePod.affinity
+        ? { affinity: structuredClone(templatePod.affinity) }
+        : {}),
+  };
+}
+
 /** Required to run on the node called `nodeName` (as DaemonSets pin their pods). */
 export const onNode = (nodeName: string): V1Affinity => ({
   nodeAffinity: {
@@ -99,7 +132,6 @@ export const onNode = (nodeName: string): V1Affinity => ({
 });
 
 export function copyPod(input: CopyPodInput): V1Pod {
-  const templatePod = input.template.spec.template.spec;
   // One pod volume per claim; each mount of it says its own mode.
   const claims = [...new Set(input.mounts.map((m) => m.claim))];
   const volumes: V1Volume[] = claims.map((claim, i) => ({
@@ -131,17 +163,7 @@ export function copyPod(input: CopyPodInput): V1Pod {
       activeDeadlineSeconds: input.deadlineSeconds ?? COPY_DEADLINE_SECONDS,
       terminationGracePeriodSeconds: 5,
       securityContext: copySecurityContext(input.template),
-      // Where the Template's environments may run, the copies may too.
-      ...(templatePod.nodeSelector ? { nodeSelector: { ...templatePod.nodeSelector } } : {}),
-      ...(templatePod.tolerations ? { tolerations: structuredClone(templatePod.tolerations) } : {}),
-      // Pinned by affinity, not nodeName: a pod with nodeName skips the scheduler, and only the
-      // scheduler binds a WaitForFirstConsumer claim (local-path): a collection no pod had used yet
-      // never bound and the copy waited for ever (found on the real node).
-      ...(input.nodeName
-        ? { affinity: onNode(input.nodeName) }
-        : templatePod.affinity
-          ? { affinity: structuredClone(templatePod.affinity) }
-          : {}),
+      ...templatePlacement(input.template, input.nodeName),
       containers: [
         {
           name: "copy",
@@ -157,12 +179,7 @@ export function copyPod(input: CopyPodInput): V1Pod {
                 readinessProbe: { tcpSocket: { port: input.port }, periodSeconds: 1, failureThreshold: 1 },
               }
             : {}),
-          securityContext: {
-            allowPrivilegeEscalation: false,
-            readOnlyRootFilesystem: true,
-            runAsNonRoot: true,
-            capabilities: { drop: ["ALL"] },
-          },
+          securityContext: LOCKED_CONTAINER,
           resources: {
             requests: { cpu: "100m", memory: "128Mi" },
             limits: { cpu: "1", memory: input.memoryLimit ?? "1Gi" },

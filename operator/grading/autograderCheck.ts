@@ -14,7 +14,7 @@ import { copyPodName } from "../coursework/copyPods.ts";
 import { retryNote, runSnapshot } from "../coursework/copyRuns.ts";
 import { controllerReference } from "../ownership.ts";
 import { runGrading } from "./gradeRuns.ts";
-import { gradeKey, gradePodName, type GradeInputs, type GradeOutcome } from "./gradePods.ts";
+import { finiteNumber, gradeKey, gradePodName, type GradeInputs, type GradeOutcome } from "./gradePods.ts";
 
 type Which = "solution" | "starter";
 type Check = NonNullable<NonNullable<AssignmentStatus["autograder"]>["check"]>["solution"];
@@ -33,12 +33,10 @@ export const solutionPodName = (a: Assignment): string =>
 const checkPodName = (a: Assignment, which: Which, key: string): string =>
   gradePodName(a.metadata.uid ?? "", `${which}/${key}`);
 
-const num = (v: unknown): number | undefined => (typeof v === "number" && Number.isFinite(v) ? v : undefined);
-
 function checkOf(key: string, outcome: GradeOutcome): NonNullable<Check> {
   if (!outcome.ok) return { key, ok: false, message: outcome.message };
-  const score = num(outcome.summary.score) ?? 0;
-  const maxScore = num(outcome.summary.maxScore);
+  const score = finiteNumber(outcome.summary.score) ?? 0;
+  const maxScore = finiteNumber(outcome.summary.maxScore);
   return {
     key,
     ok: true,

@@ -16,7 +16,13 @@
 import type { V1OwnerReference, V1Pod, V1SecurityContext } from "@kubernetes/client-node";
 import { LABELS, shortHash } from "../../api/naming.ts";
 import type { Template } from "../../api/v1alpha1/index.ts";
-import { copyOutcome, copySecurityContext, type CopyOutcome } from "../coursework/copyPods.ts";
+import {
+  copyOutcome,
+  copySecurityContext,
+  LOCKED_CONTAINER,
+  templatePlacement,
+  type CopyOutcome,
+} from "../coursework/copyPods.ts";
 
 /** The resources of the autograder's step (OPERATOR_AUTOGRADER_RESOURCES). */
 export interface GradingResources {
@@ -108,13 +114,8 @@ export interface GradePodInput {
   metadata: Record<string, unknown>;
 }
 
-const LOCKED: V1SecurityContext = {
-  allowPrivilegeEscalation: false,
-  readOnlyRootFilesystem: true,
-  runAsNonRoot: true,
-  capabilities: { drop: ["ALL"] },
-  seccompProfile: { type: "RuntimeDefault" },
-};
+/** The copy pods' lock, with the runtime's seccomp profile named on each container too. */
+const LOCKED: V1SecurityContext = { ...LOCKED_CONTAINER, seccompProfile: { type: "RuntimeDefault" } };
 
 const PLATFORM_RESOURCES = {
   requests: { cpu: "100m", memory: "128Mi" },
@@ -122,7 +123,6 @@ const PLATFORM_RESOURCES = {
 };
 
 export function gradePod(input: GradePodInput): V1Pod {
-  const templatePod = input.template.spec.template.spec;
   const platform = (args: string[]) => ["node", "coursework/grade.ts", ...args];
   return {
     apiVersion: "v1",
@@ -144,9 +144,7 @@ export function gradePod(input: GradePodInput): V1Pod {
       activeDeadlineSeconds: input.timeoutSeconds + PLATFORM_STEPS_SECONDS,
       terminationGracePeriodSeconds: 1,
       securityContext: copySecurityContext(input.template),
-      ...(templatePod.nodeSelector ? { nodeSelector: { ...templatePod.nodeSelector } } : {}),
-      ...(templatePod.tolerations ? { tolerations: structuredClone(templatePod.tolerations) } : {}),
-      ...(templatePod.affinity ? { affinity: structuredClone(templatePod.affinity) } : {}),
+      ...templatePlacement(input.template),
       volumes: [
         { name: "work", emptyDir: { medium: "Memory", sizeLimit: input.resources.disk } },
         // Apart from the scratch volume: a submission that fills it leaves room for the results.
@@ -219,6 +217,10 @@ export function gradePod(input: GradePodInput): V1Pod {
     },
   };
 }
+
+/** A number the collect step's summary holds (anything else is left out). */
+export const finiteNumber = (v: unknown): number | undefined =>
+  typeof v === "number" && Number.isFinite(v) ? v : undefined;
 
 /** A finished grading run: the collect step's summary, or why there is none (a result too). */
 export type GradeOutcome =

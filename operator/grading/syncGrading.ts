@@ -11,6 +11,7 @@ import { collectionPaths } from "../../api/naming.ts";
 import {
   AssignmentConditions,
   SubmissionConditions,
+  TEST_VISIBILITIES,
   type Assignment,
   type AssignmentStatus,
   type Grade,
@@ -27,7 +28,7 @@ import { retryNote, runSnapshot } from "../coursework/copyRuns.ts";
 import { deadlineFor, latePenaltyPercent } from "../../api/deadlines.ts";
 import { runGrading } from "./gradeRuns.ts";
 import { checkAutograder } from "./autograderCheck.ts";
-import { gradeKey, gradePodName, type GradeInputs } from "./gradePods.ts";
+import { finiteNumber, gradeKey, gradePodName, type GradeInputs } from "./gradePods.ts";
 
 const DEFAULT_TIMEOUT_SECONDS = 300;
 
@@ -199,18 +200,14 @@ function submissionMetadata(s: Submission, a: Assignment): Record<string, unknow
   };
 }
 
-/** Reads numbers the collect step reported (anything else is left out). */
-const num = (v: unknown): number | undefined => (typeof v === "number" && Number.isFinite(v) ? v : undefined);
-
 function testsOf(summary: Record<string, unknown>): GradedTest[] {
   const list = Array.isArray(summary.tests) ? (summary.tests as Record<string, unknown>[]) : [];
   return list.slice(0, 100).map((t) => ({
     name: typeof t.name === "string" ? t.name.slice(0, 200) : "",
-    ...(num(t.score) !== undefined ? { score: num(t.score) } : {}),
-    ...(num(t.maxScore) !== undefined ? { maxScore: num(t.maxScore) } : {}),
+    ...(finiteNumber(t.score) !== undefined ? { score: finiteNumber(t.score) } : {}),
+    ...(finiteNumber(t.maxScore) !== undefined ? { maxScore: finiteNumber(t.maxScore) } : {}),
     ...(t.status === "passed" || t.status === "failed" ? { status: t.status } : {}),
-    ...(typeof t.visibility === "string" &&
-    ["visible", "hidden", "after_due_date", "after_published"].includes(t.visibility)
+    ...((TEST_VISIBILITIES as readonly unknown[]).includes(t.visibility)
       ? { visibility: t.visibility as GradedTest["visibility"] }
       : {}),
   }));
@@ -263,13 +260,13 @@ export async function gradeSubmission(
   const summary = outcome.summary;
   const grade: Grade = {
     ...attemptInputs,
-    score: num(summary.score) ?? 0,
-    ...(num(summary.maxScore) !== undefined ? { maxScore: num(summary.maxScore) } : {}),
-    ...(num(summary.executionSeconds) !== undefined
-      ? { executionSeconds: num(summary.executionSeconds) }
+    score: finiteNumber(summary.score) ?? 0,
+    ...(finiteNumber(summary.maxScore) !== undefined ? { maxScore: finiteNumber(summary.maxScore) } : {}),
+    ...(finiteNumber(summary.executionSeconds) !== undefined
+      ? { executionSeconds: finiteNumber(summary.executionSeconds) }
       : {}),
     tests: testsOf(summary),
-    testCount: num(summary.testCount) ?? 0,
+    testCount: finiteNumber(summary.testCount) ?? 0,
     ...latePenalty(a, s),
     results: collectionPaths.grade(a.metadata.name ?? "", s.spec.user, key),
   };

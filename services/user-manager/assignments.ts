@@ -82,7 +82,9 @@ function badSourcePath(path: string): string | undefined {
 }
 
 /** An RFC 3339 time from a request, normalised; 400 naming the field when it is not one. */
-function timeField(value: string | undefined, field: string): Date | undefined {
+export function timeField(value: string, field: string): Date;
+export function timeField(value: string | undefined, field: string): Date | undefined;
+export function timeField(value: string | undefined, field: string): Date | undefined {
   if (value === undefined) return undefined;
   const at = new Date(value);
   if (!/^\d{4}-\d{2}-\d{2}T/.test(value) || Number.isNaN(at.getTime()))

@@ -185,3 +185,15 @@ export function moodleCsv(book: GradeBook): string {
   ]);
   return stringify([header, ...rows]);
 }
+
+/** The CSV file of the book for `format`, with the name a download saves it under. */
+export function gradeBookCsv(
+  book: GradeBook,
+  template: string,
+  format: "canvas" | "moodle",
+): { filename: string; text: string } {
+  return {
+    filename: `${template}-grades-${format}.csv`,
+    text: format === "canvas" ? canvasCsv(book) : moodleCsv(book),
+  };
+}

@@ -8,11 +8,11 @@ import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebo
 import type { Assignment } from "../../api/v1alpha1/index.ts";
 import { StringEnum, Type, type Static } from "../../api/v1alpha1/schema.ts";
 import { AssignmentNameSchema, Nullable } from "./assignmentSchemas.ts";
-import { ASSIGNMENT_RESOURCE, SUBMISSION_RESOURCE } from "./assignments.ts";
+import { ASSIGNMENT_RESOURCE, SUBMISSION_RESOURCE, timeField } from "./assignments.ts";
 import { authorizeTeacher } from "./auth/teaches.ts";
 import type { CourseworkStore } from "./courseworkStore.ts";
 import { badRequest, notFound } from "./errors.ts";
-import { canvasCsv, gradeBook, moodleCsv } from "./gradebook.ts";
+import { gradeBook, gradeBookCsv } from "./gradebook.ts";
 import { ErrorBody, TemplateNameSchema, UserSchema } from "./schemas.ts";
 import type { UserlandStore } from "./store.ts";
 
@@ -104,13 +104,11 @@ const extensionsView = (a: Assignment): ExtensionsView => ({
   })),
 });
 
-/** An RFC 3339 time, normalised to whole seconds as the API server keeps it; 400 naming the field. */
-function time(value: string, field: string): string {
-  const at = new Date(value);
-  if (!/^\d{4}-\d{2}-\d{2}T/.test(value) || Number.isNaN(at.getTime()))
-    throw badRequest(`${field} must be an RFC 3339 time, e.g. 2026-12-01T09:00:00Z`, field);
-  return at.toISOString().replace(/\.\d+Z$/, "Z");
-}
+/** A time from a request as the API server keeps it (whole seconds); 400 naming the field. */
+const time = (value: string, field: string): string =>
+  timeField(value, field)
+    .toISOString()
+    .replace(/\.\d+Z$/, "Z");
 
 export const gradingRoutes: FastifyPluginCallbackTypebox<GradingRouteOptions> = (app, opts, done) => {
   const { store, coursework } = opts;
@@ -175,12 +173,11 @@ export const gradingRoutes: FastifyPluginCallbackTypebox<GradingRouteOptions> = 
       const { template } = request.params;
       const { namespace } = await store.templateOrNotFound(template);
       await authorizeReader(request, template, namespace);
-      const book = await bookOf(template, namespace);
-      const format = request.query.format;
+      const file = gradeBookCsv(await bookOf(template, namespace), template, request.query.format);
       return reply
         .header("content-type", "text/csv; charset=utf-8")
-        .header("content-disposition", `attachment; filename="${template}-grades-${format}.csv"`)
-        .send(format === "canvas" ? canvasCsv(book) : moodleCsv(book));
+        .header("content-disposition", `attachment; filename="${file.filename}"`)
+        .send(file.text);
     },
   );
 

@@ -7,7 +7,7 @@
  * it exists so RBAC can name "grades this class"), both with teaching the Template.
  */
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
-import { SUBMISSIONS } from "../../api/v1alpha1/index.ts";
+import { RUBRIC_ITEM_ID_PATTERN, SUBMISSIONS } from "../../api/v1alpha1/index.ts";
 import { Type } from "../../api/v1alpha1/schema.ts";
 import { AssignmentNameSchema } from "./assignmentSchemas.ts";
 import { ASSIGNMENT_RESOURCE } from "./assignments.ts";
@@ -28,11 +28,10 @@ export interface ReviewRouteOptions {
 export const REVIEW_RESOURCE: Resource = { resource: SUBMISSIONS, subresource: "review" };
 
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody };
-const ID = "^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$";
 
 const RubricItem = Type.Object(
   {
-    id: Type.String({ pattern: ID, maxLength: 40 }),
+    id: Type.String({ pattern: RUBRIC_ITEM_ID_PATTERN, maxLength: 40 }),
     points: Type.Number({ minimum: -1000, maximum: 1000 }),
     description: Type.String({ minLength: 1, maxLength: 500 }),
   },
@@ -44,7 +43,7 @@ const RubricBody = Type.Object(
 );
 const ReviewBody = Type.Object(
   {
-    items: Type.Array(Type.String({ pattern: ID, maxLength: 40 }), { maxItems: 50 }),
+    items: Type.Array(Type.String({ pattern: RUBRIC_ITEM_ID_PATTERN, maxLength: 40 }), { maxItems: 50 }),
     comment: Type.Optional(Type.String({ maxLength: 4000 })),
     autograderScore: Type.Optional(
       Type.Union([Type.Number({ minimum: -1000, maximum: 100000 }), Type.Null()], {

@@ -14,7 +14,7 @@ import { TypeBoxValidatorCompiler, type FastifyPluginAsyncTypebox } from "@fasti
 import type { FastifyRequest, FastifySchemaCompiler } from "fastify";
 import type { TSchema } from "../../api/v1alpha1/schema.ts";
 import { formatBytes } from "../../lib/formatBytes.ts";
-import type { ArchiveSpec } from "../../api/v1alpha1/index.ts";
+import { COURSE_FOLDER_NAME_PATTERN, type ArchiveSpec } from "../../api/v1alpha1/index.ts";
 import { Type } from "../../api/v1alpha1/schema.ts";
 import { DEFAULT_LIMITS } from "../../coursework/files/limits.ts";
 import type { UploadSummary } from "../../coursework/files/upload.ts";
@@ -35,8 +35,6 @@ export interface UploadRouteOptions {
 
 /** The upload pod's limits (copy.ts's defaults): refused here already, before a byte more is sent. */
 export const UPLOAD_LIMITS = { maxFiles: DEFAULT_LIMITS.maxFiles, maxBytes: DEFAULT_LIMITS.maxBytes };
-
-const FOLDER_PATTERN = "^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$";
 
 const Summary = Type.Object(
   {
@@ -181,7 +179,7 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<UploadRouteOptions> = async
         body: FilesBody,
         params: Type.Object({
           template: TemplateNameSchema,
-          folder: Type.String({ pattern: FOLDER_PATTERN, maxLength: 40 }),
+          folder: Type.String({ pattern: COURSE_FOLDER_NAME_PATTERN, maxLength: 40 }),
         }),
         querystring: Type.Object({
           path: Type.String({

@@ -5,7 +5,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { HttpError, badRequest } from "../errors.ts";
-import { canvasCsv, moodleCsv, type GradeBook } from "../gradebook.ts";
+import { gradeBookCsv, type GradeBook } from "../gradebook.ts";
 import { localTime, refused, type AssignmentConsoleDeps } from "./assignmentRoutes.ts";
 import { formOf, templateField } from "./forms.ts";
 import { gradeBookPage } from "./gradeBookPages.ts";
@@ -71,11 +71,11 @@ export function gradeBookConsoleRoutes(app: FastifyInstance, deps: GradeBookCons
     const template = templateField(query.template, "query");
     if (query.format !== "canvas" && query.format !== "moodle")
       throw badRequest("format must be canvas or moodle", "format", "query");
-    const book = await bookOf(request, template);
+    const file = gradeBookCsv(await bookOf(request, template), template, query.format);
     return reply
       .header("content-type", "text/csv; charset=utf-8")
-      .header("content-disposition", `attachment; filename="${template}-grades-${query.format}.csv"`)
-      .send(query.format === "canvas" ? canvasCsv(book) : moodleCsv(book));
+      .header("content-disposition", `attachment; filename="${file.filename}"`)
+      .send(file.text);
   });
 
   app.post(`${CONSOLE_PATH}/gradebook/extension`, { schema: hidden }, async (request, reply) => {

@@ -4,6 +4,7 @@
  * (reviewRoutes.ts), so the same access reviews decide and the API logs the teacher.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { RUBRIC_ITEM_ID_PATTERN } from "../../../api/v1alpha1/index.ts";
 import { badRequest } from "../errors.ts";
 import { refused, type AssignmentConsoleDeps } from "./assignmentRoutes.ts";
 import { formOf, templateField } from "./forms.ts";
@@ -29,7 +30,7 @@ export function parseRubric(text: string): RubricItemView[] {
     .map(({ line, number }) => {
       const [id = "", points = "", ...words] = line.split("|").map((p) => p.trim());
       const description = words.join(" | ");
-      if (!/^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$/.test(id) || !/^-?\d+(\.\d+)?$/.test(points) || !description)
+      if (!new RegExp(RUBRIC_ITEM_ID_PATTERN).test(id) || !/^-?\d+(\.\d+)?$/.test(points) || !description)
         throw badRequest(
           `line ${number}: expected "id | points | description" (id: lowercase letters, digits and '-'), got "${line}"`,
           "items",
