@@ -221,7 +221,12 @@ function gradeOf(a: StudentAssignment): Html | "" {
           ${items}
         </ul>`
       : ""
-  }${g.comment ? html`<blockquote class="comment">${g.comment}</blockquote>` : ""}`;
+  }${
+    g.comment
+      ? html`<p class="muted">Your teacher's comment:</p>
+          <blockquote class="comment">${g.comment}</blockquote>`
+      : ""
+  }`;
   return html`<div class="grade" data-released="${String(g.released)}">
     ${total} ${review}
     ${

@@ -159,8 +159,8 @@ export function gradeBookPage(viewer: Viewer, view: GradeBookView): string {
     viewer,
     html`${view.notice ? html`<p class="notice" role="status">${view.notice}</p>` : ""}
       <p class="muted">
-        Scores are the autograder's, less any late penalty; a cell without one is not graded yet. Hover a
-        score for its tests. <a href="${assignmentsUrl(template)}">Assignments</a>
+        Scores are the autograder's plus the rubric items applied, less any late penalty; a cell without one
+        is not graded yet. Hover a score for its tests. <a href="${assignmentsUrl(template)}">Assignments</a>
       </p>
       <p>
         Download for <a href="${gradeBookCsvUrl(template, "canvas")}">Canvas</a> (Grades → Import; rows match
