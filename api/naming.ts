@@ -190,8 +190,9 @@ export const collectionUserFolder = (user: string) => legacyUserlandNameFor(user
 export const collectionPaths = {
   /** The snapshot of an assignment's source taken for one release (read-only once written). */
   published: (assignment: string, release: number) => `published/${assignment}/${release}`,
-  /** One student's hand-in of one assignment (read-only once written). */
-  handIn: (assignment: string, user: string) => `handins/${assignment}/${collectionUserFolder(user)}`,
+  /** One version of one student's hand-in of one assignment (read-only once written). */
+  handIn: (assignment: string, user: string, version: number) =>
+    `handins/${assignment}/${collectionUserFolder(user)}/${version}`,
   /** What teachers hand back to one student; copied to `<home>/assignments/<name>/feedback/`. */
   feedback: (assignment: string, user: string) => `feedback/${assignment}/${collectionUserFolder(user)}`,
   /** The snapshot of an assignment's autograder taken for one autograder release (never mounted by students). */

@@ -19,6 +19,7 @@ import { receiveUploadOnce } from "./receiveUpload.ts";
 import { NameError } from "./files/names.ts";
 import { UploadError, type UploadLayout } from "./files/upload.ts";
 import { collectionUserFolder } from "../api/naming.ts";
+import { kubeTime } from "../api/times.ts";
 
 /** Feedback laid out by student: a top-level folder names a student by identity or collection folder. */
 function studentsLayout(users: string[]): UploadLayout {
@@ -40,8 +41,9 @@ limits below with a message for the student.
 Commands:
   handin <from> <to>       Copy the folder <from> into the new folder <to> (it must not exist; its
                            missing parents are made, never through a link), made read-only; prints the receipt: each file's size and SHA-256, the total,
-                           the SHA-256 of the sorted manifest (as sha256sum prints it) and what was
-                           skipped.
+                           the SHA-256 of the sorted manifest (as sha256sum prints it), what was
+                           skipped, when the copy started and, with --moment, which files were
+                           written after the moment.
   distribute <from> <to>   Publish the assignment folder <from> into a student's folder <to> by
                            nbgitpuller's rule: missing files are written, files the student has not
                            changed since the last delivery are updated, the student's changes are
@@ -81,6 +83,8 @@ Options:
   --max-path-length N      Bytes of a path inside <from> (default ${DEFAULT_LIMITS.maxPathLength})
   --folder NAME=PATH       archive-class: a folder to archive (repeat it)
   --manifest-sha256 HEX    verify-archive: the manifest's SHA-256 as archive-class printed it
+  --moment TIME            handin: the hand-in's moment (ISO 8601); files whose change time is later
+                           are listed as writtenAfter (they are copied as they were when read)
   --store                  archive, serve-archive: store the files without compressing them
   --token-sha256 HEX       serve-archive, serve-file, receive-upload: the SHA-256 (64 hex digits) of the one caller's token
   --port N                 serve-archive, serve-file, receive-upload: the port to listen on (default 8080; 0: any)
@@ -125,6 +129,7 @@ function parse(argv: string[]) {
         "max-depth": { type: "string" },
         "max-path-length": { type: "string" },
         store: { type: "boolean" },
+        moment: { type: "string" },
         folder: { type: "string", multiple: true },
         "manifest-sha256": { type: "string" },
         "token-sha256": { type: "string" },
@@ -169,6 +174,13 @@ function parse(argv: string[]) {
     if (values[flag] !== undefined && !listens)
       throw new UsageError(`--${flag} applies to serve-archive and receive-upload only`);
   }
+  const moment = values.moment === undefined ? undefined : new Date(values.moment);
+  if (values.moment !== undefined && command !== "handin")
+    throw new UsageError("--moment applies to handin only");
+  if (moment !== undefined && Number.isNaN(moment.getTime()))
+    throw new UsageError(
+      `--moment must be a time such as 2026-12-07T09:00:00Z, got ${JSON.stringify(values.moment)}`,
+    );
   if (values.student !== undefined && command !== "receive-upload")
     throw new UsageError("--student applies to receive-upload only");
   if (values.folder !== undefined && command !== "archive-class")
@@ -218,6 +230,7 @@ function parse(argv: string[]) {
     classFolders,
     manifestSha256,
     limits,
+    moment,
     store: values.store ?? false,
     tokenSha256,
     students: values.student,
@@ -236,7 +249,10 @@ const manifestPathFor = (zip: string) => `${zip.slice(0, -".zip".length)}.json`;
 async function run(args: Args): Promise<object> {
   switch (args.command) {
     case "handin":
-      return copyTree(args.from, args.to, args.limits);
+      return {
+        ...(await copyTree(args.from, args.to, args.limits, { moment: args.moment })),
+        ...(args.moment ? { moment: kubeTime(args.moment) } : {}),
+      };
     case "distribute":
       return distribute(args.from, args.to, args.limits);
     case "archive":

@@ -1,12 +1,10 @@
 /** metav1.Condition bookkeeping: a condition's lastTransitionTime moves only when its status does. */
 import type { Static } from "typebox";
 import type { Condition } from "../api/v1alpha1/index.ts";
+import { kubeTime } from "../api/times.ts";
 
 export type ConditionValue = Static<typeof Condition>;
 export type ConditionInput = Omit<ConditionValue, "lastTransitionTime">;
-
-/** metav1.Time: RFC 3339 in whole seconds. */
-export const conditionTime = (date: Date): string => date.toISOString().replace(/\.\d+Z$/, "Z");
 
 /**
  * A metav1.Time (e.g. creationTimestamp) in milliseconds since the epoch, NaN if missing: objects
@@ -18,7 +16,7 @@ export const timeMs = (time: Date | string | undefined): number =>
 export function setCondition(
   existing: readonly ConditionValue[] | undefined,
   next: ConditionInput,
-  now: () => string = () => conditionTime(new Date()),
+  now: () => string = () => kubeTime(new Date()),
 ): ConditionValue[] {
   const conditions = (existing ?? []).map((c) => ({ ...c }));
   const index = conditions.findIndex((c) => c.type === next.type);

@@ -16,7 +16,8 @@ import {
   type StartProgress,
   type StartStep,
 } from "../api/v1alpha1/index.ts";
-import { conditionTime, timeMs } from "./conditions.ts";
+import { timeMs } from "./conditions.ts";
+import { kubeTime } from "../api/times.ts";
 
 /** Running but not ready for this long: the readiness check is failing, not just slow. */
 export const READINESS_GRACE_MS = 20_000;
@@ -207,16 +208,16 @@ function startProgress(pod: V1Pod | undefined, obs: StartObservation): StartProg
   if (!pod) return undefined;
   const created = timeMs(pod.metadata?.creationTimestamp);
   if (!Number.isFinite(created)) return undefined;
-  const since = conditionTime(new Date(created));
+  const since = kubeTime(new Date(created));
   const sameStart = (p: StartProgress | undefined) => (p?.since === since ? p : undefined);
   const earlier = [sameStart(obs.previous), sameStart(obs.remembered)];
   const seen = (step: StartStep) =>
     earlier.map((p) => p?.steps.find((s) => s.step === step)?.at).find((at) => at !== undefined) ??
-    conditionTime(obs.now);
+    kubeTime(obs.now);
   const steps: StartProgress["steps"] = [];
   const at = (time: Date | string | undefined) => {
     const ms = timeMs(time);
-    return Number.isFinite(ms) ? conditionTime(new Date(ms)) : undefined;
+    return Number.isFinite(ms) ? kubeTime(new Date(ms)) : undefined;
   };
   const scheduled = condition(pod, "PodScheduled");
   if (scheduled?.status === "True") {

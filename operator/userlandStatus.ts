@@ -12,9 +12,10 @@ import {
   type UserlandPhase,
   type UserlandStatus,
 } from "../api/v1alpha1/index.ts";
-import { conditionTime, findCondition, setCondition, timeMs } from "./conditions.ts";
+import { findCondition, setCondition, timeMs } from "./conditions.ts";
 import type { DesiredChildren } from "./desired.ts";
 import type { Diagnosis } from "./startDiagnosis.ts";
+import { kubeTime } from "../api/times.ts";
 
 /** A failure reported in status that waits for a change instead of being retried. */
 export interface Blocker {
@@ -45,7 +46,7 @@ export function computeStatus(userland: Userland, outcome: SyncOutcome, now: Dat
     conditions = setCondition(
       conditions,
       { type, status, reason, message, observedGeneration: generation },
-      () => conditionTime(now),
+      () => kubeTime(now),
     );
   };
   const templateName = userland.spec.templateName;

@@ -44,6 +44,7 @@ import {
   type RunTimes,
   type SetupTimes,
 } from "./support/timeTable.ts";
+import { failureLines } from "./support/failureReporter.ts";
 
 const defaultPatterns = [
   "test/**/*.test.ts",
@@ -271,6 +272,9 @@ writeFileSync(retryLog, "");
 /** One line per test file: duration, result, path (test/support/durationReporter.ts). */
 const durationsFile = join(controlPlane.dir, "durations.tsv");
 writeFileSync(durationsFile, "");
+/** One JSON line per failed test: file, name, why (test/support/failureReporter.ts). */
+const failuresFile = join(controlPlane.dir, "failures.jsonl");
+writeFileSync(failuresFile, "");
 
 let batches = 0;
 /** Runs `files` with node's test runner in the order given; resolves with its exit code. */
@@ -280,11 +284,12 @@ function runTests(files: string[], concurrency: string): Promise<number> {
   if (files.length === 0) return Promise.resolve(0);
   // Each batch's reporter writes a file of its own (batches may run side by side), added up at its end.
   const part = `${durationsFile}.${++batches}`;
+  const failuresPart = `${failuresFile}.${batches}`;
   // The test runner, too, ends with this process, even when it is killed outright.
   const runner = spawn(
     ...diesWithParent(
       process.execPath,
-      ["test/support/runFiles.ts", part, concurrency, ...flags, "--", ...files],
+      ["test/support/runFiles.ts", part, failuresPart, concurrency, ...flags, "--", ...files],
       "SIGTERM",
     ),
     {
@@ -303,6 +308,7 @@ function runTests(files: string[], concurrency: string): Promise<number> {
   return new Promise<number>((resolve) =>
     runner.on("exit", (code, signal) => {
       if (existsSync(part)) writeFileSync(durationsFile, readFileSync(part), { flag: "a" });
+      if (existsSync(failuresPart)) writeFileSync(failuresFile, readFileSync(failuresPart), { flag: "a" });
       resolve(code ?? (signal ? 1 : 0));
     }),
   ).then(async (code) => {
@@ -314,7 +320,7 @@ function runTests(files: string[], concurrency: string): Promise<number> {
 /** Where every run's table is kept: the build cache outlives CI's fresh clones. */
 const timesDir = join(buildCache, "test-times");
 
-/** The run's last lines: where the time went, a warning if it grew, every retry, a changed tree. */
+/** The run's last lines: where the time went, a warning if it grew, every retry, each failed test, a changed tree. */
 function summary(code: number): void {
   const files = readFileSync(durationsFile, "utf8")
     .split("\n")
@@ -361,6 +367,7 @@ function summary(code: number): void {
   }
   const retries = readFileSync(retryLog, "utf8").split("\n").filter(Boolean);
   lines.push(...retries, `# retries: ${retries.length}`);
+  lines.push(...failureLines(readFileSync(failuresFile, "utf8")));
   const treeAfter = gitStatus();
   if (treeAfter !== treeBefore)
     lines.push(

@@ -168,6 +168,59 @@ const AUTOGRADER = Type.Object(
   },
 );
 
+/** The most versions an Assignment may allow (spec.maxVersions): each is a folder in the collection. */
+export const MAX_HAND_IN_VERSIONS = 20;
+
+const RECEIPT = Type.Object(
+  {
+    version: Type.Integer({ minimum: 1, description: "1 for the first hand-in, then 2, 3…" }),
+    requestedAt: Type.Unsafe<string>({
+      ...TIME,
+      description: "The hand-in's moment (spec.handInRequestedAt then): late is judged by it.",
+    }),
+    copyStartedAt: Type.Optional(
+      Type.Unsafe<string>({ ...TIME, description: "When the copy started reading the student's files." }),
+    ),
+    time: Type.Unsafe<string>({ ...TIME, description: "When the copy ended." }),
+    files: Type.Integer({ minimum: 0 }),
+    bytes: Type.Integer({ minimum: 0, format: "int64" }),
+    sha256: SHA256,
+    late: Type.Boolean(),
+    deadline: Type.Optional(
+      Type.Unsafe<string>({
+        ...TIME,
+        description: "The deadline that applied to this student (their extension's, else the assignment's).",
+      }),
+    ),
+    extended: Type.Optional(
+      Type.Boolean({ description: "The deadline was the student's own (an extension)." }),
+    ),
+    by: StringEnum(["student", "deadline"], {
+      description: "Who asked for it (spec.handInRequestedBy).",
+    }),
+    skipped: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        description: "Entries left out: links, FIFOs, sockets, devices, files changed while read.",
+      }),
+    ),
+    writtenAfter: Type.Optional(
+      Type.Array(Type.String({ maxLength: 1024 }), {
+        maxItems: 20,
+        description:
+          "Files changed after the moment and before the copy read them (their change time says so): copied as they were when read. The first 20; writtenAfterCount counts them all.",
+      }),
+    ),
+    writtenAfterCount: Type.Optional(Type.Integer({ minimum: 0 })),
+    score: Type.Optional(
+      Type.Number({
+        description: "The autograder's score of this version while it counted (kept when a newer one came).",
+      }),
+    ),
+  },
+  { description: "What the platform collected: the student's receipt." },
+);
+
 export const AssignmentSpecSchema = Type.Object(
   {
     templateName: Type.String({
@@ -268,6 +321,15 @@ export const AssignmentSpecSchema = Type.Object(
       Type.Boolean({
         description:
           "Students see their score and their tests (those the autograder marks visible, after_published, and after_due_date once their closing time passed; hidden never). Until then scores are for teachers only.",
+      }),
+    ),
+    maxVersions: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: MAX_HAND_IN_VERSIONS,
+        default: 5,
+        description:
+          "How many times a student may hand in before their closing time; every version is kept with its receipt and the last counts unless a teacher picks another. 1: a hand-in is final.",
       }),
     ),
     limits: Type.Optional(
@@ -439,14 +501,14 @@ export const SubmissionSpecSchema = Type.Object(
     handInRequestedBy: Type.Optional(
       StringEnum(["student", "deadline"], {
         description:
-          "Who asked for the hand-in: the student (their home page's button, or kubectl) or the platform at the assignment's closing time. Set with handInRequestedAt; never changes.",
+          "Who asked for the last hand-in: the student (their home page's button, or kubectl) or the platform at the assignment's closing time. Set with handInRequestedAt; once deadline, final.",
       }),
     ),
     handInRequestedAt: Type.Optional(
       Type.Unsafe<string>({
         ...TIME,
         description:
-          "Set when the student hands in (or at the deadline): the platform then collects. Once set, it never changes.",
+          "Set when the student hands in (or at the closing time): the platform then collects a new version (the Assignment's maxVersions). It only moves forward; a collection at the closing time is final.",
       }),
     ),
     review: Type.Optional(
@@ -460,6 +522,13 @@ export const SubmissionSpecSchema = Type.Object(
             }),
           ),
           comment: Type.Optional(Type.String({ maxLength: 4000, description: "For the student." })),
+          countedVersion: Type.Optional(
+            Type.Integer({
+              minimum: 1,
+              maximum: MAX_HAND_IN_VERSIONS,
+              description: "The version that counts (status.versions); unset: the last one.",
+            }),
+          ),
           autograderScore: Type.Optional(
             Type.Number({
               description:
@@ -479,12 +548,13 @@ export const SubmissionSpecSchema = Type.Object(
   {
     "x-kubernetes-validations": [
       {
-        rule: "!has(oldSelf.handInRequestedAt) || (has(self.handInRequestedAt) && self.handInRequestedAt == oldSelf.handInRequestedAt)",
-        message: "spec.handInRequestedAt cannot change once set: a hand-in is final",
+        rule: "!has(oldSelf.handInRequestedAt) || (has(self.handInRequestedAt) && timestamp(self.handInRequestedAt) >= timestamp(oldSelf.handInRequestedAt))",
+        message: "spec.handInRequestedAt only moves forward: every hand-in is kept",
       },
       {
-        rule: "!has(oldSelf.handInRequestedBy) || (has(self.handInRequestedBy) && self.handInRequestedBy == oldSelf.handInRequestedBy)",
-        message: "spec.handInRequestedBy cannot change once set: a hand-in is final",
+        rule: "!has(oldSelf.handInRequestedBy) || (has(self.handInRequestedBy) && (oldSelf.handInRequestedBy != 'deadline' || (self.handInRequestedBy == 'deadline' && self.handInRequestedAt == oldSelf.handInRequestedAt)))",
+        message:
+          "a collection at the closing time is final: spec.handInRequestedBy and handInRequestedAt cannot change after it",
       },
     ],
   },
@@ -513,35 +583,18 @@ export const SubmissionStatusSchema = Type.Object({
     }),
   ),
   receipt: Type.Optional(
-    Type.Object(
-      {
-        time: Type.Unsafe<string>({ ...TIME }),
-        files: Type.Integer({ minimum: 0 }),
-        bytes: Type.Integer({ minimum: 0, format: "int64" }),
-        sha256: SHA256,
-        late: Type.Boolean(),
-        deadline: Type.Optional(
-          Type.Unsafe<string>({
-            ...TIME,
-            description:
-              "The deadline that applied to this student (their extension's, else the assignment's).",
-          }),
-        ),
-        extended: Type.Optional(
-          Type.Boolean({ description: "The deadline was the student's own (an extension)." }),
-        ),
-        by: StringEnum(["student", "deadline"], {
-          description: "Who asked for it (spec.handInRequestedBy).",
-        }),
-        skipped: Type.Optional(
-          Type.Integer({
-            minimum: 0,
-            description: "Entries left out: links, FIFOs, sockets, devices, files changed while read.",
-          }),
-        ),
-      },
-      { description: "What the platform collected: the student's receipt." },
-    ),
+    Type.Unsafe<Static<typeof RECEIPT>>({
+      ...RECEIPT,
+      description:
+        "The hand-in that counts: the last version, or the one a teacher picked (spec.review.countedVersion). Grading and downloads use it.",
+    }),
+  ),
+  versions: Type.Optional(
+    Type.Array(RECEIPT, {
+      maxItems: MAX_HAND_IN_VERSIONS,
+      description:
+        "Every hand-in, oldest first, each with its receipt; each version's files are in the collection's handins/<assignment>/<user>/<version>/.",
+    }),
   ),
   grade: Type.Optional(GRADE),
   gradeAttempt: Type.Optional(GRADE_ATTEMPT),
@@ -557,6 +610,7 @@ export type SubmissionStatus = Static<typeof SubmissionStatusSchema>;
 export type Submission = CustomObject<"Submission", SubmissionSpec, SubmissionStatus>;
 export type FailedCopies = Static<typeof FAILED_COPIES>;
 export type Grade = Static<typeof GRADE>;
+export type Receipt = Static<typeof RECEIPT>;
 export type GradedTest = Static<typeof GRADED_TEST>;
 
 /** Condition types the operator writes on Assignments (operator/coursework/syncAssignment.ts). */

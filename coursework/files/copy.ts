@@ -16,6 +16,7 @@ import { byPath, manifestHash, type FileRecord } from "./manifest.ts";
 import { forEachFile } from "./parallel.ts";
 import { readListed } from "./read.ts";
 import { Tree, type Skipped } from "./walk.ts";
+import { kubeTime } from "../../api/times.ts";
 
 export interface Receipt {
   /** Sorted by path (manifest.ts). */
@@ -24,6 +25,15 @@ export interface Receipt {
   /** SHA-256 of the manifest (manifest.ts): checkable with sha256sum. */
   sha256: string;
   skipped: Skipped[];
+  /** When the copy started reading (ISO 8601, seconds). */
+  startedAt: string;
+  /** With a moment: the files written (or their metadata changed) after it, as their change time says. */
+  writtenAfter?: string[];
+}
+
+/** The hand-in's moment (its request, or the closing time): files changed after it are named. */
+export interface CopyOptions {
+  moment?: Date;
 }
 
 /** The destination exists already: a snapshot is written once. */
@@ -43,7 +53,13 @@ async function syncFolder(path: string): Promise<void> {
   }
 }
 
-export async function copyTree(from: string, to: string, limits: Limits): Promise<Receipt> {
+export async function copyTree(
+  from: string,
+  to: string,
+  limits: Limits,
+  options: CopyOptions = {},
+): Promise<Receipt> {
+  const startedAt = kubeTime(new Date());
   const destination = resolve(to);
   if (await lstat(destination).catch(() => undefined)) throw new DestinationExistsError(destination);
   const tree = await Tree.open(from);
@@ -73,6 +89,8 @@ export async function copyTree(from: string, to: string, limits: Limits): Promis
       return { file, read: await result, target };
     });
     const files: FileRecord[] = [];
+    const writtenAfter: string[] = [];
+    const momentMs = options.moment?.getTime();
     for (const { file, read, target } of copied) {
       if (read.changed) {
         // A torn file is worse than none: left out, and the receipt says why.
@@ -80,6 +98,8 @@ export async function copyTree(from: string, to: string, limits: Limits): Promis
         skipped.push({ path: file.path, reason: `not copied: it ${read.changed}` });
       } else {
         files.push({ path: file.path, bytes: read.bytes, sha256: read.sha256 });
+        // Copied as it was when read, which is after the moment: what was there at the moment is gone.
+        if (momentMs !== undefined && (read.changedAtMs ?? 0) > momentMs) writtenAfter.push(file.path);
       }
     }
     // Deepest folders first, so each is synced with its final entries before it becomes read-only.
@@ -99,6 +119,8 @@ export async function copyTree(from: string, to: string, limits: Limits): Promis
       bytes: files.reduce((sum, f) => sum + f.bytes, 0),
       sha256: manifestHash(files),
       skipped,
+      startedAt,
+      ...(momentMs !== undefined ? { writtenAfter: writtenAfter.sort() } : {}),
     };
   } catch (error) {
     await removePartial(partial);

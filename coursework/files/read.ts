@@ -16,6 +16,11 @@ export interface ReadResult {
   sha256: string;
   /** Why what was passed on may not be the file as listed; undefined when it is. */
   changed?: string;
+  /**
+   * The file's change time (ctime, ms) when it was opened: the last write or metadata change before
+   * the bytes read. A student can set a file's mtime back (touch -d); its ctime only the kernel sets.
+   */
+  changedAtMs?: number;
 }
 
 const CHUNK = 256 * 1024;
@@ -85,6 +90,7 @@ export function readListed(
     settle({
       bytes,
       sha256: hash.digest("hex"),
+      changedAtMs: Number(before.ctimeNs / 1_000_000n),
       ...(changed ? { changed: `${changed} (save your work and try again)` } : {}),
     });
   }

@@ -22,6 +22,7 @@ import type {
 } from "@kubernetes/client-node";
 import { LABELS, shortHash } from "../../api/naming.ts";
 import type { Template } from "../../api/v1alpha1/index.ts";
+import { kubeTime } from "../../api/times.ts";
 
 export type CopyJob =
   | "publish"
@@ -266,7 +267,7 @@ export function copyOutcome(pod: V1Pod, now: Date, container = "copy"): CopyOutc
   const phase = pod.status?.phase;
   if (phase !== "Succeeded" && phase !== "Failed") return undefined;
   const terminated = pod.status?.containerStatuses?.find((c) => c.name === container)?.state?.terminated;
-  const finishedAt = String(terminated?.finishedAt ?? now.toISOString()).replace(/\.\d+Z$/, "Z");
+  const finishedAt = kubeTime(new Date(terminated?.finishedAt ?? now));
   let parsed: Record<string, unknown> | undefined;
   try {
     const value: unknown = JSON.parse(terminated?.message ?? "");

@@ -12,7 +12,7 @@ import type { V1OwnerReference, V1Pod } from "@kubernetes/client-node";
 import { collectionNames, courseFolderNames } from "../../api/naming.ts";
 import { isAlreadyExists, isNotFound } from "../../lib/kubeRest.ts";
 import type { FailedCopies, Template } from "../../api/v1alpha1/index.ts";
-import { conditionTime, timeMs } from "../conditions.ts";
+import { timeMs } from "../conditions.ts";
 import type { OperatorContext } from "../context.ts";
 import { Index } from "../caches.ts";
 import { resources } from "../resources.ts";
@@ -24,6 +24,7 @@ import {
   type CopyOutcome,
   type CopyPodInput,
 } from "./copyPods.ts";
+import { kubeTime } from "../../api/times.ts";
 
 /** A failed copy's first wait (a student may fix an over-limit folder meanwhile); OPERATOR_COPY_RETRY. */
 export const FAILED_COPY_RETRY_MS = 60_000;
@@ -78,7 +79,7 @@ export async function runCopy(
   const uid = pod.metadata?.uid ?? "";
   const count = failed?.pod !== input.name ? 1 : failed.podUid === uid ? failed.count : failed.count + 1;
   const retryAt = timeMs(outcome.finishedAt) + copyRetryDelay(ctx.coursework.retryMs, count);
-  const failedCopies = { pod: input.name, podUid: uid, count, retryAt: conditionTime(new Date(retryAt)) };
+  const failedCopies = { pod: input.name, podUid: uid, count, retryAt: kubeTime(new Date(retryAt)) };
   const retryInMs = Math.max(0, retryAt - ctx.now().getTime());
   // Its time has come: the pod goes, and its deletion brings the owner back to run the job again.
   if (retryInMs === 0) await deleteCopyPod(ctx, pod);

@@ -20,7 +20,7 @@ import {
 import { namespacedKey } from "../../lib/informer.ts";
 import { isAlreadyExists, isInvalid } from "../../lib/kubeRest.ts";
 import { Index } from "../caches.ts";
-import { conditionTime, findCondition, setCondition, timeMs, type ConditionInput } from "../conditions.ts";
+import { findCondition, setCondition, timeMs, type ConditionInput } from "../conditions.ts";
 import type { OperatorContext } from "../context.ts";
 import { resources } from "../resources.ts";
 import { copyPodName } from "./copyPods.ts";
@@ -29,6 +29,7 @@ import { writeStatus } from "../statusWrite.ts";
 import { deadlineFor } from "../../api/deadlines.ts";
 import { autograderPodName, checkInputs, snapshotAutograder } from "../grading/syncGrading.ts";
 import { pendingCheckPods } from "../grading/autograderCheck.ts";
+import { kubeTime } from "../../api/times.ts";
 
 /** Label on a Userland that puts it in a class (Assignment spec.class). */
 
@@ -284,7 +285,7 @@ export async function requestOutstandingHandIns(
   closing: string | ((s: Submission) => string),
 ): Promise<void> {
   const at = (s: Submission) =>
-    conditionTime(new Date(timeMs(typeof closing === "string" ? closing : closing(s))));
+    kubeTime(new Date(timeMs(typeof closing === "string" ? closing : closing(s))));
   const outstanding = submissions.filter(
     (s) => s.spec.handInRequestedAt === undefined && !s.metadata.deletionTimestamp,
   );

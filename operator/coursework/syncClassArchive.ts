@@ -33,7 +33,7 @@ import { namespacedKey } from "../../lib/informer.ts";
 import { isConflict, isNotFound } from "../../lib/kubeRest.ts";
 import { Index } from "../caches.ts";
 import { stableJson } from "../compare.ts";
-import { conditionTime, findCondition } from "../conditions.ts";
+import { findCondition } from "../conditions.ts";
 import type { OperatorContext } from "../context.ts";
 import { controllerReference } from "../ownership.ts";
 import { resources } from "../resources.ts";
@@ -41,6 +41,7 @@ import { copyPodName, type CopyMount } from "./copyPods.ts";
 import { deleteFinishedCopyPods, retryNote, runCopy } from "./copyRuns.ts";
 import { writeStatus } from "../statusWrite.ts";
 import type { CourseworkSyncResult } from "./syncAssignment.ts";
+import { kubeTime } from "../../api/times.ts";
 
 /** A class's volumes are more than a hand-in: per folder, well above a download's limits. */
 const ARCHIVE_LIMITS = ["--max-files", "100000", "--max-bytes", "50GiB"];
@@ -291,7 +292,7 @@ function archiving(
         manifestSha256: String(result.manifestSha256),
         files: typeof result.files === "number" ? result.files : 0,
         bytes: typeof result.bytes === "number" ? result.bytes : 0,
-        archivedAt: conditionTime(ctx.now()),
+        archivedAt: kubeTime(ctx.now()),
       },
     }),
   });
@@ -349,7 +350,7 @@ function verifying(
           path: status.archive?.path ?? `${ARCHIVES_FOLDER}/${file}`,
           sha256: String(result.sha256),
           bytes: typeof result.bytes === "number" ? result.bytes : status.archive?.bytes,
-          verifiedAt: conditionTime(ctx.now()),
+          verifiedAt: kubeTime(ctx.now()),
           ...(handins.length > 0
             ? {
                 notArchived: handins
@@ -506,7 +507,7 @@ async function ending(
     ...next,
     phase: "Ended",
     deleted: toDelete.length,
-    endedAt: conditionTime(ctx.now()),
+    endedAt: kubeTime(ctx.now()),
     message: `${toDelete.length} environments and their claims deleted, ${kept.length} kept; the archive is ${status.archive?.path} in the collection`,
   };
 }

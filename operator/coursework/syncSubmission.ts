@@ -11,6 +11,7 @@ import { childNames, collectionNames, collectionUserFolder } from "../../api/nam
 import {
   SubmissionConditions,
   type Assignment,
+  type Receipt,
   type Submission,
   type SubmissionStatus,
   type Template,
@@ -26,12 +27,16 @@ import { deleteFinishedCopyPods, retryNote, runCopy } from "./copyRuns.ts";
 import type { CourseworkSyncResult } from "./syncAssignment.ts";
 import { writeStatus } from "../statusWrite.ts";
 import { deadlineFor } from "../../api/deadlines.ts";
+import { countedReceipt, maxVersionsOf, pendingHandIn, versionsOf } from "../../api/handIns.ts";
+import { kubeTime } from "../../api/times.ts";
 import { gradeSubmission, pendingGradePod } from "../grading/syncGrading.ts";
 
 const HOME_MOUNT = "/home-claim";
 const COLLECTION_MOUNT = "/collection";
 /** At most this many kept paths go into status (the CRD's maxItems). */
 const MAX_KEPT = 1000;
+/** At most this many late-written paths go into a receipt (the CRD's maxItems). */
+const MAX_WRITTEN_AFTER = 20;
 
 /** The jobs run for one student's Submission. */
 type StudentJob = Exclude<
@@ -94,10 +99,18 @@ export async function syncSubmission(
   const job = nextJob(submission, assignment);
   const uid = submission.metadata.uid ?? "";
   await deleteFinishedCopyPods(ctx, uid, [
-    job && copyPodName(job, uid, generationOf(job, assignment)),
+    job && copyPodName(job, uid, generationOf(job, assignment, submission)),
     pendingGradePod(submission, assignment, template),
   ]);
   let againAfterMs: number | undefined;
+  const pending = pendingHandIn(submission);
+  if (pending && pending.version > maxVersionsOf(assignment))
+    set({
+      type: SubmissionConditions.HandedIn,
+      status: "False",
+      reason: "TooManyVersions",
+      message: `Hand-in ${pending.version} asked for, but the assignment keeps at most ${maxVersionsOf(assignment)}: version ${pending.version - 1} counts`,
+    });
   const userland = ctx.caches.userlands
     .byIndex(Index.byTemplate, namespacedKey(namespace, template.metadata.name))
     .find((u) => u.spec.user === submission.spec.user && !u.metadata.deletionTimestamp);
@@ -120,6 +133,9 @@ export async function syncSubmission(
       againAfterMs = step.retryInMs;
     }
   }
+  // A teacher may pick another version at any time: the counted receipt follows.
+  const counted = countedReceipt({ ...submission, status });
+  if (counted) status.receipt = counted;
   // Grading reads the collection alone: it runs beside the copies into the student's volume.
   const graded = await gradeSubmission(ctx, submission, assignment, template, status);
   if (graded) set(graded);
@@ -132,7 +148,8 @@ export async function syncSubmission(
 export function nextJob(s: Submission, a: Assignment): StudentJob | undefined {
   const status = s.status ?? {};
   const handIn = s.spec.handInRequestedAt !== undefined;
-  if (handIn && !status.receipt) return "handin";
+  const pending = pendingHandIn(s);
+  if (pending && pending.version <= maxVersionsOf(a)) return "handin";
   const published = a.status?.publishedRelease;
   if (!handIn && published !== undefined && status.distributedRelease !== published) return "distribute";
   if ((a.spec.feedbackRelease ?? 0) > (status.feedbackRelease ?? 0)) return "feedback";
@@ -146,11 +163,11 @@ const conditionOf = (job: StudentJob): string =>
       ? SubmissionConditions.Distributed
       : SubmissionConditions.FeedbackReturned;
 
-/** Generation of a job: a new one (a new release, new feedback) is a new pod. */
-function generationOf(job: StudentJob, a: Assignment): number {
+/** Generation of a job: a new one (a new release, new feedback, a new hand-in) is a new pod. */
+function generationOf(job: StudentJob, a: Assignment, s: Submission): number {
   if (job === "distribute") return a.status?.publishedRelease ?? 0;
   if (job === "feedback") return a.spec.feedbackRelease ?? 0;
-  return 1;
+  return pendingHandIn(s)?.version ?? 1;
 }
 
 async function copy(
@@ -169,12 +186,15 @@ async function copy(
   const studentFolder = `${HOME_MOUNT}/assignments/${assignmentName}`;
   const home = (readOnly: boolean): CopyMount => ({ claim: homeClaim, mountPath: HOME_MOUNT, readOnly });
   const limits = a.spec.limits ?? {};
+  const pending = pendingHandIn(s) ?? { version: 1, moment: kubeTime(ctx.now()) };
   const plan: Record<typeof job, { args: string[]; mounts: CopyMount[] }> = {
     handin: {
       args: [
         "handin",
         studentFolder,
-        `${COLLECTION_MOUNT}/${assignmentName}/${userFolder}`,
+        `${COLLECTION_MOUNT}/${assignmentName}/${userFolder}/${pending.version}`,
+        "--moment",
+        pending.moment,
         "--max-bytes",
         String(limits.maxBytes ?? 104857600),
         "--max-files",
@@ -213,7 +233,7 @@ async function copy(
   const run = await runCopy(
     ctx,
     {
-      name: copyPodName(job, s.metadata.uid ?? "", generationOf(job, a)),
+      name: copyPodName(job, s.metadata.uid ?? "", generationOf(job, a, s)),
       namespace: s.metadata.namespace ?? "",
       job,
       owner: controllerReference("Submission", s),
@@ -248,25 +268,26 @@ async function copy(
   delete status.failedCopies;
   const result = run.result;
   if (job === "handin") {
-    const requested = s.spec.handInRequestedAt ?? run.finishedAt;
-    const { deadline, extended } = deadlineFor(a, s.spec.user);
-    status.receipt = {
-      time: run.finishedAt,
-      files: countOf(result, "files"),
-      bytes: typeof result.bytes === "number" ? result.bytes : 0,
-      sha256: String(result.sha256),
-      late: deadline !== undefined && timeMs(requested) > timeMs(deadline),
-      ...(deadline !== undefined ? { deadline } : {}),
-      ...(extended ? { extended } : {}),
-      by: s.spec.handInRequestedBy ?? "student",
-      skipped: countOf(result, "skipped"),
-    };
+    const receipt = handInReceipt(s, a, pending, run);
+    // The version that counted until now keeps the score it had, for the student's and the autograder's history.
+    const versions = versionsOf(s).map((v) =>
+      v.sha256 === status.grade?.receiptSha256 && v.score === undefined
+        ? { ...v, score: status.grade.score }
+        : v,
+    );
+    status.versions = [...versions, receipt];
+    const skipped = receipt.skipped
+      ? `; ${receipt.skipped} entries left out (links, FIFOs, devices or files changed while read)`
+      : "";
+    const after = receipt.writtenAfterCount
+      ? `; ${receipt.writtenAfterCount} files were written after the hand-in's moment and copied as they were then`
+      : "";
     return {
       condition: {
         type,
         status: "True",
         reason: "Collected",
-        message: `${status.receipt.files} files, ${status.receipt.bytes} bytes collected${status.receipt.skipped ? `; ${status.receipt.skipped} entries left out (links, FIFOs, devices or files changed while read)` : ""}`,
+        message: `Version ${receipt.version}: ${receipt.files} files, ${receipt.bytes} bytes collected${skipped}${after}`,
       },
     };
   }
@@ -297,5 +318,40 @@ async function copy(
       reason: "Returned",
       message: `${status.feedbackFiles} files in assignments/${assignmentName}/feedback/`,
     },
+  };
+}
+
+/** A finished hand-in copy's receipt: its moment is the one the copy was started for (copy.ts echoes it). */
+function handInReceipt(
+  s: Submission,
+  a: Assignment,
+  pending: { version: number; moment: string },
+  run: { result: Record<string, unknown>; finishedAt: string },
+): Receipt {
+  const { result } = run;
+  const requestedAt = typeof result.moment === "string" ? result.moment : pending.moment;
+  const { deadline, extended } = deadlineFor(a, s.spec.user);
+  const writtenAfter = Array.isArray(result.writtenAfter)
+    ? result.writtenAfter.filter((p): p is string => typeof p === "string")
+    : [];
+  return {
+    version: pending.version,
+    requestedAt,
+    ...(typeof result.startedAt === "string" ? { copyStartedAt: result.startedAt } : {}),
+    time: run.finishedAt,
+    files: countOf(result, "files"),
+    bytes: typeof result.bytes === "number" ? result.bytes : 0,
+    sha256: String(result.sha256),
+    late: deadline !== undefined && timeMs(requestedAt) > timeMs(deadline),
+    ...(deadline !== undefined ? { deadline } : {}),
+    ...(extended ? { extended } : {}),
+    by: s.spec.handInRequestedBy ?? "student",
+    skipped: countOf(result, "skipped"),
+    ...(writtenAfter.length > 0
+      ? {
+          writtenAfter: writtenAfter.slice(0, MAX_WRITTEN_AFTER),
+          writtenAfterCount: countOf(result, "writtenAfter"),
+        }
+      : {}),
   };
 }

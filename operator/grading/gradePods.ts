@@ -23,6 +23,7 @@ import {
   templatePlacement,
   type CopyOutcome,
 } from "../coursework/copyPods.ts";
+import { kubeTime } from "../../api/times.ts";
 
 /** The resources of the autograder's step (OPERATOR_AUTOGRADER_RESOURCES). */
 export interface GradingResources {
@@ -247,8 +248,7 @@ export function gradeOutcome(pod: V1Pod, timeoutSeconds: number, now: Date): Gra
   const prepare = inits.find((c) => c.name === "prepare")?.state;
   const autograder = inits.find((c) => c.name === "autograder")?.state;
   // A Date in the client's types, a string as the API server sends it.
-  const ended = (at: Date | string | undefined) =>
-    (at instanceof Date ? at.toISOString() : (at ?? now.toISOString())).replace(/\.\d+Z$/, "Z");
+  const ended = (at: Date | string | undefined) => kubeTime(at instanceof Date ? at : new Date(at ?? now));
   const finishedAt = ended(autograder?.terminated?.finishedAt ?? prepare?.terminated?.finishedAt);
   const failed = (reason: string, message: string): GradeOutcome => ({
     ok: false,

@@ -179,13 +179,14 @@ export function pendingGradePod(s: Submission, a: Assignment, template: Template
   return s.status?.gradeAttempt?.key === key ? undefined : gradePodName(s.metadata.uid ?? "", key);
 }
 
-/** Gradescope's submission_metadata.json for this hand-in. */
-function submissionMetadata(s: Submission, a: Assignment): Record<string, unknown> {
+/** Gradescope's submission_metadata.json for the counted hand-in. */
+function submissionMetadata(s: Submission, a: Assignment, status: SubmissionStatus): Record<string, unknown> {
   // The student's own deadline: autograders that treat late work differently see theirs.
   const { deadline, lateUntil } = deadlineFor(a, s.spec.user);
+  const counted = status.receipt;
   return {
     id: s.metadata.uid,
-    created_at: s.spec.handInRequestedAt ?? s.status?.receipt?.time,
+    created_at: counted?.requestedAt,
     assignment: {
       id: a.metadata.name,
       title: a.spec.title,
@@ -196,7 +197,10 @@ function submissionMetadata(s: Submission, a: Assignment): Record<string, unknow
     },
     submission_method: "upload",
     users: [{ id: s.spec.user, name: s.spec.user, email: null }],
-    previous_submissions: [],
+    // Gradescope's shape: the earlier versions, with the score each had while it counted.
+    previous_submissions: (status.versions ?? [])
+      .filter((v) => v.version < (counted?.version ?? 0))
+      .map((v) => ({ submission_time: v.requestedAt, score: v.score ?? null, results: {} })),
   };
 }
 
@@ -244,10 +248,10 @@ export async function gradeSubmission(
     owner: controllerReference("Submission", s),
     template,
     inputs,
-    handIn: collectionPaths.handIn(assignment, s.spec.user),
+    handIn: collectionPaths.handIn(assignment, s.spec.user, status.receipt.version),
     autograder: collectionPaths.autograder(assignment, a.status?.autograder?.release ?? 1),
     out: collectionPaths.grade(assignment, s.spec.user, key),
-    metadata: submissionMetadata(s, a),
+    metadata: submissionMetadata(s, a, status),
   });
   if (outcome === "running")
     return { type, status: "False", reason: "Grading", message: "The autograder is running" };
@@ -267,7 +271,7 @@ export async function gradeSubmission(
       : {}),
     tests: testsOf(summary),
     testCount: finiteNumber(summary.testCount) ?? 0,
-    ...latePenalty(a, s),
+    ...latePenalty(a, { ...s, status }),
     results: collectionPaths.grade(a.metadata.name ?? "", s.spec.user, key),
   };
   // The same hand-in graded again by another autograder revision: the teacher sees before and after.
@@ -285,7 +289,7 @@ export async function gradeSubmission(
 
 /** spec.latePenalty's share of a late hand-in, taken from the time it was handed in. */
 function latePenalty(a: Assignment, s: Submission): { latePenaltyPercent?: number } {
-  const at = s.spec.handInRequestedAt;
+  const at = s.status?.receipt?.requestedAt;
   const percent = at === undefined ? 0 : latePenaltyPercent(a, s.spec.user, at);
   return percent > 0 ? { latePenaltyPercent: percent } : {};
 }

@@ -265,7 +265,9 @@ test("an Assignment is published by a locked-down copy pod, read again after an 
   assert.deepEqual(handin.spec?.containers[0]?.command?.slice(2), [
     "handin",
     "/home-claim/assignments/a1",
-    `/collection/a1/${collectionUserFolder("alice")}`,
+    `/collection/a1/${collectionUserFolder("alice")}/1`,
+    "--moment",
+    "2026-01-01T00:00:00Z",
     "--max-bytes",
     "104857600",
     "--max-files",
@@ -332,6 +334,8 @@ test("an Assignment is published by a locked-down copy pod, read again after an 
     async () => (await rest.get<Submission>(submissionsPath(ns, bobName))).status?.receipt,
   );
   assert.deepEqual(receipt, {
+    version: 1,
+    requestedAt: "2026-02-01T00:00:00Z",
     time: receipt.time,
     files: 1,
     bytes: 3,

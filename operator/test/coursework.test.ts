@@ -363,16 +363,29 @@ spec: { assignment: lab1, user: ann@uni.example }
     rest.patch(path("submissions", "lab1-ann"), { spec: { user: "mallory" } }),
     /spec\.user is immutable/,
   );
-  await rest.patch(path("submissions", "lab1-ann"), { spec: { handInRequestedAt: "2026-11-30T10:00:00Z" } });
+  await rest.patch(path("submissions", "lab1-ann"), {
+    spec: { handInRequestedAt: "2026-11-30T10:00:00Z", handInRequestedBy: "student" },
+  });
   await refused(
-    "moving a hand-in's time",
+    "moving a hand-in's time back",
     rest.patch(path("submissions", "lab1-ann"), { spec: { handInRequestedAt: "2026-11-29T10:00:00Z" } }),
-    /a hand-in is final/,
+    /only moves forward/,
   );
   await refused(
     "taking a hand-in back",
     rest.patch(path("submissions", "lab1-ann"), { spec: { handInRequestedAt: null } }),
-    /a hand-in is final/,
+    /only moves forward/,
+  );
+  // Handing in again moves it forward; a collection at the closing time is final.
+  await rest.patch(path("submissions", "lab1-ann"), {
+    spec: { handInRequestedAt: "2026-11-30T11:00:00Z", handInRequestedBy: "deadline" },
+  });
+  await refused(
+    "handing in after the collection at the closing time",
+    rest.patch(path("submissions", "lab1-ann"), {
+      spec: { handInRequestedAt: "2026-11-30T12:00:00Z", handInRequestedBy: "student" },
+    }),
+    /a collection at the closing time is final/,
   );
   const submissions = ok(
     await kubectl([

@@ -466,10 +466,16 @@ test("an autograder with a reference solution grades nobody until it gave the so
   await end(rest, solution, "Succeeded", copied("d"));
 
   // Two runs, owned by the Assignment: the solution's snapshot and the published starter files.
-  const runs = await eventually("the two check runs", async () => {
-    const found = await pods(rest, ns, "grade");
-    return found.length === 2 && found;
-  });
+  // Three snapshots and two grading pods one after another: beside other test files on 2 cores
+  // this has taken more than the default 30 s.
+  const runs = await eventually(
+    "the two check runs",
+    async () => {
+      const found = await pods(rest, ns, "grade");
+      return found.length === 2 && found;
+    },
+    90_000,
+  );
   const checked = (pod: V1Pod) =>
     pod.spec?.initContainers?.[0]?.command?.[
       pod.spec.initContainers[0].command.indexOf("--receipt-sha256") + 1

@@ -4,16 +4,9 @@ import { studentGrade } from "./studentGrade.ts";
 import { StringEnum, Type, type Static } from "../../api/v1alpha1/schema.ts";
 import { COURSE_FOLDER_NAME_PATTERN } from "../../api/v1alpha1/index.ts";
 import type { Userland } from "../../api/v1alpha1/index.ts";
-import type { Assignment, Submission } from "../../api/v1alpha1/index.ts";
-import {
-  HAND_IN_STATES,
-  STATE_LABELS,
-  closesAt,
-  handInState,
-  handedIn,
-  isClosed,
-  type HandInState,
-} from "./handIn.ts";
+import type { Assignment, Receipt, Submission } from "../../api/v1alpha1/index.ts";
+import { handInRefusal, maxVersionsOf, versionsOf } from "../../api/handIns.ts";
+import { HAND_IN_STATES, STATE_LABELS, closesAt, handInState, isClosed, type HandInState } from "./handIn.ts";
 
 /** A DNS label: it names the Assignment, the student's `assignments/<name>/` and collection folders. */
 export const ASSIGNMENT_NAME_PATTERN = "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$";
@@ -95,7 +88,10 @@ export const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(sch
 
 export const ReceiptView = Type.Object(
   {
-    time: Type.String(),
+    version: Type.Integer({ description: "1 for the first hand-in, then 2, 3…" }),
+    requestedAt: Type.String({ description: "The hand-in's moment: late is judged by it." }),
+    copyStartedAt: Nullable(Type.String({ description: "When the copy started reading the files." })),
+    time: Type.String({ description: "When the copy ended." }),
     files: Type.Integer(),
     bytes: Type.Integer(),
     sha256: Type.String(),
@@ -103,6 +99,10 @@ export const ReceiptView = Type.Object(
     by: StringEnum(["student", "deadline"]),
     skipped: Type.Integer({ description: "Entries left out: links, FIFOs, sockets, devices." }),
     deadline: Nullable(Type.String({ description: "The deadline that applied to this student." })),
+    writtenAfter: Type.Array(Type.String(), {
+      description: "Files changed after the moment, before the copy read them (the first 20).",
+    }),
+    writtenAfterCount: Type.Integer(),
   },
   { description: "What the platform collected, as it wrote it in the Submission's status." },
 );
@@ -160,6 +160,10 @@ export const HandInRow = Type.Object({
     description: "Files the student had changed, so a re-publish left them as they were.",
   }),
   receipt: Nullable(ReceiptView),
+  versions: Type.Array(ReceiptView, { description: "Every hand-in, oldest first." }),
+  countedVersion: Nullable(
+    Type.Integer({ description: "The version a teacher picked to count; null: the last one counts." }),
+  ),
 });
 export type HandInRow = Static<typeof HandInRow>;
 
@@ -202,7 +206,13 @@ export const StudentAssignmentView = Type.Object(
     extended: Type.Boolean({
       description: "deadline, lateUntil and closesAt are the student's own (an extension).",
     }),
-    open: Type.Boolean({ description: "The student may still hand in (not closed, not handed in)." }),
+    open: Type.Boolean({
+      description:
+        "The student may hand in now: before their closing time, no hand-in being collected, versions left.",
+    }),
+    notOpenBecause: Nullable(Type.String({ description: "Why the student may not hand in now." })),
+    maxVersions: Type.Integer({ description: "How many hand-ins the assignment keeps per student." }),
+    versions: Type.Array(ReceiptView, { description: "Every hand-in, oldest first." }),
     distributed: Type.Boolean({ description: "Its files are in the student's assignments/<name>/." }),
     state: StateSchema,
     stateLabel: Type.String(),
@@ -250,20 +260,24 @@ export function toAssignmentView(a: Assignment): AssignmentView {
   };
 }
 
-function receiptOf(s: Submission | undefined): ReceiptView | null {
-  const r = s?.status?.receipt;
-  if (!r) return null;
-  return {
-    time: r.time,
-    files: r.files,
-    bytes: r.bytes,
-    sha256: r.sha256,
-    late: r.late,
-    by: r.by,
-    skipped: r.skipped ?? 0,
-    deadline: r.deadline ?? null,
-  };
-}
+export const receiptView = (r: Receipt): ReceiptView => ({
+  version: r.version,
+  requestedAt: r.requestedAt,
+  copyStartedAt: r.copyStartedAt ?? null,
+  time: r.time,
+  files: r.files,
+  bytes: r.bytes,
+  sha256: r.sha256,
+  late: r.late,
+  by: r.by,
+  skipped: r.skipped ?? 0,
+  deadline: r.deadline ?? null,
+  writtenAfter: r.writtenAfter ?? [],
+  writtenAfterCount: r.writtenAfterCount ?? 0,
+});
+
+const receiptOf = (s: Submission | undefined): ReceiptView | null =>
+  s?.status?.receipt ? receiptView(s.status.receipt) : null;
 
 export function toHandInRow(
   a: Assignment,
@@ -285,7 +299,16 @@ export function toHandInRow(
     feedbackRelease: s?.status?.feedbackRelease ?? null,
     keptOwnVersion: s?.status?.keptOwnVersion ?? [],
     receipt: receiptOf(s),
+    versions: s ? versionsOf(s).map(receiptView) : [],
+    countedVersion: s?.spec.review?.countedVersion ?? null,
   };
+}
+
+/** Why `s`'s student may not hand in now: closed, or handInRefusal's reasons. */
+function notOpenBecause(a: Assignment, s: Submission, now: Date): string | null {
+  if (isClosed(a, s.spec.user, now))
+    return `the assignment closed at ${closesAt(a, s.spec.user)?.toISOString() ?? ""}`;
+  return handInRefusal(a, s) ?? null;
 }
 
 export function toStudentView(a: Assignment, s: Submission, now: Date): StudentAssignmentView {
@@ -299,7 +322,10 @@ export function toStudentView(a: Assignment, s: Submission, now: Date): StudentA
     lateUntil: iso(own.lateUntil),
     closesAt: iso(own.closesAt),
     extended: own.extended,
-    open: !isClosed(a, s.spec.user, now) && !handedIn(s),
+    open: notOpenBecause(a, s, now) === null,
+    notOpenBecause: notOpenBecause(a, s, now),
+    maxVersions: maxVersionsOf(a),
+    versions: versionsOf(s).map(receiptView),
     distributed: s.status?.distributedRelease !== undefined || s.status?.distributedAt !== undefined,
     state,
     stateLabel: STATE_LABELS[state],

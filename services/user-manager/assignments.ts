@@ -38,7 +38,8 @@ import {
 import type { Assignment, AssignmentSpec, Submission } from "../../api/v1alpha1/index.ts";
 import type { CourseworkStore } from "./courseworkStore.ts";
 import { HttpError, badRequest, conflict, notFound } from "./errors.ts";
-import { closesAt, handedIn, isClosed } from "./handIn.ts";
+import { closesAt, isClosed } from "./handIn.ts";
+import { handInRefusal, pendingHandIn } from "../../api/handIns.ts";
 import { ErrorBody, TemplateNameSchema, UserSchema } from "./schemas.ts";
 import type { UserlandStore } from "./store.ts";
 
@@ -412,7 +413,7 @@ export const assignmentRoutes: FastifyPluginCallbackTypebox<AssignmentRouteOptio
         summary: "Hand in (for the student)",
         description:
           "Sets the student's own Submission's spec.handInRequestedAt (now) and handInRequestedBy: student; the platform then collects and writes the receipt. " +
-          "A hand-in is final: when already handed in the answer is the existing state (200, nothing written). 409 after the student's closing time (lateUntil, else the deadline; their extension's if they have one); 404 when the user is not in the assignment. Needs update on submissions/handin.",
+          "Until their closing time a student may hand in again, up to the assignment's maxVersions; every version is kept. While a hand-in is being collected the answer is the existing state (200, nothing written). 409 after the student's closing time (lateUntil, else the deadline; their extension's if they have one), after a collection at the closing time, or when every version is used; 404 when the user is not in the assignment. Needs update on submissions/handin.",
         params: SubmissionParams,
         response: { 200: StudentAssignmentView, ...errors, 409: ErrorBody },
       },
@@ -431,12 +432,15 @@ export const assignmentRoutes: FastifyPluginCallbackTypebox<AssignmentRouteOptio
         find,
         (s) => {
           const at = now();
-          if (handedIn(s)) return { answer: toStudentView(assignment, s, at) };
+          // A second click while the first is collected: the same answer, nothing written.
+          if (pendingHandIn(s)) return { answer: toStudentView(assignment, s, at) };
           if (isClosed(assignment, user, at))
             throw conflict(
               `assignment "${name}" closed at ${closesAt(assignment, user)?.toISOString() ?? ""}: hand-ins are no longer accepted`,
               { closesAt: closesAt(assignment, user)?.toISOString() ?? null },
             );
+          const refused = handInRefusal(assignment, s);
+          if (refused) throw conflict(`no more hand-ins of assignment "${name}": ${refused}`);
           return {
             write: { spec: { handInRequestedAt: at.toISOString(), handInRequestedBy: "student" } },
           };

@@ -9,6 +9,7 @@
  */
 import { stringify } from "csv-stringify/sync";
 import { deadlineFor } from "../../api/deadlines.ts";
+import { versionsOf } from "../../api/handIns.ts";
 import { scoreOf } from "../../api/scores.ts";
 import type { Assignment, Submission } from "../../api/v1alpha1/index.ts";
 import { handInState, type HandInState } from "./handIn.ts";
@@ -35,6 +36,10 @@ export interface GradeBookCell {
   late: boolean;
   missing: boolean;
   extended: boolean;
+  /** Hand-ins kept (versions). */
+  versions: number;
+  /** The version that counts; null: none handed in. */
+  countedVersion: number | null;
   /** Test results in a line, for the feedback column. */
   summary: string;
   /** The autograder's score before a new autograder revision graded the hand-in again (null: none). */
@@ -76,6 +81,8 @@ function cellOf(a: Assignment, user: string, s: Submission | undefined, now: Dat
     late: s?.status?.receipt?.late ?? false,
     missing: state === "missing",
     extended: deadlineFor(a, user).extended,
+    versions: s ? versionsOf(s).length : 0,
+    countedVersion: s?.status?.receipt?.version ?? null,
     summary: parts.join("; "),
     regradedFrom: grade?.previous && grade.previous.score !== grade.score ? grade.previous.score : null,
   };

@@ -15,6 +15,7 @@ import { badRequest, notFound } from "./errors.ts";
 import { gradeBook, gradeBookCsv } from "./gradebook.ts";
 import { ErrorBody, TemplateNameSchema, UserSchema } from "./schemas.ts";
 import type { UserlandStore } from "./store.ts";
+import { kubeTime } from "../../api/times.ts";
 
 export interface GradingRouteOptions {
   store: UserlandStore;
@@ -39,6 +40,8 @@ const GradeBookCell = Type.Object({
   late: Type.Boolean(),
   missing: Type.Boolean(),
   extended: Type.Boolean(),
+  versions: Type.Integer({ description: "Hand-ins kept." }),
+  countedVersion: Nullable(Type.Integer({ description: "The version that counts." })),
   summary: Type.String(),
   regradedFrom: Nullable(
     Type.Number({ description: "The autograder's score before the last autograder change regraded it." }),
@@ -105,10 +108,7 @@ const extensionsView = (a: Assignment): ExtensionsView => ({
 });
 
 /** A time from a request as the API server keeps it (whole seconds); 400 naming the field. */
-const time = (value: string, field: string): string =>
-  timeField(value, field)
-    .toISOString()
-    .replace(/\.\d+Z$/, "Z");
+const time = (value: string, field: string): string => kubeTime(timeField(value, field));
 
 export const gradingRoutes: FastifyPluginCallbackTypebox<GradingRouteOptions> = (app, opts, done) => {
   const { store, coursework } = opts;

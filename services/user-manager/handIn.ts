@@ -3,6 +3,7 @@
  * teacher's hand-in table shows, whether the student may still hand in, and the receipt.
  */
 import { deadlineFor } from "../../api/deadlines.ts";
+import { pendingHandIn } from "../../api/handIns.ts";
 import type { Assignment, Submission } from "../../api/v1alpha1/index.ts";
 
 export const HAND_IN_STATES = [
@@ -42,8 +43,9 @@ export const isClosed = (assignment: Assignment, user: string | undefined, now: 
 };
 
 /**
- * A student's state: the receipt decides once there is one (a deadline collection that found no
- * files is "missing": nothing was handed in); before it, a hand-in request is "handing in"; past
+ * A student's state: a hand-in being collected is "handing in"; else the counted receipt decides
+ * once there is one (a deadline collection that found no files is "missing": nothing was handed
+ * in); past
  * the closing time without either, "missing"; otherwise whether their copy was handed out.
  */
 export function handInState(
@@ -52,18 +54,15 @@ export function handInState(
   now: Date,
 ): HandInState {
   const receipt = submission?.status?.receipt;
+  // Handing in again: the new version is being collected.
+  if (submission && pendingHandIn(submission)) return "handing-in";
   if (receipt) {
     if (receipt.by === "deadline") return receipt.files > 0 ? "collected" : "missing";
     return receipt.late ? "late" : "on-time";
   }
-  if (submission?.spec.handInRequestedAt) return "handing-in";
   if (isClosed(assignment, submission?.spec.user, now)) return "missing";
   return submission?.status?.distributedRelease === undefined &&
     submission?.status?.distributedAt === undefined
     ? "not-distributed"
     : "open";
 }
-
-/** Whether `submission` is handed in (asked for or collected): a hand-in is final. */
-export const handedIn = (submission: Submission): boolean =>
-  submission.spec.handInRequestedAt !== undefined || submission.status?.receipt !== undefined;

@@ -1,15 +1,22 @@
 /**
  * A teacher's review (docs/decisions/0015-grading.md): an Assignment's rubric, and one hand-in's
- * review (rubric items applied, a comment for the student, the autograder's part set by hand). A
+ * review (rubric items applied, a comment for the student, the autograder's part set by hand, the
+ * version that counts). A
  * review lives in the Submission's spec.review and names rubric items by id, so a changed item's
  * points change every hand-in it was applied to (api/scores.ts adds them up when read). Who may
  * write either is RBAC: update on the Assignment, and update on submissions/review (no handler:
  * it exists so RBAC can name "grades this class"), both with teaching the Template.
  */
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
-import { RUBRIC_ITEM_ID_PATTERN, SUBMISSIONS } from "../../api/v1alpha1/index.ts";
-import { Type } from "../../api/v1alpha1/schema.ts";
-import { AssignmentNameSchema } from "./assignmentSchemas.ts";
+import {
+  MAX_HAND_IN_VERSIONS,
+  RUBRIC_ITEM_ID_PATTERN,
+  SUBMISSIONS,
+  type Submission,
+} from "../../api/v1alpha1/index.ts";
+import { Type, type Static } from "../../api/v1alpha1/schema.ts";
+import { versionsOf } from "../../api/handIns.ts";
+import { AssignmentNameSchema, ReceiptView, receiptView } from "./assignmentSchemas.ts";
 import { ASSIGNMENT_RESOURCE } from "./assignments.ts";
 import type { Resource } from "./auth/caller.ts";
 import { authorizeTeacher } from "./auth/teaches.ts";
@@ -17,6 +24,7 @@ import type { CourseworkStore } from "./courseworkStore.ts";
 import { badRequest, notFound } from "./errors.ts";
 import { ErrorBody, TemplateNameSchema, UserSchema } from "./schemas.ts";
 import type { UserlandStore } from "./store.ts";
+import { kubeTime } from "../../api/times.ts";
 
 export interface ReviewRouteOptions {
   store: UserlandStore;
@@ -50,6 +58,11 @@ const ReviewBody = Type.Object(
         description: "The autograder's part by hand; null: the autograder's own again.",
       }),
     ),
+    countedVersion: Type.Optional(
+      Type.Union([Type.Integer({ minimum: 1, maximum: MAX_HAND_IN_VERSIONS }), Type.Null()], {
+        description: "The version of the hand-in that counts (one of its versions); null: the last one.",
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -58,6 +71,15 @@ const ReviewView = Type.Object({
   items: Type.Array(Type.String()),
   comment: Type.Union([Type.String(), Type.Null()]),
   autograderScore: Type.Union([Type.Number(), Type.Null()]),
+  countedVersion: Type.Union([Type.Integer(), Type.Null()]),
+});
+
+const reviewOf = (s: Submission, user: string): Static<typeof ReviewView> => ({
+  user,
+  items: s.spec.review?.items ?? [],
+  comment: s.spec.review?.comment ?? null,
+  autograderScore: s.spec.review?.autograderScore ?? null,
+  countedVersion: s.spec.review?.countedVersion ?? null,
 });
 
 /** What a teacher reviews: the hand-in's receipt, every test (hidden ones too), the rubric, the review. */
@@ -67,17 +89,8 @@ const HandInReview = Type.Object({
   title: Type.String(),
   rubric: Type.Array(RubricItem),
   review: ReviewView,
-  receipt: Type.Union([
-    Type.Object({
-      time: Type.String(),
-      files: Type.Integer(),
-      bytes: Type.Integer(),
-      sha256: Type.String(),
-      late: Type.Boolean(),
-      deadline: Type.Union([Type.String(), Type.Null()]),
-    }),
-    Type.Null(),
-  ]),
+  receipt: Type.Union([ReceiptView, Type.Null()], { description: "The version that counts." }),
+  versions: Type.Array(ReceiptView, { description: "Every version handed in, oldest first." }),
   grade: Type.Union([
     Type.Object({
       score: Type.Number(),
@@ -100,6 +113,9 @@ const HandInReview = Type.Object({
     Type.Null(),
   ]),
 });
+
+export type RubricItemView = Static<typeof RubricItem>;
+export type HandInReviewView = Static<typeof HandInReview>;
 
 export const reviewRoutes: FastifyPluginCallbackTypebox<ReviewRouteOptions> = (app, opts, done) => {
   const { store, coursework } = opts;
@@ -134,22 +150,9 @@ export const reviewRoutes: FastifyPluginCallbackTypebox<ReviewRouteOptions> = (a
         assignment: name,
         title: a.spec.title,
         rubric: a.spec.rubric ?? [],
-        review: {
-          user,
-          items: s.spec.review?.items ?? [],
-          comment: s.spec.review?.comment ?? null,
-          autograderScore: s.spec.review?.autograderScore ?? null,
-        },
-        receipt: r
-          ? {
-              time: r.time,
-              files: r.files,
-              bytes: r.bytes,
-              sha256: r.sha256,
-              late: r.late,
-              deadline: r.deadline ?? null,
-            }
-          : null,
+        review: reviewOf(s, user),
+        receipt: r ? receiptView(r) : null,
+        versions: versionsOf(s).map(receiptView),
         grade: g
           ? {
               score: g.score,
@@ -241,8 +244,8 @@ export const reviewRoutes: FastifyPluginCallbackTypebox<ReviewRouteOptions> = (a
         tags: ["grading"],
         summary: "Review one student's hand-in (teachers)",
         description:
-          "Sets the Submission's spec.review: the rubric items applied (ids of the Assignment's rubric), a comment for the student, and optionally the autograder's part by hand (a new autograder run leaves it alone). Students see it once grades are released. " +
-          "Needs update on submissions/review and on templates/coursework (the Template). 400 for an item the rubric does not have; 404 when the user has no Submission.",
+          "Sets the Submission's spec.review: the rubric items applied (ids of the Assignment's rubric), a comment for the student, optionally the autograder's part by hand (a new autograder run leaves it alone) and the version that counts (the platform grades that one). Students see it once grades are released. " +
+          "Needs update on submissions/review and on templates/coursework (the Template). 400 for an item the rubric does not have or a version the student did not hand in; 404 when the user has no Submission.",
         params: Type.Object({ template: TemplateNameSchema, name: AssignmentNameSchema, user: UserSchema }),
         body: ReviewBody,
         response: { 200: ReviewView, ...errors },
@@ -258,33 +261,31 @@ export const reviewRoutes: FastifyPluginCallbackTypebox<ReviewRouteOptions> = (a
       const known = new Set((a.spec.rubric ?? []).map((i) => i.id));
       const unknown = request.body.items.find((id) => !known.has(id));
       if (unknown) throw badRequest(`the rubric of "${name}" has no item "${unknown}"`, "items");
-      const { comment, autograderScore } = request.body;
+      const { comment, autograderScore, countedVersion } = request.body;
       const review = {
         items: [...new Set(request.body.items)],
         ...(comment ? { comment } : {}),
         ...(typeof autograderScore === "number" ? { autograderScore } : {}),
+        ...(typeof countedVersion === "number" ? { countedVersion } : {}),
         by: request.caller?.username ?? "",
-        at: now()
-          .toISOString()
-          .replace(/\.\d+Z$/, "Z"),
+        at: kubeTime(now()),
       };
       const result = await coursework.changeSubmission(
         namespace,
         () => coursework.submissionOf(namespace, name, user),
         // A merge patch of the whole review: fields left out are removed (null), not kept.
-        () => ({
-          write: {
-            spec: {
-              review: { comment: null, autograderScore: null, ...review },
+        (s) => {
+          if (countedVersion && !versionsOf(s).some((v) => v.version === countedVersion))
+            throw badRequest(`${user} has no version ${countedVersion} of "${name}"`, "countedVersion");
+          return {
+            write: {
+              spec: {
+                review: { comment: null, autograderScore: null, countedVersion: null, ...review },
+              },
             },
-          },
-        }),
-        (s) => ({
-          user,
-          items: s.spec.review?.items ?? [],
-          comment: s.spec.review?.comment ?? null,
-          autograderScore: s.spec.review?.autograderScore ?? null,
-        }),
+          };
+        },
+        (s) => reviewOf(s, user),
       );
       if (!result) throw notFound(`user "${user}" has no hand-in of "${name}"`);
       request.log.info(

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdir, readdir, readFile, stat, symlink, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, stat, symlink, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { test } from "node:test";
 import { UnsafePathError } from "../beneath.ts";
@@ -98,4 +98,26 @@ test("a destination that exists is never replaced, and a linked source is refuse
     UnsafePathError,
   );
   assert.deepEqual((await readdir(dir)).sort(), ["home", "linked-home", "taken"]);
+});
+
+test("the moment: files changed after it are named on the receipt, even with their mtime set back", async (t) => {
+  const dir = await scratch(t);
+  const home = await studentFolder(dir);
+  // ctime has the file system's resolution: the moment lies clearly between the two writes.
+  await new Promise((r) => setTimeout(r, 20));
+  const moment = new Date();
+  await new Promise((r) => setTimeout(r, 20));
+  await writeFile(join(home, "notebooks", "hw1.ipynb"), JSON.stringify({ cells: ["after"] }));
+  // touch -d: the modification time claims the file is old; its change time cannot.
+  await utimes(join(home, "notebooks", "hw1.ipynb"), new Date("2020-01-01"), new Date("2020-01-01"));
+  const receipt = await copyTree(home, join(dir, "copy"), DEFAULT_LIMITS, { moment });
+  assert.deepEqual(receipt.writtenAfter, ["notebooks/hw1.ipynb"]);
+  assert.ok(Date.parse(receipt.startedAt) >= Math.floor(moment.getTime() / 1000) * 1000, receipt.startedAt);
+
+  const before = await copyTree(home, join(dir, "copy-2"), DEFAULT_LIMITS, {
+    moment: new Date(Date.now() + 60_000),
+  });
+  assert.deepEqual(before.writtenAfter, [], "a moment after every change names none");
+  const without = await copyTree(home, join(dir, "copy-3"), DEFAULT_LIMITS);
+  assert.equal(without.writtenAfter, undefined, "without a moment nothing is judged");
 });

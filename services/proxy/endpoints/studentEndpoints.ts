@@ -28,7 +28,8 @@ import { environmentInfo, environmentState } from "../route/environmentState.ts"
 import { serveDownload } from "./download.ts";
 import { FormTooLarge, formFromThisSite, readForm } from "./forms.ts";
 import { DOWNLOAD_PATH, HOME_PATH, homeView, ownUserland, type HomeConfig } from "../pages/homeView.ts";
-import { handInConfirmPage, homePage } from "../pages/homePage.ts";
+import { homePage } from "../pages/homePage.ts";
+import { handInConfirmPage } from "../pages/homeAssignments.ts";
 import type { Coursework } from "./coursework.ts";
 import { missingPage, simplePage, type Page } from "../pages/environmentPages.ts";
 import type { RequestRecord } from "../requestLog.ts";
@@ -222,7 +223,7 @@ async function endSessions(
 /**
  * Hand in: always the session's own work (the form names an assignment, never a student), and only
  * an assignment the user-manager lists for them. Without `confirm=yes` the answer is the confirm
- * page: a hand-in is final.
+ * page (what is collected; whether the student can hand in again).
  */
 async function handIn(
   deps: OwnEndpointDeps,
@@ -249,7 +250,7 @@ async function handIn(
   return result.result === "closed"
     ? simplePage(
         409,
-        "This assignment is closed",
+        "This hand-in was not accepted",
         `${result.message} Ask your teacher if you think this is wrong.`,
       )
     : simplePage(404, "No such assignment", "You have no assignment of that name.");

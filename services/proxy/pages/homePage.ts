@@ -6,9 +6,7 @@
  * with JavaScript a small inline script, allowed by its hash like the starting page's, follows
  * `GET /_userland/home` (the same view as JSON) and reloads when a state changes.
  */
-import { formatBytes } from "../../../lib/formatBytes.ts";
 import { html, type Html } from "../../../lib/html.ts";
-import type { StudentAssignment } from "../../../lib/userManagerClient.ts";
 import { localPath } from "../../../lib/localPath.ts";
 import {
   HOME_PATH,
@@ -20,34 +18,8 @@ import {
 import { document, inlineScript, type Page } from "./environmentPages.ts";
 import { visitsSection, visitsSignature, VISITS_SIGN_JS } from "./homeVisits.ts";
 import { examsSection, examsSignature, EXAMS_SIGN_JS } from "../route/exam.ts";
-
-const homeStyle = `
-  main { max-width: 46rem; margin: 6vh auto; }
-  h2 { font-size: 1.05rem; margin: 1.75rem 0 .5rem; }
-  h3 { font-size: 1.05rem; margin: 0; }
-  ul.cards { list-style: none; padding: 0; margin: 0; display: grid; gap: .9rem; }
-  ul.cards > li { border: 1px solid rgba(127,127,127,.3); border-radius: 10px; padding: 1rem 1.15rem; }
-  .card-head { display: flex; flex-wrap: wrap; align-items: baseline; justify-content: space-between; gap: .5rem; }
-  .card .actions { margin-top: .75rem; align-items: center; }
-  .card form { margin: 0; }
-  .state { font-size: .85rem; font-weight: 600; padding: .1rem .55rem; border-radius: 999px; border: 1px solid currentColor; }
-  .state-ready { color: #1a7f37; } .state-starting { color: #9a6700; } .state-stopped { color: var(--muted); } .state-failed { color: #cf222e; }
-  @media (prefers-color-scheme: dark) { .state-ready { color: #3fb950; } .state-starting { color: #d29922; } .state-failed { color: #f85149; } }
-  button.secondary { background: transparent; color: var(--accent); }
-  a { color: var(--accent); }
-  .message:empty { display: none; }
-  dl.receipt { display: grid; grid-template-columns: max-content 1fr; gap: .2rem .9rem; margin: .5rem 0 0; }
-  dl.receipt dt { font-weight: 600; } dl.receipt dd { margin: 0; }
-  code.hash { word-break: break-all; font-size: .85rem; }
-  a:focus-visible, button:focus-visible { outline: 3px solid var(--accent); outline-offset: 2px; }
-  ul.visits { padding-left: 1.2rem; } li.visit { margin: .3rem 0; }
-  li.visit-request { list-style: none; margin-left: -1.2rem; padding: .6rem .9rem; border-radius: 8px; border: 2px solid var(--accent); display: flex; flex-wrap: wrap; gap: .75rem; align-items: center; justify-content: space-between; }
-  li.visit-request form { margin: 0; }
-  li.visit-live { list-style: none; margin-left: -1.2rem; padding: .6rem .9rem; border-radius: 8px; border: 2px solid #9a6700; }
-  ul.exams { list-style: none; padding: 0; margin: 1rem 0; display: grid; gap: .6rem; }
-  li.exam { padding: .6rem .9rem; border-radius: 8px; border: 2px solid var(--accent); }
-  li.exam-running { border-color: #9a6700; }
-`;
+import { homeStyle } from "./homeStyle.ts";
+import { assignmentCard } from "./homeAssignments.ts";
 
 /**
  * Follows the home's JSON view: a state that changes (or an environment that appears or goes)
@@ -166,156 +138,6 @@ function offerCard(offer: SelfServiceOffer, view: HomeView, returnPath: string):
     <div class="card-head"><h3>${offer.title}</h3></div>
     ${offer.description ? html`<p>${offer.description}</p>` : ""} ${action}
   </li>`;
-}
-
-/** "2026-12-01 09:00 UTC" */
-const formatTime = (iso: string) => `${new Date(iso).toISOString().slice(0, 16).replace("T", " ")} UTC`;
-const timeOf = (iso: string) => html`<time datetime="${iso}">${formatTime(iso)}</time>`;
-
-/** The receipt: what the platform collected, as it wrote it; the student can compare the hash. */
-function receiptOf(a: StudentAssignment): Html {
-  const r = a.receipt;
-  if (!r) return html``;
-  return html`<dl class="receipt" aria-label="Receipt for ${a.title}">
-    <dt>${r.by === "deadline" ? "Collected at closing" : "Handed in"}</dt>
-    <dd>${timeOf(r.time)}${r.late ? html` <span class="state state-failed">late</span>` : ""}</dd>
-    ${
-      r.deadline
-        ? html`<dt>Your deadline</dt>
-            <dd>${timeOf(r.deadline)}</dd>`
-        : ""
-    }
-    <dt>Files</dt>
-    <dd>
-      ${r.files}${r.skipped > 0 ? html` <span class="muted">(${r.skipped} left out: links, pipes, devices)</span>` : ""}
-    </dd>
-    <dt>Total size</dt>
-    <dd>${formatBytes(r.bytes)} <span class="muted">(${r.bytes} bytes)</span></dd>
-    <dt>SHA-256</dt>
-    <dd><code class="hash">${r.sha256}</code></dd>
-  </dl>`;
-}
-
-/**
- * The grade as the user-manager lets this student see it (services/user-manager/studentGrade.ts
- * decides; nothing hidden reaches this page): the score once released, and their tests.
- */
-function gradeOf(a: StudentAssignment): Html | "" {
-  const g = a.grade;
-  if (!g) return "";
-  const total =
-    g.released && g.score !== null
-      ? html`<p>
-          <strong>Score: ${String(g.score)}${g.maxScore !== null ? ` of ${g.maxScore}` : ""}</strong>${
-            g.latePenaltyPercent ? ` (less ${g.latePenaltyPercent}% for lateness)` : ""
-          }
-        </p>`
-      : html`<p class="muted">Your tests so far; the score comes when your teacher releases grades.</p>`;
-  const mark = (passed: boolean | null) => (passed === null ? "•" : passed ? "✓ passed" : "✗ failed");
-  const items = g.rubric.map(
-    (r) => html`<li>${r.points >= 0 ? `+${r.points}` : String(r.points)} ${r.description}</li>`,
-  );
-  const review = html`${
-    items.length
-      ? html`<ul class="rubric">
-          ${items}
-        </ul>`
-      : ""
-  }${
-    g.comment
-      ? html`<p class="muted">Your teacher's comment:</p>
-          <blockquote class="comment">${g.comment}</blockquote>`
-      : ""
-  }`;
-  return html`<div class="grade" data-released="${String(g.released)}">
-    ${total} ${review}
-    ${
-      g.tests.length
-        ? html`<ul class="tests">
-            ${g.tests.map(
-              (t) =>
-                html`<li>
-                  ${mark(t.passed)} <code>${t.name}</code>${
-                    t.maxScore !== null ? ` — ${t.score ?? 0} of ${t.maxScore}` : ""
-                  }
-                </li>`,
-            )}
-          </ul>`
-        : ""
-    }
-  </div>`;
-}
-
-function assignmentCard(a: StudentAssignment, view: HomeView, returnPath: string): Html {
-  const times = html`${a.deadline ? html`Due ${timeOf(a.deadline)}${a.extended ? " (your extended deadline)" : ""}.` : "No deadline."}${
-    a.lateUntil ? html` Late hand-ins until ${timeOf(a.lateUntil)}.` : ""
-  }`;
-  const where = html`Files in <code>assignments/${a.name}/</code>.`;
-  let body: Html;
-  if (a.receipt) body = receiptOf(a);
-  else if (a.state === "handing-in")
-    body = html`<p>
-      Handed in ${a.handInRequestedAt ? timeOf(a.handInRequestedAt) : ""}: being collected; the receipt
-      appears here in a moment.
-    </p>`;
-  else if (!a.open) body = html`<p>Closed: not handed in.</p>`;
-  else
-    body = html`<p class="muted">
-        ${a.distributed ? where : "Not in your environment yet: it arrives at its next start."}
-      </p>
-      ${
-        view.canAct
-          ? html`<form method="post" action="/_userland/handin">
-              <input type="hidden" name="template" value="${a.templateName}" />
-              <input type="hidden" name="assignment" value="${a.name}" />
-              <input type="hidden" name="rd" value="${returnPath}" />
-              <button type="submit" aria-label="Hand in ${a.title}">Hand in</button>
-            </form>`
-          : ""
-      }`;
-  const feedback =
-    a.feedbackFiles && a.feedbackFiles > 0
-      ? html`<p>
-          Feedback: ${a.feedbackFiles} file${a.feedbackFiles === 1 ? "" : "s"} in
-          <code>assignments/${a.name}/feedback/</code>.
-        </p>`
-      : "";
-  return html`<li class="card" id="assignment-${a.templateName}-${a.name}" data-state="${a.state}">
-    <div class="card-head">
-      <h3>${a.title}</h3>
-      <span
-        class="state ${a.receipt && !a.receipt.late ? "state-ready" : a.open ? "state-starting" : "state-stopped"}"
-        >${a.stateLabel}</span
-      >
-    </div>
-    <p class="muted">${times}</p>
-    ${body}${gradeOf(a)}${feedback}
-  </li>`;
-}
-
-/** The confirm step of Hand in: a hand-in is final. */
-export function handInConfirmPage(a: StudentAssignment, returnPath: string): Page {
-  const title = `Hand in ${a.title}?`;
-  const back = localPath(returnPath) ?? HOME_PATH;
-  const body = html`<p>
-      <strong>A hand-in is final.</strong> What is in <code>assignments/${a.name}/</code> now is collected;
-      changes you make afterwards are not, and you cannot hand in again.
-    </p>
-    ${a.deadline ? html`<p class="muted">Due ${timeOf(a.deadline)}.</p>` : ""}
-    <form method="post" action="/_userland/handin" class="actions">
-      <input type="hidden" name="template" value="${a.templateName}" />
-      <input type="hidden" name="assignment" value="${a.name}" />
-      <input type="hidden" name="rd" value="${back}" />
-      <input type="hidden" name="confirm" value="yes" />
-      <button type="submit" aria-label="Yes, hand in ${a.title}">Yes, hand in</button>
-      <a href="${back}">Cancel</a>
-    </form>`;
-  return {
-    status: 200,
-    title,
-    body: document(title, body, { style: homeStyle }),
-    json: { confirm: true, assignment: a },
-  };
 }
 
 /** What the script compares to notice a change (the same as its `sign`). */

@@ -125,63 +125,88 @@ test("the home page: assignments, Hand in with a confirm step, the receipt; refu
     assert.match(page.body, /assignments\/week1\//);
   });
 
-  await t.test("Hand in asks first (final), then hands in the student's own work only", async () => {
-    const confirm = await handIn("alice", { template: "lab", assignment: "week1" });
-    assert.equal(confirm.status, 200, confirm.body);
-    assert.match(confirm.body, /A hand-in is final\./);
-    assert.match(confirm.body, /name="confirm" value="yes"/);
-    assert.equal((await submission(ns, "week1", "alice")).spec.handInRequestedAt, undefined, "not yet");
+  await t.test(
+    "Hand in asks first, then hands in the student's own work only; handing in again keeps both",
+    async () => {
+      const confirm = await handIn("alice", { template: "lab", assignment: "week1" });
+      assert.equal(confirm.status, 200, confirm.body);
+      assert.match(confirm.body, /You can hand in again/);
+      assert.match(confirm.body, /4\s+more\s+times/, "5 hand-ins allowed by default, this one the first");
+      assert.match(confirm.body, /name="confirm" value="yes"/);
+      assert.equal((await submission(ns, "week1", "alice")).spec.handInRequestedAt, undefined, "not yet");
 
-    // A form naming another student changes nothing about whose work is handed in.
-    const done = await handIn("alice", { template: "lab", assignment: "week1", confirm: "yes", user: "bob" });
-    assert.equal(done.status, 303, done.body);
-    assert.equal(done.headers.location, "/_userland/home");
-    const alice = await submission(ns, "week1", "alice");
-    assert.equal(alice.spec.handInRequestedBy, "student");
-    assert.ok(alice.spec.handInRequestedAt);
-    assert.equal((await submission(ns, "week1", "bob")).spec.handInRequestedAt, undefined, "bob's untouched");
+      // A form naming another student changes nothing about whose work is handed in.
+      const done = await handIn("alice", {
+        template: "lab",
+        assignment: "week1",
+        confirm: "yes",
+        user: "bob",
+      });
+      assert.equal(done.status, 303, done.body);
+      assert.equal(done.headers.location, "/_userland/home");
+      const alice = await submission(ns, "week1", "alice");
+      assert.equal(alice.spec.handInRequestedBy, "student");
+      assert.ok(alice.spec.handInRequestedAt);
+      assert.equal(
+        (await submission(ns, "week1", "bob")).spec.handInRequestedAt,
+        undefined,
+        "bob's untouched",
+      );
 
-    // Stands in for the operator's Submission controller: collected, the receipt written.
-    await reportSubmission(ns, "week1", "alice", {
-      distributedRelease: 1,
-      receipt: {
+      // Stands in for the operator's Submission controller: collected, the receipt written.
+      await reportSubmission(ns, "week1", "alice", {
+        distributedRelease: 1,
+        receipt: {
+          version: 1,
+          requestedAt: alice.spec.handInRequestedAt,
+          time: alice.spec.handInRequestedAt,
+          files: 4,
+          bytes: 1_572_864,
+          sha256: HASH,
+          late: true,
+          by: "student",
+        },
+      });
+      const after = await view("alice");
+      const week1 = after.assignments.find((a) => a.name === "week1");
+      assert.equal(week1?.state, "late");
+      assert.deepEqual(week1?.receipt, {
+        version: 1,
+        requestedAt: alice.spec.handInRequestedAt,
+        copyStartedAt: null,
         time: alice.spec.handInRequestedAt,
         files: 4,
         bytes: 1_572_864,
         sha256: HASH,
         late: true,
         by: "student",
-      },
-    });
-    const after = await view("alice");
-    const week1 = after.assignments.find((a) => a.name === "week1");
-    assert.equal(week1?.state, "late");
-    assert.deepEqual(week1?.receipt, {
-      time: alice.spec.handInRequestedAt,
-      files: 4,
-      bytes: 1_572_864,
-      sha256: HASH,
-      late: true,
-      by: "student",
-      skipped: 0,
-      deadline: null,
-    });
-    const page = await get("alice", html);
-    assert.match(page.body, /aria-label="Receipt for Week 1: lists"/);
-    assert.match(page.body, new RegExp(HASH));
-    assert.match(page.body, /1\.5 MiB/);
-    assert.match(page.body, /<dt>Files<\/dt>\s*<dd>\s*4\s*<\/dd>/);
-    assert.match(page.body, />late</);
-    assert.doesNotMatch(page.body, /aria-label="Hand in Week 1/, "handed in: no button");
+        skipped: 0,
+        deadline: null,
+        writtenAfter: [],
+        writtenAfterCount: 0,
+      });
+      const page = await get("alice", html);
+      assert.match(page.body, /aria-label="Receipt for Week 1: lists"/);
+      assert.match(page.body, new RegExp(HASH));
+      assert.match(page.body, /1\.5 MiB/);
+      assert.match(page.body, /<dt>Files<\/dt>\s*<dd>\s*4\s*<\/dd>/);
+      assert.match(page.body, />late</);
+      assert.match(page.body, /aria-label="Hand in again Week 1: lists"/, "handed in, still open: again");
+      assert.match(page.body, /4 more hand-ins allowed/);
 
-    // Again (a second tab): nothing changes.
-    const again = await handIn("alice", { template: "lab", assignment: "week1", confirm: "yes" });
-    assert.equal(again.status, 303, "the same answer: handed in");
-    assert.equal(
-      (await submission(ns, "week1", "alice")).spec.handInRequestedAt,
-      alice.spec.handInRequestedAt,
-    );
-  });
+      // Again: a second version is asked for (the moment moves forward); a second click while it is
+      // collected changes nothing.
+      await new Promise((r) => setTimeout(r, 1100));
+      const again = await handIn("alice", { template: "lab", assignment: "week1", confirm: "yes" });
+      assert.equal(again.status, 303, again.body);
+      const second = (await submission(ns, "week1", "alice")).spec.handInRequestedAt ?? "";
+      assert.ok(Date.parse(second) > Date.parse(alice.spec.handInRequestedAt ?? ""), "a new moment");
+      assert.equal((await view("alice")).assignments.find((a) => a.name === "week1")?.state, "handing-in");
+      const click = await handIn("alice", { template: "lab", assignment: "week1", confirm: "yes" });
+      assert.equal(click.status, 303, "the same answer while it is collected");
+      assert.equal((await submission(ns, "week1", "alice")).spec.handInRequestedAt, second);
+    },
+  );
 
   await t.test("refused: another student's assignment, a closed one, a form from another site", async () => {
     const bobs = await handIn("alice", { template: "lab", assignment: "bobs", confirm: "yes" });

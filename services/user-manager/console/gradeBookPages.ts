@@ -42,6 +42,7 @@ function cell(c: GradeBookCell | undefined, review: string): Html {
     c.late ? (c.latePenaltyPercent ? `late −${c.latePenaltyPercent}%` : "late") : "",
     c.missing ? "missing" : "",
     c.extended ? "extension" : "",
+    c.versions > 1 ? `version ${c.countedVersion ?? ""} of ${c.versions}` : "",
     c.regradedFrom !== null ? `was ${c.regradedFrom} before the autograder changed` : "",
   ].filter(Boolean);
   return html`<td title="${c.summary}">

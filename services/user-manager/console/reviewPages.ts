@@ -7,6 +7,7 @@ import { formatBytes } from "../../../lib/formatBytes.ts";
 import { html } from "../../../lib/html.ts";
 import { assignmentUrl, formatTime } from "./assignmentPages.ts";
 import { CONSOLE_PATH, consolePage, gradeBookUrl, type Viewer } from "./layout.ts";
+import type { HandInReviewView, RubricItemView } from "../reviewRoutes.ts";
 
 export const reviewUrl = (template: string, name: string, user: string, extra: Record<string, string> = {}) =>
   `${CONSOLE_PATH}/review?${new URLSearchParams({ template, name, user, ...extra }).toString()}`;
@@ -14,52 +15,24 @@ export const reviewUrl = (template: string, name: string, user: string, extra: R
 export const rubricUrl = (template: string, name: string, extra: Record<string, string> = {}) =>
   `${CONSOLE_PATH}/rubric?${new URLSearchParams({ template, name, ...extra }).toString()}`;
 
-export interface RubricItemView {
-  id: string;
-  points: number;
-  description: string;
-}
-
-/** The API's answer for one hand-in (reviewRoutes.ts's HandInReview). */
-export interface HandInReviewView {
-  user: string;
-  assignment: string;
-  title: string;
-  rubric: RubricItemView[];
-  review: { items: string[]; comment: string | null; autograderScore: number | null };
-  receipt: {
-    time: string;
-    files: number;
-    bytes: number;
-    sha256: string;
-    late: boolean;
-    deadline: string | null;
-  } | null;
-  grade: {
-    score: number;
-    maxScore: number | null;
-    results: string;
-    tests: {
-      name: string;
-      score: number | null;
-      maxScore: number | null;
-      status: string | null;
-      visibility: string;
-    }[];
-  } | null;
-  attempt: { ok: boolean; reason: string; message: string; time: string } | null;
-}
-
 export function reviewPage(viewer: Viewer, template: string, r: HandInReviewView, notice?: string): string {
   const receipt = r.receipt
     ? html`<p>
         Handed in
-        ${formatTime(r.receipt.time)}${r.receipt.late ? html` <strong>late</strong>` : ""}${
+        ${formatTime(r.receipt.requestedAt)}${r.receipt.late ? html` <strong>late</strong>` : ""}${
           r.receipt.deadline ? ` (their deadline ${formatTime(r.receipt.deadline)})` : ""
-        }:
+        }${r.versions.length > 1 ? ` — version ${r.receipt.version} of ${r.versions.length}, the one that counts` : ""}:
         ${String(r.receipt.files)} files, ${formatBytes(r.receipt.bytes)}, SHA-256
         <code class="mono">${r.receipt.sha256}</code>. The files are in your environment's collection under
-        <code>handins/${r.assignment}/</code>.
+        <code>handins/${r.assignment}/</code>, a folder per version.
+        ${
+          r.receipt.writtenAfterCount > 0
+            ? html`<strong
+                  >${String(r.receipt.writtenAfterCount)} files were saved after the hand-in's moment</strong
+                >
+                and before the copy read them (${r.receipt.writtenAfter.join(", ")}): collected as saved then.`
+            : ""
+        }
       </p>`
     : html`<p class="notice">Not handed in yet.</p>`;
   const tests = r.grade
@@ -104,6 +77,7 @@ export function reviewPage(viewer: Viewer, template: string, r: HandInReviewView
     <input type="hidden" name="template" value="${template}" />
     <input type="hidden" name="name" value="${r.assignment}" />
     <input type="hidden" name="user" value="${r.user}" />
+    ${versionChoice(r)}
     ${
       r.rubric.length
         ? html`<fieldset>
@@ -163,6 +137,35 @@ ${r.review.comment ?? ""}</textarea>
 }
 
 /** The rubric as text: one item per line, `id | points | description`. */
+/** Which version counts: the last one unless the teacher picks another (the platform grades it). */
+function versionChoice(r: HandInReviewView) {
+  if (r.versions.length < 2) return "";
+  const picked = r.review.countedVersion;
+  const option = (value: string, checked: boolean, label: ReturnType<typeof html> | string) =>
+    html`<p>
+      <input
+        type="radio"
+        id="v-${value || "last"}"
+        name="countedVersion"
+        value="${value}"
+        ${checked ? html`checked` : ""}
+      />
+      <label for="v-${value || "last"}">${label}</label>
+    </p>`;
+  return html`<fieldset>
+    <legend>The version that counts</legend>
+    ${option("", picked === null, `The last one (version ${r.versions.at(-1)?.version ?? ""})`)}
+    ${r.versions.map((v) =>
+      option(
+        String(v.version),
+        picked === v.version,
+        html`Version ${String(v.version)}: ${formatTime(v.requestedAt)}${v.late ? " (late)" : ""},
+          ${String(v.files)} files, SHA-256 <code class="mono">${v.sha256.slice(0, 12)}…</code>`,
+      ),
+    )}
+  </fieldset>`;
+}
+
 export const rubricText = (items: RubricItemView[]): string =>
   items.map((i) => `${i.id} | ${i.points} | ${i.description}`).join("\n");
 

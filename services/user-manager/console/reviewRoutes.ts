@@ -9,15 +9,8 @@ import { badRequest } from "../errors.ts";
 import { refused, type AssignmentConsoleDeps } from "./assignmentRoutes.ts";
 import { formOf, templateField } from "./forms.ts";
 import { CONSOLE_PATH } from "./layout.ts";
-import {
-  reviewPage,
-  reviewUrl,
-  rubricPage,
-  rubricText,
-  rubricUrl,
-  type HandInReviewView,
-  type RubricItemView,
-} from "./reviewPages.ts";
+import { reviewPage, reviewUrl, rubricPage, rubricText, rubricUrl } from "./reviewPages.ts";
+import type { HandInReviewView, RubricItemView } from "../reviewRoutes.ts";
 
 type ReviewConsoleDeps = Omit<AssignmentConsoleDeps, "store">;
 
@@ -91,10 +84,12 @@ export function reviewConsoleRoutes(app: FastifyInstance, deps: ReviewConsoleDep
         `The autograder's part must be a number, got "${raw}"`,
       );
     const comment = (fields.get("comment") ?? "").trim();
+    const counted = fields.get("countedVersion") ?? "";
     const answer = await api(request, "PUT", reviewPath(template, name, user), {
       items: fields.getAll("item"),
       ...(comment ? { comment } : {}),
       autograderScore: raw === "" ? null : Number(raw),
+      countedVersion: /^\d+$/.test(counted) ? Number(counted) : null,
     });
     if (answer.status === 400)
       return showReview(request, reply, template, name, user, 400, answer.body.message ?? "refused");

@@ -196,12 +196,26 @@ test("coursework routes: teachers by RBAC, the hand-in table, students' hand-in 
   const receipt = { files: 3, bytes: 2048, sha256: HASH, skipped: 0 };
   await reportSubmission(ns, "week1", "alice", {
     distributedRelease: 2,
-    receipt: { ...receipt, time: new Date().toISOString(), late: false, by: "student" },
+    receipt: {
+      ...receipt,
+      version: 1,
+      requestedAt: new Date().toISOString(),
+      time: new Date().toISOString(),
+      late: false,
+      by: "student",
+    },
   });
   await reportSubmission(ns, "week1", "bob", {
     distributedRelease: 2,
     keptOwnVersion: ["lab.ipynb"],
-    receipt: { ...receipt, time: new Date().toISOString(), late: true, by: "student" },
+    receipt: {
+      ...receipt,
+      version: 1,
+      requestedAt: new Date().toISOString(),
+      time: new Date().toISOString(),
+      late: true,
+      by: "student",
+    },
   });
   await reportSubmission(ns, "week1", "carol", { distributedRelease: 2, keptOwnVersion: ["notes.md"] });
   // The teacher's own environment of lab: the operator gives teachers no Submission.
@@ -216,6 +230,7 @@ test("coursework routes: teachers by RBAC, the hand-in table, students' hand-in 
         user: string;
         state: string;
         receipt: unknown;
+        versions: unknown[];
         keptOwnVersion: string[];
       }[];
       assert.deepEqual(
@@ -229,13 +244,21 @@ test("coursework routes: teachers by RBAC, the hand-in table, students' hand-in 
         "zoe, of another Template, and tina, who teaches lab, are not in it",
       );
       assert.deepEqual(rows[1]?.keptOwnVersion, ["lab.ipynb"]);
-      assert.deepEqual(rows[0]?.receipt, {
+      const time = (rows[0]?.receipt as { time: string }).time;
+      const aliceReceipt = {
         ...receipt,
-        time: (rows[0]?.receipt as { time: string }).time,
+        version: 1,
+        requestedAt: time,
+        copyStartedAt: null,
+        time,
         late: false,
         by: "student",
         deadline: null,
-      });
+        writtenAfter: [],
+        writtenAfterCount: 0,
+      };
+      assert.deepEqual(rows[0]?.receipt, aliceReceipt);
+      assert.deepEqual(rows[0]?.versions, [aliceReceipt], "her only version");
       assert.deepEqual(r.json.counts, { "on-time": 1, late: 1, open: 1, "not-distributed": 1 });
     },
   );
@@ -260,7 +283,7 @@ test("coursework routes: teachers by RBAC, the hand-in table, students' hand-in 
     assert.equal(stored.spec.handInRequestedBy, "student");
     const at = stored.spec.handInRequestedAt;
     assert.ok(at && Math.abs(Date.parse(at) - Date.now()) < 60_000, `requested now: ${at}`);
-    // Final: a second press answers the same state and writes nothing.
+    // While it is collected, a second press answers the same state and writes nothing.
     const again = await h.call("POST", path, { token: proxy });
     assert.equal(again.status, 200);
     assert.equal(again.json.handInRequestedAt, at);
@@ -270,13 +293,53 @@ test("coursework routes: teachers by RBAC, the hand-in table, students' hand-in 
     // Stands in for the operator: the copy is done, the receipt written.
     await reportSubmission(ns, "week1", "carol", {
       distributedRelease: 2,
-      receipt: { ...receipt, time: at, late: false, by: "student" },
+      receipt: { ...receipt, version: 1, requestedAt: at, time: at, late: false, by: "student" },
     });
     const got = await h.call("GET", "/api/v1/templates/lab/assignments/week1/submissions/carol", {
       token: proxy,
     });
     assert.equal(got.status, 200);
-    assert.deepEqual(got.json.receipt, { ...receipt, time: at, late: false, by: "student", deadline: null });
+    assert.deepEqual(got.json.receipt, {
+      ...receipt,
+      version: 1,
+      requestedAt: at,
+      copyStartedAt: null,
+      time: at,
+      late: false,
+      by: "student",
+      deadline: null,
+      writtenAfter: [],
+      writtenAfterCount: 0,
+    });
+    assert.equal(got.json.open, true, "collected, before the closing time: she may hand in again");
+    assert.equal(got.json.maxVersions, 5);
+
+    // Again: a new moment; once the assignment's versions are used, refused with the reason.
+    await (await adminRest()).patch(assignmentsPath(ns, "week1"), { spec: { maxVersions: 2 } });
+    const second = await h.call("POST", path, { token: proxy });
+    assert.equal(second.status, 200, second.text);
+    assert.equal(second.json.state, "handing-in");
+    const at2 = second.json.handInRequestedAt as string;
+    assert.ok(Date.parse(at2) > Date.parse(at), `${at2} after ${at}`);
+    const first = { ...receipt, version: 1, requestedAt: at, time: at, late: false, by: "student" as const };
+    const latest = { ...first, version: 2, requestedAt: at2, time: at2 };
+    await reportSubmission(ns, "week1", "carol", {
+      distributedRelease: 2,
+      receipt: latest,
+      versions: [first, latest],
+    });
+    const third = await h.call("POST", path, { token: proxy });
+    assert.equal(third.status, 409, third.text);
+    assert.match(String(third.json.message), /all 2 hand-ins are used/);
+    const seen = await h.call("GET", "/api/v1/templates/lab/assignments/week1/submissions/carol", {
+      token: proxy,
+    });
+    assert.deepEqual(
+      (seen.json.versions as { version: number }[]).map((v) => v.version),
+      [1, 2],
+    );
+    assert.equal(seen.json.open, false);
+    assert.match(String(seen.json.notOpenBecause), /all 2 hand-ins are used/);
   });
 
   await t.test("refused: not in the assignment, after the closing time, without the right", async () => {

@@ -57,7 +57,10 @@ export async function createSubmission(
   });
 }
 
-/** Stands in for the operator's Submission controller: the status it reports after a copy pod. */
+/**
+ * Stands in for the operator's Submission controller: the status it reports after a copy pod. A
+ * receipt given alone is the only version, as the operator reports a first hand-in.
+ */
 export async function reportSubmission(
   ns: string,
   assignment: string,
@@ -65,8 +68,9 @@ export async function reportSubmission(
   status: NonNullable<Submission["status"]>,
   rest?: KubeRest,
 ): Promise<void> {
+  const versions = status.versions ?? (status.receipt ? [status.receipt] : undefined);
   await (rest ?? (await adminRest())).patch(
     `${submissionsPath(ns, submissionNameFor(assignment, user))}/status`,
-    { status },
+    { status: { ...status, ...(versions ? { versions } : {}) } },
   );
 }

@@ -35,6 +35,8 @@ const handedIn = (
   spec: { assignment: a, user, handInRequestedAt: "2026-12-01T10:00:00Z", handInRequestedBy: "student" },
   status: {
     receipt: {
+      version: 1,
+      requestedAt: "2026-12-01T10:00:05Z",
       time: "2026-12-01T10:00:05Z",
       files: 1,
       bytes: 3,

@@ -48,6 +48,8 @@ test("the grade book for the class's teachers alone, as JSON and as Canvas's and
   for (const user of ["ann@uni.example", "ben@uni.example"]) await createSubmission(ns, "calc", user);
   await reportSubmission(ns, "calc", "ann@uni.example", {
     receipt: {
+      version: 1,
+      requestedAt: "2026-12-07T10:00:00Z",
       time: "2026-12-07T10:00:00Z",
       files: 1,
       bytes: 3,

@@ -20,6 +20,8 @@ const submission = (spec: Partial<Submission["spec"]> = {}, status?: Submission[
   ...(status ? { status } : {}),
 });
 const receipt = (by: "student" | "deadline", late: boolean, files = 2) => ({
+  version: 1,
+  requestedAt: "2026-12-01T11:00:00Z",
   time: "2026-12-01T11:00:00Z",
   files,
   bytes: 10,

@@ -1,0 +1,83 @@
+/** A student's hand-ins as versions (api/handIns.ts): which is pending, which counts, when no more are taken. */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { countedReceipt, handInRefusal, pendingHandIn } from "../handIns.ts";
+import type { Assignment, Receipt, Submission } from "../v1alpha1/index.ts";
+
+const assignment = (maxVersions?: number): Assignment => ({
+  apiVersion: "userland.dev/v1alpha1",
+  kind: "Assignment",
+  metadata: { name: "calc" },
+  spec: {
+    templateName: "lab",
+    title: "Calculator",
+    source: { folder: "course", path: "calc" },
+    ...(maxVersions !== undefined ? { maxVersions } : {}),
+  },
+});
+const version = (n: number, requestedAt: string): Receipt => ({
+  version: n,
+  requestedAt,
+  time: requestedAt,
+  files: 1,
+  bytes: 1,
+  sha256: String(n).repeat(64),
+  late: false,
+  by: "student",
+});
+const submission = (spec: Partial<Submission["spec"]>, versions: Receipt[] = []): Submission => ({
+  apiVersion: "userland.dev/v1alpha1",
+  kind: "Submission",
+  metadata: { name: "calc-ann" },
+  spec: { assignment: "calc", user: "ann", ...spec },
+  status: { versions },
+});
+
+test("a request newer than the last version is pending, as the next version; one already collected is not", () => {
+  assert.equal(pendingHandIn(submission({})), undefined, "nothing asked");
+  assert.deepEqual(pendingHandIn(submission({ handInRequestedAt: "2026-12-07T10:00:00Z" })), {
+    version: 1,
+    moment: "2026-12-07T10:00:00Z",
+  });
+  const one = [version(1, "2026-12-07T10:00:00Z")];
+  assert.equal(pendingHandIn(submission({ handInRequestedAt: "2026-12-07T10:00:00Z" }, one)), undefined);
+  assert.deepEqual(pendingHandIn(submission({ handInRequestedAt: "2026-12-07T11:00:00Z" }, one)), {
+    version: 2,
+    moment: "2026-12-07T11:00:00Z",
+  });
+});
+
+test("the last version counts unless a teacher picked another that exists", () => {
+  const two = [version(1, "2026-12-07T10:00:00Z"), version(2, "2026-12-07T11:00:00Z")];
+  assert.equal(countedReceipt(submission({}, two))?.version, 2);
+  assert.equal(countedReceipt(submission({ review: { countedVersion: 1 } }, two))?.version, 1);
+  assert.equal(
+    countedReceipt(submission({ review: { countedVersion: 7 } }, two))?.version,
+    2,
+    "no such version",
+  );
+  assert.equal(countedReceipt(submission({})), undefined);
+});
+
+test("no further hand-in: after the collection at closing, while one is collected, when every version is used", () => {
+  const at = "2026-12-07T10:00:00Z";
+  const one = [version(1, at)];
+  assert.equal(handInRefusal(assignment(), submission({})), undefined);
+  assert.equal(handInRefusal(assignment(), submission({ handInRequestedAt: at }, one)), undefined, "again");
+  assert.match(
+    handInRefusal(assignment(), submission({ handInRequestedAt: at, handInRequestedBy: "deadline" }, one)) ??
+      "",
+    /collected at the closing time/,
+  );
+  assert.match(
+    handInRefusal(assignment(), submission({ handInRequestedAt: at })) ?? "",
+    /still being collected/,
+  );
+  assert.match(handInRefusal(assignment(1), submission({ handInRequestedAt: at }, one)) ?? "", /final/);
+  const five = [1, 2, 3, 4, 5].map((n) => version(n, `2026-12-07T1${n}:00:00Z`));
+  assert.match(
+    handInRefusal(assignment(), submission({ handInRequestedAt: "2026-12-07T15:00:00Z" }, five)) ?? "",
+    /all 5 hand-ins are used/,
+    "the default allows five",
+  );
+});
