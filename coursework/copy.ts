@@ -19,7 +19,6 @@ import { receiveUploadOnce } from "./receiveUpload.ts";
 import { NameError } from "./files/names.ts";
 import { UploadError, type UploadLayout } from "./files/upload.ts";
 import { collectionUserFolder } from "../api/naming.ts";
-import { kubeTime } from "../api/times.ts";
 
 /** Feedback laid out by student: a top-level folder names a student by identity or collection folder. */
 function studentsLayout(users: string[]): UploadLayout {
@@ -83,7 +82,8 @@ Options:
   --max-path-length N      Bytes of a path inside <from> (default ${DEFAULT_LIMITS.maxPathLength})
   --folder NAME=PATH       archive-class: a folder to archive (repeat it)
   --manifest-sha256 HEX    verify-archive: the manifest's SHA-256 as archive-class printed it
-  --moment TIME            handin: the hand-in's moment (ISO 8601); files whose change time is later
+  --moment TIME            handin: the hand-in's moment (ISO 8601; in whole seconds it stands for the
+                           whole second); files whose change time is later
                            are listed as writtenAfter (they are copied as they were when read)
   --store                  archive, serve-archive: store the files without compressing them
   --token-sha256 HEX       serve-archive, serve-file, receive-upload: the SHA-256 (64 hex digits) of the one caller's token
@@ -174,7 +174,12 @@ function parse(argv: string[]) {
     if (values[flag] !== undefined && !listens)
       throw new UsageError(`--${flag} applies to serve-archive and receive-upload only`);
   }
-  const moment = values.moment === undefined ? undefined : new Date(values.moment);
+  // A moment in whole seconds (as Kubernetes keeps times) may be any instant of that second: only a
+  // change after the whole second is surely after it.
+  const moment =
+    values.moment === undefined
+      ? undefined
+      : new Date(Date.parse(values.moment) + (/\.\d+/.test(values.moment) ? 0 : 999));
   if (values.moment !== undefined && command !== "handin")
     throw new UsageError("--moment applies to handin only");
   if (moment !== undefined && Number.isNaN(moment.getTime()))
@@ -231,6 +236,7 @@ function parse(argv: string[]) {
     manifestSha256,
     limits,
     moment,
+    momentText: values.moment,
     store: values.store ?? false,
     tokenSha256,
     students: values.student,
@@ -251,7 +257,7 @@ async function run(args: Args): Promise<object> {
     case "handin":
       return {
         ...(await copyTree(args.from, args.to, args.limits, { moment: args.moment })),
-        ...(args.moment ? { moment: kubeTime(args.moment) } : {}),
+        ...(args.momentText ? { moment: args.momentText } : {}),
       };
     case "distribute":
       return distribute(args.from, args.to, args.limits);

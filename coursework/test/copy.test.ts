@@ -52,6 +52,8 @@ test("invalid arguments exit 2 with a message that says what is wrong", () => {
     [["handin", "a", "b", "--student", "ann"], /--student applies to receive-upload only/],
     [["receive-upload", "a", "--store"], /--store applies to archive and serve-archive only/],
     [["handin", "a", "b", "--colour"], /Unknown option '--colour'/],
+    [["handin", "a", "b", "--moment", "yesterday"], /--moment must be a time/],
+    [["archive", "a", "--moment", "2026-12-07T09:00:00Z"], /--moment applies to handin only/],
   ];
   for (const [args, message] of cases) {
     const { code, stderr } = run(...args);
@@ -80,6 +82,27 @@ test("handin prints the receipt and writes it, shortened to 4096 bytes, to the t
   assert.equal(short.sha256, receipt.sha256);
   assert.equal(short.files.length + short.omitted.files, 200);
   assert.equal(short.skipped.length, 1);
+});
+
+test("handin --moment: echoed back; a moment in whole seconds stands for its whole second", async (t) => {
+  const dir = await scratch(t);
+  const home = join(dir, "home");
+  await mkdir(home);
+  await writeFile(join(home, "a.py"), "print(1)\n");
+  // Written in the second the moment names (as the request's time, truncated, would say it).
+  const second = new Date().toISOString().replace(/\.\d+Z$/, "Z");
+  const whole = run("handin", home, join(dir, "copy-1"), "--moment", second);
+  assert.equal(whole.code, 0, whole.stderr.toString());
+  const one = JSON.parse(whole.stdout.toString()) as {
+    moment: string;
+    writtenAfter: string[];
+    startedAt: string;
+  };
+  assert.equal(one.moment, second);
+  assert.deepEqual(one.writtenAfter, [], "a change in the moment's own second is not after it");
+  assert.match(one.startedAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+  const earlier = run("handin", home, join(dir, "copy-2"), "--moment", "2020-01-01T00:00:00.000Z");
+  assert.deepEqual((JSON.parse(earlier.stdout.toString()) as typeof one).writtenAfter, ["a.py"]);
 });
 
 test("a limit exits 3 and a linked folder 4, each with a JSON error in the termination log", async (t) => {

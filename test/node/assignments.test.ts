@@ -197,12 +197,15 @@ test("an assignment cycle with kubectl alone: published, distributed (running an
   const annIn = await submission("ann", "receipt", (x) => x.status?.receipt !== undefined);
   const handins = `${COLLECTION}/handins/a1`;
   assert.deepEqual(
-    { ...annIn.status?.receipt, time: undefined, bytes: undefined },
+    { ...annIn.status?.receipt, time: undefined, bytes: undefined, copyStartedAt: undefined },
     {
+      version: 1,
+      requestedAt: annIn.spec.handInRequestedAt,
+      copyStartedAt: undefined,
       time: undefined,
       bytes: undefined,
       files: 4, // main.py, notes.txt, data/input.txt and the delivery record
-      sha256: await manifestHash(tess, `${handins}/${collectionUserFolder("ann")}`),
+      sha256: await manifestHash(tess, `${handins}/${collectionUserFolder("ann")}/1`),
       late: false,
       deadline: "2099-01-01T00:00:00Z",
       by: "student",
@@ -210,7 +213,7 @@ test("an assignment cycle with kubectl alone: published, distributed (running an
     },
   );
   assert.equal(
-    await sh(tess, `cat ${handins}/${collectionUserFolder("ann")}/main.py`),
+    await sh(tess, `cat ${handins}/${collectionUserFolder("ann")}/1/main.py`),
     'print("mine")\n',
     "the teacher reads ann's hand-in",
   );
@@ -237,10 +240,13 @@ test("an assignment cycle with kubectl alone: published, distributed (running an
   assert.equal(over.status?.receipt, undefined);
   await sh(ben, `rm ${HOME}/assignments/a1/big`);
   const benIn = await submission("ben", "receipt after the retry", (x) => x.status?.receipt !== undefined);
-  const benFolder = `${handins}/${collectionUserFolder("ben")}`;
+  const benFolder = `${handins}/${collectionUserFolder("ben")}/1`;
   assert.deepEqual(
-    { ...benIn.status?.receipt, time: undefined, bytes: undefined },
+    { ...benIn.status?.receipt, time: undefined, bytes: undefined, copyStartedAt: undefined },
     {
+      version: 1,
+      requestedAt: benIn.spec.handInRequestedAt,
+      copyStartedAt: undefined,
       time: undefined,
       bytes: undefined,
       files: 4,
@@ -270,7 +276,7 @@ test("an assignment cycle with kubectl alone: published, distributed (running an
   assert.equal(catIn.status?.receipt?.by, "deadline");
   assert.equal(
     catIn.status?.receipt?.sha256,
-    await manifestHash(tess, `${handins}/${collectionUserFolder("cat")}`),
+    await manifestHash(tess, `${handins}/${collectionUserFolder("cat")}/1`),
   );
   const counted = await until("the counts", async () => {
     const a = await getA();

@@ -780,7 +780,7 @@ test(
 
     // The collected copies, read in the teacher's Jupyter (read-only) and hashed again here.
     for (const user of STUDENTS) {
-      const dir = `collection/handins/${ASSIGNMENT}/${collectionUserFolder(user)}`;
+      const dir = `collection/handins/${ASSIGNMENT}/${collectionUserFolder(user)}/1`;
       const recomputed = await collectedCopy(`/home/jovyan/${dir}`);
       assert.deepEqual(
         recomputed,
@@ -788,7 +788,7 @@ test(
         `${user}'s collected files hash as the receipt says`,
       );
     }
-    const collectedAnn = `collection/handins/${ASSIGNMENT}/${collectionUserFolder("ann")}/lists.ipynb`;
+    const collectedAnn = `collection/handins/${ASSIGNMENT}/${collectionUserFolder("ann")}/1/lists.ipynb`;
     assert.match(await fileText(tessJupyter, collectedAnn), /# ann/, "ann's edit is what was collected");
     const overwrite = await jupyterApi(
       tessJupyter,

@@ -223,9 +223,9 @@ test("downloads on the real node: a read-only archive pod serves a student's hom
   const inZip = (
     await sh(
       fetcher,
-      `cd /tmp && curl -sSf -m 60 -H 'Authorization: Bearer ${handins.token}' -o h.zip ${handins.url} && mkdir h && cd h && busybox unzip -q ../h.zip && ls && cd '${folder}' && ${MANIFEST_SHA256_SCRIPT}`,
+      `cd /tmp && curl -sSf -m 60 -H 'Authorization: Bearer ${handins.token}' -o h.zip ${handins.url} && mkdir h && cd h && busybox unzip -q ../h.zip && ls && cd '${folder}/1' && ${MANIFEST_SHA256_SCRIPT}`,
     )
   ).split("\n");
-  assert.equal(inZip[0], folder, "one folder per student");
+  assert.equal(inZip[0], folder, "one folder per student, a folder per version in it");
   assert.equal(inZip[1], receipt.sha256, "the hand-in in the zip is the one the receipt names");
 });

@@ -201,7 +201,7 @@ test("end of term on the real node: a class of three archived into one zip in th
   assert.match(zipPath, /^\/collection\/archives\/term1-[a-z2-7]{8}\.zip$/);
   const folders = [
     ...STUDENTS.map((u) => `students/${collectionUserFolder(u)}/home`),
-    `handins/a1/${collectionUserFolder("ann")}`,
+    `handins/a1/${collectionUserFolder("ann")}/1`,
   ];
   const out = (
     await sh(

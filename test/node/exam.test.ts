@@ -240,7 +240,7 @@ test("an exam on the real node: inside the window a student's pod reaches neithe
     assert.ok((s.status?.receipt?.files ?? 0) >= 2, `${who}'s answer and handout collected`);
     const copy = await sh(
       tess,
-      `cat ${LAB_COLLECTION}/handins/final/${collectionUserFolder(who)}/answer.txt`,
+      `cat ${LAB_COLLECTION}/handins/final/${collectionUserFolder(who)}/1/answer.txt`,
     );
     assert.equal(copy, `${who}: 42\n`, `${who}'s answer in the teacher's read-only hand-ins`);
   }

@@ -7,7 +7,11 @@
  *   machine): a session copied from elsewhere, or left open before, is refused;
  * - a visitor must be a proctor (a listed user or a member of a listed group) and, as for any
  *   visit, hold the visit right (asked afterwards, route/visitTracker.ts); their session too must be new;
- * - a held Userland is not served, nor started, until the exam is over.
+ * - a held Userland is not served, nor started, until the exam is over;
+ * - once the end has passed, the exam environment serves nobody (student or proctor) until the
+ *   operator has collected the hand-ins and taken its marks off: nothing written after the end
+ *   reaches what is collected through the proxy. (A WebSocket opened before the end is not cut
+ *   here; the exam's NetworkPolicy and the collection's moment bound what it can still do.)
  *
  * A marked Userland whose notice cannot be read admits nobody: an exam must never look open.
  */
@@ -70,11 +74,31 @@ export function signInAgainPage(notice: ExamNotice, signOutUrl: string): Page {
   };
 }
 
+/** After the end, while the operator collects: the environment serves nobody. */
+function examOverPage(notice: ExamNotice): Page {
+  const title = "The exam is over";
+  const message = `The exam ${notice.title ?? notice.exam} ended at ${utcMinute(notice.end)}. Your work is being collected; this environment opens again once it has been.`;
+  return {
+    status: 403,
+    title,
+    body: document(title, html`<p>${message}</p>`, {}),
+    json: { error: title, message, exam: notice.exam, end: notice.end },
+  };
+}
+
+const over = (notice: ExamNotice, now: Date) => now.getTime() >= Date.parse(notice.end);
+
 /** The student's own request to their exam environment: undefined when it may pass. */
-export function ownerRefusal(userland: Userland, session: Session, signOutUrl: string): Page | undefined {
+export function ownerRefusal(
+  userland: Userland,
+  session: Session,
+  signOutUrl: string,
+  now = new Date(),
+): Page | undefined {
   const exam = examOf(userland);
   if (!exam) return undefined;
   if ("unreadable" in exam) return unreadablePage(exam.unreadable);
+  if (over(exam.notice, now)) return examOverPage(exam.notice);
   return before(session, exam.notice) ? signInAgainPage(exam.notice, signOutUrl) : undefined;
 }
 
@@ -93,11 +117,13 @@ export function visitorRefusal(
   userland: Userland,
   session: Session,
   signOutUrl: string,
+  now = new Date(),
 ): Page | "denied" | undefined {
   const exam = examOf(userland);
   if (!exam) return undefined;
   if ("unreadable" in exam) return unreadablePage(exam.unreadable);
   if (!isProctor(exam.notice, session)) return "denied";
+  if (over(exam.notice, now)) return examOverPage(exam.notice);
   return before(session, exam.notice) ? signInAgainPage(exam.notice, signOutUrl) : undefined;
 }
 

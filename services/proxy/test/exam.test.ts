@@ -235,6 +235,31 @@ test("during an exam: the student with a session from after the start and the pr
     },
   );
 
+  await t.test(
+    "past the end, while the marks are on (collecting): neither bob nor the proctor gets in",
+    async () => {
+      const ended = { ...notice, end: new Date((nowS - 1) * 1000).toISOString() };
+      await admin.patch(userlandsPath(ns, "bob-code"), {
+        metadata: { annotations: { [ExamMarks.examAnnotation]: JSON.stringify(ended) } },
+      });
+      await eventually(
+        "the proxy's cache to hold the ended notice",
+        () =>
+          proxy.app.cluster.getUserland?.("bob-code")?.metadata.annotations?.[ExamMarks.examAnnotation] ===
+          JSON.stringify(ended),
+      );
+      const seen = upstream.seen.length;
+      const r = await get(await fresh("bob"), "/after-the-end");
+      assert.equal(r.status, 403, r.body);
+      assert.match(r.body, /The exam is over/);
+      assert.match(r.body, /Your work is being collected/);
+      const p = await visit(await fresh("prof"));
+      assert.equal(p.status, 403, p.body);
+      assert.match(p.body, /The exam is over/);
+      assert.equal(upstream.seen.length, seen, "nothing reached bob's environment");
+    },
+  );
+
   await t.test("after the exam (marks gone) the same old session and dave get in again", async () => {
     await setMarks(false);
     await eventually(
