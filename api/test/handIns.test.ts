@@ -2,19 +2,10 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { countedReceipt, handInRefusal, pendingHandIn } from "../handIns.ts";
-import type { Assignment, Receipt, Submission } from "../v1alpha1/index.ts";
+import type { Receipt, Submission } from "../v1alpha1/index.ts";
+import { assignmentOf, submissionOf } from "./objects.ts";
 
-const assignment = (maxVersions?: number): Assignment => ({
-  apiVersion: "userland.dev/v1alpha1",
-  kind: "Assignment",
-  metadata: { name: "calc" },
-  spec: {
-    templateName: "lab",
-    title: "Calculator",
-    source: { folder: "course", path: "calc" },
-    ...(maxVersions !== undefined ? { maxVersions } : {}),
-  },
-});
+const assignment = (maxVersions?: number) => assignmentOf(maxVersions !== undefined ? { maxVersions } : {});
 const version = (n: number, requestedAt: string): Receipt => ({
   version: n,
   requestedAt,
@@ -25,13 +16,8 @@ const version = (n: number, requestedAt: string): Receipt => ({
   late: false,
   by: "student",
 });
-const submission = (spec: Partial<Submission["spec"]>, versions: Receipt[] = []): Submission => ({
-  apiVersion: "userland.dev/v1alpha1",
-  kind: "Submission",
-  metadata: { name: "calc-ann" },
-  spec: { assignment: "calc", user: "ann", ...spec },
-  status: { versions },
-});
+const submission = (spec: Partial<Submission["spec"]>, versions: Receipt[] = []) =>
+  submissionOf(spec, { versions });
 
 test("a request newer than the last version is pending, as the next version; one already collected is not", () => {
   assert.equal(pendingHandIn(submission({})), undefined, "nothing asked");

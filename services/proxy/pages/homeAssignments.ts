@@ -147,7 +147,7 @@ export function assignmentCard(a: StudentAssignment, view: HomeView, returnPath:
       Handed in ${a.handInRequestedAt ? timeOf(a.handInRequestedAt) : ""}: being collected; the receipt
       appears here in a moment.
     </p>`;
-  else if (a.receipt) body = html`${receiptOf(a)}${a.open && view.canAct ? handInForm(a, returnPath) : ""}`;
+  else if (a.receipt) body = receiptOf(a);
   else if (!a.open) body = html`<p>Closed: not handed in.</p>`;
   else
     body = html`<p class="muted">
@@ -170,7 +170,7 @@ export function assignmentCard(a: StudentAssignment, view: HomeView, returnPath:
       >
     </div>
     <p class="muted">${times}</p>
-    ${body}${gradeOf(a)}${feedback}
+    ${body}${gradeOf(a)}${feedback}${a.receipt && a.open && view.canAct ? handInForm(a, returnPath) : ""}
   </li>`;
 }
 

@@ -154,32 +154,27 @@ test("the home page: assignments, Hand in with a confirm step, the receipt; refu
       );
 
       // Stands in for the operator's Submission controller: collected, the receipt written.
+      const at = alice.spec.handInRequestedAt ?? "";
+      const collected = {
+        version: 1,
+        requestedAt: at,
+        time: at,
+        files: 4,
+        bytes: 1_572_864,
+        sha256: HASH,
+        late: true,
+        by: "student" as const,
+      };
       await reportSubmission(ns, "week1", "alice", {
         distributedRelease: 1,
-        receipt: {
-          version: 1,
-          requestedAt: alice.spec.handInRequestedAt,
-          time: alice.spec.handInRequestedAt,
-          files: 4,
-          bytes: 1_572_864,
-          sha256: HASH,
-          late: true,
-          by: "student",
-        },
+        receipt: collected,
       });
       const after = await view("alice");
       const week1 = after.assignments.find((a) => a.name === "week1");
       assert.equal(week1?.state, "late");
       assert.deepEqual(week1?.receipt, {
-        version: 1,
-        requestedAt: alice.spec.handInRequestedAt,
+        ...collected,
         copyStartedAt: null,
-        time: alice.spec.handInRequestedAt,
-        files: 4,
-        bytes: 1_572_864,
-        sha256: HASH,
-        late: true,
-        by: "student",
         skipped: 0,
         deadline: null,
         writtenAfter: [],

@@ -15,6 +15,8 @@ export const reviewUrl = (template: string, name: string, user: string, extra: R
 export const rubricUrl = (template: string, name: string, extra: Record<string, string> = {}) =>
   `${CONSOLE_PATH}/rubric?${new URLSearchParams({ template, name, ...extra }).toString()}`;
 
+const files = (n: number) => `${n} file${n === 1 ? "" : "s"}`;
+
 export function reviewPage(viewer: Viewer, template: string, r: HandInReviewView, notice?: string): string {
   const receipt = r.receipt
     ? html`<p>
@@ -22,7 +24,7 @@ export function reviewPage(viewer: Viewer, template: string, r: HandInReviewView
         ${formatTime(r.receipt.requestedAt)}${r.receipt.late ? html` <strong>late</strong>` : ""}${
           r.receipt.deadline ? ` (their deadline ${formatTime(r.receipt.deadline)})` : ""
         }${r.versions.length > 1 ? ` — version ${r.receipt.version} of ${r.versions.length}, the one that counts` : ""}:
-        ${String(r.receipt.files)} files, ${formatBytes(r.receipt.bytes)}, SHA-256
+        ${files(r.receipt.files)}, ${formatBytes(r.receipt.bytes)}, SHA-256
         <code class="mono">${r.receipt.sha256}</code>. The files are in your environment's collection under
         <code>handins/${r.assignment}/</code>, a folder per version.
         ${

@@ -194,28 +194,15 @@ test("coursework routes: teachers by RBAC, the hand-in table, students' hand-in 
   // Stands in for the operator's controllers: Submissions for lab's students, copies and receipts.
   for (const user of ["alice", "bob", "carol"]) await createSubmission(ns, "week1", user);
   const receipt = { files: 3, bytes: 2048, sha256: HASH, skipped: 0 };
-  await reportSubmission(ns, "week1", "alice", {
-    distributedRelease: 2,
-    receipt: {
-      ...receipt,
-      version: 1,
-      requestedAt: new Date().toISOString(),
-      time: new Date().toISOString(),
-      late: false,
-      by: "student",
-    },
-  });
+  const handedIn = (late: boolean) => {
+    const at = new Date().toISOString();
+    return { ...receipt, version: 1, requestedAt: at, time: at, late, by: "student" as const };
+  };
+  await reportSubmission(ns, "week1", "alice", { distributedRelease: 2, receipt: handedIn(false) });
   await reportSubmission(ns, "week1", "bob", {
     distributedRelease: 2,
     keptOwnVersion: ["lab.ipynb"],
-    receipt: {
-      ...receipt,
-      version: 1,
-      requestedAt: new Date().toISOString(),
-      time: new Date().toISOString(),
-      late: true,
-      by: "student",
-    },
+    receipt: handedIn(true),
   });
   await reportSubmission(ns, "week1", "carol", { distributedRelease: 2, keptOwnVersion: ["notes.md"] });
   // The teacher's own environment of lab: the operator gives teachers no Submission.

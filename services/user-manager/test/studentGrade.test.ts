@@ -3,20 +3,14 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { Assignment, Submission } from "../../../api/v1alpha1/index.ts";
 import { studentGrade } from "../studentGrade.ts";
+import { assignmentOf } from "../../../api/test/objects.ts";
 
-const assignment = (spec: Partial<Assignment["spec"]>): Assignment => ({
-  apiVersion: "userland.dev/v1alpha1",
-  kind: "Assignment",
-  metadata: { name: "calc" },
-  spec: {
-    templateName: "lab",
-    title: "Calculator",
-    source: { folder: "course", path: "calc" },
+const assignment = (spec: Partial<Assignment["spec"]>) =>
+  assignmentOf({
     deadline: "2026-12-10T12:00:00Z",
     autograder: { folder: "graders", path: "calc" },
     ...spec,
-  },
-});
+  });
 
 const graded: Submission = {
   apiVersion: "userland.dev/v1alpha1",
