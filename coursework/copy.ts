@@ -11,6 +11,7 @@ import { sendFile, verifyClassArchive, writeClassArchive } from "./files/classAr
 import { dirname, resolve } from "node:path";
 import { openFolder, UnsafePathError } from "./files/beneath.ts";
 import { copyTree, DestinationExistsError } from "./files/copy.ts";
+import { writeTextFile } from "./files/writeText.ts";
 import { distribute } from "./files/distribute.ts";
 import { DEFAULT_LIMITS, formatBytes, LimitError, parseBytes, type Limits } from "./files/limits.ts";
 import { writeTerminationLog } from "./files/report.ts";
@@ -43,6 +44,10 @@ Commands:
                            the SHA-256 of the sorted manifest (as sha256sum prints it), what was
                            skipped, when the copy started and, with --moment, which files were
                            written after the moment.
+  write-file <to> --text TEXT
+                           Write TEXT as the file <to> (its missing folders made, never through a
+                           link; the file replaced by a rename, a link at its name included): a
+                           released grade in a student's feedback folder. Prints its size and SHA-256.
   distribute <from> <to>   Publish the assignment folder <from> into a student's folder <to> by
                            nbgitpuller's rule: missing files are written, files the student has not
                            changed since the last delivery are updated, the student's changes are
@@ -82,6 +87,7 @@ Options:
   --max-path-length N      Bytes of a path inside <from> (default ${DEFAULT_LIMITS.maxPathLength})
   --folder NAME=PATH       archive-class: a folder to archive (repeat it)
   --manifest-sha256 HEX    verify-archive: the manifest's SHA-256 as archive-class printed it
+  --text TEXT              write-file: what the file holds
   --moment TIME            handin: the hand-in's moment (ISO 8601; in whole seconds it stands for the
                            whole second); files whose change time is later
                            are listed as writtenAfter (they are copied as they were when read)
@@ -130,6 +136,7 @@ function parse(argv: string[]) {
         "max-path-length": { type: "string" },
         store: { type: "boolean" },
         moment: { type: "string" },
+        text: { type: "string" },
         folder: { type: "string", multiple: true },
         "manifest-sha256": { type: "string" },
         "token-sha256": { type: "string" },
@@ -156,10 +163,11 @@ function parse(argv: string[]) {
     "archive-class": 1,
     "verify-archive": 1,
     "receive-upload": 1,
+    "write-file": 1,
   } as const;
   if (command === undefined)
     throw new UsageError(
-      "name a command: handin, distribute, archive, serve-archive, serve-file, archive-class, verify-archive or receive-upload",
+      "name a command: handin, distribute, archive, serve-archive, serve-file, archive-class, verify-archive, receive-upload or write-file",
     );
   if (!Object.hasOwn(arity, command)) throw new UsageError(`unknown command ${JSON.stringify(command)}`);
   const wanted = arity[command as keyof typeof arity];
@@ -186,6 +194,8 @@ function parse(argv: string[]) {
     throw new UsageError(
       `--moment must be a time such as 2026-12-07T09:00:00Z, got ${JSON.stringify(values.moment)}`,
     );
+  if ((values.text !== undefined) !== (command === "write-file"))
+    throw new UsageError("--text goes with write-file, and write-file needs it");
   if (values.student !== undefined && command !== "receive-upload")
     throw new UsageError("--student applies to receive-upload only");
   if (values.folder !== undefined && command !== "archive-class")
@@ -237,6 +247,7 @@ function parse(argv: string[]) {
     limits,
     moment,
     momentText: values.moment,
+    text: values.text ?? "",
     store: values.store ?? false,
     tokenSha256,
     students: values.student,
@@ -261,6 +272,8 @@ async function run(args: Args): Promise<object> {
       };
     case "distribute":
       return distribute(args.from, args.to, args.limits);
+    case "write-file":
+      return writeTextFile(args.from, args.text);
     case "archive":
       return archiveTree(args.from, args.limits, process.stdout, { compress: !args.store });
     case "archive-class":

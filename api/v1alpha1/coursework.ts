@@ -576,6 +576,15 @@ export const SubmissionStatusSchema = Type.Object({
   feedbackFiles: Type.Optional(
     Type.Integer({ minimum: 0, description: "Files in the feedback last returned." }),
   ),
+  gradeFile: Type.Optional(
+    Type.Object(
+      { sha256: SHA256, at: Type.Unsafe<string>({ ...TIME }) },
+      {
+        description:
+          "The released grade last written to the student's assignments/<name>/feedback/grade.md (its SHA-256): a changed grade is written again.",
+      },
+    ),
+  ),
   keptOwnVersion: Type.Optional(
     Type.Array(Type.String({ maxLength: 1024 }), {
       maxItems: 1000,
@@ -631,4 +640,6 @@ export const SubmissionConditions = {
   FeedbackReturned: "FeedbackReturned",
   /** With an autograder: True when the counted hand-in's result is in status.grade; False: running, or why the last run gave none. */
   Graded: "Graded",
+  /** Once grades are released: True when the student's feedback/grade.md says what they may see. */
+  GradeReturned: "GradeReturned",
 } as const;

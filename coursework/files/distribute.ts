@@ -23,6 +23,7 @@ import { manifestHash, type FileRecord } from "./manifest.ts";
 import { pathProblem } from "./names.ts";
 import { forEachFile } from "./parallel.ts";
 import { readListed } from "./read.ts";
+import { replaceWithText } from "./writeText.ts";
 import { Tree, type ListedFile, type Skipped } from "./walk.ts";
 
 /** The manifest's name in the student's assignment folder. */
@@ -287,16 +288,7 @@ async function writeVersion(
 }
 
 async function writeManifest(student: Tree, manifest: Manifest): Promise<void> {
-  await student.inFolder("", false, async (root) => {
-    const temporary = `.userland-${randomBytes(8).toString("hex")}.tmp`;
-    const out = await open(inside(root, temporary), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o644);
-    try {
-      await out.writeFile(`${JSON.stringify(manifest, null, 1)}\n`);
-      await out.sync();
-    } finally {
-      await out.close();
-    }
-    // rename replaces whatever the name is, a planted link included, and never writes through it.
-    await rename(inside(root, temporary), inside(root, MANIFEST_NAME));
-  });
+  await student.inFolder("", false, (root) =>
+    replaceWithText(root, MANIFEST_NAME, `${JSON.stringify(manifest, null, 1)}\n`),
+  );
 }

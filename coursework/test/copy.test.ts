@@ -2,7 +2,8 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
-import { chmod, mkdir, readdir, readFile, symlink, writeFile } from "node:fs/promises";
+import { createHash } from "node:crypto";
+import { chmod, lstat, mkdir, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
@@ -103,6 +104,31 @@ test("handin --moment: echoed back; a moment in whole seconds stands for its who
   assert.match(one.startedAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
   const earlier = run("handin", home, join(dir, "copy-2"), "--moment", "2020-01-01T00:00:00.000Z");
   assert.deepEqual((JSON.parse(earlier.stdout.toString()) as typeof one).writtenAfter, ["a.py"]);
+});
+
+test("write-file: folders made, the file replaced by a rename (a planted link replaced, not followed), a linked folder refused", async (t) => {
+  const dir = await scratch(t);
+  const target = join(dir, "home", "assignments", "calc", "feedback", "grade.md");
+  const first = run("write-file", target, "--text", "# Calculator\nScore: 7 of 8\n");
+  assert.equal(first.code, 0, first.stderr.toString());
+  assert.equal(await readFile(target, "utf8"), "# Calculator\nScore: 7 of 8\n");
+  const result = JSON.parse(first.stdout.toString()) as { bytes: number; sha256: string };
+  assert.equal(result.bytes, 27);
+  assert.equal(result.sha256, createHash("sha256").update("# Calculator\nScore: 7 of 8\n").digest("hex"));
+  // The student plants a link at the name, to a file of the teacher's: the link goes, the file stays.
+  await writeFile(join(dir, "outside.txt"), "not yours");
+  await rm(target);
+  await symlink(join(dir, "outside.txt"), target);
+  assert.equal(run("write-file", target, "--text", "Score: 8 of 8\n").code, 0);
+  assert.equal(await readFile(join(dir, "outside.txt"), "utf8"), "not yours");
+  assert.equal((await lstat(target)).isSymbolicLink(), false);
+  assert.equal(await readFile(target, "utf8"), "Score: 8 of 8\n");
+  // A link among the folders: refused (4), nothing written where it points.
+  await mkdir(join(dir, "elsewhere"));
+  await symlink(join(dir, "elsewhere"), join(dir, "home", "linked"));
+  assert.equal(run("write-file", join(dir, "home", "linked", "grade.md"), "--text", "x").code, 4);
+  assert.deepEqual(await readdir(join(dir, "elsewhere")), []);
+  assert.equal(run("write-file", target).code, 2, "write-file needs --text");
 });
 
 test("a limit exits 3 and a linked folder 4, each with a JSON error in the termination log", async (t) => {

@@ -29,6 +29,7 @@ export type CopyJob =
   | "distribute"
   | "handin"
   | "feedback"
+  | "report"
   | "archive"
   | "classarchive"
   | "verify"
@@ -45,7 +46,7 @@ export const DEFAULT_COPY_USER = 1000;
 export const COPY_NETWORK_POLICY = "userland-copy-pods-deny-all";
 
 /** Deterministic: after a restart the operator finds the pod it made for this job and reads it. */
-export function copyPodName(job: CopyJob, ownerUid: string, generation: number): string {
+export function copyPodName(job: CopyJob, ownerUid: string, generation: number | string): string {
   return `userland-${job}-${shortHash(`${ownerUid}/${job}/${generation}`, 16)}`;
 }
 

@@ -1,9 +1,10 @@
 /**
  * The Submission sync handler (docs/decisions/0011-coursework.md): one student's copy of one
  * Assignment, converged by copy pods that mount the student's home claim, one job at a time, in
- * this order: (a) the hand-in once requested (a snapshot into the collection and its receipt),
- * (b) the published release into `<home>/assignments/<name>/` (nbgitpuller's rule), (c) feedback
- * into `…/<name>/feedback/`. A running environment's claim may be ReadWriteOnce and attached to its
+ * this order: (a) each hand-in requested (a version: a snapshot into the collection and its
+ * receipt), (b) the published release into `<home>/assignments/<name>/` (nbgitpuller's rule), (c)
+ * feedback into `…/<name>/feedback/`, (d) once grades are released, the grade the student may see
+ * as `…/feedback/grade.md` (written again when it changes). A running environment's claim may be ReadWriteOnce and attached to its
  * node: the copy goes to that node; a stopped one's claim is free.
  */
 import { controllerReference } from "../ownership.ts";
@@ -29,12 +30,16 @@ import { writeStatus } from "../statusWrite.ts";
 import { deadlineFor } from "../../api/deadlines.ts";
 import { countedReceipt, maxVersionsOf, pendingHandIn, versionsOf } from "../../api/handIns.ts";
 import { kubeTime } from "../../api/times.ts";
+import { gradeReport } from "../../api/studentGrade.ts";
+import { createHash } from "node:crypto";
 import { gradeSubmission, pendingGradePod } from "../grading/syncGrading.ts";
 
 const HOME_MOUNT = "/home-claim";
 const COLLECTION_MOUNT = "/collection";
 /** At most this many kept paths go into status (the CRD's maxItems). */
 const MAX_KEPT = 1000;
+/** The released grade's file in the student's feedback folder. */
+export const GRADE_FILE = "grade.md";
 /** At most this many late-written paths go into a receipt (the CRD's maxItems). */
 const MAX_WRITTEN_AFTER = 20;
 
@@ -96,10 +101,10 @@ export async function syncSubmission(
   let conditions = previous.conditions ?? [];
   const set = (c: ConditionInput) => (conditions = setCondition(conditions, c));
 
-  const job = nextJob(submission, assignment);
+  const job = nextJob(submission, assignment, ctx.now());
   const uid = submission.metadata.uid ?? "";
   await deleteFinishedCopyPods(ctx, uid, [
-    job && copyPodName(job, uid, generationOf(job, assignment, submission)),
+    job && copyPodName(job, uid, generationOf(job, assignment, submission, ctx.now())),
     pendingGradePod(submission, assignment, template),
   ]);
   let againAfterMs: number | undefined;
@@ -145,7 +150,7 @@ export async function syncSubmission(
 }
 
 /** The one job due now, by priority: the hand-in, then the published release, then feedback. */
-export function nextJob(s: Submission, a: Assignment): StudentJob | undefined {
+export function nextJob(s: Submission, a: Assignment, now: Date): StudentJob | undefined {
   const status = s.status ?? {};
   const handIn = s.spec.handInRequestedAt !== undefined;
   const pending = pendingHandIn(s);
@@ -153,20 +158,27 @@ export function nextJob(s: Submission, a: Assignment): StudentJob | undefined {
   const published = a.status?.publishedRelease;
   if (!handIn && published !== undefined && status.distributedRelease !== published) return "distribute";
   if ((a.spec.feedbackRelease ?? 0) > (status.feedbackRelease ?? 0)) return "feedback";
+  const report = gradeReport(a, s, now);
+  if (report !== undefined && sha256(report) !== status.gradeFile?.sha256) return "report";
   return undefined;
 }
 
-const conditionOf = (job: StudentJob): string =>
-  job === "handin"
-    ? SubmissionConditions.HandedIn
-    : job === "distribute"
-      ? SubmissionConditions.Distributed
-      : SubmissionConditions.FeedbackReturned;
+const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
+
+const CONDITIONS: Record<StudentJob, string> = {
+  handin: SubmissionConditions.HandedIn,
+  distribute: SubmissionConditions.Distributed,
+  feedback: SubmissionConditions.FeedbackReturned,
+  report: SubmissionConditions.GradeReturned,
+};
+const conditionOf = (job: StudentJob): string => CONDITIONS[job];
 
 /** Generation of a job: a new one (a new release, new feedback, a new hand-in) is a new pod. */
-function generationOf(job: StudentJob, a: Assignment, s: Submission): number {
+function generationOf(job: StudentJob, a: Assignment, s: Submission, now: Date): number | string {
   if (job === "distribute") return a.status?.publishedRelease ?? 0;
   if (job === "feedback") return a.spec.feedbackRelease ?? 0;
+  // A grade file per text: a changed grade is a new pod.
+  if (job === "report") return sha256(gradeReport(a, s, now) ?? "");
   return pendingHandIn(s)?.version ?? 1;
 }
 
@@ -187,6 +199,7 @@ async function copy(
   const home = (readOnly: boolean): CopyMount => ({ claim: homeClaim, mountPath: HOME_MOUNT, readOnly });
   const limits = a.spec.limits ?? {};
   const pending = pendingHandIn(s) ?? { version: 1, moment: kubeTime(ctx.now()) };
+  const report = gradeReport(a, s, ctx.now());
   const plan: Record<typeof job, { args: string[]; mounts: CopyMount[] }> = {
     handin: {
       args: [
@@ -217,6 +230,10 @@ async function copy(
         home(false),
       ],
     },
+    report: {
+      args: ["write-file", `${studentFolder}/feedback/${GRADE_FILE}`, "--text", report ?? ""],
+      mounts: [home(false)],
+    },
     feedback: {
       args: [
         "distribute",
@@ -233,7 +250,7 @@ async function copy(
   const run = await runCopy(
     ctx,
     {
-      name: copyPodName(job, s.metadata.uid ?? "", generationOf(job, a, s)),
+      name: copyPodName(job, s.metadata.uid ?? "", generationOf(job, a, s, ctx.now())),
       namespace: s.metadata.namespace ?? "",
       job,
       owner: controllerReference("Submission", s),
@@ -306,6 +323,17 @@ async function copy(
         status: "True",
         reason: "Distributed",
         message: `Release ${status.distributedRelease} is in assignments/${assignmentName}/${kept.length ? `; ${countOf(result, "kept")} files kept as the student changed them` : ""}`,
+      },
+    };
+  }
+  if (job === "report") {
+    status.gradeFile = { sha256: String(result.sha256), at: run.finishedAt };
+    return {
+      condition: {
+        type,
+        status: "True",
+        reason: "Returned",
+        message: `The released grade is in assignments/${assignmentName}/feedback/${GRADE_FILE}`,
       },
     };
   }

@@ -6,6 +6,7 @@
  * the real node in test/node/grading.test.ts.
  */
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -342,6 +343,38 @@ test("an autograder's snapshot, one sealed grading run per hand-in and autograde
   assert.deepEqual(
     [s.status?.grade?.score, s.status?.grade?.previous],
     [9, { score: 7, autograderRevision: SHA("c") }],
+  );
+
+  // Released: what ann may see goes into her feedback folder as grade.md; a comment later, again.
+  await rest.patch(assignmentsPath(ns, "a1"), { spec: { gradesReleased: true } });
+  const reportOf = async (not?: string) => {
+    const pod = await eventually("ann's grade report pod", async () =>
+      (await pods(rest, ns, "report")).find((p) => p.metadata?.name !== not),
+    );
+    const command = pod.spec?.containers[0]?.command ?? [];
+    assert.deepEqual(command.slice(2, 4), ["write-file", "/home-claim/assignments/a1/feedback/grade.md"]);
+    return { pod, text: command[command.indexOf("--text") + 1] ?? "" };
+  };
+  const writeReport = async (pod: V1Pod, text: string) => {
+    const sha256 = createHash("sha256").update(text).digest("hex");
+    await end(rest, pod, "Succeeded", { main: { copy: ended(0, { bytes: text.length, sha256 }) } });
+    return eventually("the report recorded", async () => {
+      const got = await rest.get<Submission>(submissionsPath(ns, annName));
+      return got.status?.gradeFile?.sha256 === sha256 && got;
+    });
+  };
+  const first = await reportOf();
+  assert.match(first.text, /^# Week 1: your grade\n\nScore: 9 of 10\n/);
+  assert.doesNotMatch(first.text, /test_hidden/);
+  s = await writeReport(first.pod, first.text);
+  assert.equal(condition(s, "GradeReturned")?.status, "True");
+  await rest.patch(submissionsPath(ns, annName), { spec: { review: { comment: "Well tested." } } });
+  const second = await reportOf(first.pod.metadata?.name);
+  assert.match(second.text, /Your teacher's comment:\n\n> Well tested\.\n/);
+  await writeReport(second.pod, second.text);
+  await eventually(
+    "no report pod left once written",
+    async () => (await pods(rest, ns, "report")).length === 0,
   );
 });
 

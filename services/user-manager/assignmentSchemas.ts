@@ -1,6 +1,6 @@
 /** Request and response schemas of the coursework routes (assignments.ts), and the views they answer. */
 import { deadlineFor } from "../../api/deadlines.ts";
-import { studentGrade } from "./studentGrade.ts";
+import { studentGrade } from "../../api/studentGrade.ts";
 import { StringEnum, Type, type Static } from "../../api/v1alpha1/schema.ts";
 import { COURSE_FOLDER_NAME_PATTERN } from "../../api/v1alpha1/index.ts";
 import type { Userland } from "../../api/v1alpha1/index.ts";
@@ -192,7 +192,7 @@ const StudentGradeView = Type.Object(
       { description: "Only the tests this student may see now (hidden ones never)." },
     ),
   },
-  { description: "What the student may see of their grade (studentGrade.ts); null: nothing yet." },
+  { description: "What the student may see of their grade (api/studentGrade.ts); null: nothing yet." },
 );
 
 export const StudentAssignmentView = Type.Object(

@@ -30,16 +30,16 @@
  * An *.alone.ts file (test/run.ts): it installs a second release of the chart in a namespace of its
  * own, which must not run beside platform.test.ts's (both would create the people's ClusterRoles;
  * here they are reused when that file made them), and its deadlines are real times on two shared
- * cores. Browsers reach the platform through relays on 127.0.0.1 only (dev/nodePlatform.ts
- * `exposePlatform`, with the Ingress's path routing for the console). Screenshots:
+ * cores. The class is set up by test/support/nodeClassroom.ts; browsers reach the platform through
+ * relays on 127.0.0.1 only (with the Ingress's path routing for the console). Screenshots:
  * artifacts/node/classroom-*.png.
  */
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import {
   childNames,
   collectionUserFolder,
@@ -58,153 +58,70 @@ import {
   type Submission,
 } from "../../api/v1alpha1/index.ts";
 import { VISIT_CONSENT_ANNOTATION } from "../../api/visits.ts";
-import { MACHINE_HOST } from "../../cluster/addresses.ts";
-import { repoRoot } from "../../cluster/repoRoot.ts";
-import { buildPlatformImage, importImage, repositoryAndTag } from "../../cluster/node/images.ts";
-import { localTemplate } from "../../cluster/node/localTemplates.ts";
-import type { DevIdentityProvider } from "../../dev/identityProvider.ts";
-import {
-  NODE_PLATFORM_DOMAIN,
-  exposePlatform,
-  guideValues,
-  helmInstall,
-  machineValues,
-  startLoginProvider,
-  waitForPlatformReady,
-  type PlatformHosts,
-} from "../../dev/nodePlatform.ts";
 import { paths } from "../../api/kubePaths.ts";
-import { k8s } from "../../lib/kube.ts";
 import { isNotFound } from "../../lib/kubeRest.ts";
 import { extract, sha256sumOfFolder } from "../../coursework/files/test/scratch.ts";
 import { MANIFEST_SHA256_SCRIPT } from "../support/coursework.ts";
-import { gotoSignIn, launchBrowser } from "../../cluster/harness/browser.ts";
-import { eventually, testCluster } from "../support/cluster.ts";
+import { eventually } from "../support/cluster.ts";
 import { expectOnPage as expectOnPageIn, jupyterApi } from "../support/nodeBrowser.ts";
 import {
-  adminRest,
-  createTemplate,
-  createUserland,
-  patchTemplate,
-  patchUserland,
-  waitForPhase,
-} from "../support/resources.ts";
-import {
-  execInContainer,
-  nodeRelays,
-  realNode,
-  releaseNamespace,
-  waitForOnePodReady,
-} from "../support/realNode.ts";
+  CHART_PEOPLE_ROLES,
+  CLASSROOM_TEMPLATE,
+  CLASSROOM_URLS,
+  classroomArtifacts,
+  jupyterFileText,
+  saveInJupyter,
+  startClassroom,
+  type Classroom,
+} from "../support/nodeClassroom.ts";
+import { adminRest, patchTemplate, patchUserland, waitForPhase } from "../support/resources.ts";
+import { execInContainer, waitForOnePodReady } from "../support/realNode.ts";
 
 const NAMESPACE = "classroom";
-const DOMAIN = NODE_PLATFORM_DOMAIN;
-const TEMPLATE = "jupyter";
+const TEMPLATE = CLASSROOM_TEMPLATE;
 const TEACHER = "tess";
 const STUDENTS = ["ann", "ben", "cat"] as const;
 type Student = (typeof STUDENTS)[number];
 const ASSIGNMENT = "week1";
 const TITLE = "Week 1: lists";
-const JUPYTER = `http://jupyter.${DOMAIN}/`;
-const HOME = `http://${DOMAIN}/_userland/home`;
-const CONSOLE = `http://${DOMAIN}/console/`;
+const { jupyter: JUPYTER, home: HOME, console: CONSOLE } = CLASSROOM_URLS;
 /** The chart's people roles (charts/userland/values.yaml rbac.*RoleName), bound to the teacher. */
-const TEACHER_ROLES = ["userland-teacher", "userland-course-teacher", "userland-environment-visitor"];
+const TEACHER_ROLES = [
+  CHART_PEOPLE_ROLES.teacher,
+  CHART_PEOPLE_ROLES.courseTeacher,
+  CHART_PEOPLE_ROLES.visitor,
+];
 /** Issue 27's other teachers: uma manages the class without the visit right, vic also holds it. */
 const MANAGER = "uma";
 const VISITOR = "vic";
 const OTHER_TEACHERS: Record<string, string[]> = {
-  [MANAGER]: ["userland-teacher"],
-  [VISITOR]: ["userland-teacher", "userland-environment-visitor"],
+  [MANAGER]: [CHART_PEOPLE_ROLES.teacher],
+  [VISITOR]: [CHART_PEOPLE_ROLES.teacher, CHART_PEOPLE_ROLES.visitor],
 };
 const EXAM = "final";
 /** The exam's class: only cat's environment is labelled with it (one Jupyter restarts, not three). */
 const EXAM_CLASS = "exam-room";
-const artifacts = join(repoRoot, "artifacts", "node");
+const artifacts = classroomArtifacts();
 
-let idp: DevIdentityProvider;
-let relays: Awaited<ReturnType<typeof nodeRelays>>;
-let hosts: (PlatformHosts & { close(): Promise<void> }) | undefined;
-let browser: Browser;
+let classroom: Classroom;
 let work: string;
 
 before(
   async () => {
-    mkdirSync(artifacts, { recursive: true });
     work = mkdtempSync(join(tmpdir(), "userland-classroom-"));
-    const node = await realNode();
-    const { info, kc } = await testCluster();
-    const core = kc.makeApiClient(k8s.CoreV1Api);
-    const rest = await adminRest();
-    relays = await nodeRelays();
-    idp = await startLoginProvider(relays, { redirectUris: [`http://auth.${DOMAIN}/callback/oidc`] });
-
-    const image = await buildPlatformImage();
-    const containerd = { ctr: join(info.binDir, "ctr"), socket: node.containerdSocket };
-    await importImage(containerd.ctr, containerd.socket, image);
-    await core.createNamespace({ body: { metadata: { name: NAMESPACE } } });
-    await core.createNamespacedSecret({
-      namespace: NAMESPACE,
-      body: { metadata: { name: "userland-oidc" }, stringData: { "client-secret": idp.clientSecret } },
-    });
-    // platform.test.ts's release (same chart) may have made the people's ClusterRoles already.
-    const rolesMade = await rest
-      .get(`/apis/rbac.authorization.k8s.io/v1/clusterroles/${TEACHER_ROLES[0]}`)
-      .then(
-        () => true,
-        (error: unknown) => {
-          if (isNotFound(error)) return false;
-          throw error;
-        },
-      );
-    await helmInstall({
-      binDir: info.binDir,
-      kubeconfig: info.kubeconfig,
-      dir: join(work, "helm"),
+    classroom = await startClassroom({
       namespace: NAMESPACE,
       release: "classroom",
-      values: [
-        guideValues(idp, "userland-oidc"),
-        machineValues(),
-        {
-          image: repositoryAndTag(image),
-          rbac: { createClusterRoles: !rolesMade },
-          operator: { replicas: 1 },
-          userManager: { replicas: 1 },
-          auth: { replicas: 1 },
-          proxy: { replicas: 1 },
-        },
-      ],
+      teachers: { [TEACHER]: TEACHER_ROLES, ...OTHER_TEACHERS },
+      people: [TEACHER, ...STUDENTS],
     });
-    await waitForPlatformReady(kc.makeApiClient(k8s.AppsV1Api), NAMESPACE);
-
-    // The teacher, appointed as deploy/README.md says, before their environment exists: the
-    // operator mounts the course folder read-write and the collection for them from the start.
-    for (const [who, roles] of Object.entries({ [TEACHER]: TEACHER_ROLES, ...OTHER_TEACHERS }))
-      for (const role of roles)
-        await rest.create(paths.namespaced("rbac.authorization.k8s.io", "v1", "rolebindings", NAMESPACE), {
-          metadata: { name: `${role}-${who}` },
-          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role },
-          subjects: [{ kind: "User", name: `userland:${who}`, apiGroup: "rbac.authorization.k8s.io" }],
-        });
-    const template = await localTemplate("jupyter.yaml", containerd);
-    await createTemplate(NAMESPACE, TEMPLATE, template.spec);
-    for (const user of [TEACHER, ...STUDENTS])
-      await createUserland(NAMESPACE, userlandNameFor(user, TEMPLATE), user, TEMPLATE, true);
-
-    hosts = await exposePlatform(relays, core, NAMESPACE, DOMAIN, { console: true });
-    browser = await launchBrowser([`--host-resolver-rules=${hosts.resolverRules}`]);
   },
   { timeout: 1_800_000 },
 );
 
 after(async () => {
-  await browser?.close();
-  await hosts?.close();
-  await relays?.close();
-  await idp?.close();
+  await classroom?.close();
   if (work) rmSync(work, { recursive: true, force: true });
-  await releaseNamespace(NAMESPACE);
 });
 
 const shot = (page: Page, name: string) =>
@@ -212,39 +129,9 @@ const shot = (page: Page, name: string) =>
 const expectOnPage = (page: Page, selector: string, what: string, timeout = 120_000) =>
   expectOnPageIn(page, selector, what, timeout, artifacts);
 
-async function newContext(): Promise<BrowserContext> {
-  const context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
-  context.setDefaultNavigationTimeout(120_000);
-  context.setDefaultTimeout(60_000);
-  return context;
-}
-
-/** Contexts whose person has signed in (one session for every host of the domain). */
-const signedIn = new WeakSet<BrowserContext>();
-
-/** Opens `url`; the context's first page signs in as `name` at the local provider on the way. */
-async function open(context: BrowserContext, url: string, name: string): Promise<Page> {
-  const page = await context.newPage();
-  if (signedIn.has(context)) {
-    await page.goto(url, { waitUntil: "domcontentloaded" });
-    return page;
-  }
-  await gotoSignIn(page, url);
-  await signInAtProvider(page, name);
-  signedIn.add(context);
-  return page;
-}
-
-/** On the way to the provider's login page: signs in as `name` and waits to be back on the platform. */
-async function signInAtProvider(page: Page, name: string): Promise<void> {
-  await page.waitForSelector("input[name=name]", { timeout: 60_000 });
-  assert.ok(page.url().startsWith(idp.issuer), `on the provider's login page: ${page.url()}`);
-  await page.fill("input[name=name]", name);
-  await Promise.all([
-    page.waitForURL((u) => u.hostname !== MACHINE_HOST && !u.hostname.startsWith("auth.")),
-    page.click("button[type=submit]"),
-  ]);
-}
+const newContext = () => classroom.newContext();
+const open = (context: BrowserContext, url: string, name: string) => classroom.open(context, url, name);
+const signInAtProvider = (page: Page, name: string) => classroom.signInAtProvider(page, name);
 
 function notebook(source: string) {
   return {
@@ -258,15 +145,6 @@ function notebook(source: string) {
   };
 }
 
-/** PUT through Jupyter's contents API; fails the test unless Jupyter saved it. */
-async function save(page: Page, path: string, model: unknown): Promise<void> {
-  const saved = await jupyterApi(page, "PUT", `/api/contents/${path}`, model);
-  assert.ok(
-    [200, 201].includes(saved.status),
-    `saving ${path}: ${saved.status} ${JSON.stringify(saved.json)}`,
-  );
-}
-
 interface Entry {
   name: string;
   path: string;
@@ -278,12 +156,6 @@ async function listing(page: Page, path: string): Promise<string[] | undefined> 
   const got = await jupyterApi(page, "GET", `/api/contents/${path}?content=1`);
   if (got.status !== 200) return undefined;
   return ((got.json as { content: Entry[] }).content ?? []).map((e) => e.name).sort();
-}
-
-async function fileText(page: Page, path: string): Promise<string> {
-  const got = await jupyterApi(page, "GET", `/api/contents/${path}?content=1&type=file&format=text`);
-  assert.equal(got.status, 200, `reading ${path}: ${JSON.stringify(got.json)}`);
-  return (got.json as { content: string }).content;
 }
 
 /**
@@ -426,9 +298,13 @@ test(
     const teacher = await newContext();
     const tessJupyter = await open(teacher, JUPYTER, TEACHER);
     await expectOnPage(tessJupyter, "#notebook_list", "the teacher's Jupyter");
-    await save(tessJupyter, "course/week1", { type: "directory" });
-    await save(tessJupyter, "course/week1/lists.ipynb", notebook("xs = [3, 1, 2]\n# sort xs"));
-    await save(tessJupyter, "course/week1/data.csv", { type: "file", format: "text", content: "a,b\n1,2\n" });
+    await saveInJupyter(tessJupyter, "course/week1", { type: "directory" });
+    await saveInJupyter(tessJupyter, "course/week1/lists.ipynb", notebook("xs = [3, 1, 2]\n# sort xs"));
+    await saveInJupyter(tessJupyter, "course/week1/data.csv", {
+      type: "file",
+      format: "text",
+      content: "a,b\n1,2\n",
+    });
     await tessJupyter.goto(`${JUPYTER}tree/course/week1`, { waitUntil: "domcontentloaded" });
     await expectOnPage(
       tessJupyter,
@@ -491,17 +367,17 @@ test(
     phase("handed out to three");
 
     // ann edits the notebook; the teacher corrects it and adds hints, then publishes again.
-    await save(
+    await saveInJupyter(
       ann,
       "work/assignments/week1/lists.ipynb",
       notebook("xs = [3, 1, 2]\nprint(sorted(xs))  # ann"),
     );
-    await save(
+    await saveInJupyter(
       tessJupyter,
       "course/week1/lists.ipynb",
       notebook("xs = [3, 1, 2]\n# sort xs, then print them"),
     );
-    await save(tessJupyter, "course/week1/hints.md", {
+    await saveInJupyter(tessJupyter, "course/week1/hints.md", {
       type: "file",
       format: "text",
       content: "Try sorted().\n",
@@ -526,9 +402,13 @@ test(
         async () => (await listing(students[user].jupyter, "work/assignments/week1"))?.includes("hints.md"),
         180_000,
       );
-    assert.match(await fileText(ann, "work/assignments/week1/lists.ipynb"), /# ann/, "ann's edit kept");
     assert.match(
-      await fileText(students.ben.jupyter, "work/assignments/week1/lists.ipynb"),
+      await jupyterFileText(ann, "work/assignments/week1/lists.ipynb"),
+      /# ann/,
+      "ann's edit kept",
+    );
+    assert.match(
+      await jupyterFileText(students.ben.jupyter, "work/assignments/week1/lists.ipynb"),
       /then print them/,
       "ben's untouched copy updated",
     );
@@ -789,7 +669,11 @@ test(
       );
     }
     const collectedAnn = `collection/handins/${ASSIGNMENT}/${collectionUserFolder("ann")}/1/lists.ipynb`;
-    assert.match(await fileText(tessJupyter, collectedAnn), /# ann/, "ann's edit is what was collected");
+    assert.match(
+      await jupyterFileText(tessJupyter, collectedAnn),
+      /# ann/,
+      "ann's edit is what was collected",
+    );
     const overwrite = await jupyterApi(
       tessJupyter,
       "PUT",
@@ -803,9 +687,9 @@ test(
     // Feedback for ann, written in the teacher's Jupyter, returned from the console.
     const feedbackDir = `collection/feedback/${ASSIGNMENT}/${collectionUserFolder("ann")}`;
     if ((await listing(tessJupyter, `collection/feedback/${ASSIGNMENT}`)) === undefined)
-      await save(tessJupyter, `collection/feedback/${ASSIGNMENT}`, { type: "directory" });
-    await save(tessJupyter, feedbackDir, { type: "directory" });
-    await save(tessJupyter, `${feedbackDir}/notes.md`, {
+      await saveInJupyter(tessJupyter, `collection/feedback/${ASSIGNMENT}`, { type: "directory" });
+    await saveInJupyter(tessJupyter, feedbackDir, { type: "directory" });
+    await saveInJupyter(tessJupyter, `${feedbackDir}/notes.md`, {
       type: "file",
       format: "text",
       content: "Well sorted, ann.\n",
@@ -819,7 +703,10 @@ test(
       async () => (await listing(ann, "work/assignments/week1/feedback"))?.includes("notes.md"),
       180_000,
     );
-    assert.equal(await fileText(ann, "work/assignments/week1/feedback/notes.md"), "Well sorted, ann.\n");
+    assert.equal(
+      await jupyterFileText(ann, "work/assignments/week1/feedback/notes.md"),
+      "Well sorted, ann.\n",
+    );
     // Her home page, open all along, shows it by itself (its script polls every 15 s).
     await expectOnPage(
       homes.ann,
@@ -868,7 +755,7 @@ test(
       180_000,
     );
     assert.equal(
-      await fileText(students.ben.jupyter, "work/assignments/week1/feedback/notes.md"),
+      await jupyterFileText(students.ben.jupyter, "work/assignments/week1/feedback/notes.md"),
       "Late, but right, ben.\n",
     );
     phase("feedback uploaded");

@@ -9,8 +9,8 @@
  * and the students.
  */
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync, statSync } from "node:fs";
-import { join, relative } from "node:path";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { test } from "node:test";
 import type { V1Pod } from "@kubernetes/client-node";
 import { childNames, collectionUserFolder, LABELS, submissionNameFor } from "../../api/naming.ts";
@@ -36,6 +36,7 @@ import { startOperator } from "../support/operator.ts";
 import { adminRest, createTemplate, createUserland, waitForPhase } from "../support/resources.ts";
 import {
   execInContainer,
+  filesOf,
   realNode,
   shIn as sh,
   waitForOnePodReady,
@@ -52,20 +53,6 @@ const TIMEOUT_SECONDS = 20;
 type Conditioned = { status?: { conditions?: { type: string; reason: string; message: string }[] } };
 const condition = (o: Conditioned, type: string) => o.status?.conditions?.find((c) => c.type === type);
 const now = () => new Date().toISOString().replace(/\.\d+Z$/, "Z");
-
-/** Every file below `dir`, by its path relative to it. */
-function filesOf(dir: string): Record<string, string> {
-  const files: Record<string, string> = {};
-  const walk = (at: string) => {
-    for (const name of readdirSync(at)) {
-      const path = join(at, name);
-      if (statSync(path).isDirectory()) walk(path);
-      else files[relative(dir, path)] = readFileSync(path, "utf8");
-    }
-  };
-  walk(dir);
-  return files;
-}
 
 test("a grading cycle with kubectl alone: a Gradescope autograder from a teachers-only folder grades each hand-in in a sealed pod; a loop and a fork bomb end as results, the network and a 10 GB write are stopped; hidden tests stay hidden; a new autograder release grades the frozen hand-ins again", async (t) => {
   const phase = phaseClock(t);

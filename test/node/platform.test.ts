@@ -72,6 +72,7 @@ import {
   type NodeGateway,
 } from "../support/nodeGateway.ts";
 import { assertNoErrorPage } from "../support/platformPages.ts";
+import { signInAt } from "../support/nodeClassroom.ts";
 import { expectOnPage as expectOnPageIn, jupyterApi } from "../support/nodeBrowser.ts";
 
 // The page's globals, for the functions playwright runs in the browser (this file has no DOM types).
@@ -309,13 +310,7 @@ const noErrorPage = (context: BrowserContext): void => assertNoErrorPage(pagesSe
 async function signIn(context: BrowserContext, url: string, name: string): Promise<Page> {
   const page = await context.newPage();
   await gotoSignIn(page, url);
-  await page.waitForSelector("input[name=name]", { timeout: 60_000 });
-  assert.ok(page.url().startsWith(idp.issuer), `on the provider's login page: ${page.url()}`);
-  await page.fill("input[name=name]", name);
-  await Promise.all([
-    page.waitForURL((u) => u.hostname !== MACHINE_HOST && !u.hostname.startsWith("auth.")),
-    page.click("button[type=submit]"),
-  ]);
+  await signInAt(idp, page, name);
   return page;
 }
 

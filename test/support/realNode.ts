@@ -5,8 +5,8 @@
  * `kubectl exec` does; the API server cannot dial the kubelet from loopback).
  */
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join, relative } from "node:path";
 import type { TestContext } from "node:test";
 import type { V1Pod } from "@kubernetes/client-node";
 import { k8s } from "../../lib/kube.ts";
@@ -107,6 +107,20 @@ export async function shIn(pod: V1Pod, script: string, timeoutMs = 60_000): Prom
   const result = await execInContainer(pod, ["sh", "-euc", script], { timeoutMs });
   assert.equal(result.code, 0, `${pod.metadata?.name}: ${script}\n${result.stderr}`);
   return result.stdout;
+}
+
+/** Every file below `dir` on this machine, by its path relative to it (a fixture for writeFilesIn). */
+export function filesOf(dir: string): Record<string, string> {
+  const files: Record<string, string> = {};
+  const walk = (at: string) => {
+    for (const name of readdirSync(at)) {
+      const path = join(at, name);
+      if (statSync(path).isDirectory()) walk(path);
+      else files[relative(dir, path)] = readFileSync(path, "utf8");
+    }
+  };
+  walk(dir);
+  return files;
 }
 
 /** Writes `files` (relative path → text) under `dir` in a pod's container, its folders made as needed. */

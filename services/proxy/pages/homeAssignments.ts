@@ -87,7 +87,7 @@ function handInForm(a: StudentAssignment, returnPath: string): Html {
 }
 
 /**
- * The grade as the user-manager lets this student see it (services/user-manager/studentGrade.ts
+ * The grade as the user-manager lets this student see it (api/studentGrade.ts
  * decides; nothing hidden reaches this page): the score once released, and their tests.
  */
 function gradeOf(a: StudentAssignment): Html | "" {

@@ -1,7 +1,8 @@
 /**
- * What a student may see of their grade (docs/decisions/0015-grading.md), decided here, in the
- * user-manager, so that nothing else reaches their page: Gradescope's visibility rules, with the
- * teacher's release as the gate. Pure.
+ * What a student may see of their grade (docs/decisions/0015-grading.md), decided here alone: the
+ * user-manager answers their page with it and the operator writes it into their feedback folder,
+ * so nothing else reaches them. Gradescope's visibility rules, with the teacher's release as the
+ * gate. Pure.
  *
  * - Before spec.gradesReleased: nothing, or with spec.autograder.visibleTestsAfterHandIn the tests
  *   the autograder marks `visible` (no total: hidden tests would show in it).
@@ -9,9 +10,9 @@
  *   items applied and the comment, and the tests marked `visible`, `after_published`, and
  *   `after_due_date` once the student's own closing time has passed. `hidden`: never.
  */
-import { deadlineFor } from "../../api/deadlines.ts";
-import { scoreOf } from "../../api/scores.ts";
-import type { Assignment, Submission } from "../../api/v1alpha1/index.ts";
+import { deadlineFor } from "./deadlines.ts";
+import { scoreOf } from "./scores.ts";
+import type { Assignment, Submission } from "./v1alpha1/index.ts";
 
 export interface StudentGrade {
   released: boolean;
@@ -56,4 +57,46 @@ export function studentGrade(a: Assignment, s: Submission, now: Date): StudentGr
         passed: t.status === undefined ? null : t.status === "passed",
       })),
   };
+}
+
+/**
+ * The released grade as the file the student finds in assignments/<name>/feedback/grade.md: what
+ * studentGrade lets them see, in words; undefined until the grades are released.
+ */
+export function gradeReport(a: Assignment, s: Submission, now: Date): string | undefined {
+  const grade = studentGrade(a, s, now);
+  if (!grade?.released) return undefined;
+  const points = (n: number | null) => (n === null ? "" : String(n));
+  const lines = [`# ${a.spec.title}: your grade`, ""];
+  if (grade.score !== null)
+    lines.push(
+      `Score: ${grade.score}${grade.maxScore !== null ? ` of ${grade.maxScore}` : ""}` +
+        (grade.latePenaltyPercent ? ` (less ${grade.latePenaltyPercent}% for lateness)` : ""),
+      "",
+    );
+  else lines.push("No score: the autograder gave no result for your hand-in.", "");
+  if (grade.rubric.length > 0)
+    lines.push(
+      "Rubric:",
+      ...grade.rubric.map((r) => `- ${r.points >= 0 ? `+${r.points}` : r.points} ${r.description}`),
+      "",
+    );
+  if (grade.comment)
+    lines.push("Your teacher's comment:", "", ...grade.comment.split("\n").map((l) => `> ${l}`), "");
+  if (grade.tests.length > 0)
+    lines.push(
+      "Tests:",
+      ...grade.tests.map(
+        (t) =>
+          `- ${t.passed === null ? "ran" : t.passed ? "passed" : "failed"} ${t.name}` +
+          (t.maxScore !== null ? ` (${points(t.score ?? 0)} of ${t.maxScore})` : ""),
+      ),
+      "",
+    );
+  const receipt = s.status?.receipt;
+  if (receipt)
+    lines.push(
+      `Graded: your hand-in ${receipt.version > 1 ? `version ${receipt.version} ` : ""}of ${receipt.requestedAt}, SHA-256 ${receipt.sha256}.`,
+    );
+  return `${lines.join("\n").trimEnd()}\n`;
 }

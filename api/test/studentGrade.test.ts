@@ -1,9 +1,9 @@
 /** What a student may see of their grade (studentGrade.ts): Gradescope's visibility, the release as the gate. */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { Assignment, Submission } from "../../../api/v1alpha1/index.ts";
+import type { Assignment, Submission } from "../v1alpha1/index.ts";
 import { studentGrade } from "../studentGrade.ts";
-import { assignmentOf } from "../../../api/test/objects.ts";
+import { assignmentOf } from "./objects.ts";
 
 const assignment = (spec: Partial<Assignment["spec"]>) =>
   assignmentOf({
