@@ -37,6 +37,7 @@ import type { ClusterView } from "./route/userlandIndex.ts";
 import type { RequestSessions } from "../../lib/requestSessions.ts";
 import { progressText } from "../../lib/startProgress.ts";
 import { SessionSockets } from "./forward/sessionSockets.ts";
+import { closeAtExamEnd } from "./forward/examSockets.ts";
 import { serveSignedOut } from "./endpoints/signedOut.ts";
 import { sessionCacheTag, sessionRequestValidators } from "./forward/sharedCache.ts";
 import { Coursework } from "./endpoints/coursework.ts";
@@ -305,6 +306,7 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
       forward: (route) => {
         socket.once("close", () => end(record.status ?? 499));
         sessionSockets.add(socket, route.session);
+        if (route.examEnd !== undefined) closeAtExamEnd(socket, route.examEnd);
         forwarder.ws(req, socket, head, route.target, record, (kind) => {
           if (record.status === 101) return;
           const page = upstreamErrorPage(kind === "timeout" ? 504 : 502, route.env, "/");

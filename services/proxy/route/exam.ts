@@ -10,8 +10,8 @@
  * - a held Userland is not served, nor started, until the exam is over;
  * - once the end has passed, the exam environment serves nobody (student or proctor) until the
  *   operator has collected the hand-ins and taken its marks off: nothing written after the end
- *   reaches what is collected through the proxy. (A WebSocket opened before the end is not cut
- *   here; the exam's NetworkPolicy and the collection's moment bound what it can still do.)
+ *   reaches what is collected through the proxy; a WebSocket opened before the end is closed at
+ *   it (forward/examSockets.ts).
  *
  * A marked Userland whose notice cannot be read admits nobody: an exam must never look open.
  */
@@ -87,6 +87,12 @@ function examOverPage(notice: ExamNotice): Page {
 }
 
 const over = (notice: ExamNotice, now: Date) => now.getTime() >= Date.parse(notice.end);
+
+/** A forwarded request's exam end (epoch ms), when the environment is in an exam. */
+export function examEndOf(userland: Userland): { examEnd?: number } {
+  const exam = examOf(userland);
+  return exam && "notice" in exam ? { examEnd: Date.parse(exam.notice.end) } : {};
+}
 
 /** The student's own request to their exam environment: undefined when it may pass. */
 export function ownerRefusal(

@@ -39,7 +39,7 @@ import { isStalled, progressText } from "../../../lib/startProgress.ts";
 import { cookieValues } from "../../../lib/requestSessions.ts";
 import { VISIT_COOKIE, type VisitTracker } from "./visitTracker.ts";
 import { visitRefusedPage, waitingPage } from "../pages/visitPages.ts";
-import { heldPage, ownerRefusal, signOutUrlFor, visitorRefusal } from "./exam.ts";
+import { examEndOf, heldPage, ownerRefusal, signOutUrlFor, visitorRefusal } from "./exam.ts";
 
 /** A request whose session and Template are known. */
 interface Signed {
@@ -91,6 +91,8 @@ export type Route =
       readySince: number | undefined;
       /** How its start went (status.progress), for the starting page a refusal just after Ready keeps. */
       progress: StartProgress | undefined;
+      /** In an exam: its end (epoch ms), when a WebSocket opened now must close (forward/examSockets.ts). */
+      examEnd?: number;
       /** A teacher's visit (route/visitTracker.ts): the environment's owner, whom `X-User` names; else undefined. */
       visitOf?: string;
     });
@@ -424,6 +426,7 @@ export class Router {
       serviceWorkers,
       readySince: readySince(userland),
       progress: userland.status?.progress,
+      ...examEndOf(userland),
     };
   }
 

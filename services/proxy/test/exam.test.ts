@@ -18,7 +18,16 @@ import { adminRest, createUserland, markReady, userlandsPath } from "../../../te
 import { isolatedValues } from "../../../test/chart/support.ts";
 import { consoleConfig, startConsole, USER_PREFIX } from "../../user-manager/test/consoleSupport.ts";
 import type { HomeView } from "../pages/homeView.ts";
-import { forgeToken, proxyKubeConfig, send, startProxy, startUpstream, testKeys } from "./support.ts";
+import {
+  forgeToken,
+  openWebSocket,
+  proxyKubeConfig,
+  roundTrip,
+  send,
+  startProxy,
+  startUpstream,
+  testKeys,
+} from "./support.ts";
 
 const CODE_HOST = "code.example.test";
 const html = { accept: "text/html" };
@@ -235,19 +244,37 @@ test("during an exam: the student with a session from after the start and the pr
     },
   );
 
+  /** The operator's notice, with another end, in the proxy's cache. */
+  const setNotice = async (changed: ExamNotice) => {
+    await admin.patch(userlandsPath(ns, "bob-code"), {
+      metadata: { annotations: { [ExamMarks.examAnnotation]: JSON.stringify(changed) } },
+    });
+    await eventually(
+      "the proxy's cache to hold the changed notice",
+      () =>
+        proxy.app.cluster.getUserland?.("bob-code")?.metadata.annotations?.[ExamMarks.examAnnotation] ===
+        JSON.stringify(changed),
+    );
+  };
+
+  await t.test("a WebSocket bob opened during the exam closes at its end", async () => {
+    const endMs = Date.now() + 3000;
+    await setNotice({ ...notice, end: new Date(endMs).toISOString() });
+    const opened = await openWebSocket(proxy.port, { host: CODE_HOST, cookie: await fresh("bob") });
+    assert.ok("ws" in opened, `the WebSocket opens: ${JSON.stringify(opened)}`);
+    t.after(() => opened.ws.terminate());
+    const closed = new Promise<number>((resolve) => opened.ws.once("close", () => resolve(Date.now())));
+    assert.equal((await roundTrip(opened.ws, "answer 42")).echo, "answer 42", "it works during the exam");
+    const closedAt = await closed;
+    assert.ok(closedAt >= endMs - 50, `closed ${endMs - closedAt} ms before the end`);
+    assert.ok(closedAt < endMs + 2000, `closed ${closedAt - endMs} ms after the end`);
+  });
+
   await t.test(
     "past the end, while the marks are on (collecting): neither bob nor the proctor gets in",
     async () => {
       const ended = { ...notice, end: new Date((nowS - 1) * 1000).toISOString() };
-      await admin.patch(userlandsPath(ns, "bob-code"), {
-        metadata: { annotations: { [ExamMarks.examAnnotation]: JSON.stringify(ended) } },
-      });
-      await eventually(
-        "the proxy's cache to hold the ended notice",
-        () =>
-          proxy.app.cluster.getUserland?.("bob-code")?.metadata.annotations?.[ExamMarks.examAnnotation] ===
-          JSON.stringify(ended),
-      );
+      await setNotice(ended);
       const seen = upstream.seen.length;
       const r = await get(await fresh("bob"), "/after-the-end");
       assert.equal(r.status, 403, r.body);
