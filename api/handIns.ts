@@ -14,14 +14,28 @@ export const maxVersionsOf = (a: Assignment): number => a.spec.maxVersions ?? DE
 /** Every version collected so far, oldest first. */
 export const versionsOf = (s: Submission): Receipt[] => s.status?.versions ?? [];
 
-/** The hand-in asked for and not collected yet: its version and moment. */
+/**
+ * The hand-in asked for and neither collected nor refused yet: its version and moment. A refused
+ * request (status.refusedHandIn: over the limits, nothing to copy) stays refused: only a newer
+ * request is pending (issue 41 item 5).
+ */
 export function pendingHandIn(s: Submission): { version: number; moment: string } | undefined {
   const moment = s.spec.handInRequestedAt;
   if (moment === undefined) return undefined;
   const versions = versionsOf(s);
   const last = versions.at(-1);
   if (last && Date.parse(last.requestedAt) >= Date.parse(moment)) return undefined;
+  const refused = s.status?.refusedHandIn;
+  if (refused && Date.parse(refused.requestedAt) >= Date.parse(moment)) return undefined;
   return { version: (last?.version ?? 0) + 1, moment };
+}
+
+/** The refused hand-in still unanswered by a newer version: what the student is told. */
+export function refusedHandIn(s: Submission): NonNullable<Submission["status"]>["refusedHandIn"] {
+  const refused = s.status?.refusedHandIn;
+  const last = versionsOf(s).at(-1);
+  if (!refused || (last && Date.parse(last.requestedAt) > Date.parse(refused.requestedAt))) return undefined;
+  return refused;
 }
 
 /** The version that counts: the teacher's pick when it exists, else the last. */
@@ -36,7 +50,10 @@ export function countedReceipt(s: Submission): Receipt | undefined {
  * final, a request being collected comes first, and the versions are bounded.
  */
 export function handInRefusal(a: Assignment, s: Submission): string | undefined {
-  if (s.spec.handInRequestedBy === "deadline") return "the work was collected at the closing time";
+  if (s.spec.handInRequestedBy === "deadline")
+    return refusedHandIn(s)
+      ? `the collection at the closing time was refused: ${refusedHandIn(s)?.message ?? ""}`
+      : "the work was collected at the closing time";
   if (pendingHandIn(s)) return "the last hand-in is still being collected";
   const max = maxVersionsOf(a);
   if (versionsOf(s).length >= max)

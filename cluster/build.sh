@@ -16,6 +16,7 @@
 #   actionlint              checks .github/workflows (npm run check, test/static)
 #   gateway-api-crds        no build: the Gateway API CRDs the chart's HTTPRoutes are tested against
 #   prometheus-operator-crds  no build: the ServiceMonitor and PrometheusRule CRDs (test/chart)
+#   volume-snapshot-crds    no build: the VolumeSnapshot CRDs hand-in snapshots are tested against
 #   prometheus              the Prometheus server (scrapes the real node, test/node) and promtool (checks the
 #                           chart's alert rules and unit-tests them, checks /metrics pages, test/chart)
 #   traefik                 a Gateway API implementation (its Kubernetes Gateway provider) run in the real

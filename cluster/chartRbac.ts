@@ -143,6 +143,8 @@ export interface GrantOptions {
   watchNamespaces?: readonly string[];
   /** Registers the deletion of cluster-scoped objects (a "*" render's ClusterRoles); required for them. */
   after?: (cleanUp: () => Promise<unknown>) => void;
+  /** Other chart values the rights depend on (e.g. `operator.handInSnapshots`). */
+  values?: Record<string, unknown>;
 }
 
 /**
@@ -162,7 +164,7 @@ export async function grantChartRights(
     helm,
     namespace,
     release: OUTSIDE_RELEASE,
-    values: { watchNamespaces: options.watchNamespaces ?? [] },
+    values: { ...options.values, watchNamespaces: options.watchNamespaces ?? [] },
   });
   const objects = rendered.filter(
     (o) =>

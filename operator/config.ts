@@ -148,6 +148,14 @@ export const operatorSettings = {
     show: formatDuration,
     default: 60_000,
   },
+  handInSnapshotClass: {
+    env: "OPERATOR_HANDIN_SNAPSHOT_CLASS",
+    description:
+      "A VolumeSnapshotClass of the students' home volumes' CSI driver: each hand-in's volume is snapshotted at its moment and the copy reads the snapshot, so the files are exactly as they were then (docs/decisions/0015-grading.md); unset, the copy reads the live volume and names the files written after the moment",
+    parse: parse.string,
+    default: "",
+    show: (name: string) => name || "unset",
+  },
   httpAddress: {
     env: "OPERATOR_HTTP_ADDRESS",
     description: "Address for /healthz, /readyz and /metrics",

@@ -40,6 +40,8 @@ export interface OperatorContext {
   coursework: {
     image: string;
     retryMs: number;
+    /** The VolumeSnapshotClass a hand-in's volume is frozen with at its moment; "": none (coursework/handInSnapshots.ts). */
+    snapshotClass: string;
     policies: Set<string>;
     archiveClients?: ArchiveClients;
     /** Grading pods (operator/grading/): images autograders may name, and their limits. */

@@ -62,6 +62,8 @@ export interface ControllerOptions {
   archiveClients?: ArchiveClients;
   /** A failed copy's first wait before it runs again (doubling per failure in a row). */
   copyRetryMs?: number;
+  /** The VolumeSnapshotClass hand-ins are frozen with (OPERATOR_HANDIN_SNAPSHOT_CLASS); unset: none. */
+  handInSnapshotClass?: string;
   /** The proxy's pods, the only ones an exam lets in (OPERATOR_PROXY_PODS); unset: exams do not start. */
   proxyPods?: ProxyPods;
   /** Images autograders may name and their pods' limits (default: none beyond Templates' images, DEFAULT_GRADING_RESOURCES). */
@@ -139,6 +141,7 @@ export class Controller {
       coursework: {
         image: opts.copyImage ?? "",
         retryMs: opts.copyRetryMs ?? FAILED_COPY_RETRY_MS,
+        snapshotClass: opts.handInSnapshotClass ?? "",
         policies: new Set(),
         archiveClients: opts.archiveClients,
         grading: {

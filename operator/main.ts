@@ -41,6 +41,7 @@ async function start(config: OperatorConfig, log: Logger) {
       teachers: { userPrefix: config.sessionUserPrefix, ttlMs: config.teacherCacheTtl },
       copyImage: config.copyImage,
       copyRetryMs: config.copyRetry,
+      handInSnapshotClass: config.handInSnapshotClass,
       archiveClients: config.archiveClients,
       proxyPods: config.proxyPods,
       grading: { images: config.autograderImages, resources: config.autograderResources },

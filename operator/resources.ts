@@ -45,6 +45,7 @@ export const resources = {
   PersistentVolumeClaim: resource("", "v1", "persistentvolumeclaims"),
   EndpointSlice: resource("discovery.k8s.io", "v1", "endpointslices"),
   Pod: resource("", "v1", "pods"),
+  VolumeSnapshot: resource("snapshot.storage.k8s.io", "v1", "volumesnapshots"),
   Lease: resource("coordination.k8s.io", "v1", "leases"),
   Event: resource("", "v1", "events"),
   LocalSubjectAccessReview: resource("authorization.k8s.io", "v1", "localsubjectaccessreviews"),

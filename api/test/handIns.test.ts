@@ -1,7 +1,7 @@
 /** A student's hand-ins as versions (api/handIns.ts): which is pending, which counts, when no more are taken. */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { countedReceipt, handInRefusal, pendingHandIn } from "../handIns.ts";
+import { countedReceipt, handInRefusal, pendingHandIn, refusedHandIn } from "../handIns.ts";
 import type { Receipt, Submission } from "../v1alpha1/index.ts";
 import { assignmentOf, submissionOf } from "./objects.ts";
 
@@ -66,4 +66,29 @@ test("no further hand-in: after the collection at closing, while one is collecte
     /all 5 hand-ins are used/,
     "the default allows five",
   );
+});
+
+test("a refused hand-in stays refused: not pending again, told until a newer version, and a newer request is pending (issue 41 item 5)", () => {
+  const refused = {
+    requestedAt: "2026-12-07T10:00:00Z",
+    reason: "OverLimit" as const,
+    message: "Too much data",
+    at: "2026-12-07T10:00:05Z",
+  };
+  const asked = (at: string, versions: Receipt[] = []) =>
+    submissionOf({ handInRequestedAt: at }, { versions, refusedHandIn: refused });
+  assert.equal(pendingHandIn(asked("2026-12-07T10:00:00Z")), undefined, "no retry of the refused request");
+  assert.equal(refusedHandIn(asked("2026-12-07T10:00:00Z"))?.message, "Too much data");
+  assert.equal(handInRefusal(assignment(), asked("2026-12-07T10:00:00Z")), undefined, "may hand in again");
+  assert.deepEqual(pendingHandIn(asked("2026-12-07T10:30:00Z")), {
+    version: 1,
+    moment: "2026-12-07T10:30:00Z",
+  });
+  const collected = asked("2026-12-07T10:30:00Z", [version(1, "2026-12-07T10:30:00Z")]);
+  assert.equal(refusedHandIn(collected), undefined, "answered by a newer version");
+  const atClosing = submissionOf(
+    { handInRequestedAt: "2026-12-07T10:00:00Z", handInRequestedBy: "deadline" },
+    { refusedHandIn: refused },
+  );
+  assert.match(handInRefusal(assignment(), atClosing) ?? "", /closing time was refused: Too much data/);
 });

@@ -178,6 +178,13 @@ const RECEIPT = Type.Object(
       ...TIME,
       description: "The hand-in's moment (spec.handInRequestedAt then): late is judged by it.",
     }),
+    frozenAt: Type.Optional(
+      Type.Unsafe<string>({
+        ...TIME,
+        description:
+          "When the snapshot the copy read was taken (OPERATOR_HANDIN_SNAPSHOT_CLASS): the files are exactly as they were then. Unset: the copy read the live volume.",
+      }),
+    ),
     copyStartedAt: Type.Optional(
       Type.Unsafe<string>({ ...TIME, description: "When the copy started reading the student's files." }),
     ),
@@ -604,6 +611,20 @@ export const SubmissionStatusSchema = Type.Object({
       description:
         "Every hand-in, oldest first, each with its receipt; each version's files are in the collection's handins/<assignment>/<user>/<version>/.",
     }),
+  ),
+  refusedHandIn: Type.Optional(
+    Type.Object(
+      {
+        requestedAt: Type.Unsafe<string>({ ...TIME, description: "The refused hand-in's moment." }),
+        reason: StringEnum(["OverLimit", "NothingToCopy"]),
+        message: Type.String({ maxLength: 1024, description: "Why, in words the student reads." }),
+        at: Type.Unsafe<string>({ ...TIME, description: "When the copy refused it." }),
+      },
+      {
+        description:
+          "The last hand-in refused for what the student's folder holds (over the Assignment's limits, or nothing to copy). It stays refused: its files are never taken later by a retry; the student may hand in again, judged at that new moment.",
+      },
+    ),
   ),
   grade: Type.Optional(GRADE),
   gradeAttempt: Type.Optional(GRADE_ATTEMPT),

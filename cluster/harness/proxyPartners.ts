@@ -136,6 +136,14 @@ export async function startUpstream(t: CleanupScope, name: string): Promise<Upst
     });
   });
   const wss = new WebSocketServer({ noServer: true });
+  // What a hostile environment answers a handshake with: the platform's cookies (issue 41 item 1).
+  const plantedCookies = [
+    "app=1; Path=/",
+    "userland_session=evil; Path=/",
+    "userland_visit=other-student; Path=/; Max-Age=31536000",
+    "=userland_session=nameless",
+  ];
+  wss.on("headers", (headers: string[]) => headers.push(...plantedCookies.map((c) => `Set-Cookie: ${c}`)));
   server.on("upgrade", (req: IncomingMessage, socket: Socket, head: Buffer) => {
     seen.push({
       upstream: name,
@@ -144,6 +152,13 @@ export async function startUpstream(t: CleanupScope, name: string): Promise<Upst
       headers: req.headers,
       rawHeaders: req.rawHeaders,
     });
+    if (req.url === "/refused-socket") {
+      socket.end(
+        `HTTP/1.1 403 Forbidden\r\n${plantedCookies.map((c) => `Set-Cookie: ${c}\r\n`).join("")}` +
+          "Content-Length: 0\r\n\r\n",
+      );
+      return;
+    }
     wss.handleUpgrade(req, socket, head, (ws) => {
       const xUser = req.headers["x-user"];
       ws.on("message", (data: Buffer) =>
@@ -174,7 +189,10 @@ export function openWebSocket(
     path?: string;
     headers?: Record<string, string>;
   },
-): Promise<{ ws: WebSocket } | { status: number; body: string }> {
+): Promise<
+  | { ws: WebSocket; headers: IncomingHttpHeaders }
+  | { status: number; body: string; headers: IncomingHttpHeaders }
+> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = { host: options.host, ...options.headers };
     if (options.cookie) headers.cookie = options.cookie;
@@ -182,12 +200,18 @@ export function openWebSocket(
       headers,
       ...(options.origin ? { origin: options.origin } : {}),
     });
-    ws.once("open", () => resolve({ ws }));
+    let upgradeHeaders: IncomingHttpHeaders = {};
+    ws.once("upgrade", (res: IncomingMessage) => (upgradeHeaders = res.headers));
+    ws.once("open", () => resolve({ ws, headers: upgradeHeaders }));
     ws.once("unexpected-response", (_req, res: IncomingMessage) => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
       res.on("end", () =>
-        resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }),
+        resolve({
+          status: res.statusCode ?? 0,
+          body: Buffer.concat(chunks).toString("utf8"),
+          headers: res.headers,
+        }),
       );
     });
     ws.once("error", (error) => reject(error));

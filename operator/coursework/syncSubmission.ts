@@ -25,6 +25,7 @@ import type { OperatorContext } from "../context.ts";
 import { resources } from "../resources.ts";
 import { copyPodName, countOf, type CopyJob, type CopyMount } from "./copyPods.ts";
 import { deleteFinishedCopyPods, retryNote, runCopy } from "./copyRuns.ts";
+import { frozenHome, releaseFrozenHome, SNAPSHOT_POLL_MS } from "./handInSnapshots.ts";
 import type { CourseworkSyncResult } from "./syncAssignment.ts";
 import { writeStatus } from "../statusWrite.ts";
 import { deadlineFor } from "../../api/deadlines.ts";
@@ -179,8 +180,14 @@ function generationOf(job: StudentJob, a: Assignment, s: Submission, now: Date):
   if (job === "feedback") return a.spec.feedbackRelease ?? 0;
   // A grade file per text: a changed grade is a new pod.
   if (job === "report") return sha256(gradeReport(a, s, now) ?? "");
-  return pendingHandIn(s)?.version ?? 1;
+  // Each request its own pod: a refused one's pod never answers the next request of that version.
+  const pending = pendingHandIn(s);
+  return pending ? handInRequest(pending) : 1;
 }
+
+/** One hand-in request, as the names of its pod and snapshot know it. */
+const handInRequest = (pending: { version: number; moment: string }): string =>
+  `${pending.version}@${pending.moment}`;
 
 async function copy(
   ctx: OperatorContext,
@@ -200,21 +207,36 @@ async function copy(
   const limits = a.spec.limits ?? {};
   const pending = pendingHandIn(s) ?? { version: 1, moment: kubeTime(ctx.now()) };
   const report = gradeReport(a, s, ctx.now());
+  const type = conditionOf(job);
+  // Where the storage can, the hand-in reads a snapshot taken at its moment, not the live volume.
+  let frozen: { claim: string; frozenAt: string } | undefined;
+  if (job === "handin" && ctx.coursework.snapshotClass) {
+    const home = await frozenHome(ctx, s, handInRequest(pending), homeClaim);
+    if (home.state === "waiting")
+      return {
+        condition: { type, status: "False", reason: "Snapshotting", message: home.message },
+        retryInMs: SNAPSHOT_POLL_MS,
+      };
+    // Nothing lost: the live volume is read instead, the files written after the moment named.
+    if (home.state === "failed")
+      ctx.log.warn({ submission: s.metadata.name, err: home.message }, "hand-in snapshot failed");
+    else frozen = home;
+  }
   const plan: Record<typeof job, { args: string[]; mounts: CopyMount[] }> = {
     handin: {
       args: [
         "handin",
         studentFolder,
         `${COLLECTION_MOUNT}/${assignmentName}/${userFolder}/${pending.version}`,
-        "--moment",
-        pending.moment,
+        // A restored snapshot's change times are the restore's on some drivers: nothing to name.
+        ...(frozen ? [] : ["--moment", pending.moment]),
         "--max-bytes",
         String(limits.maxBytes ?? 104857600),
         "--max-files",
         String(limits.maxFiles ?? 1000),
       ],
       mounts: [
-        home(true),
+        frozen ? { claim: frozen.claim, mountPath: HOME_MOUNT, readOnly: true } : home(true),
         { claim: collection, mountPath: COLLECTION_MOUNT, subPath: "handins", readOnly: false },
       ],
     },
@@ -246,7 +268,6 @@ async function copy(
       ],
     },
   };
-  const type = conditionOf(job);
   const run = await runCopy(
     ctx,
     {
@@ -258,7 +279,8 @@ async function copy(
       template,
       args: plan[job].args,
       mounts: plan[job].mounts,
-      nodeName,
+      // A restored claim is the copy pod's alone: wherever the scheduler puts it.
+      nodeName: frozen ? undefined : nodeName,
     },
     status.failedCopies,
   );
@@ -274,6 +296,27 @@ async function copy(
         condition: { type, status: "True", reason: "NoFeedback", message: run.message },
       };
     }
+    // What the student's folder holds decided it: refused for good, never taken later by a retry
+    // (the files would then be newer than the moment); they may hand in again (issue 41 item 5).
+    if (job === "handin" && (run.kind === "limit" || run.kind === "refused")) {
+      if (frozen) await releaseFrozenHome(ctx, s, handInRequest(pending));
+      delete status.failedCopies;
+      const reason = run.kind === "limit" ? "OverLimit" : "NothingToCopy";
+      status.refusedHandIn = {
+        requestedAt: pending.moment,
+        reason,
+        message: run.message,
+        at: kubeTime(ctx.now()),
+      };
+      return {
+        condition: {
+          type,
+          status: "False",
+          reason,
+          message: `The hand-in of ${pending.moment} was refused: ${run.message}. Nothing was collected; hand in again once it is fixed`,
+        },
+      };
+    }
     status.failedCopies = run.failedCopies;
     const reason =
       run.kind === "limit" ? "OverLimit" : run.kind === "refused" ? "NothingToCopy" : "CopyFailed";
@@ -285,7 +328,8 @@ async function copy(
   delete status.failedCopies;
   const result = run.result;
   if (job === "handin") {
-    const receipt = handInReceipt(s, a, pending, run);
+    const receipt = handInReceipt(s, a, pending, run, frozen?.frozenAt);
+    if (frozen) await releaseFrozenHome(ctx, s, handInRequest(pending));
     // The version that counted until now keeps the score it had, for the student's and the autograder's history.
     const versions = versionsOf(s).map((v) =>
       v.sha256 === status.grade?.receiptSha256 && v.score === undefined
@@ -355,6 +399,7 @@ function handInReceipt(
   a: Assignment,
   pending: { version: number; moment: string },
   run: { result: Record<string, unknown>; finishedAt: string },
+  frozenAt: string | undefined,
 ): Receipt {
   const { result } = run;
   const requestedAt = typeof result.moment === "string" ? result.moment : pending.moment;
@@ -365,6 +410,7 @@ function handInReceipt(
   return {
     version: pending.version,
     requestedAt,
+    ...(frozenAt !== undefined ? { frozenAt } : {}),
     ...(typeof result.startedAt === "string" ? { copyStartedAt: result.startedAt } : {}),
     time: run.finishedAt,
     files: countOf(result, "files"),

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { V1NetworkPolicy, V1Pod } from "@kubernetes/client-node";
+import type { V1NetworkPolicy, V1PersistentVolumeClaim, V1Pod } from "@kubernetes/client-node";
 import { childNames, collectionUserFolder, submissionNameFor } from "../../api/naming.ts";
 import {
   assignmentsPath,
@@ -16,7 +16,9 @@ import {
   type TemplateSpec,
 } from "../../api/v1alpha1/index.ts";
 import { paths } from "../../api/kubePaths.ts";
-import type { KubeRest } from "../../lib/kubeRest.ts";
+import { isConflict, isNotFound, type KubeRest } from "../../lib/kubeRest.ts";
+import { installToolCrds } from "../../test/chart/support.ts";
+import { resources } from "../resources.ts";
 import { eventually, testNamespace } from "../../test/support/cluster.ts";
 import { startOperator } from "../../test/support/operator.ts";
 import { copyRetryDelay } from "../coursework/copyRuns.ts";
@@ -292,12 +294,22 @@ test("an Assignment is published by a locked-down copy pod, read again after an 
     const s = await rest.get<Submission>(submissionsPath(ns, aliceName));
     return condition(s, "HandedIn")?.reason === "OverLimit" && s;
   });
-  // The message is copy.ts's, for the student, and says when the platform tries again.
-  assert.match(
-    condition(over, "HandedIn")?.message ?? "",
-    /^more than 1000 files: hand in fewer \(failed once; trying again at \S+Z\)$/,
+  // Refused for good (issue 41 item 5): no retry takes her files later, after their moment; the
+  // message is copy.ts's, for the student, who may hand in again.
+  assert.equal(
+    condition(over, "HandedIn")?.message,
+    "The hand-in of 2026-01-01T00:00:00Z was refused: more than 1000 files: hand in fewer. Nothing was collected; hand in again once it is fixed",
   );
-  assert.equal(over.status?.failedCopies?.count, 1);
+  assert.deepEqual(
+    { ...over.status?.refusedHandIn, at: undefined },
+    {
+      requestedAt: "2026-01-01T00:00:00Z",
+      reason: "OverLimit",
+      message: "more than 1000 files: hand in fewer",
+      at: undefined,
+    },
+  );
+  assert.equal(over.status?.failedCopies, undefined, "nothing to try again");
   assert.equal(over.status?.receipt, undefined);
 
   // The closing time passes: the platform asks for bob's and carol's hand-ins, not alice's again.
@@ -358,6 +370,12 @@ test("an Assignment is published by a locked-down copy pod, read again after an 
       counted.status?.missing,
     ],
     [3, 1, 1, 0, 2],
+  );
+  const aliceAtEnd = await rest.get<Submission>(submissionsPath(ns, aliceName));
+  assert.deepEqual(
+    [aliceAtEnd.status?.receipt, aliceAtEnd.status?.refusedHandIn?.requestedAt],
+    [undefined, "2026-01-01T00:00:00Z"],
+    "alice's refused hand-in was never collected by the closing time's request",
   );
 });
 
@@ -590,4 +608,116 @@ test("a copy that keeps failing waits OPERATOR_COPY_RETRY, doubling, at most 10 
     [1, 2, 3, 4, 5, 50].map((n) => copyRetryDelay(60_000, n)),
     [60_000, 120_000, 240_000, 480_000, 600_000, 600_000],
   );
+});
+
+/** What the test reads of a snapshot.storage.k8s.io/v1 VolumeSnapshot. */
+interface VolumeSnapshot {
+  metadata: { name: string; ownerReferences?: { kind: string; name: string }[]; deletionTimestamp?: string };
+  spec: unknown;
+}
+
+test("with OPERATOR_HANDIN_SNAPSHOT_CLASS a hand-in is read from a VolumeSnapshot taken at its moment: no copy before it is ready, the copy pod mounts the restored claim, the receipt says when the files were frozen, and both go after (issue 42)", async (t) => {
+  // The CSI external-snapshotter's own CRD; kwok has no snapshot controller, so the test writes the
+  // snapshot's status as the controller would.
+  await installToolCrds(["snapshot.storage.k8s.io_volumesnapshots.yaml"]);
+  const ns = await testNamespace(t, "asgn-snap");
+  const rest = await adminRest();
+  // The chart's rights with the class set (volumesnapshots get/create/delete), and the setting.
+  await startOperator(t, ns, {
+    env: { OPERATOR_COPY_IMAGE: IMAGE, OPERATOR_HANDIN_SNAPSHOT_CLASS: "csi-snapshots" },
+    chartValues: { operator: { handInSnapshots: { volumeSnapshotClass: "csi-snapshots" } } },
+  });
+  await createTemplate(ns, "lab", courseworkSpec());
+  await createUserland(ns, "alice", "alice", "lab", false);
+  await rest.create(assignmentsPath(ns), assignment("a1", "lab", { deadline: "2099-01-01T00:00:00Z" }));
+  const name = submissionNameFor("a1", "alice");
+  const request = { handInRequestedAt: "2026-01-01T00:00:00Z", handInRequestedBy: "student" };
+  await rest
+    .create(submissionsPath(ns), {
+      apiVersion: "userland.dev/v1alpha1",
+      kind: "Submission",
+      metadata: { name },
+      spec: { assignment: "a1", user: "alice", ...request },
+    })
+    .catch(async (error: unknown) => {
+      // The Assignment controller made it first.
+      if (!isConflict(error)) throw error;
+      await rest.patch(submissionsPath(ns, name), { spec: request });
+    });
+  const home = childNames("lab", "alice").pvc("home");
+
+  const snapshot = await eventually(
+    "alice's snapshot",
+    async () => (await rest.list<VolumeSnapshot>(resources.VolumeSnapshot.path(ns))).items[0],
+  );
+  assert.deepEqual(snapshot.spec, {
+    volumeSnapshotClassName: "csi-snapshots",
+    source: { persistentVolumeClaimName: home },
+  });
+  assert.deepEqual(
+    snapshot.metadata.ownerReferences?.map((o) => [o.kind, o.name]),
+    [["Submission", name]],
+  );
+  await eventually("Snapshotting", async () => {
+    const s = await rest.get<Submission>(submissionsPath(ns, name));
+    return condition(s, "HandedIn")?.reason === "Snapshotting";
+  });
+  assert.deepEqual(await copyPods(rest, ns, "handin"), [], "no copy before the snapshot is ready");
+
+  await rest.patch(resources.VolumeSnapshot.path(ns, snapshot.metadata.name, "status"), {
+    status: { readyToUse: true, creationTime: "2026-01-01T00:00:01Z", restoreSize: "1Gi" },
+  });
+  const [handin] = await eventually("the hand-in pod", async () => {
+    const pods = await copyPods(rest, ns, "handin");
+    return pods.length > 0 && pods;
+  });
+  assert.ok(handin);
+  const restored = await rest.get<V1PersistentVolumeClaim>(
+    resources.PersistentVolumeClaim.path(ns, snapshot.metadata.name),
+  );
+  assert.deepEqual(restored.spec?.dataSource, {
+    apiGroup: "snapshot.storage.k8s.io",
+    kind: "VolumeSnapshot",
+    name: snapshot.metadata.name,
+  });
+  assert.deepEqual(
+    handin.spec?.volumes?.flatMap((v) =>
+      v.persistentVolumeClaim
+        ? [[v.persistentVolumeClaim.claimName, v.persistentVolumeClaim.readOnly ?? false]]
+        : [],
+    ),
+    [
+      [snapshot.metadata.name, true],
+      ["lab-collection", false],
+    ],
+    "the restored claim, read-only, never the live home claim",
+  );
+  assert.equal(handin.spec?.affinity, undefined, "not tied to the environment's node");
+  assert.ok(!handin.spec?.containers[0]?.command?.includes("--moment"), "nothing written after a snapshot");
+
+  await finish(rest, handin, 0, {
+    files: [{ path: "a.py", bytes: 3, sha256: SHA("1") }],
+    bytes: 3,
+    sha256: SHA("f"),
+    skipped: [],
+  });
+  const receipt = await eventually(
+    "alice's receipt",
+    async () => (await rest.get<Submission>(submissionsPath(ns, name))).status?.receipt,
+  );
+  assert.deepEqual(
+    [receipt.requestedAt, receipt.frozenAt, receipt.sha256, receipt.late],
+    ["2026-01-01T00:00:00Z", "2026-01-01T00:00:01Z", SHA("f"), false],
+  );
+  await eventually("the snapshot and the restored claim deleted", async () => {
+    const gone = async (path: string) =>
+      rest.get<{ metadata: { deletionTimestamp?: string } }>(path).then(
+        (o) => o.metadata.deletionTimestamp !== undefined,
+        (error: unknown) => isNotFound(error),
+      );
+    return (
+      (await gone(resources.VolumeSnapshot.path(ns, snapshot.metadata.name))) &&
+      (await gone(resources.PersistentVolumeClaim.path(ns, snapshot.metadata.name)))
+    );
+  });
 });

@@ -5,7 +5,7 @@ import { StringEnum, Type, type Static } from "../../api/v1alpha1/schema.ts";
 import { COURSE_FOLDER_NAME_PATTERN } from "../../api/v1alpha1/index.ts";
 import type { Userland } from "../../api/v1alpha1/index.ts";
 import type { Assignment, Receipt, Submission } from "../../api/v1alpha1/index.ts";
-import { handInRefusal, maxVersionsOf, versionsOf } from "../../api/handIns.ts";
+import { handInRefusal, maxVersionsOf, refusedHandIn, versionsOf } from "../../api/handIns.ts";
 import { HAND_IN_STATES, STATE_LABELS, closesAt, handInState, isClosed, type HandInState } from "./handIn.ts";
 
 /** A DNS label: it names the Assignment, the student's `assignments/<name>/` and collection folders. */
@@ -144,6 +144,20 @@ export type AssignmentView = Static<typeof AssignmentView>;
 
 export const AssignmentList = Type.Object({ items: Type.Array(AssignmentView) });
 
+const RefusedHandInView = Nullable(
+  Type.Object(
+    {
+      requestedAt: Type.String(),
+      reason: StringEnum(["OverLimit", "NothingToCopy"]),
+      message: Type.String(),
+    },
+    {
+      description:
+        "The last hand-in, refused for what the folder held (over the limits, nothing to copy) and not answered by a newer version: nothing was collected; the student may hand in again.",
+    },
+  ),
+);
+
 export const HandInRow = Type.Object({
   user: Type.String(),
   userland: Nullable(
@@ -161,6 +175,7 @@ export const HandInRow = Type.Object({
   }),
   receipt: Nullable(ReceiptView),
   versions: Type.Array(ReceiptView, { description: "Every hand-in, oldest first." }),
+  refusedHandIn: RefusedHandInView,
   countedVersion: Nullable(
     Type.Integer({ description: "The version a teacher picked to count; null: the last one counts." }),
   ),
@@ -219,6 +234,7 @@ export const StudentAssignmentView = Type.Object(
     handInRequestedAt: Nullable(Type.String()),
     handInRequestedBy: Nullable(StringEnum(["student", "deadline"])),
     receipt: Nullable(ReceiptView),
+    refusedHandIn: RefusedHandInView,
     feedbackFiles: Nullable(Type.Integer({ description: "Files of the feedback last returned." })),
     grade: Nullable(StudentGradeView),
   },
@@ -300,8 +316,16 @@ export function toHandInRow(
     keptOwnVersion: s?.status?.keptOwnVersion ?? [],
     receipt: receiptOf(s),
     versions: s ? versionsOf(s).map(receiptView) : [],
+    refusedHandIn: s ? refusedView(s) : null,
     countedVersion: s?.spec.review?.countedVersion ?? null,
   };
+}
+
+function refusedView(s: Submission): StudentAssignmentView["refusedHandIn"] {
+  const refused = refusedHandIn(s);
+  return refused
+    ? { requestedAt: refused.requestedAt, reason: refused.reason, message: refused.message }
+    : null;
 }
 
 /** Why `s`'s student may not hand in now: closed, or handInRefusal's reasons. */
@@ -332,6 +356,7 @@ export function toStudentView(a: Assignment, s: Submission, now: Date): StudentA
     handInRequestedAt: s.spec.handInRequestedAt ?? null,
     handInRequestedBy: s.spec.handInRequestedBy ?? null,
     receipt: receiptOf(s),
+    refusedHandIn: refusedView(s),
     feedbackFiles: s.status?.feedbackFiles ?? null,
     grade: studentGrade(a, s, now),
   };

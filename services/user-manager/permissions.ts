@@ -50,6 +50,13 @@ export const REQUIRED_PERMISSIONS: readonly Permission[] = [
   })),
   {
     group: GROUP,
+    resource: USERLANDS,
+    verb: "watch",
+    namespaced: true,
+    why: "know ended sessions (their marks on Userlands) without a list per console request",
+  },
+  {
+    group: GROUP,
     resource: TEMPLATES,
     verb: "get",
     namespaced: true,

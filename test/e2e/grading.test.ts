@@ -357,5 +357,6 @@ test("a grading cycle in the browser: rubric, an extension, a second version rev
   );
   const dan = await home("dan");
   assert.match(dan.text, /your extended deadline/);
+  assert.match(dan.text, /Score: 5 of/);
   assert.doesNotMatch(dan.text, /\blate\b/);
 });

@@ -103,6 +103,12 @@ test("an assignment cycle with kubectl alone: published, distributed (running an
     until(`${who}: ${what}`, async () => {
       const s = await getS(who).catch(() => undefined);
       return s && ok(s) && s;
+    }).catch(async (error: unknown) => {
+      // What the operator says instead, for whoever reads the failure.
+      const s = await getS(who).catch(() => undefined);
+      throw new Error(
+        `${(error as Error).message}; ${who}'s Submission: ${JSON.stringify(s?.spec)} ${JSON.stringify(s?.status)}`,
+      );
     });
 
   // The teacher writes the handout in the course folder.
@@ -233,13 +239,20 @@ test("an assignment cycle with kubectl alone: published, distributed (running an
     spec: { handInRequestedAt: now(), handInRequestedBy: "student" },
   });
   const over = await submission("ben", "OverLimit", (x) => condition(x, "HandedIn")?.reason === "OverLimit");
+  // Refused for good (issue 41 item 5): no retry takes his files later; he hands in again.
   assert.match(
     condition(over, "HandedIn")?.message ?? "",
-    /^Too much data: .*1 MiB.*\(failed (once|\d+ times in a row); trying again at \S+Z\)$/,
+    /^The hand-in of \S+Z was refused: Too much data: .*1 MiB.*Nothing was collected; hand in again once it is fixed$/,
   );
   assert.equal(over.status?.receipt, undefined);
+  assert.equal(over.status?.refusedHandIn?.reason, "OverLimit");
   await sh(ben, `rm ${HOME}/assignments/a1/big`);
-  const benIn = await submission("ben", "receipt after the retry", (x) => x.status?.receipt !== undefined);
+  // A moment of its own: requests only move forward, in whole seconds.
+  await eventually("a second past the refused moment", () => now() !== over.spec.handInRequestedAt, 5000, 50);
+  await rest.patch(submissionsPath(ns, subName("ben")), {
+    spec: { handInRequestedAt: now(), handInRequestedBy: "student" },
+  });
+  const benIn = await submission("ben", "receipt of the new hand-in", (x) => x.status?.receipt !== undefined);
   const benFolder = `${handins}/${collectionUserFolder("ben")}/1`;
   assert.deepEqual(
     { ...benIn.status?.receipt, time: undefined, bytes: undefined, copyStartedAt: undefined },

@@ -717,7 +717,7 @@ test(
     phase("feedback");
 
     // Every hand-in as one zip from the console (the user-manager streams an archive pod's answer):
-    // each student's folder in it hashes as their receipt says.
+    // each student's one version in it hashes as their receipt says.
     const handinsZip = join(work, "handins.zip");
     const [handinsDownload] = await Promise.all([
       tessConsole.waitForEvent("download", { timeout: 180_000 }),
@@ -727,7 +727,7 @@ test(
     extract(handinsZip, join(work, "handins"));
     for (const user of STUDENTS)
       assert.equal(
-        sha256sumOfFolder(join(work, "handins", collectionUserFolder(user))),
+        sha256sumOfFolder(join(work, "handins", collectionUserFolder(user), "1")),
         receipts[user].sha256,
         `${user}'s folder in the downloaded zip hashes as the receipt says`,
       );
@@ -797,7 +797,7 @@ test(
       "ann's home volume is in the class's zip",
     );
     assert.equal(
-      sha256sumOfFolder(join(work, "class", "handins", ASSIGNMENT, collectionUserFolder("cat"))),
+      sha256sumOfFolder(join(work, "class", "handins", ASSIGNMENT, collectionUserFolder("cat"), "1")),
       receipts.cat.sha256,
       "the collected hand-ins are in the class's zip",
     );

@@ -178,7 +178,8 @@ test("downloads on the real node: a read-only archive pod serves a student's hom
   );
 
   // A teacher's download of an assignment's hand-ins: ann hands in (the operator's real hand-in
-  // copy into the collection), then the hand-ins' archive holds her folder, hashed as her receipt.
+  // copy into the collection), then the hand-ins' archive holds her folder, hashed as her receipt,
+  // though she changed her files since (issue 42: a hand-in is the files as they were).
   await sh(
     ann,
     `mkdir -p ${HOME}/assignments/a1 && printf 'answer = 42\\n' > ${HOME}/assignments/a1/answer.py`,
@@ -216,6 +217,11 @@ test("downloads on the real node: a read-only archive pod serves a student's hom
     const s = await rest.get<Submission>(submissionPath);
     throw new Error(`${(error as Error).message}; status: ${JSON.stringify(s.status)}`);
   });
+  // ann changes her work after handing in: the teacher's download is still what she handed in.
+  await sh(
+    ann,
+    `printf 'answer = 0\\n' > ${HOME}/assignments/a1/answer.py && touch ${HOME}/assignments/a1/later.py`,
+  );
   const handins = await serveArchive(ns, "a1-handins", {
     handins: { templateName: "lab", assignment: "a1" },
   });

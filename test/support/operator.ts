@@ -18,6 +18,8 @@ export interface OperatorOptions {
   identity?: string;
   /** Wait until this replica leads with synced caches (default true). */
   waitForLeader?: boolean;
+  /** Chart values its rights are rendered with (cluster/chartRbac.ts), as an admin who set them. */
+  chartValues?: Record<string, unknown>;
 }
 
 /** Creates or updates the generated CRDs (on the run's control plane unless given another) and waits until they are served. */
@@ -32,7 +34,11 @@ export async function startOperator(
   opts: OperatorOptions = {},
 ): Promise<OperatorProcess> {
   await installCrds(opts.cluster);
-  const { path, username } = await operatorKubeconfig(namespace, opts.cluster ?? (await testCluster()));
+  const { path, username } = await operatorKubeconfig(
+    namespace,
+    opts.cluster ?? (await testCluster()),
+    opts.chartValues ? { values: opts.chartValues } : {},
+  );
   const handle = await spawnOperator(path, username, namespace, opts);
   t.after(async () => {
     await handle.stop("SIGKILL");

@@ -89,6 +89,20 @@ function setCookieName(header: string): string {
 }
 
 /**
+ * Removes from `headers` (in place) every Set-Cookie for one of the platform's cookies: an
+ * environment must not set, replace or clear the session, a visit, a sign-in transaction or the
+ * signed-out mark planted for the auth service (login CSRF). Every answer an environment gives
+ * passes here: an HTTP response, a WebSocket's 101 and a refused upgrade alike.
+ */
+function dropPlatformCookies(headers: ResponseHeaders): void {
+  const setCookie = headers["set-cookie"];
+  if (setCookie === undefined) return;
+  const all = typeof setCookie === "string" ? [setCookie] : setCookie;
+  const cookies = all.filter((c) => !isPlatformCookieName(setCookieName(c)));
+  if (cookies.length !== all.length) headers["set-cookie"] = cookies;
+}
+
+/**
  * The environment's response headers as the client may see them: without hop-by-hop headers (Node
  * frames the response to the client itself) and the names `Connection` lists, without a
  * Set-Cookie for any of the platform's cookies, and on a shared origin without
@@ -111,14 +125,7 @@ export function clientResponseHeaders(
     if (name === "service-worker-allowed" && !serviceWorkers) continue;
     kept[name] = headers[name];
   }
-  // An environment must not set, replace or clear the platform's cookies: the session, nor a
-  // sign-in transaction or the signed-out mark planted for the auth service (login CSRF).
-  const setCookie = kept["set-cookie"];
-  if (setCookie !== undefined) {
-    const all = typeof setCookie === "string" ? [setCookie] : setCookie;
-    const cookies = all.filter((c) => !isPlatformCookieName(setCookieName(c)));
-    if (cookies.length !== all.length) kept["set-cookie"] = cookies;
-  }
+  dropPlatformCookies(kept);
   if (cacheTag !== undefined) sessionResponseValidators(kept, cacheTag);
   return kept;
 }
@@ -269,7 +276,11 @@ export class Forwarder {
     proxyReq.setTimeout(config.upstreamTimeoutMs, () => {
       if (!upgraded) proxyReq.destroy(new UpstreamTimeout("upstream timed out"));
     });
-    proxyReq.on("upgrade", (_res: IncomingMessage, proxySocket: Socket) => {
+    // These listeners run before http-proxy-3's, which writes the environment's headers to the
+    // client as they are: a 101, or the answer of an environment that refused the upgrade.
+    proxyReq.on("response", (res: IncomingMessage) => dropPlatformCookies(res.headers));
+    proxyReq.on("upgrade", (res: IncomingMessage, proxySocket: Socket) => {
+      dropPlatformCookies(res.headers);
       upgraded = true;
       if (record?.upstreamStart !== undefined)
         metrics.upstreamLatency.observe(

@@ -3,10 +3,14 @@
  * esc-proxy design; code-server, Jupyter and phpMyAdmin set-ups do the same), so the proxy is the
  * only one allowed to say who a request is from:
  *
- * - every client-supplied identity header is removed, matched after folding its name: lowercased,
- *   with every "-", "_", "." and "~" dropped (CGI/WSGI servers and nginx read X_User as X-User, and
- *   other servers and frameworks normalise other separators, so X.User and X~User are refused too,
- *   issue 29 item 6), against the names and name families of common auth proxies and platforms;
+ * - only an allow-list of headers reaches the environment (issue 41 item 10): the standard request
+ *   headers, the browser's `Sec-*`, and an application's own `X-*` headers unless their name speaks
+ *   of identity. Names are compared folded: lowercased, with every "-", "_", "." and "~" dropped
+ *   (CGI/WSGI servers and nginx read X_User as X-User, and other servers and frameworks normalise
+ *   other separators, issue 29 item 6). The names and name families of common auth proxies and
+ *   platforms are refused whatever their spelling;
+ * - `Authorization` passes with an application's token (Bearer, Jupyter's `token`), never with a
+ *   scheme that names a person to the server (Basic, Digest, Negotiate, NTLM);
  * - the session cookie is removed (an environment could otherwise act as the student elsewhere);
  * - X-Forwarded-For/Proto/Host and Forwarded are believed only from PROXY_TRUSTED_PROXIES and are
  *   otherwise replaced with what this proxy saw itself;
@@ -87,6 +91,67 @@ const FORWARDING_HEADERS: ReadonlySet<string> = new Set([
 export function isIdentityHeader(name: string): boolean {
   const folded = foldHeaderName(name);
   return FOLDED_IDENTITY_HEADERS.has(folded) || FOLDED_IDENTITY_PREFIXES.some((p) => folded.startsWith(p));
+}
+
+/** Standard request headers (RFC 9110, Fetch, client hints), folded; families by prefix below. */
+const STANDARD_REQUEST_HEADERS: ReadonlySet<string> = new Set(
+  [
+    "accept",
+    "cache-control",
+    "connection",
+    "cookie",
+    "date",
+    "dnt",
+    "device-memory",
+    "downlink",
+    "dpr",
+    "early-data",
+    "ect",
+    "host",
+    "last-event-id",
+    "origin",
+    "pragma",
+    "priority",
+    "purpose",
+    "range",
+    "referer",
+    "rtt",
+    "save-data",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "upgrade-insecure-requests",
+    "user-agent",
+    "viewport-width",
+    "width",
+  ].map(foldHeaderName),
+);
+const STANDARD_PREFIXES: readonly string[] = [
+  "accept-",
+  "access-control-request-",
+  "content-",
+  "if-",
+  "sec-",
+].map(foldHeaderName);
+/** Words an application's own `X-*` header does not carry in its name unless it says who someone is. */
+const IDENTITY_WORDS =
+  /user|auth|email|mail|remote|ident|principal|cert|login|account|group|role|oidc|saml|jwt|claim|impersonat|visitor|consumer|subject|credential|person|owner|tenant/;
+/** Authorization schemes that name a person to the server, not an application's token. */
+const PERSON_SCHEMES = /^\s*(basic|digest|negotiate|ntlm)\b/i;
+
+/**
+ * Whether a request header the client sent reaches the environment as it is (the allow-list);
+ * X-Forwarded-* and Forwarded are decided apart (from trusted proxies only).
+ */
+export function forwardsHeader(name: string, value?: string | string[]): boolean {
+  if (isIdentityHeader(name)) return false;
+  const folded = foldHeaderName(name);
+  if (folded === "authorization")
+    return !(Array.isArray(value) ? value : [value ?? ""]).some((v) => PERSON_SCHEMES.test(v));
+  if (STANDARD_REQUEST_HEADERS.has(folded) || STANDARD_PREFIXES.some((p) => folded.startsWith(p)))
+    return true;
+  return folded.startsWith("x") && name.toLowerCase().startsWith("x-") && !IDENTITY_WORDS.test(folded);
 }
 
 function isForwardingHeader(folded: string): boolean {
@@ -238,8 +303,10 @@ export function prepareUpstreamHeaders(
   for (const name of Object.keys(headers)) {
     if (isIdentityHeader(name)) {
       delete headers[name];
-    } else if (isForwardingHeader(foldHeaderName(name)) && (!client.trusted || !CANONICAL_NAME.test(name))) {
+    } else if (isForwardingHeader(foldHeaderName(name))) {
       // From a trusted proxy only the canonical spellings pass; X_Forwarded_For never does.
+      if (!client.trusted || !CANONICAL_NAME.test(name)) delete headers[name];
+    } else if (!forwardsHeader(name, headers[name])) {
       delete headers[name];
     }
   }

@@ -154,6 +154,14 @@ export function assignmentCard(a: StudentAssignment, view: HomeView, returnPath:
         ${a.distributed ? where : "Not in your environment yet: it arrives at its next start."}
       </p>
       ${view.canAct ? handInForm(a, returnPath) : ""}`;
+  // A refused hand-in stays refused (issue 41 item 5): the student reads why and hands in again.
+  const refused =
+    a.refusedHandIn && a.state !== "handing-in"
+      ? html`<p class="refused" role="alert">
+          Your hand-in of ${timeOf(a.refusedHandIn.requestedAt)} was refused: ${a.refusedHandIn.message}.
+          Nothing was collected${a.open ? "; fix it and hand in again." : "."}
+        </p>`
+      : "";
   const feedback =
     a.feedbackFiles && a.feedbackFiles > 0
       ? html`<p>
@@ -170,7 +178,7 @@ export function assignmentCard(a: StudentAssignment, view: HomeView, returnPath:
       >
     </div>
     <p class="muted">${times}</p>
-    ${body}${gradeOf(a)}${feedback}${a.receipt && a.open && view.canAct ? handInForm(a, returnPath) : ""}
+    ${refused}${body}${gradeOf(a)}${feedback}${a.receipt && a.open && view.canAct ? handInForm(a, returnPath) : ""}
   </li>`;
 }
 

@@ -205,6 +205,7 @@ test("an assignment's grade on the home page: the score once released, the tests
             handInRequestedAt: "2026-12-11T10:00:00Z",
             handInRequestedBy: "student",
             receipt: null,
+            refusedHandIn: null,
             feedbackFiles: null,
             grade,
           },

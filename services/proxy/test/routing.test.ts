@@ -195,6 +195,37 @@ test("two users × two Templates: each reaches only their own environment; spoof
   );
 
   await t.test(
+    "environments cannot set a platform cookie in a WebSocket's 101 nor in a refused upgrade (issue 41 item 1)",
+    async () => {
+      const opened = await openWebSocket(proxy.port, {
+        host: HOSTS.code,
+        cookie: cookieOf("koba1t"),
+        origin: `https://${HOSTS.code}`,
+      });
+      assert.ok("ws" in opened, `WebSocket refused: ${JSON.stringify(opened)}`);
+      opened.ws.close();
+      assert.deepEqual(
+        opened.headers["set-cookie"],
+        ["app=1; Path=/"],
+        "the 101 keeps only the app's cookie",
+      );
+      const refused = await openWebSocket(proxy.port, {
+        host: HOSTS.code,
+        cookie: cookieOf("koba1t"),
+        origin: `https://${HOSTS.code}`,
+        path: "/refused-socket",
+      });
+      assert.ok("status" in refused, "the environment refused this upgrade");
+      assert.equal(refused.status, 403);
+      assert.deepEqual(
+        refused.headers["set-cookie"],
+        ["app=1; Path=/"],
+        "the refusal keeps only the app's cookie",
+      );
+    },
+  );
+
+  await t.test(
     "forged, tampered, expired and foreign sessions: browsers go to login, others get 401",
     async () => {
       const valid = (await keys.signer.sign("koba1t", 3600)).split(".");

@@ -255,4 +255,11 @@ export const SPOOFED_IDENTITY_HEADERS: readonly string[] = [
   "X-Vouch-User",
   "X-Consumer-Username",
   "Tailscale-User-Login",
+  // Issue 41 item 10: what a deny-list let through; only an allow-list reaches the environment.
+  "X-Auth-Username",
+  "Userland-Visitor",
+  "X-Oidc-User",
+  "Username",
+  "User",
+  "X-Client-Cert",
 ];

@@ -332,11 +332,12 @@ test("a teacher with the visit right opens a student's environment as the studen
 
   await t.test(
     "a Template that asks first: the teacher waits, the student's home shows the request, Allow lets the teacher in",
-    async () => {
+    async (st) => {
       await admin.patch(templatesPath(ns, "code"), {
         metadata: { annotations: { [VISIT_CONSENT_ANNOTATION]: "required" } },
       });
-      t.after(() =>
+      // At this subtest's end, while the namespace is still there.
+      st.after(() =>
         admin.patch(templatesPath(ns, "code"), {
           metadata: { annotations: { [VISIT_CONSENT_ANNOTATION]: null } },
         }),

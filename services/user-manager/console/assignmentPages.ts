@@ -260,7 +260,16 @@ export function assignmentPage(viewer: Viewer, table: HandInTable, notice: strin
   const row = (r: HandInRow) =>
     html`<tr id="student-${r.user}">
       <th scope="row"><span class="user">${r.user}</span></th>
-      <td><span class="state ${stateClass[r.state] ?? ""}">${r.stateLabel}</span></td>
+      <td>
+        <span class="state ${stateClass[r.state] ?? ""}">${r.stateLabel}</span>
+        ${
+          r.refusedHandIn
+            ? html`<div class="muted" title="${r.refusedHandIn.message}">
+                hand-in of ${r.refusedHandIn.requestedAt} refused (${r.refusedHandIn.reason})
+              </div>`
+            : ""
+        }
+      </td>
       ${receiptCells(r.receipt)}
       <td>
         <form
