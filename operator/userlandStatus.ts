@@ -4,6 +4,7 @@
  */
 import type { V1Deployment } from "@kubernetes/client-node";
 import {
+  CLASS_ARCHIVE_STOPPED_REASON,
   UserlandAnnotations,
   UserlandConditions,
   UserlandReasons,
@@ -78,7 +79,9 @@ export function computeStatus(userland: Userland, outcome: SyncOutcome, now: Dat
     message =
       stoppedReason === "IdleTimeout"
         ? `Stopped after ${template?.spec.idleTimeout ?? "the idle timeout"} without activity; data is kept`
-        : "Stopped (spec.enabled is false); data is kept";
+        : stoppedReason === CLASS_ARCHIVE_STOPPED_REASON
+          ? "Stopped at the end of term: the class is being archived (its volumes read into the class's zip); data is kept"
+          : "Stopped (spec.enabled is false); data is kept";
   } else if (!deployment) {
     phase = "Pending";
     readyReason = "Creating";

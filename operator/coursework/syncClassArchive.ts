@@ -21,7 +21,10 @@ import type { V1PersistentVolumeClaim } from "@kubernetes/client-node";
 import { childNames, collectionNames, collectionUserFolder, LABELS, shortHash } from "../../api/naming.ts";
 import {
   API_VERSION,
+  CLASS_ARCHIVE_STOPPED_REASON,
   TemplateConditions,
+  UserlandAnnotations,
+  WHOLE_TEMPLATE,
   type ClassArchive,
   type ClassArchiveListed,
   type ClassArchiveStatus,
@@ -35,6 +38,7 @@ import { Index } from "../caches.ts";
 import { stableJson } from "../compare.ts";
 import { findCondition } from "../conditions.ts";
 import type { OperatorContext } from "../context.ts";
+import { userlandRef } from "../events.ts";
 import { controllerReference } from "../ownership.ts";
 import { resources } from "../resources.ts";
 import { copyPodName, type CopyMount } from "./copyPods.ts";
@@ -176,7 +180,7 @@ async function classOf(
     namespacedKey(namespace, ca.spec.templateName),
   )) {
     if (u.metadata.deletionTimestamp) continue;
-    if (ca.spec.class !== undefined && u.metadata.labels?.[LABELS.class] !== ca.spec.class) continue;
+    if (!wholeTemplate(ca) && u.metadata.labels?.[LABELS.class] !== ca.spec.class) continue;
     // A teacher's environment is not the class's: an Assignment gives them no Submission either.
     if (await ctx.teachers.isTeacher(namespace, ca.spec.templateName, u.spec.user)) continue;
     const names = childNames(ca.spec.templateName, u.metadata.name ?? "");
@@ -194,6 +198,13 @@ async function classOf(
   }
   return students.sort((a, b) => (a.userland < b.userland ? -1 : a.userland > b.userland ? 1 : 0));
 }
+
+/**
+ * Every Userland of the Template: "*", or (an object made before spec.class was required) no class.
+ * The CRD refuses a new one without a class: ending a whole Template is said on purpose.
+ */
+const wholeTemplate = (ca: ClassArchive): boolean =>
+  (ca.spec.class as string | undefined) === undefined || ca.spec.class === WHOLE_TEMPLATE;
 
 /** The student's Userland as it was recorded, or undefined when it is gone or another one now. */
 function recorded(ctx: OperatorContext, namespace: string, s: ClassArchiveStudent): Userland | undefined {
@@ -216,13 +227,25 @@ async function stopping(
       continue;
     }
     let generation = u.metadata.generation ?? 0;
-    if (u.spec.enabled !== false) {
+    // The student sees why (issue 41 item 9): the stopped reason on their home page and an Event,
+    // once, when the archive takes their environment.
+    const marked =
+      u.metadata.annotations?.[UserlandAnnotations.stoppedReason] === CLASS_ARCHIVE_STOPPED_REASON;
+    if (u.spec.enabled !== false || !marked) {
       try {
         const patched = await ctx.rest.patch<Userland>(resources.Userland.path(namespace, s.userland), {
-          metadata: { uid: s.uid },
+          metadata: {
+            uid: s.uid,
+            annotations: { [UserlandAnnotations.stoppedReason]: CLASS_ARCHIVE_STOPPED_REASON },
+          },
           spec: { enabled: false },
         });
         generation = patched.metadata.generation ?? generation;
+        ctx.events.normal(
+          userlandRef(patched),
+          "ClassArchive",
+          `Stopped at the end of term: the class archive ${ca.metadata.name ?? ""} reads ${s.user}'s volumes (${s.claims.join(", ")}) into the class's zip; the files are kept`,
+        );
       } catch (error) {
         if (!isNotFound(error) && !isConflict(error)) throw error;
       }
@@ -270,7 +293,7 @@ function archiving(
     Index.assignmentsByTemplate,
     namespacedKey(namespace, ca.spec.templateName),
   )) {
-    if (ca.spec.class !== undefined && a.spec.class !== ca.spec.class) continue;
+    if (!wholeTemplate(ca) && a.spec.class !== ca.spec.class) continue;
     const assignment = a.metadata.name ?? "";
     // Only what was collected: an assignment nobody handed in has no folder in the collection.
     const collected = ctx.caches.submissions

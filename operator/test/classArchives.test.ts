@@ -107,13 +107,18 @@ test("a ClassArchive stops the class, archives and reads it back in locked-down 
   for (const u of ["alice", "bob", "carol"])
     await eventually(`${u}'s claim`, () => exists(rest, pvcPath(ns, claim(u))));
 
-  // The API server refuses a change of class or Template.
-  await rest.create(classArchivesPath(ns), {
+  // The API server refuses a class archive without a class (issue 41 item 9: it took every
+  // environment of the Template), and a change of class or Template.
+  const classArchive = (spec: Record<string, unknown>) => ({
     apiVersion: "userland.dev/v1alpha1",
     kind: "ClassArchive",
     metadata: { name: "term1" },
-    spec: { templateName: "lab" },
+    spec,
   });
+  await assert.rejects(rest.create(classArchivesPath(ns), classArchive({ templateName: "lab" })), (e) =>
+    isInvalid(e),
+  );
+  await rest.create(classArchivesPath(ns), classArchive({ templateName: "lab", class: "*" }));
   await assert.rejects(rest.patch(classArchivesPath(ns, "term1"), { spec: { templateName: "other" } }), (e) =>
     isInvalid(e),
   );
@@ -135,6 +140,28 @@ test("a ClassArchive stops the class, archives and reads it back in locked-down 
       const userland = await rest.get<Userland>(userlandsPath(ns, u));
       return userland.spec.enabled === false;
     });
+  // Each student sees why (issue 41 item 9): the reason their home page words, and an Event.
+  for (const u of ["alice", "bob", "carol"]) {
+    const userland = await eventually(`${u} marked`, async () => {
+      const got = await rest.get<Userland>(userlandsPath(ns, u));
+      return got.metadata.annotations?.["userland.dev/stopped-reason"] === "ClassArchive" && got;
+    });
+    await eventually(`${u}'s Status says the class is archived`, async () =>
+      /end of term: the class is being archived/.test(
+        (await rest.get<Userland>(userlandsPath(ns, u))).status?.message ?? "",
+      ),
+    );
+    const events = await eventually(`${u}'s Event`, async () => {
+      const list = await rest.list<{ reason?: string; message?: string; involvedObject: { uid?: string } }>(
+        paths.namespaced("", "v1", "events", ns),
+      );
+      const mine = list.items.filter(
+        (e) => e.reason === "ClassArchive" && e.involvedObject.uid === userland.metadata.uid,
+      );
+      return mine.length > 0 && mine;
+    });
+    assert.match(events[0]?.message ?? "", new RegExp(`class archive term1 reads ${u}'s volumes`));
+  }
 
   // Archiving: one pod, no token, students' claims read-only, the collection read-only but for archives/.
   const [archivePod] = await eventually("the archive pod", async () => {
@@ -340,7 +367,7 @@ test("a ClassArchive of a Template without a collection fails with what to set, 
     apiVersion: "userland.dev/v1alpha1",
     kind: "ClassArchive",
     metadata: { name: "term1" },
-    spec: { templateName: "bare", end: true },
+    spec: { templateName: "bare", class: "*", end: true },
   });
   const failed = await eventually("Failed", async () => {
     const ca = await getCA(rest, ns);

@@ -172,13 +172,12 @@ export const classArchiveRoutes: FastifyPluginCallbackTypebox<ClassArchiveRouteO
         params: TemplateParams,
         body: Type.Object(
           {
-            class: Type.Optional(
-              Type.String({
-                minLength: 1,
-                maxLength: 63,
-                description: "Only the Userlands labelled with this class; absent: the whole Template.",
-              }),
-            ),
+            class: Type.String({
+              minLength: 1,
+              maxLength: 63,
+              description:
+                'Only the Userlands labelled with this class; "*": every environment of the Template, said on purpose (a request without a class is refused, 400).',
+            }),
           },
           { additionalProperties: false },
         ),

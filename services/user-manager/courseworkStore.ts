@@ -166,7 +166,8 @@ export class CourseworkStore {
       );
   }
 
-  createClassArchive(namespace: string, templateName: string, klass: string | undefined, createdBy: string) {
+  /** `klass`: a class label's value, or WHOLE_TEMPLATE ("*", slugged to nothing in the name). */
+  createClassArchive(namespace: string, templateName: string, klass: string, createdBy: string) {
     return this.rest.create<ClassArchive>(classArchivesPath(namespace), {
       apiVersion: API_VERSION,
       kind: "ClassArchive",
@@ -174,7 +175,7 @@ export class CourseworkStore {
         generateName: `${templateName}-${klass && slug(klass, 20) ? `${slug(klass, 20)}-` : ""}end-`,
         annotations: { "userland.dev/created-by": createdBy },
       },
-      spec: { templateName, ...(klass !== undefined ? { class: klass } : {}) },
+      spec: { templateName, class: klass },
     });
   }
 

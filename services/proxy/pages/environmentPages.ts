@@ -5,6 +5,7 @@
  * page also works without JavaScript. Every interpolated value is escaped by the `html` tag.
  */
 import { createHash } from "node:crypto";
+import { CLASS_ARCHIVE_STOPPED_REASON } from "../../../api/v1alpha1/index.ts";
 import { html, Html, pageDocument } from "../../../lib/html.ts";
 import { localPath } from "../../../lib/localPath.ts";
 import { pageSecurityHeaders } from "../../../lib/pageHeaders.ts";
@@ -179,7 +180,12 @@ export function stoppedPage(
   const why =
     options.reason === "IdleTimeout"
       ? html`<p>It was stopped after a while without use. Your files are kept.</p>`
-      : html`<p>Your files are kept while it is stopped.</p>`;
+      : options.reason === CLASS_ARCHIVE_STOPPED_REASON
+        ? html`<p>
+            It was stopped at the end of term: your teacher is archiving the class, and your files are being
+            copied into the class's archive. Your files are kept.
+          </p>`
+        : html`<p>Your files are kept while it is stopped.</p>`;
   const action = options.canStart
     ? html`<form method="post" action="/_userland/start" class="actions">
         <input type="hidden" name="rd" value="${localPath(options.returnPath) ?? "/"}" />

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import type { Userland } from "../../../api/v1alpha1/index.ts";
 import { ConfigError } from "../../../lib/config.ts";
-import { pageHeaders, startingPage } from "../pages/environmentPages.ts";
+import { pageHeaders, startingPage, stoppedPage } from "../pages/environmentPages.ts";
 import { pino } from "pino";
 import { justReady, mayRetry } from "../forward/readyRetry.ts";
 import { isStalled, progressText, startDuration } from "../../../lib/startProgress.ts";
@@ -541,4 +541,13 @@ test("just after Ready: within the grace (0s: never), and only failures a retry 
   assert.equal(mayRetry(error("ECONNRESET"), get, false), true);
   assert.equal(mayRetry(error("ECONNRESET"), post, false), false, "it may have reached the app");
   assert.equal(mayRetry(error("UND_ERR_HEADERS_TIMEOUT"), get, false), false, "slow is not refused");
+});
+
+test("a stopped environment's page says why: idle, the class being archived (issue 41 item 9), or just stopped", () => {
+  const env = { template: "code", user: "alice", title: "VS Code" };
+  const text = (reason?: string) =>
+    String(stoppedPage(env, { canStart: true, returnPath: "/", reason }).body).replace(/\s+/g, " ");
+  assert.match(text("IdleTimeout"), /without use/);
+  assert.match(text("ClassArchive"), /end of term: your teacher is archiving the class/);
+  assert.doesNotMatch(text(undefined), /archiving|without use/);
 });

@@ -3,6 +3,7 @@
  * archives with "Archive this class", and one archive's step, its dry run (what will be deleted, what
  * is kept and why), the class's zip and "End the class", which sends the dry run's hash back.
  */
+import { WHOLE_TEMPLATE } from "../../../api/v1alpha1/index.ts";
 import { formatBytes } from "../../../lib/formatBytes.ts";
 import { html } from "../../../lib/html.ts";
 import type { ClassArchiveView } from "../classArchives.ts";
@@ -44,8 +45,16 @@ export function endOfTermPage(
       <p>
         Archiving a class stops its environments, writes every student's volumes and the class's hand-ins into
         one zip in the Template's collection, reads it back and lists what ending the class would delete.
-        Nothing is deleted until you end the class on the archive's page.
+        Nothing is deleted until you end the class on the archive's page. Each student's home page says their
+        environment was stopped for the archive.
       </p>
+      ${
+        klass
+          ? ""
+          : html`<p>
+              <strong>No class is chosen: this archives every student's environment of ${template}.</strong>
+            </p>`
+      }
       <form method="post" action="${CONSOLE_PATH}/end-of-term/create">
         <input type="hidden" name="template" value="${template}" />
         ${klass ? html`<input type="hidden" name="class" value="${klass}" />` : ""}
@@ -60,7 +69,7 @@ export function endOfTermPage(
                 (c) =>
                   html`<li>
                     <a href="${classArchiveUrl(template, c.name)}">${c.name}</a>${
-                      c.class ? html` (class <code>${c.class}</code>)` : ""
+                      c.class && c.class !== WHOLE_TEMPLATE ? html` (class <code>${c.class}</code>)` : ""
                     }:
                     ${c.phase ? STEPS[c.phase] : "starting"}${c.createdAt ? html`, ${formatTime(c.createdAt)}` : ""}
                   </li>`,
@@ -104,9 +113,15 @@ export function classArchivePage(viewer: Viewer, c: ClassArchiveView, notice?: s
     viewer,
     html`${notice ? html`<p class="notice" role="status">${notice}</p>` : ""}
       <p class="muted">
-        Template <code>${c.templateName}</code>${c.class ? html`, class <code>${c.class}</code>` : ""} ·
-        <a href="${classArchiveUrl(c.templateName, c.name)}">Refresh</a> ·
-        <a href="${endOfTermUrl(c.templateName, c.class ?? undefined)}">All archives of this class</a>
+        Template <code>${c.templateName}</code>${
+          c.class && c.class !== WHOLE_TEMPLATE
+            ? html`, class <code>${c.class}</code>`
+            : html`, every environment`
+        }
+        · <a href="${classArchiveUrl(c.templateName, c.name)}">Refresh</a> ·
+        <a href="${endOfTermUrl(c.templateName, c.class && c.class !== WHOLE_TEMPLATE ? c.class : undefined)}"
+          >All archives of this class</a
+        >
       </p>
       <p role="status" id="phase">
         <strong>${c.phase ? STEPS[c.phase] : "Starting"}</strong>${

@@ -4,6 +4,7 @@
  */
 import type { FastifyInstance } from "fastify";
 import type { ClassArchiveView } from "../classArchives.ts";
+import { WHOLE_TEMPLATE } from "../../../api/v1alpha1/index.ts";
 import { badRequest } from "../errors.ts";
 import type { AssignmentConsoleDeps } from "./assignmentRoutes.ts";
 import { refused } from "./assignmentRoutes.ts";
@@ -37,7 +38,8 @@ export function endOfTermConsoleRoutes(
     const klass = query.class || undefined;
     const answer = await api<{ items: ClassArchiveView[] }>(request, "GET", base(template));
     if (answer.status !== 200) throw refused(answer);
-    const items = answer.body.items.filter((c) => (c.class ?? undefined) === klass);
+    // The Template's own page lists the archives of all of it ("*", or none before spec.class was required).
+    const items = answer.body.items.filter((c) => (c.class ?? WHOLE_TEMPLATE) === (klass ?? WHOLE_TEMPLATE));
     return send(reply, 200, endOfTermPage(viewerOf(request), template, klass, items));
   });
 
@@ -45,12 +47,10 @@ export function endOfTermConsoleRoutes(
     const form = formOf(request.body);
     const template = templateField(form.get("template"), "body");
     const klass = form.get("class") || undefined;
-    const answer = await api<ClassArchiveView>(
-      request,
-      "POST",
-      base(template),
-      klass ? { class: klass } : {},
-    );
+    // No class on the page: the whole Template, which the page says.
+    const answer = await api<ClassArchiveView>(request, "POST", base(template), {
+      class: klass ?? WHOLE_TEMPLATE,
+    });
     if (answer.status !== 201) throw refused(answer);
     request.log.info(
       { by: request.caller?.username, template, class: klass, classArchive: answer.body.name },

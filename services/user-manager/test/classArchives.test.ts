@@ -62,6 +62,10 @@ test("end of term in the console: a course teacher archives a class, reads the d
   assert.deepEqual(ca.spec, { templateName: "lab", class: "b", end: false });
   assert.equal(ca.metadata.annotations?.["userland.dev/created-by"], "userland:tina@uni.example");
   assert.equal((await api(`/${name}`, await h.cookie("nora@uni.example"))).status, 403);
+  // Without a class the API refuses (issue 41 item 9): the whole Template is "*", said on purpose.
+  const unset = await api("", tina, "POST", {});
+  assert.equal(unset.status, 400);
+  assert.match(await unset.text(), /class/);
   // One at a time per class: a second click is refused, naming the one under way.
   const again = await api("", tina, "POST", { class: "b" });
   assert.equal(again.status, 409);
