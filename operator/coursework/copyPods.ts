@@ -76,6 +76,8 @@ export interface CopyPodInput {
   deadlineSeconds?: number;
   /** Its memory limit (default 1Gi): a class's zip keeps every entry until its central directory. */
   memoryLimit?: string;
+  /** What the pod records of its inputs for whoever reads its result (e.g. a hand-in's frozenAt). */
+  annotations?: Record<string, string>;
 }
 
 /** The Template pod's user, group and fsGroup: distributed files belong to the student's user. */
@@ -156,6 +158,7 @@ export function copyPod(input: CopyPodInput): V1Pod {
       name: input.name,
       namespace: input.namespace,
       labels: { [LABELS.copy]: input.job },
+      ...(input.annotations ? { annotations: input.annotations } : {}),
       ownerReferences: [input.owner],
     },
     spec: {

@@ -40,6 +40,8 @@ export type CopyRun =
       failedCopies: FailedCopies;
       /** When the job may run again (ms from now; 0: now, its pod is deleted). */
       retryInMs: number;
+      /** A failure the job's `final` says no retry can change: never run again (retryInMs: Infinity). */
+      final?: true;
     });
 
 /** The wait after `count` failures in a row: `firstMs` doubling, at most MAX_COPY_RETRY_MS. */
@@ -54,12 +56,15 @@ export function retryNote(failed: FailedCopies): string {
 
 /**
  * Reads the job's pod, creating it when there is none; never runs a job twice at once. `failed` is
- * the owner's status.failedCopies: the count of this job's earlier failures.
+ * the owner's status.failedCopies: the count of this job's earlier failures. `final` names the
+ * failures no retry can change (a hand-in over its limits): reported `final`, the pod kept until
+ * the owner's next job.
  */
 export async function runCopy(
   ctx: OperatorContext,
   input: CopyPodInput,
   failed: FailedCopies | undefined,
+  final?: (kind: string) => boolean,
 ): Promise<CopyRun> {
   const pod = ctx.caches.copyPods.get(input.name, input.namespace);
   if (!pod) {
@@ -80,6 +85,11 @@ export async function runCopy(
   const count = failed?.pod !== input.name ? 1 : failed.podUid === uid ? failed.count : failed.count + 1;
   const retryAt = timeMs(outcome.finishedAt) + copyRetryDelay(ctx.coursework.retryMs, count);
   const failedCopies = { pod: input.name, podUid: uid, count, retryAt: kubeTime(new Date(retryAt)) };
+  // Never deleted here, as a success's pod is not: the deletion's event may come before the
+  // status update's, and a sync on the old status would run the job again (a hand-in refused at
+  // its moment, taken later with what was written since).
+  if (final?.(outcome.kind))
+    return { ...outcome, pod, failedCopies, retryInMs: Number.POSITIVE_INFINITY, final: true };
   const retryInMs = Math.max(0, retryAt - ctx.now().getTime());
   // Its time has come: the pod goes, and its deletion brings the owner back to run the job again.
   if (retryInMs === 0) await deleteCopyPod(ctx, pod);

@@ -185,6 +185,9 @@ function generationOf(job: StudentJob, a: Assignment, s: Submission, now: Date):
   return pending ? handInRequest(pending) : 1;
 }
 
+/** On a hand-in's copy pod that read a snapshot: when the snapshot was taken (the receipt's frozenAt). */
+const FROZEN_AT_ANNOTATION = "userland.dev/frozen-at";
+
 /** One hand-in request, as the names of its pod and snapshot know it. */
 const handInRequest = (pending: { version: number; moment: string }): string =>
   `${pending.version}@${pending.moment}`;
@@ -208,9 +211,13 @@ async function copy(
   const pending = pendingHandIn(s) ?? { version: 1, moment: kubeTime(ctx.now()) };
   const report = gradeReport(a, s, ctx.now());
   const type = conditionOf(job);
+  const podName = copyPodName(job, s.metadata.uid ?? "", generationOf(job, a, s, ctx.now()));
   // Where the storage can, the hand-in reads a snapshot taken at its moment, not the live volume.
+  // Asked only before its pod exists: a sync on an older status (the pod done, its snapshot
+  // released) must not take another snapshot; the pod itself records what it read.
   let frozen: { claim: string; frozenAt: string } | undefined;
-  if (job === "handin" && ctx.coursework.snapshotClass) {
+  const podExists = ctx.caches.copyPods.get(podName, s.metadata.namespace ?? "") !== undefined;
+  if (job === "handin" && ctx.coursework.snapshotClass && !podExists) {
     const home = await frozenHome(ctx, s, handInRequest(pending), homeClaim);
     if (home.state === "waiting")
       return {
@@ -271,7 +278,7 @@ async function copy(
   const run = await runCopy(
     ctx,
     {
-      name: copyPodName(job, s.metadata.uid ?? "", generationOf(job, a, s, ctx.now())),
+      name: podName,
       namespace: s.metadata.namespace ?? "",
       job,
       owner: controllerReference("Submission", s),
@@ -281,8 +288,11 @@ async function copy(
       mounts: plan[job].mounts,
       // A restored claim is the copy pod's alone: wherever the scheduler puts it.
       nodeName: frozen ? undefined : nodeName,
+      ...(frozen ? { annotations: { [FROZEN_AT_ANNOTATION]: frozen.frozenAt } } : {}),
     },
     status.failedCopies,
+    // What the student's folder holds decides a hand-in's refusal: no retry changes the moment's files.
+    job === "handin" ? (kind) => kind === "limit" || kind === "refused" : undefined,
   );
   if (run.state === "running")
     return { condition: { type, status: "False", reason: "Copying", message: `The ${job} copy is running` } };
@@ -298,8 +308,8 @@ async function copy(
     }
     // What the student's folder holds decided it: refused for good, never taken later by a retry
     // (the files would then be newer than the moment); they may hand in again (issue 41 item 5).
-    if (job === "handin" && (run.kind === "limit" || run.kind === "refused")) {
-      if (frozen) await releaseFrozenHome(ctx, s, handInRequest(pending));
+    if (run.final) {
+      if (ctx.coursework.snapshotClass) await releaseFrozenHome(ctx, s, handInRequest(pending));
       delete status.failedCopies;
       const reason = run.kind === "limit" ? "OverLimit" : "NothingToCopy";
       status.refusedHandIn = {
@@ -328,8 +338,8 @@ async function copy(
   delete status.failedCopies;
   const result = run.result;
   if (job === "handin") {
-    const receipt = handInReceipt(s, a, pending, run, frozen?.frozenAt);
-    if (frozen) await releaseFrozenHome(ctx, s, handInRequest(pending));
+    const receipt = handInReceipt(s, a, pending, run, run.pod.metadata?.annotations?.[FROZEN_AT_ANNOTATION]);
+    if (ctx.coursework.snapshotClass) await releaseFrozenHome(ctx, s, handInRequest(pending));
     // The version that counted until now keeps the score it had, for the student's and the autograder's history.
     const versions = versionsOf(s).map((v) =>
       v.sha256 === status.grade?.receiptSha256 && v.score === undefined
