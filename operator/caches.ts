@@ -172,6 +172,12 @@ function podSummary(pod: V1Pod): V1Pod {
   };
 }
 
+/** A copy pod as a pod, with its annotations: what it read (a hand-in's frozen-at). Copy pods are few. */
+function copyPodSummary(pod: V1Pod): V1Pod {
+  const summary = podSummary(pod);
+  return { ...summary, metadata: { ...summary.metadata, annotations: pod.metadata?.annotations } };
+}
+
 /**
  * A slice is only read (does its Service route: operator/serviceRoutes.ts, and which Service it
  * belongs to): the cache keeps its ports and its endpoints' addresses and readiness, and drops
@@ -220,7 +226,7 @@ export function createCaches(opts: CacheOptions): Caches {
     submissions: informer<Submission>(resources.Submission, withoutAppliedCopy),
     archives: informer<Archive>(resources.Archive, withoutAppliedCopy),
     classArchives: informer<ClassArchive>(resources.ClassArchive, withoutAppliedCopy),
-    copyPods: informer<V1Pod>(resources.Pod, podSummary, LABELS.copy),
+    copyPods: informer<V1Pod>(resources.Pod, copyPodSummary, LABELS.copy),
     exams: informer<Exam>(resources.Exam, withoutAppliedCopy),
   };
   caches.assignments.addIndex(Index.assignmentsByTemplate, (a) => [

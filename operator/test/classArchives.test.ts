@@ -445,7 +445,7 @@ test("the admin guide's end of term with kubectl: apply, read the dry run, confi
   const outputs = rest_.map(run);
   assert.match(
     outputs[0] ?? "",
-    new RegExp(`${name}\\s+jupyter\\s+(<none>\\s+)?DryRun\\s+1\\s+1\\s+1`),
+    new RegExp(`${name}\\s+jupyter\\s+\\*\\s+DryRun\\s+1\\s+1\\s+1`),
     "kubectl get's columns",
   );
   assert.match(outputs[1] ?? "", /"user":"ann"/);

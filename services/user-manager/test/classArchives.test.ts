@@ -45,8 +45,8 @@ test("end of term in the console: a course teacher archives a class, reads the d
     });
 
   // Not a teacher of lab, or a teacher without the right: refused, nothing written.
-  assert.equal((await api("", await h.cookie("nora@uni.example"), "POST", {})).status, 403);
-  assert.equal((await api("", await h.cookie("ann@uni.example"), "POST", {})).status, 403);
+  assert.equal((await api("", await h.cookie("nora@uni.example"), "POST", { class: "b" })).status, 403);
+  assert.equal((await api("", await h.cookie("ann@uni.example"), "POST", { class: "b" })).status, 403);
   assert.equal((await rest.list(classArchivesPath(ns))).items.length, 0);
 
   // Archive this class: from the class's end-of-term page.
