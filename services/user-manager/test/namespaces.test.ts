@@ -62,7 +62,12 @@ async function serve(
   });
   const token = await serviceAccountToken(own, account);
   const rest = new KubeRest(cluster.kubeConfigForToken(token, own), "userland-user-manager-test");
-  t.after(() => rest.close());
+  // The app first: a closing client waits for its requests, and the app's watch ends with the app.
+  const opened: { app?: Awaited<ReturnType<typeof buildApp>> } = {};
+  t.after(async () => {
+    await opened.app?.close();
+    await rest.close();
+  });
   const probe = userlandsPath(watch === "*" ? own : (watch[0] ?? own));
   await eventually("the service's grants", async () => {
     try {
@@ -83,8 +88,8 @@ async function serve(
     namespace: own,
     log: createLogger("user-manager", process.env.SHOW_USER_MANAGER_LOGS ? "debug" : "silent"),
   });
+  opened.app = app;
   await app.listen({ host: "127.0.0.1", port: 0 });
-  t.after(() => app.close());
   const address = app.server.address();
   assert.ok(address && typeof address === "object");
   const base = `http://127.0.0.1:${address.port}`;

@@ -112,18 +112,24 @@ export interface HarnessOptions {
 export async function userManagerRest(
   t: TestContext,
   ns: string,
-): Promise<{ rest: KubeRest; token: string }> {
+): Promise<{ rest: KubeRest; token: string; closeFirst: (close: () => Promise<unknown>) => void }> {
   const cluster = await testCluster();
   const account = await grantChartRights("user-manager", ns, { scope: t, cluster });
   const token = await serviceAccountToken(ns, account, cluster);
   const rest = new KubeRest(cluster.kubeConfigForToken(token, ns), "userland-user-manager-test");
-  t.after(() => rest.close());
+  // What uses the client closes first: a closing client waits for its requests, and an app's
+  // watch ends only when the app closes (it held every test for a watch's idle timeout).
+  const users: (() => Promise<unknown>)[] = [];
+  t.after(async () => {
+    for (const close of users) await close();
+    await rest.close();
+  });
   // RBAC reaches the authorizer through an informer: wait until every grant is in effect.
   await eventually(
     "the user-manager's RBAC to take effect",
     async () => (await missingPermissions(rest, ns)).length === 0,
   );
-  return { rest, token };
+  return { rest, token, closeFirst: (close) => users.push(close) };
 }
 
 export async function startUserManager(t: TestContext, opts: HarnessOptions = {}): Promise<Harness> {
@@ -131,7 +137,7 @@ export async function startUserManager(t: TestContext, opts: HarnessOptions = {}
   const ns = await testNamespace(t, "um");
   for (const name of opts.templates ?? ["code", "jupyter"])
     await createTemplate(ns, name, simpleTemplateSpec(`registry.invalid/${name}:1`));
-  const { rest } = await userManagerRest(t, ns);
+  const { rest, closeFirst } = await userManagerRest(t, ns);
 
   const metrics = createMetrics();
   const app = await buildApp({
@@ -143,7 +149,7 @@ export async function startUserManager(t: TestContext, opts: HarnessOptions = {}
     ...(opts.reachTransferPod ? { reachTransferPod: opts.reachTransferPod } : {}),
   });
   await app.listen({ host: "127.0.0.1", port: 0 });
-  t.after(() => app.close());
+  closeFirst(() => app.close());
   const address = app.server.address();
   assert.ok(address && typeof address === "object");
   const base = `http://127.0.0.1:${address.port}`;
