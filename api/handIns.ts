@@ -50,10 +50,12 @@ export function countedReceipt(s: Submission): Receipt | undefined {
  * final, a request being collected comes first, and the versions are bounded.
  */
 export function handInRefusal(a: Assignment, s: Submission): string | undefined {
-  if (s.spec.handInRequestedBy === "deadline")
-    return refusedHandIn(s)
-      ? `the collection at the closing time was refused: ${refusedHandIn(s)?.message ?? ""}`
+  if (s.spec.handInRequestedBy === "deadline") {
+    const refused = refusedHandIn(s);
+    return refused
+      ? `the collection at the closing time was refused: ${refused.message}`
       : "the work was collected at the closing time";
+  }
   if (pendingHandIn(s)) return "the last hand-in is still being collected";
   const max = maxVersionsOf(a);
   if (versionsOf(s).length >= max)

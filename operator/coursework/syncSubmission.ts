@@ -216,8 +216,11 @@ async function copy(
   // Asked only before its pod exists: a sync on an older status (the pod done, its snapshot
   // released) must not take another snapshot; the pod itself records what it read.
   let frozen: { claim: string; frozenAt: string } | undefined;
-  const podExists = ctx.caches.copyPods.get(podName, s.metadata.namespace ?? "") !== undefined;
-  if (job === "handin" && ctx.coursework.snapshotClass && !podExists) {
+  if (
+    job === "handin" &&
+    ctx.coursework.snapshotClass &&
+    !ctx.caches.copyPods.get(podName, s.metadata.namespace ?? "")
+  ) {
     const home = await frozenHome(ctx, s, handInRequest(pending), homeClaim);
     if (home.state === "waiting")
       return {
@@ -306,12 +309,13 @@ async function copy(
         condition: { type, status: "True", reason: "NoFeedback", message: run.message },
       };
     }
+    const reason =
+      run.kind === "limit" ? "OverLimit" : run.kind === "refused" ? "NothingToCopy" : "CopyFailed";
     // What the student's folder holds decided it: refused for good, never taken later by a retry
     // (the files would then be newer than the moment); they may hand in again (issue 41 item 5).
-    if (run.final) {
+    if (run.final && reason !== "CopyFailed") {
       if (ctx.coursework.snapshotClass) await releaseFrozenHome(ctx, s, handInRequest(pending));
       delete status.failedCopies;
-      const reason = run.kind === "limit" ? "OverLimit" : "NothingToCopy";
       status.refusedHandIn = {
         requestedAt: pending.moment,
         reason,
@@ -328,8 +332,6 @@ async function copy(
       };
     }
     status.failedCopies = run.failedCopies;
-    const reason =
-      run.kind === "limit" ? "OverLimit" : run.kind === "refused" ? "NothingToCopy" : "CopyFailed";
     return {
       condition: { type, status: "False", reason, message: `${run.message}${retryNote(run.failedCopies)}` },
       retryInMs: run.retryInMs === 0 ? undefined : run.retryInMs,

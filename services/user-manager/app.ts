@@ -9,7 +9,7 @@ import { fastifyTimeoutOptions } from "../../lib/serverTimeouts.ts";
 import type { KubeRest } from "../../lib/kubeRest.ts";
 import { createLogger, type Logger } from "../../lib/logger.ts";
 import { sessionVerifierFor, type SessionVerifier } from "../../lib/session.ts";
-import { watchEndedSessions, type EndedSessions } from "../../lib/endedSessions.ts";
+import { watchEndedSessions } from "../../lib/endedSessions.ts";
 import { requestSessions } from "../../lib/requestSessions.ts";
 import { AccessReviewer } from "./auth/accessReview.ts";
 import { authPlugin } from "./auth/plugin.ts";
@@ -64,12 +64,10 @@ export async function buildApp(options: AppOptions) {
   const consoleSettings = consoleConfig(config);
   let sessions: SessionAuth | undefined;
   let verifier: SessionVerifier | undefined;
-  let endedSessions: EndedSessions | undefined;
-  if (consoleSettings) {
+  const endedSessions = consoleSettings ? watchEndedSessions(rest, served, log) : undefined;
+  if (consoleSettings && endedSessions) {
     verifier = await sessionVerifierFor(consoleSettings.keys, log);
-    const watch = watchEndedSessions(rest, served, log);
-    await watch.start();
-    endedSessions = watch;
+    await endedSessions.start();
     sessions = {
       sessions: requestSessions(verifier),
       userPrefix: consoleSettings.userPrefix,
@@ -78,7 +76,7 @@ export async function buildApp(options: AppOptions) {
       // Checked at each cookie-signed request against a watch of the Userlands (issue 41 item 10:
       // a list per request cost the API server as much as the request itself); a mark counts
       // within a watch event.
-      ended: (session) => Promise.resolve(watch.ended(session)),
+      ended: (session) => Promise.resolve(endedSessions.ended(session)),
     };
   }
 
@@ -99,8 +97,7 @@ export async function buildApp(options: AppOptions) {
     .withTypeProvider<TypeBoxTypeProvider>()
     .setValidatorCompiler(TypeBoxValidatorCompiler);
 
-  const watched = endedSessions;
-  if (watched) app.addHook("onClose", () => watched.stop());
+  if (endedSessions) app.addHook("onClose", () => endedSessions.stop());
   await app.register(errorsPlugin);
   await app.register(bodyParsersPlugin);
   await registerOpenApi(app, API_VERSION);

@@ -89,7 +89,10 @@ const FORWARDING_HEADERS: ReadonlySet<string> = new Set([
 ]);
 
 export function isIdentityHeader(name: string): boolean {
-  const folded = foldHeaderName(name);
+  return isIdentityFolded(foldHeaderName(name));
+}
+
+function isIdentityFolded(folded: string): boolean {
   return FOLDED_IDENTITY_HEADERS.has(folded) || FOLDED_IDENTITY_PREFIXES.some((p) => folded.startsWith(p));
 }
 
@@ -145,13 +148,17 @@ const PERSON_SCHEMES = /^\s*(basic|digest|negotiate|ntlm)\b/i;
  * X-Forwarded-* and Forwarded are decided apart (from trusted proxies only).
  */
 export function forwardsHeader(name: string, value?: string | string[]): boolean {
-  if (isIdentityHeader(name)) return false;
-  const folded = foldHeaderName(name);
+  return forwardsFolded(name, foldHeaderName(name), value);
+}
+
+/** forwardsHeader with the name folded once by the caller (every header of every request). */
+function forwardsFolded(name: string, folded: string, value: string | string[] | undefined): boolean {
+  if (isIdentityFolded(folded)) return false;
   if (folded === "authorization")
     return !(Array.isArray(value) ? value : [value ?? ""]).some((v) => PERSON_SCHEMES.test(v));
   if (STANDARD_REQUEST_HEADERS.has(folded) || STANDARD_PREFIXES.some((p) => folded.startsWith(p)))
     return true;
-  return folded.startsWith("x") && name.toLowerCase().startsWith("x-") && !IDENTITY_WORDS.test(folded);
+  return /^x-/i.test(name) && !IDENTITY_WORDS.test(folded);
 }
 
 function isForwardingHeader(folded: string): boolean {
@@ -301,12 +308,13 @@ export function prepareUpstreamHeaders(
   const forwardedFor = client.trusted ? headers["x-forwarded-for"] : undefined;
   removeHopByHop(headers);
   for (const name of Object.keys(headers)) {
-    if (isIdentityHeader(name)) {
+    const folded = foldHeaderName(name);
+    if (isIdentityFolded(folded)) {
       delete headers[name];
-    } else if (isForwardingHeader(foldHeaderName(name))) {
+    } else if (isForwardingHeader(folded)) {
       // From a trusted proxy only the canonical spellings pass; X_Forwarded_For never does.
       if (!client.trusted || !CANONICAL_NAME.test(name)) delete headers[name];
-    } else if (!forwardsHeader(name, headers[name])) {
+    } else if (!forwardsFolded(name, folded, headers[name])) {
       delete headers[name];
     }
   }
