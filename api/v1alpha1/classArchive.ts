@@ -12,7 +12,10 @@ import { Conditions, StringEnum, Type, type Static } from "./schema.ts";
 
 export const CLASS_ARCHIVES = "classarchives";
 
-/** spec.class for every Userland of the Template, written on purpose (issue 41 item 9: unset is refused). */
+/**
+ * A ClassArchive's or an Exam's spec.class for every Userland of the Template, written on purpose
+ * (issue 41 items 8 and 9: unset is refused).
+ */
 export const WHOLE_TEMPLATE = "*";
 
 /** userland.dev/stopped-reason of an environment a ClassArchive stopped: its home page says why. */
@@ -36,6 +39,24 @@ export const ClassArchiveSpecSchema = Type.Object({
       'Only the Template\'s Userlands labelled userland.dev/class=<class> (and its Assignments with that spec.class); "*": every Userland of the Template. Required: ending a whole Template is said on purpose. Immutable.',
     "x-kubernetes-validations": [{ rule: "self == oldSelf", message: "spec.class is immutable" }],
   }),
+  archive: Type.Optional(
+    Type.Boolean({
+      default: false,
+      description:
+        "false: a plan only (status.phase Planned): status.students lists whose environments would be stopped and whose volumes read, and nothing is stopped or read. true: stop them, write the archive, read it back and list the dry run. Cannot be set back (cancel instead).",
+      "x-kubernetes-validations": [
+        { rule: "self || !oldSelf", message: "spec.archive cannot be undone: set spec.cancel instead" },
+      ],
+    }),
+  ),
+  cancel: Type.Optional(
+    Type.Boolean({
+      default: false,
+      description:
+        "true before the end is confirmed: every environment this archive stopped is started again as it was (phase Cancelled) and nothing is deleted; a written zip stays in the collection. Cannot be undone.",
+      "x-kubernetes-validations": [{ rule: "self || !oldSelf", message: "spec.cancel cannot be undone" }],
+    }),
+  ),
   end: Type.Optional(
     Type.Boolean({
       default: false,
@@ -60,6 +81,12 @@ const STUDENT = Type.Object({
   generation: Type.Integer({ minimum: 0, format: "int64" }),
   claims: Type.Array(NAME, { maxItems: 64, description: "The student's claims, each archived." }),
   folder: Type.String({ maxLength: 128, description: "students/<folder>/ in the zip." }),
+  enabledBefore: Type.Optional(
+    Type.Boolean({
+      description:
+        "Its spec.enabled when the class was planned: a cancel starts again exactly those that ran.",
+    }),
+  ),
   verified: Type.Optional(
     Type.Boolean({ description: "Every claim's files were read back from the zip with their hashes." }),
   ),
@@ -67,6 +94,18 @@ const STUDENT = Type.Object({
     Type.String({ maxLength: 1024, description: "Why the student is not verified (so is kept)." }),
   ),
 });
+
+export const CLASS_ARCHIVE_PHASES = [
+  "Planned",
+  "Stopping",
+  "Archiving",
+  "Verifying",
+  "DryRun",
+  "Ending",
+  "Ended",
+  "Cancelled",
+  "Failed",
+] as const;
 
 const LISTED = Type.Object({
   user: Type.String({ maxLength: USER_MAX }),
@@ -78,16 +117,17 @@ const LISTED = Type.Object({
 export const ClassArchiveStatusSchema = Type.Object({
   observedGeneration: Type.Optional(Type.Integer({ format: "int64" })),
   phase: Type.Optional(
-    StringEnum(["Stopping", "Archiving", "Verifying", "DryRun", "Ending", "Ended", "Failed"], {
+    StringEnum([...CLASS_ARCHIVE_PHASES], {
       description:
-        "Stopping: environments stop; Archiving: the zip is written; Verifying: it is read back; DryRun: toDelete and kept are listed (the class ends once spec.end and spec.confirm = dryRunHash); Ending: deleting; Ended. Failed: nothing can be archived (the message says why).",
+        "Planned: students lists whose environments would be stopped and volumes read; nothing is stopped until spec.archive. Stopping: environments stop; Archiving: the zip is written; Verifying: it is read back; DryRun: toDelete and kept are listed (the class ends once spec.end and spec.confirm = dryRunHash); Ending: deleting; Ended. Cancelled: spec.cancel started the stopped environments again. Failed: nothing can be archived (the message says why).",
     }),
   ),
   message: Type.Optional(Type.String({ maxLength: 4096 })),
   students: Type.Optional(
     Type.Array(STUDENT, {
       maxItems: 5000,
-      description: "The class as it was stopped: recorded first, so a restart works on the same list.",
+      description:
+        "The class: while Planned, as it is now (whose environments would stop, whose volumes be read); from Stopping on, as it was stopped (recorded first, so a restart works on the same list).",
     }),
   ),
   studentCount: Type.Optional(Type.Integer({ minimum: 0 })),

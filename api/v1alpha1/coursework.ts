@@ -363,6 +363,14 @@ export const AssignmentSpecSchema = Type.Object(
 
 export const AssignmentStatusSchema = Type.Object({
   observedGeneration: Type.Optional(Type.Integer({ format: "int64" })),
+  collectionFolder: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 255,
+      description:
+        "The folder this Assignment's files use in the collection (published/, handins/, feedback/, grades/, autograders/): <name>-<start of its uid>, chosen at its first sync, so an Assignment made later with the same name never sees them.",
+    }),
+  ),
   publishedRevision: Type.Optional(SHA256),
   publishedAt: Type.Optional(Type.Unsafe<string>({ ...TIME })),
   publishedRelease: Type.Optional(

@@ -11,6 +11,12 @@ import { Conditions, StringEnum, Type, type Static } from "./schema.ts";
 
 export const EXAMS = "exams";
 
+/**
+ * The longest exam: its environments are held (network closed, visits refused, sign-ins from before
+ * refused) for the whole window, so a mistyped end must not hold a class for days.
+ */
+export const EXAM_MAX_HOURS = 24;
+
 const TIME = { type: "string", format: "date-time" } as const;
 const PERSON = Type.String({ minLength: 1, maxLength: USER_MAX, pattern: USER_PATTERN });
 const immutable = (field: string) => ({
@@ -26,14 +32,13 @@ export const ExamSpecSchema = Type.Object(
       description: "The Template (same namespace) whose environments the exam runs in. Immutable.",
       "x-kubernetes-validations": [immutable("spec.templateName")],
     }),
-    class: Type.Optional(
-      Type.String({
-        maxLength: 63,
-        description:
-          "Only the Template's Userlands labelled userland.dev/class=<class>; unset: all of them. Immutable.",
-        "x-kubernetes-validations": [immutable("spec.class")],
-      }),
-    ),
+    class: Type.String({
+      minLength: 1,
+      maxLength: 63,
+      description:
+        'Only the Template\'s Userlands labelled userland.dev/class=<class>; "*": every Userland of the Template. Required: an exam holds only the environments it names on purpose (issue 41 item 8). Immutable.',
+      "x-kubernetes-validations": [immutable("spec.class")],
+    }),
     title: Type.Optional(
       Type.String({ maxLength: 200, description: "Shown to students and in the console." }),
     ),
@@ -73,6 +78,11 @@ export const ExamSpecSchema = Type.Object(
         rule: "timestamp(self.end) > timestamp(self.start)",
         fieldPath: ".end",
         message: "spec.end must be after spec.start",
+      },
+      {
+        rule: `timestamp(self.end) - timestamp(self.start) <= duration('${EXAM_MAX_HOURS}h')`,
+        fieldPath: ".end",
+        message: `an exam lasts at most ${EXAM_MAX_HOURS} hours (spec.end - spec.start)`,
       },
     ],
   },

@@ -6,6 +6,7 @@
  * the user-manager deletes one after its transfer, and this handler deletes any older than
  * ARCHIVE_TTL_SECONDS (a user-manager that died mid-way).
  */
+import { collectionFolderOf, submissionIsOf } from "../../api/assignmentIdentity.ts";
 import type { V1Pod } from "@kubernetes/client-node";
 import {
   childNames,
@@ -101,19 +102,22 @@ function resolveTarget(ctx: OperatorContext, archive: Archive, target: UploadTar
   if (!template.spec.coursework?.collection)
     return { fail: `Template "${templateName}" has no collection (spec.coursework.collection)` };
   const name = assignment.metadata.name ?? "";
+  const folder = collectionFolderOf(assignment);
+  if (folder === undefined) return { wait: `assignment "${name}" has not been synced yet` };
   const claim = collectionNames(templateName).claim;
   const users = ctx.caches.submissions
     .byIndex(Index.byAssignment, namespacedKey(namespace, name))
+    .filter((s) => submissionIsOf(s, assignment))
     .map((s) => s.spec.user)
     .sort();
   if (feedback.user !== undefined) {
     if (!users.includes(feedback.user))
       return { fail: `${feedback.user} is not a student of assignment "${name}" (no Submission)` };
-    return mount(claim, collectionPaths.feedback(name, feedback.user));
+    return mount(claim, collectionPaths.feedback(folder, feedback.user));
   }
   if (users.length === 0) return { fail: `assignment "${name}" has no students yet (no Submissions)` };
   return {
-    ...mount(claim, `feedback/${name}`),
+    ...mount(claim, `feedback/${folder}`),
     receive: users.flatMap((user) => ["--student", user]),
   };
 }
@@ -167,12 +171,15 @@ function resolve(ctx: OperatorContext, archive: Archive): Source {
     return { fail: `Template "${templateName}" has no assignment "${handins?.assignment}"` };
   if (!template.spec.coursework?.collection)
     return { fail: `Template "${templateName}" has no collection (spec.coursework.collection)` };
+  const folder = collectionFolderOf(assignment);
+  if (folder === undefined)
+    return { wait: `assignment "${assignment.metadata.name}" has not been synced yet` };
   // The collection's root, read-only (a subPath of a read-only claim could not be made when no one
-  // has handed in yet); only handins/<assignment> is served.
+  // has handed in yet); only handins/<the assignment's folder> is served.
   return {
     template,
     mounts: [{ claim: collectionNames(templateName).claim, mountPath: MOUNT, readOnly: true }],
-    folder: `${MOUNT}/handins/${assignment.metadata.name}`,
+    folder: `${MOUNT}/handins/${folder}`,
   };
 }
 

@@ -9,6 +9,12 @@ import pLimit from "p-limit";
 import { controllerReference } from "../ownership.ts";
 import { collectionPaths, LABELS, submissionNameFor } from "../../api/naming.ts";
 import {
+  collectionFolderOf,
+  newCollectionFolder,
+  owningAssignmentUid,
+  submissionIsOf,
+} from "../../api/assignmentIdentity.ts";
+import {
   API_VERSION,
   AssignmentConditions,
   TemplateConditions,
@@ -28,7 +34,7 @@ import { deleteFinishedCopyPods, retryNote, runSnapshot } from "./copyRuns.ts";
 import { writeStatus } from "../statusWrite.ts";
 import { deadlineFor } from "../../api/deadlines.ts";
 import { autograderPodName, checkInputs, snapshotAutograder } from "../grading/syncGrading.ts";
-import { pendingCheckPods } from "../grading/autograderCheck.ts";
+import { checkPodsToKeep } from "../grading/autograderCheck.ts";
 import { kubeTime } from "../../api/times.ts";
 
 /** Label on a Userland that puts it in a class (Assignment spec.class). */
@@ -92,6 +98,7 @@ export async function syncAssignment(
   const status: AssignmentStatus = {
     ...previous,
     observedGeneration: assignment.metadata.generation,
+    collectionFolder: collectionFolderOf(assignment) ?? newCollectionFolder(assignment),
   };
   let againAfterMs: number | undefined;
   const soonest = (ms: number | undefined) => {
@@ -107,7 +114,8 @@ export async function syncAssignment(
       ? undefined
       : autograderPodName(assignment),
     ...(template && previous.autograder
-      ? pendingCheckPods(
+      ? checkPodsToKeep(
+          ctx,
           assignment,
           previous,
           checkInputs(assignment, template, previous.autograder.revision),
@@ -145,7 +153,10 @@ export async function syncAssignment(
     status.conditions = status.conditions.filter((c) => c.type !== AssignmentConditions.AutograderReady);
 
   // Each student closes at their own time: an extension's, else the assignment's.
-  const submissions = ctx.caches.submissions.byIndex(Index.byAssignment, namespacedKey(namespace, name));
+  const submissions = ctx.caches.submissions
+    .byIndex(Index.byAssignment, namespacedKey(namespace, name))
+    .filter((s) => submissionIsOf(s, assignment));
+  await adoptSubmissions(ctx, assignment, submissions);
   const nowMs = ctx.now().getTime();
   const closed: Submission[] = [];
   for (const s of submissions) {
@@ -178,7 +189,7 @@ async function publish(
   status: AssignmentStatus,
 ): Promise<{ condition: ConditionInput; retryInMs?: number }> {
   const release = a.spec.release ?? 1;
-  const name = a.metadata.name ?? "";
+  const folder = collectionFolderOf(a, status) ?? "";
   const type = AssignmentConditions.Published;
   if (status.publishedRelease === release)
     return {
@@ -194,7 +205,7 @@ async function publish(
       folder: a.spec.source.folder,
       path: a.spec.source.path,
       collectionFolder: "published",
-      to: collectionPaths.published(name, release).slice("published/".length),
+      to: collectionPaths.published(folder, release).slice("published/".length),
     },
     status.failedCopies,
   );
@@ -257,6 +268,7 @@ async function ensureSubmissions(ctx: OperatorContext, a: Assignment, template: 
     [...users].map((user) =>
       limit(async () => {
         const submissionName = submissionNameFor(name, user);
+        // One of an earlier Assignment of this name: its deletion brings this one back here.
         if (ctx.caches.submissions.get(submissionName, namespace)) return;
         if (await ctx.teachers.isTeacher(namespace, templateName, user)) return;
         const body: Submission = {
@@ -273,6 +285,26 @@ async function ensureSubmissions(ctx: OperatorContext, a: Assignment, template: 
       }),
     ),
   );
+}
+
+/**
+ * A hand-made Submission (kubectl) becomes the Assignment's: deleted with it, never counted for a
+ * later Assignment of the same name (issue 41 item 6).
+ */
+async function adoptSubmissions(
+  ctx: OperatorContext,
+  a: Assignment,
+  submissions: readonly Submission[],
+): Promise<void> {
+  for (const s of submissions) {
+    if (owningAssignmentUid(s) !== undefined || s.metadata.deletionTimestamp) continue;
+    await ctx.rest.patch(resources.Submission.path(s.metadata.namespace ?? "", s.metadata.name), {
+      metadata: {
+        resourceVersion: s.metadata.resourceVersion,
+        ownerReferences: [...(s.metadata.ownerReferences ?? []), assignmentOwner(a)],
+      },
+    });
+  }
 }
 
 /**

@@ -2,6 +2,8 @@
  * The ClassArchive sync handler: the end of a term (docs/decisions/0011-coursework.md, "End of term"),
  * in steps that status records, so an operator restarted anywhere picks up where it was:
  *
+ * 0. Planned (until spec.archive): the class as it is now in status (whose environments would stop,
+ *    whose volumes be read); nothing is stopped or read (issue 41 item 9, issue 44 item 5).
  * 1. Stopping: the class is recorded in status first (each student's Userland, uid, claims), then
  *    every environment is stopped (spec.enabled: false) and the step waits until their pods are gone.
  *    Each Userland's generation after the stop is recorded: a later change (a Start) shows.
@@ -15,7 +17,9 @@
  * 5. Ending, once spec.end and spec.confirm equals dryRunHash: each listed Userland is deleted (its
  *    uid as a precondition), then, once it is gone, its claims; one that changed meanwhile is kept.
  *    Ended when every listed Userland and claim is gone.
+ * spec.cancel before Ending: each environment it stopped starts again as it was (Cancelled).
  */
+import { collectionFolderOf, submissionIsOf } from "../../api/assignmentIdentity.ts";
 import { createHash } from "node:crypto";
 import type { V1PersistentVolumeClaim } from "@kubernetes/client-node";
 import { childNames, collectionNames, collectionUserFolder, LABELS, shortHash } from "../../api/naming.ts";
@@ -42,7 +46,7 @@ import { userlandRef } from "../events.ts";
 import { controllerReference } from "../ownership.ts";
 import { resources } from "../resources.ts";
 import { copyPodName, type CopyMount } from "./copyPods.ts";
-import { deleteFinishedCopyPods, retryNote, runCopy } from "./copyRuns.ts";
+import { deleteCopyPod, deleteFinishedCopyPods, retryNote, runCopy } from "./copyRuns.ts";
 import { writeStatus } from "../statusWrite.ts";
 import type { CourseworkSyncResult } from "./syncAssignment.ts";
 import { kubeTime } from "../../api/times.ts";
@@ -117,6 +121,12 @@ interface Step {
 async function step(ctx: OperatorContext, ca: ClassArchive, status: ClassArchiveStatus): Promise<Step> {
   const namespace = ca.metadata.namespace ?? "";
   const template = ctx.caches.templates.get(ca.spec.templateName, namespace);
+  if (status.phase === "Cancelled") {
+    await deleteCopyPodsOf(ctx, ca);
+    return { status };
+  }
+  if (ca.spec.cancel && status.phase !== "Ending" && status.phase !== "Ended")
+    return { status: await cancel(ctx, ca, status) };
   switch (status.students ? status.phase : undefined) {
     case "Stopping":
       return { status: await stopping(ctx, ca, status) };
@@ -131,9 +141,11 @@ async function step(ctx: OperatorContext, ca: ClassArchive, status: ClassArchive
     case "Ended":
       return { status };
     default: {
+      // Planned, or new: the class as it is now, until spec.archive says to stop it.
       const problem = templateProblem(ctx, ca, template);
       if (problem || !template) return { status: { ...status, phase: "Failed", message: problem } };
       const students = await classOf(ctx, ca, template);
+      if (!ca.spec.archive) return { status: planned(status, students) };
       return {
         status: {
           ...status,
@@ -145,6 +157,74 @@ async function step(ctx: OperatorContext, ca: ClassArchive, status: ClassArchive
       };
     }
   }
+}
+
+/** The plan: who would be stopped and read, said before anyone is (the dry run of the stop). */
+function planned(status: ClassArchiveStatus, students: ClassArchiveStudent[]): ClassArchiveStatus {
+  const running = students.filter((s) => s.enabledBefore).length;
+  const volumes = students.reduce((n, s) => n + s.claims.length, 0);
+  return {
+    ...status,
+    phase: "Planned",
+    students,
+    studentCount: students.length,
+    message:
+      `A plan: ${students.length} students' environments (${running} running now) would be stopped and ` +
+      `${volumes} volumes read into the class's zip. Nothing is stopped or read until spec.archive is true ` +
+      "(the console's Stop and archive); spec.cancel ends the plan.",
+  };
+}
+
+/**
+ * spec.cancel: each environment this archive stopped starts again as it was before (those that ran
+ * run again), its stopped reason removed, with an Event; nothing is deleted.
+ */
+async function cancel(
+  ctx: OperatorContext,
+  ca: ClassArchive,
+  status: ClassArchiveStatus,
+): Promise<ClassArchiveStatus> {
+  const namespace = ca.metadata.namespace ?? "";
+  await deleteCopyPodsOf(ctx, ca);
+  // Counted from the record, not from this sync's writes: a sync that ran again after its status
+  // write failed finds the environments started already.
+  const stopped = status.phase === "Planned" ? [] : (status.students ?? []);
+  const restarted = stopped.filter((s) => s.enabledBefore !== false && recorded(ctx, namespace, s)).length;
+  for (const s of stopped) {
+    const u = recorded(ctx, namespace, s);
+    if (u?.metadata.annotations?.[UserlandAnnotations.stoppedReason] !== CLASS_ARCHIVE_STOPPED_REASON)
+      continue;
+    try {
+      const patched = await ctx.rest.patch<Userland>(resources.Userland.path(namespace, s.userland), {
+        metadata: { uid: s.uid, annotations: { [UserlandAnnotations.stoppedReason]: null } },
+        ...(s.enabledBefore === false ? {} : { spec: { enabled: true } }),
+      });
+      ctx.events.normal(
+        userlandRef(patched),
+        "ClassArchiveCancelled",
+        `The class archive ${ca.metadata.name ?? ""} was cancelled: ${s.user}'s environment is ${s.enabledBefore === false ? "no longer held" : "started again"}`,
+      );
+    } catch (error) {
+      if (!isNotFound(error) && !isConflict(error)) throw error;
+    }
+  }
+  return {
+    ...status,
+    phase: "Cancelled",
+    message:
+      status.phase === "Planned" || status.phase === undefined
+        ? "Cancelled before anything was stopped"
+        : `Cancelled: ${restarted} environment${restarted === 1 ? "" : "s"} started again; nothing was deleted`,
+  };
+}
+
+/**
+ * A cancelled archive's zip, being written or read back, is not needed any more: its pods go, also
+ * one the cache had not seen when the cancel was handled (its event syncs the archive again).
+ */
+async function deleteCopyPodsOf(ctx: OperatorContext, ca: ClassArchive): Promise<void> {
+  for (const pod of ctx.caches.copyPods.byIndex(Index.byOwnerUid, ca.metadata.uid ?? ""))
+    if (!pod.metadata?.deletionTimestamp) await deleteCopyPod(ctx, pod);
 }
 
 /** Why nothing can be archived (undefined: it can). Fixed by the Template's admin; synced again then. */
@@ -194,6 +274,7 @@ async function classOf(
       generation: u.metadata.generation ?? 0,
       claims,
       folder: collectionUserFolder(u.spec.user),
+      enabledBefore: u.spec.enabled !== false,
     });
   }
   return students.sort((a, b) => (a.userland < b.userland ? -1 : a.userland > b.userland ? 1 : 0));
@@ -295,12 +376,14 @@ function archiving(
   )) {
     if (!wholeTemplate(ca) && a.spec.class !== ca.spec.class) continue;
     const assignment = a.metadata.name ?? "";
+    const folder = collectionFolderOf(a);
     // Only what was collected: an assignment nobody handed in has no folder in the collection.
     const collected = ctx.caches.submissions
       .byIndex(Index.byAssignment, namespacedKey(namespace, assignment))
-      .some((sub) => sub.status?.receipt);
-    if (!collected) continue;
-    folders.push("--folder", `handins/${assignment}=${COLLECTION_MOUNT}/handins/${assignment}`);
+      .some((sub) => submissionIsOf(sub, a) && sub.status?.receipt);
+    if (!collected || folder === undefined) continue;
+    // The zip names it as the teacher does; the collection's folder is bound to this Assignment.
+    folders.push("--folder", `handins/${assignment}=${COLLECTION_MOUNT}/handins/${folder}`);
   }
   return runStep(ctx, ca, status, template, {
     job: "classarchive",

@@ -8,7 +8,8 @@
  * node: the copy goes to that node; a stopped one's claim is free.
  */
 import { controllerReference } from "../ownership.ts";
-import { childNames, collectionNames, collectionUserFolder } from "../../api/naming.ts";
+import { childNames, collectionNames, collectionPaths, collectionUserFolder } from "../../api/naming.ts";
+import { collectionFolderOf, submissionIsOf } from "../../api/assignmentIdentity.ts";
 import {
   SubmissionConditions,
   type Assignment,
@@ -95,7 +96,16 @@ export async function syncSubmission(
   const template = assignment && ctx.caches.templates.get(assignment.spec.templateName, namespace);
   const home = template?.spec.coursework?.home;
   // The Assignment's Published condition says what is missing; nothing can be copied without it.
-  if (!assignment || !template || !home || !template.spec.coursework?.collection || !ctx.coursework.image)
+  // A Submission of an earlier Assignment of the same name waits for the garbage collector.
+  if (
+    !assignment ||
+    !submissionIsOf(submission, assignment) ||
+    collectionFolderOf(assignment) === undefined ||
+    !template ||
+    !home ||
+    !template.spec.coursework?.collection ||
+    !ctx.coursework.image
+  )
     return {};
   const previous = submission.status ?? {};
   const status: SubmissionStatus = { ...previous, observedGeneration: submission.metadata.generation };
@@ -203,6 +213,7 @@ async function copy(
   status: SubmissionStatus,
 ): Promise<{ condition: ConditionInput; retryInMs?: number }> {
   const assignmentName = a.metadata.name ?? "";
+  const folder = collectionFolderOf(a) ?? assignmentName;
   const userFolder = collectionUserFolder(s.spec.user);
   const collection = collectionNames(template.metadata.name ?? "").claim;
   const studentFolder = `${HOME_MOUNT}/assignments/${assignmentName}`;
@@ -237,7 +248,7 @@ async function copy(
       args: [
         "handin",
         studentFolder,
-        `${COLLECTION_MOUNT}/${assignmentName}/${userFolder}/${pending.version}`,
+        `${COLLECTION_MOUNT}/${folder}/${userFolder}/${pending.version}`,
         // A restored snapshot's change times are the restore's on some drivers: nothing to name.
         ...(frozen ? [] : ["--moment", pending.moment]),
         "--max-bytes",
@@ -256,7 +267,7 @@ async function copy(
         {
           claim: collection,
           mountPath: COLLECTION_MOUNT,
-          subPath: `published/${assignmentName}/${a.status?.publishedRelease ?? 0}`,
+          subPath: collectionPaths.published(folder, a.status?.publishedRelease ?? 0),
           readOnly: true,
         },
         home(false),
@@ -267,11 +278,7 @@ async function copy(
       mounts: [home(false)],
     },
     feedback: {
-      args: [
-        "distribute",
-        `${COLLECTION_MOUNT}/${assignmentName}/${userFolder}`,
-        `${studentFolder}/feedback`,
-      ],
+      args: ["distribute", `${COLLECTION_MOUNT}/${folder}/${userFolder}`, `${studentFolder}/feedback`],
       mounts: [
         { claim: collection, mountPath: COLLECTION_MOUNT, subPath: "feedback", readOnly: true },
         home(false),

@@ -12,6 +12,7 @@
  * - Over (or the Exam deleted): marks removed, the record undone, the policy deleted once no pod
  *   carries the exam label any more.
  */
+import { submissionIsOf } from "../../api/assignmentIdentity.ts";
 import pLimit from "p-limit";
 import { LABELS, submissionNameFor } from "../../api/naming.ts";
 import {
@@ -22,6 +23,7 @@ import {
   parseExamNotice,
   SubmissionConditions,
   UserlandAnnotations,
+  WHOLE_TEMPLATE,
   type Exam,
   type ExamNotice,
   type ExamPhase,
@@ -220,7 +222,7 @@ async function studentsOf(ctx: OperatorContext, exam: Exam): Promise<Map<string,
   const students = new Map<string, Student>();
   for (const u of ctx.caches.userlands.byIndex(Index.byTemplate, namespacedKey(namespace, template))) {
     if (u.metadata.deletionTimestamp) continue;
-    if (exam.spec.class !== undefined && label(u, LABELS.class) !== exam.spec.class) continue;
+    if (!wholeTemplate(exam) && label(u, LABELS.class) !== exam.spec.class) continue;
     if (await ctx.teachers.isTeacher(namespace, template, u.spec.user)) continue;
     if (!students.has(u.spec.user)) students.set(u.spec.user, { user: u.spec.user, userland: u });
   }
@@ -232,9 +234,11 @@ function submissionsOf(ctx: OperatorContext, exam: Exam, students: Map<string, S
   const assignment = exam.spec.assignment;
   if (assignment === undefined) return out;
   const namespace = exam.metadata.namespace ?? "";
+  const a = ctx.caches.assignments.get(assignment, namespace);
+  if (!a) return out;
   for (const user of students.keys()) {
     const s = ctx.caches.submissions.get(submissionNameFor(assignment, user), namespace);
-    if (s) out.set(user, s);
+    if (s && submissionIsOf(s, a)) out.set(user, s);
   }
   return out;
 }
@@ -380,12 +384,16 @@ async function recordChanges(
   });
 }
 
+/** "*", or an Exam written before spec.class was required (its class unset). */
+const wholeTemplate = (exam: Exam): boolean =>
+  (exam.spec.class as string | undefined) === undefined || exam.spec.class === WHOLE_TEMPLATE;
+
 function notice(exam: Exam): ExamNotice {
   return {
     exam: exam.metadata.name ?? "",
     namespace: exam.metadata.namespace ?? "",
     ...(exam.spec.title ? { title: exam.spec.title } : {}),
-    ...(exam.spec.class !== undefined ? { class: exam.spec.class } : {}),
+    ...(wholeTemplate(exam) ? {} : { class: exam.spec.class }),
     start: exam.spec.start,
     end: exam.spec.end,
     proctors: { users: exam.spec.proctors?.users ?? [], groups: exam.spec.proctors?.groups ?? [] },

@@ -6,15 +6,24 @@
  * student. Each run is a grading pod owned by the Assignment, keyed like a student's run (the input's
  * hash, the autograder's revision, the image, the timeout), so a new release checks again.
  */
-import { collectionPaths } from "../../api/naming.ts";
+import { collectionPaths, LABELS } from "../../api/naming.ts";
+import { collectionFolderOf } from "../../api/assignmentIdentity.ts";
 import type { Assignment, AssignmentStatus, Template } from "../../api/v1alpha1/index.ts";
+import { Index } from "../caches.ts";
 import type { ConditionInput } from "../conditions.ts";
 import type { OperatorContext } from "../context.ts";
 import { copyPodName } from "../coursework/copyPods.ts";
 import { retryNote, runSnapshot } from "../coursework/copyRuns.ts";
 import { controllerReference } from "../ownership.ts";
 import { runGrading } from "./gradeRuns.ts";
-import { finiteNumber, gradeKey, gradePodName, type GradeInputs, type GradeOutcome } from "./gradePods.ts";
+import {
+  finiteNumber,
+  GRADE_JOB,
+  gradeKey,
+  gradePodName,
+  type GradeInputs,
+  type GradeOutcome,
+} from "./gradePods.ts";
 
 type Which = "solution" | "starter";
 type Check = NonNullable<NonNullable<AssignmentStatus["autograder"]>["check"]>["solution"];
@@ -54,8 +63,30 @@ const fullMarks = (c: Check): boolean =>
  * Runs (or reads) the check for the Assignment's current autograder revision; `status.autograder`
  * must hold that revision's snapshot. Sets `status.autograder.checked` when it passes.
  */
-/** The check's pods whose results the cached status does not hold yet (the sync keeps them). */
-export function pendingCheckPods(
+/**
+ * The check's pods the Assignment's sync must not delete: while the cached status lacks a result
+ * of the current check, every grading pod of the Assignment besides the pending ones. The status a
+ * sync wrote may not be in the cache when the next sync starts (a pod finished right after it was
+ * made): a finished run deleted then would be made again instead of read (CI saw the check stay
+ * CheckingAutograder with a new pod nobody ran).
+ */
+export function checkPodsToKeep(
+  ctx: Pick<OperatorContext, "caches">,
+  a: Assignment,
+  status: AssignmentStatus,
+  inputsFor: (receiptSha256: string) => GradeInputs,
+): string[] {
+  const pending = pendingCheckPods(a, status, inputsFor);
+  if (pending.length === 0) return [];
+  const grading = ctx.caches.copyPods
+    .byIndex(Index.byOwnerUid, a.metadata.uid ?? "")
+    .filter((p) => p.metadata?.labels?.[LABELS.copy] === GRADE_JOB)
+    .map((p) => p.metadata?.name ?? "");
+  return [...pending, ...grading];
+}
+
+/** The check's pods whose results the cached status does not hold yet. */
+function pendingCheckPods(
   a: Assignment,
   status: AssignmentStatus,
   inputsFor: (receiptSha256: string) => GradeInputs,
@@ -88,6 +119,7 @@ export async function checkAutograder(
   status.autograder = snapshot;
   const type = "AutograderReady";
   const name = a.metadata.name ?? "";
+  const folder = collectionFolderOf(a, status) ?? "";
   const release = snapshot.release;
   const waiting = (
     reason: string,
@@ -111,7 +143,7 @@ export async function checkAutograder(
         folder: spec.folder,
         path: spec.solution,
         collectionFolder: "autograders",
-        to: collectionPaths.autograderSolution(name, release).slice("autograders/".length),
+        to: collectionPaths.autograderSolution(folder, release).slice("autograders/".length),
       },
       status.failedCopies,
     );
@@ -141,9 +173,9 @@ export async function checkAutograder(
   const inputs: Record<Which, { input: GradeInputs; handIn: string }> = {
     solution: {
       input: inputsFor(snapshot.solutionRevision),
-      handIn: collectionPaths.autograderSolution(name, release),
+      handIn: collectionPaths.autograderSolution(folder, release),
     },
-    starter: { input: inputsFor(starterRevision), handIn: collectionPaths.published(name, published) },
+    starter: { input: inputsFor(starterRevision), handIn: collectionPaths.published(folder, published) },
   };
   const check = { ...snapshot.check };
   const pending: string[] = [];
@@ -159,8 +191,8 @@ export async function checkAutograder(
       template,
       inputs: input,
       handIn,
-      autograder: collectionPaths.autograder(name, release),
-      out: collectionPaths.autograderCheck(name, which, key),
+      autograder: collectionPaths.autograder(folder, release),
+      out: collectionPaths.autograderCheck(folder, which, key),
       metadata: { id: `${name}-${which}`, assignment: { id: name, title: a.spec.title }, users: [] },
     });
     if (outcome === "running") pending.push(podName);

@@ -8,6 +8,7 @@
  * replaces the last good grade.
  */
 import { collectionPaths } from "../../api/naming.ts";
+import { collectionFolderOf } from "../../api/assignmentIdentity.ts";
 import {
   AssignmentConditions,
   SubmissionConditions,
@@ -109,7 +110,9 @@ export async function snapshotAutograder(
       folder: spec.folder,
       path: spec.path,
       collectionFolder: "autograders",
-      to: collectionPaths.autograder(a.metadata.name ?? "", release).slice("autograders/".length),
+      to: collectionPaths
+        .autograder(collectionFolderOf(a, status) ?? "", release)
+        .slice("autograders/".length),
     },
     status.failedCopies,
   );
@@ -241,16 +244,16 @@ export async function gradeSubmission(
     };
   const key = gradeKey(inputs);
   if (status.gradeAttempt?.key === key) return gradedCondition(status);
-  const assignment = a.metadata.name ?? "";
+  const folder = collectionFolderOf(a) ?? "";
   const outcome = await runGrading(ctx, {
     name: gradePodName(s.metadata.uid ?? "", key),
     namespace: s.metadata.namespace ?? "",
     owner: controllerReference("Submission", s),
     template,
     inputs,
-    handIn: collectionPaths.handIn(assignment, s.spec.user, status.receipt.version),
-    autograder: collectionPaths.autograder(assignment, a.status?.autograder?.release ?? 1),
-    out: collectionPaths.grade(assignment, s.spec.user, key),
+    handIn: collectionPaths.handIn(folder, s.spec.user, status.receipt.version),
+    autograder: collectionPaths.autograder(folder, a.status?.autograder?.release ?? 1),
+    out: collectionPaths.grade(folder, s.spec.user, key),
     metadata: submissionMetadata(s, a, status),
   });
   if (outcome === "running")
@@ -272,7 +275,7 @@ export async function gradeSubmission(
     tests: testsOf(summary),
     testCount: finiteNumber(summary.testCount) ?? 0,
     ...latePenalty(a, { ...s, status }),
-    results: collectionPaths.grade(a.metadata.name ?? "", s.spec.user, key),
+    results: collectionPaths.grade(folder, s.spec.user, key),
   };
   // The same hand-in graded again by another autograder revision: the teacher sees before and after.
   const before = status.grade;

@@ -18,6 +18,7 @@ import { startOperator } from "../../test/support/operator.ts";
 import { onNode } from "../coursework/copyPods.ts";
 import {
   adminRest,
+  collectionFolder,
   createTemplate,
   createUserland,
   getDeployment,
@@ -225,7 +226,7 @@ test("an Archive of a student's home gets a read-only, token-less archive pod re
     assert.equal(await archivePod(rest, ns, name), undefined);
   }
 
-  // An assignment's hand-ins: the collection's root, read-only, and only handins/<assignment> served.
+  // An assignment's hand-ins: the collection's root, read-only, and only handins/<its folder> served.
   await rest.create(assignmentsPath(ns), {
     apiVersion: "userland.dev/v1alpha1",
     kind: "Assignment",
@@ -237,7 +238,10 @@ test("an Archive of a student's home gets a read-only, token-less archive pod re
     archive("a1-handins", { handins: { templateName: "lab", assignment: "a1" } }),
   );
   const handins = await eventually("the hand-ins' archive pod", () => archivePod(rest, ns, "a1-handins"));
-  assert.equal(handins.spec?.containers[0]?.command?.[3], "/archive-source/handins/a1");
+  assert.equal(
+    handins.spec?.containers[0]?.command?.[3],
+    `/archive-source/handins/${await collectionFolder(ns, "a1")}`,
+  );
   assert.deepEqual(
     handins.spec?.volumes?.map((v) => [
       v.persistentVolumeClaim?.claimName,

@@ -25,6 +25,7 @@ import { copyRetryDelay } from "../coursework/copyRuns.ts";
 import { onNode } from "../coursework/copyPods.ts";
 import {
   adminRest,
+  collectionFolder,
   createTemplate,
   createUserland,
   placeEnvironmentPod,
@@ -99,6 +100,7 @@ test("an Assignment is published by a locked-down copy pod, read again after an 
   await createUserland(ns, "bob", "bob", "lab", false);
   await createUserland(ns, "carol", "carol", "lab", true);
   await rest.create(assignmentsPath(ns), assignment("a1", "lab", { deadline: "2099-01-01T00:00:00Z" }));
+  const a1 = await collectionFolder(ns, "a1");
 
   // The collection claim is the Template's, Retain: no owner.
   const collection = await eventually("the collection claim", () =>
@@ -135,7 +137,7 @@ test("an Assignment is published by a locked-down copy pod, read again after an 
     "coursework/copy.ts",
     "handin",
     "/source/week1",
-    "/published/a1/1",
+    `/published/${a1}/1`,
   ]);
   assert.equal(container?.terminationMessagePolicy, "File");
   assert.equal(container?.securityContext?.readOnlyRootFilesystem, true);
@@ -222,7 +224,7 @@ test("an Assignment is published by a locked-down copy pod, read again after an 
       m.readOnly ?? false,
     ]),
     [
-      ["/collection", "published/a1/1", true],
+      ["/collection", `published/${a1}/1`, true],
       ["/home-claim", "", false],
     ],
   );
@@ -267,7 +269,7 @@ test("an Assignment is published by a locked-down copy pod, read again after an 
   assert.deepEqual(handin.spec?.containers[0]?.command?.slice(2), [
     "handin",
     "/home-claim/assignments/a1",
-    `/collection/a1/${collectionUserFolder("alice")}/1`,
+    `/collection/${a1}/${collectionUserFolder("alice")}/1`,
     "--moment",
     "2026-01-01T00:00:00Z",
     "--max-bytes",
@@ -377,6 +379,89 @@ test("an Assignment is published by a locked-down copy pod, read again after an 
     [undefined, "2026-01-01T00:00:00Z"],
     "alice's refused hand-in was never collected by the closing time's request",
   );
+});
+
+test("an Assignment deleted and made again with its name shares nothing with the first: a folder of its own in the collection, its own Submissions, none of the first one's hand-ins counted or in its way (issue 41 item 6)", async (t) => {
+  const ns = await testNamespace(t, "asgn-again");
+  const rest = await adminRest();
+  await startOperator(t, ns, { env: { OPERATOR_COPY_IMAGE: IMAGE } });
+  await createTemplate(ns, "lab", courseworkSpec());
+  await createUserland(ns, "alice", "alice", "lab", false);
+  await createUserland(ns, "bob", "bob", "lab", false);
+  const create = () =>
+    rest.create<Assignment>(
+      assignmentsPath(ns),
+      assignment("a1", "lab", { deadline: "2099-01-01T00:00:00Z" }),
+    );
+  const aliceName = submissionNameFor("a1", "alice");
+  const podWriting = (job: string, target: string) =>
+    eventually(`the ${job} pod writing ${target}`, async () =>
+      (await copyPods(rest, ns, job)).find((p) => p.spec?.containers[0]?.command?.[4] === target),
+    );
+  const handIn = async (folder: string) => {
+    await rest.patch(submissionsPath(ns, aliceName), {
+      spec: { handInRequestedAt: "2026-01-01T00:00:00Z", handInRequestedBy: "student" },
+    });
+    return podWriting("handin", `/collection/${folder}/${collectionUserFolder("alice")}/1`);
+  };
+
+  const firstUid = (await create()).metadata.uid;
+  const first = await collectionFolder(ns, "a1");
+  await finish(rest, await podWriting("publish", `/published/${first}/1`), 0, {
+    files: [],
+    bytes: 0,
+    sha256: SHA("a"),
+    skipped: [],
+  });
+  await eventually("alice's Submission", () =>
+    rest.get<Submission>(submissionsPath(ns, aliceName)).catch(() => undefined),
+  );
+  await finish(rest, await handIn(first), 0, { files: [], bytes: 0, sha256: SHA("b"), skipped: [] });
+  await eventually("alice's receipt", async () => {
+    const a = await rest.get<Assignment>(assignmentsPath(ns, "a1"));
+    return a.status?.handedIn === 1;
+  });
+
+  // A finalizer holds alice's Submission of the first while the second is made: the garbage
+  // collector's window, as long as the test needs it.
+  await rest.patch(submissionsPath(ns, aliceName), { metadata: { finalizers: ["test.userland.dev/hold"] } });
+  await rest.delete(assignmentsPath(ns, "a1"));
+  await eventually("the first a1 gone", async () =>
+    rest.get(assignmentsPath(ns, "a1")).then(
+      () => false,
+      (error: unknown) => isNotFound(error),
+    ),
+  );
+  const secondUid = (await create()).metadata.uid;
+  assert.notEqual(secondUid, firstUid);
+  const second = await collectionFolder(ns, "a1");
+  assert.notEqual(second, first);
+  await finish(rest, await podWriting("publish", `/published/${second}/1`), 0, {
+    files: [],
+    bytes: 0,
+    sha256: SHA("c"),
+    skipped: [],
+  });
+  const counted = await eventually("the second a1 counts bob alone", async () => {
+    const a = await rest.get<Assignment>(assignmentsPath(ns, "a1"));
+    return a.status?.publishedRelease === 1 && a.status.students === 1 && a;
+  });
+  assert.equal(counted.status?.handedIn, 0, "alice's hand-in of the first is not the second's");
+
+  // Let go, the first one's Submission is collected, and alice gets one of the second.
+  await rest.patch(submissionsPath(ns, aliceName), { metadata: { finalizers: null } });
+  const fresh = await eventually("alice's Submission of the second a1", async () => {
+    const s = await rest.get<Submission>(submissionsPath(ns, aliceName)).catch(() => undefined);
+    return s?.metadata.ownerReferences?.[0]?.uid === secondUid && s;
+  });
+  assert.equal(fresh.status?.receipt, undefined);
+  // Her hand-in goes to the second one's folder: the first one's version 1 is not in its way.
+  await finish(rest, await handIn(second), 0, { files: [], bytes: 0, sha256: SHA("d"), skipped: [] });
+  const received = await eventually("her receipt of the second a1", async () => {
+    const s = await rest.get<Submission>(submissionsPath(ns, aliceName));
+    return s.status?.receipt && s;
+  });
+  assert.equal(received.status?.receipt?.sha256, SHA("d"));
 });
 
 test("an Assignment says what keeps it from being published: no Template, a Template without coursework, an unknown source folder, no copy image", async (t) => {
@@ -562,7 +647,7 @@ test("failed copies say why and back off: PublishFailed tried again after 2 s th
   assert.ok(bobFeedback && aliceFeedback);
   assert.deepEqual(bobFeedback.spec?.containers[0]?.command?.slice(2), [
     "distribute",
-    `/collection/a1/${collectionUserFolder("bob")}`,
+    `/collection/${await collectionFolder(ns, "a1")}/${collectionUserFolder("bob")}`,
     "/home-claim/assignments/a1/feedback",
   ]);
   assert.deepEqual(

@@ -126,6 +126,35 @@ test("a ClassArchive stops the class, archives and reads it back in locked-down 
     isInvalid(e),
   );
 
+  // Planned (issue 41 item 9, issue 44 item 5): whose environments would stop and whose volumes be
+  // read, said before anyone is stopped; then spec.archive, which cannot be undone.
+  const plan = await eventually("the plan", async () => {
+    const ca = await getCA(rest, ns);
+    return ca.status?.phase === "Planned" && ca;
+  });
+  assert.deepEqual(
+    plan.status?.students?.map((s) => [s.user, s.claims, s.enabledBefore]),
+    [
+      ["alice", [claim("alice")], true],
+      ["bob", [claim("bob")], false],
+      ["carol", [claim("carol")], true],
+    ],
+  );
+  assert.match(
+    plan.status?.message ?? "",
+    /^A plan: 3 students' environments \(2 running now\) would be stopped/,
+  );
+  for (const u of ["alice", "carol"]) {
+    const userland = await rest.get<Userland>(userlandsPath(ns, u));
+    assert.equal(userland.spec.enabled, true, `${u} still runs`);
+    assert.equal(userland.metadata.annotations?.["userland.dev/stopped-reason"], undefined);
+  }
+  assert.deepEqual(await copyPods(rest, ns, "classarchive"), [], "nothing read");
+  await rest.patch(classArchivesPath(ns, "term1"), { spec: { archive: true } });
+  await assert.rejects(rest.patch(classArchivesPath(ns, "term1"), { spec: { archive: false } }), (e) =>
+    isInvalid(e),
+  );
+
   // Stopping: the class recorded, every environment stopped.
   const stopping = await eventually("the class recorded", async () => {
     const ca = await getCA(rest, ns);
@@ -349,6 +378,49 @@ test("a ClassArchive stops the class, archives and reads it back in locked-down 
     assert.ok(await exists(rest, userlandsPath(ns, u)), u);
     assert.ok(await exists(rest, pvcPath(ns, claim(u))), `${u}'s claim`);
   }
+});
+
+test("a cancelled ClassArchive starts again exactly the environments it stopped, and deletes nothing (issue 44 item 5)", async (t) => {
+  const ns = await testNamespace(t, "carch-cancel");
+  const rest = await adminRest();
+  await startOperator(t, ns, { env: { OPERATOR_COPY_IMAGE: IMAGE } });
+  await createTemplate(ns, "lab", spec());
+  await createUserland(ns, "alice", "alice", "lab", true);
+  await createUserland(ns, "bob", "bob", "lab", false);
+  await rest.create(classArchivesPath(ns), {
+    apiVersion: "userland.dev/v1alpha1",
+    kind: "ClassArchive",
+    metadata: { name: "term1" },
+    spec: { templateName: "lab", class: "*", archive: true },
+  });
+  for (const u of ["alice", "bob"])
+    await eventually(`${u} stopped for the archive`, async () => {
+      const got = await rest.get<Userland>(userlandsPath(ns, u));
+      return (
+        got.spec.enabled === false &&
+        got.metadata.annotations?.["userland.dev/stopped-reason"] === "ClassArchive"
+      );
+    });
+  await rest.patch(classArchivesPath(ns, "term1"), { spec: { cancel: true } });
+  const cancelled = await eventually("Cancelled", async () => {
+    const ca = await getCA(rest, ns);
+    return ca.status?.phase === "Cancelled" && ca;
+  });
+  assert.equal(cancelled.status?.message, "Cancelled: 1 environment started again; nothing was deleted");
+  const [alice, bob] = await Promise.all(
+    ["alice", "bob"].map((u) => rest.get<Userland>(userlandsPath(ns, u))),
+  );
+  assert.equal(alice?.spec.enabled, true, "alice ran before: she runs again");
+  assert.equal(bob?.spec.enabled, false, "bob was stopped before: he stays stopped");
+  for (const u of [alice, bob])
+    assert.equal(u?.metadata.annotations?.["userland.dev/stopped-reason"], undefined);
+  await eventually(
+    "the archive's pods gone",
+    async () => (await copyPods(rest, ns, "classarchive")).length === 0,
+  );
+  await assert.rejects(rest.patch(classArchivesPath(ns, "term1"), { spec: { cancel: false } }), (e) =>
+    isInvalid(e),
+  );
 });
 
 test("a ClassArchive of a Template without a collection fails with what to set, and makes no pod", async (t) => {

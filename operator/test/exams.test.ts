@@ -256,7 +256,7 @@ test("an exam closes its class's environments at the start, stops the students' 
   assert.equal(operator.child.exitCode, null);
 });
 
-test("an Exam whose end is not after its start is refused by the API server", async (t) => {
+test("an Exam whose end is not after its start, without a class or longer than 24 hours is refused by the API server", async (t) => {
   const ns = await testNamespace(t, "exam-crd");
   const rest = await adminRest();
   await installCrds();
@@ -265,10 +265,35 @@ test("an Exam whose end is not after its start is refused by the API server", as
       apiVersion: "userland.dev/v1alpha1",
       kind: "Exam",
       metadata: { name: "backwards" },
-      spec: { templateName: "lab", start: "2030-01-01T10:00:00Z", end: "2030-01-01T09:00:00Z" },
+      spec: { templateName: "lab", class: "*", start: "2030-01-01T10:00:00Z", end: "2030-01-01T09:00:00Z" },
     }),
     /spec.end must be after spec.start/,
   );
+  // Issue 41 item 8: a class named on purpose ("*" for the whole Template), and a bounded window.
+  await assert.rejects(
+    rest.create(examsPath(ns), {
+      apiVersion: "userland.dev/v1alpha1",
+      kind: "Exam",
+      metadata: { name: "everyone" },
+      spec: { templateName: "lab", start: "2030-01-01T09:00:00Z", end: "2030-01-01T10:00:00Z" },
+    }),
+    /spec.class: Required value/,
+  );
+  await assert.rejects(
+    rest.create(examsPath(ns), {
+      apiVersion: "userland.dev/v1alpha1",
+      kind: "Exam",
+      metadata: { name: "days" },
+      spec: { templateName: "lab", class: "*", start: "2030-01-01T09:00:00Z", end: "2030-01-02T09:00:01Z" },
+    }),
+    /an exam lasts at most 24 hours/,
+  );
+  await rest.create(examsPath(ns), {
+    apiVersion: "userland.dev/v1alpha1",
+    kind: "Exam",
+    metadata: { name: "day" },
+    spec: { templateName: "lab", class: "*", start: "2030-01-01T09:00:00Z", end: "2030-01-02T09:00:00Z" },
+  });
 });
 
 test("without OPERATOR_PROXY_PODS an exam does not start: NetworkClosed=False, nothing changed", async (t) => {
@@ -281,7 +306,7 @@ test("without OPERATOR_PROXY_PODS an exam does not start: NetworkClosed=False, n
     apiVersion: "userland.dev/v1alpha1",
     kind: "Exam",
     metadata: { name: "quiz" },
-    spec: { templateName: "lab", start: iso(Date.now() - 1000), end: iso(Date.now() + 60_000) },
+    spec: { templateName: "lab", class: "*", start: iso(Date.now() - 1000), end: iso(Date.now() + 60_000) },
   });
   const exam = await eventually("the exam's condition", async () => {
     const e = await rest.get<Exam>(examsPath(ns, "quiz"));
@@ -306,7 +331,12 @@ test("an Exam deleted while it runs restores what it changed and takes its polic
     apiVersion: "userland.dev/v1alpha1",
     kind: "Exam",
     metadata: { name: "quiz" },
-    spec: { templateName: "lab", start: iso(Date.now() - 1000), end: iso(Date.now() + 3_600_000) },
+    spec: {
+      templateName: "lab",
+      class: "*",
+      start: iso(Date.now() - 1000),
+      end: iso(Date.now() + 3_600_000),
+    },
   });
   await eventually("the exam to run with its marks", async () => {
     const [lab, web] = await Promise.all([
@@ -372,7 +402,12 @@ test("two exams at once over the same environment: the second leaves it to the f
       apiVersion: "userland.dev/v1alpha1",
       kind: "Exam",
       metadata: { name },
-      spec: { templateName: "lab", start: iso(Date.now() - 1000), end: iso(Date.now() + 3_600_000) },
+      spec: {
+        templateName: "lab",
+        class: "*",
+        start: iso(Date.now() - 1000),
+        end: iso(Date.now() + 3_600_000),
+      },
     });
   const examLabel = async () =>
     (await rest.get<Userland>(userlandsPath(ns, "gil-lab"))).metadata.labels?.[ExamMarks.examLabel];
@@ -416,7 +451,13 @@ test("an exam holds its students' environments in every namespace the release se
     apiVersion: "userland.dev/v1alpha1",
     kind: "Exam",
     metadata: { name: "midterm" },
-    spec: { templateName: "lab", title: "Midterm", start: iso(start), end: iso(start + 3_600_000) },
+    spec: {
+      templateName: "lab",
+      class: "*",
+      title: "Midterm",
+      start: iso(start),
+      end: iso(start + 3_600_000),
+    },
   });
   const exam = () => rest.get<Exam>(examsPath(a, "midterm"));
   await eventually("the exam to run", async () => (await exam()).status?.phase === "Running");
@@ -494,7 +535,12 @@ test("two exams of the same name in two namespaces: each holds its own students'
       apiVersion: "userland.dev/v1alpha1",
       kind: "Exam",
       metadata: { name: "midterm" },
-      spec: { templateName: "lab", start: iso(Date.now() - 1000), end: iso(Date.now() + 3_600_000) },
+      spec: {
+        templateName: "lab",
+        class: "*",
+        start: iso(Date.now() - 1000),
+        end: iso(Date.now() + 3_600_000),
+      },
     });
   const marks = async () => {
     const [adaLab, adaWeb, bobLab, bobWeb] = await Promise.all([

@@ -29,6 +29,7 @@ import { guideBlocks, guideCommands } from "../../test/support/guide.ts";
 import { installCrds, startOperator } from "../../test/support/operator.ts";
 import {
   adminRest,
+  collectionFolder,
   createTemplate,
   createUserland,
   simpleTemplateSpec,
@@ -124,6 +125,7 @@ test("an autograder's snapshot, one sealed grading run per hand-in and autograde
   await createTemplate(ns, "lab", spec());
   await createUserland(ns, "ann", "ann", "lab", false);
   await rest.create(assignmentsPath(ns), autograded("a1", { folder: "graders", path: "w1" }));
+  const a1 = await collectionFolder(ns, "a1");
   await rest.create(assignmentsPath(ns), autograded("visible", { folder: "course", path: "w1" }));
   await rest.create(
     assignmentsPath(ns),
@@ -153,14 +155,14 @@ test("an autograder's snapshot, one sealed grading run per hand-in and autograde
   const snapshotOf = async (release: number) =>
     eventually(`a1's autograder snapshot pod for release ${release}`, async () =>
       (await pods(rest, ns, "autograder")).find(
-        (p) => p.spec?.containers[0]?.command?.at(-1) === `/autograders/a1/${release}`,
+        (p) => p.spec?.containers[0]?.command?.at(-1) === `/autograders/${a1}/${release}`,
       ),
     );
   const snapshot = await snapshotOf(1);
   assert.deepEqual(snapshot.spec?.containers[0]?.command?.slice(2), [
     "handin",
     "/source/w1",
-    "/autograders/a1/1",
+    `/autograders/${a1}/1`,
   ]);
   assert.deepEqual(
     snapshot.spec?.containers[0]?.volumeMounts?.map((m) => [
@@ -275,7 +277,7 @@ test("an autograder's snapshot, one sealed grading run per hand-in and autograde
       ["test_hidden", 2, "hidden"],
     ],
   );
-  assert.match(grade?.results ?? "", /^grades\/a1\/ann[^/]*\/[a-z0-9]+$/);
+  assert.match(grade?.results ?? "", new RegExp(`^grades/${a1}/ann[^/]*/[a-z0-9]+$`));
   assert.deepEqual(
     [condition(s, "Graded")?.status, condition(s, "Graded")?.message],
     ["True", "7 of 10 points (2 tests)"],
@@ -486,6 +488,7 @@ test("an autograder with a reference solution grades nobody until it gave the so
     assignmentsPath(ns),
     autograded("a1", { folder: "graders", path: "calc/autograder", solution: "calc/solution" }),
   );
+  const calc = await collectionFolder(ns, "a1");
   const job = (j: string) => eventually(`the ${j} pod`, async () => (await pods(rest, ns, j))[0]);
   const copied = (sha: string) => ({ main: { copy: ended(0, { files: [], bytes: 0, sha256: SHA(sha) }) } });
   await end(rest, await job("publish"), "Succeeded", copied("a"));
@@ -494,7 +497,7 @@ test("an autograder with a reference solution grades nobody until it gave the so
   assert.deepEqual(solution.spec?.containers[0]?.command?.slice(2), [
     "handin",
     "/source/calc/solution",
-    "/autograders/a1/1-solution",
+    `/autograders/${calc}/1-solution`,
   ]);
   await end(rest, solution, "Succeeded", copied("d"));
 

@@ -16,6 +16,7 @@ import { eventually, testNamespace } from "../../test/support/cluster.ts";
 import { startOperator } from "../../test/support/operator.ts";
 import {
   adminRest,
+  collectionFolder,
   createTemplate,
   createUserland,
   simpleTemplateSpec,
@@ -128,7 +129,7 @@ test("an Archive with a target gets an upload pod writing only that folder: mate
     "fb-bob",
     [],
     collectionNames("lab").claim,
-    `feedback/a1/${collectionUserFolder("Bob Smith")}`,
+    `feedback/${await collectionFolder(ns, "a1")}/${collectionUserFolder("Bob Smith")}`,
   );
   await rest.create(
     archivesPath(ns),
@@ -138,7 +139,7 @@ test("an Archive with a target gets an upload pod writing only that folder: mate
     "fb-all",
     ["--student", "Bob Smith", "--student", "alice"],
     collectionNames("lab").claim,
-    "feedback/a1",
+    `feedback/${await collectionFolder(ns, "a1")}`,
   );
 
   // Someone who is no student of the assignment, a folder that is no course folder: Failed, no pod.

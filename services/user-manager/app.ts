@@ -19,7 +19,7 @@ import { consoleConfig, type UserManagerConfig } from "./config.ts";
 import { assignmentRoutes } from "./assignments.ts";
 import { gradingRoutes } from "./gradingRoutes.ts";
 import { reviewRoutes } from "./reviewRoutes.ts";
-import { COURSEWORK_RESOURCE } from "./auth/teaches.ts";
+import { personTeaches } from "./auth/teaches.ts";
 import { examRoutes } from "./exams.ts";
 import { SESSION_USER_PREFIX_DEFAULT } from "../../lib/sessionSubjects.ts";
 import { ArchiveTransfers, type ReachPod } from "./archiveTransfer.ts";
@@ -158,21 +158,11 @@ export async function buildApp(options: AppOptions) {
     maxBytes: config.rosterMaxBytes,
     concurrency: config.kubeConcurrency,
   });
-  // The operator's rule for who teaches a Template (0011): the session user's name, no groups.
-  const teacherPrefix = consoleSettings?.userPrefix ?? SESSION_USER_PREFIX_DEFAULT;
+  const teaches = personTeaches(reviewer, consoleSettings?.userPrefix ?? SESSION_USER_PREFIX_DEFAULT);
   await app.register(assignmentRoutes, {
     store,
     coursework,
-    teaches: async (user, template, ns) =>
-      (
-        await reviewer.review(
-          { username: teacherPrefix + user, groups: [] },
-          "update",
-          template,
-          ns,
-          COURSEWORK_RESOURCE,
-        )
-      ).allowed,
+    teaches,
     ...(options.now ? { now: options.now } : {}),
   });
   const transfers = new ArchiveTransfers(rest, options.reachTransferPod);
@@ -187,6 +177,7 @@ export async function buildApp(options: AppOptions) {
     store,
     rest,
     reviewer,
+    teaches,
     log,
     sessions: sessions && verifier ? { ...sessions, verifier } : undefined,
     ...(options.now ? { now: options.now } : {}),

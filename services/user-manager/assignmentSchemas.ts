@@ -1,4 +1,5 @@
 /** Request and response schemas of the coursework routes (assignments.ts), and the views they answer. */
+import { collectionFolderOf } from "../../api/assignmentIdentity.ts";
 import { deadlineFor } from "../../api/deadlines.ts";
 import { studentGrade } from "../../api/studentGrade.ts";
 import { StringEnum, Type, type Static } from "../../api/v1alpha1/schema.ts";
@@ -131,6 +132,12 @@ export const AssignmentView = Type.Object({
     {
       publishedRelease: Nullable(Type.Integer()),
       publishedAt: Nullable(Type.String()),
+      collectionFolder: Nullable(
+        Type.String({
+          description:
+            "Its folder in the collection (handins/, feedback/, grades/ in teachers' environments): bound to this assignment, not to its name.",
+        }),
+      ),
       students: Nullable(Type.Integer()),
       distributed: Nullable(Type.Integer()),
       handedIn: Nullable(Type.Integer()),
@@ -267,6 +274,7 @@ export function toAssignmentView(a: Assignment): AssignmentView {
     status: {
       publishedRelease: status.publishedRelease ?? null,
       publishedAt: status.publishedAt ?? null,
+      collectionFolder: collectionFolderOf(a) ?? null,
       students: status.students ?? null,
       distributed: status.distributed ?? null,
       handedIn: status.handedIn ?? null,

@@ -13,6 +13,7 @@
  * name "acts for students at hand-in", as templates/coursework names teachers); the proxy's home
  * page is that caller and names only the session's own user, as for Start.
  */
+import { submissionIsOf } from "../../api/assignmentIdentity.ts";
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyRequest } from "fastify";
 import { LABELS } from "../../api/naming.ts";
@@ -21,7 +22,7 @@ import { ASSIGNMENTS, SUBMISSIONS } from "../../api/v1alpha1/index.ts";
 import { Type } from "../../api/v1alpha1/schema.ts";
 import { isConflict } from "../../lib/kubeRest.ts";
 import type { Resource } from "./auth/caller.ts";
-import { authorizeTeacher as authorizeFor } from "./auth/teaches.ts";
+import { authorizeTeacher as authorizeFor, type PersonTeaches } from "./auth/teaches.ts";
 import {
   AssignmentList,
   AssignmentNameSchema,
@@ -51,7 +52,7 @@ export interface AssignmentRouteOptions {
    * templates/coursework for the session user, groups not counted). The operator gives teachers
    * no Submission; the hand-in table leaves them out too.
    */
-  teaches?: (user: string, template: string, namespace: string) => Promise<boolean>;
+  teaches?: PersonTeaches;
   now?: () => Date;
 }
 
@@ -243,7 +244,7 @@ export const assignmentRoutes: FastifyPluginCallbackTypebox<AssignmentRouteOptio
       const a = await assignmentOf(namespace, templateName, name);
       const [userlands, submissions] = await Promise.all([
         store.list({ templateName, namespaces: [namespace] }),
-        coursework.submissionsOf(namespace, name),
+        coursework.submissionsOf(a),
       ]);
       const klass = a.spec.class;
       const byUser = new Map<string, { userland?: Userland; submission?: Submission }>();
@@ -252,9 +253,7 @@ export const assignmentRoutes: FastifyPluginCallbackTypebox<AssignmentRouteOptio
         if (klass !== undefined && u.metadata.labels?.[LABELS.class] !== klass) continue;
         byUser.set(u.spec.user, { ...byUser.get(u.spec.user), userland: u });
       }
-      for (const s of submissions)
-        if (s.spec.assignment === name)
-          byUser.set(s.spec.user, { ...byUser.get(s.spec.user), submission: s });
+      for (const s of submissions) byUser.set(s.spec.user, { ...byUser.get(s.spec.user), submission: s });
       // A Userland without a Submission is a student the operator has not reached yet, or a
       // teacher, who gets none: asked of RBAC for these few only (the real-node test found the
       // teacher listed as a student "not yet distributed").
@@ -361,7 +360,7 @@ export const assignmentRoutes: FastifyPluginCallbackTypebox<AssignmentRouteOptio
       const items = [];
       for (const s of submissions) {
         const a = await coursework.getAssignment(s.metadata.namespace ?? "", s.spec.assignment);
-        if (a) items.push(toStudentView(a, s, at));
+        if (a && submissionIsOf(s, a)) items.push(toStudentView(a, s, at));
       }
       const order = (v: { closesAt: string | null }) => v.closesAt ?? "9999";
       items.sort((x, y) => order(x).localeCompare(order(y)) || x.name.localeCompare(y.name));
@@ -375,7 +374,7 @@ export const assignmentRoutes: FastifyPluginCallbackTypebox<AssignmentRouteOptio
     const a = await coursework.getAssignment(namespace, name);
     const notIn = notFound(`user "${user}" has no assignment "${name}" of Template "${templateName}"`);
     if (!a || a.spec.templateName !== templateName) throw notIn;
-    const find = () => coursework.submissionOf(namespace, name, user);
+    const find = () => coursework.submissionOf(a, user);
     return { namespace, assignment: a, find, notIn };
   }
 

@@ -10,7 +10,7 @@
  */
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyRequest } from "fastify";
-import { CLASS_ARCHIVES, type ClassArchive } from "../../api/v1alpha1/index.ts";
+import { CLASS_ARCHIVE_PHASES, CLASS_ARCHIVES, type ClassArchive } from "../../api/v1alpha1/index.ts";
 import { StringEnum, Type, type Static } from "../../api/v1alpha1/schema.ts";
 import { isConflict } from "../../lib/kubeRest.ts";
 import { authorizeTeacher as authorizeFor } from "./auth/teaches.ts";
@@ -35,12 +35,21 @@ export const ClassArchiveView = Type.Object({
   name: Type.String(),
   templateName: Type.String(),
   class: Type.Union([Type.String(), Type.Null()]),
-  phase: Type.Union([
-    StringEnum(["Stopping", "Archiving", "Verifying", "DryRun", "Ending", "Ended", "Failed"]),
-    Type.Null(),
-  ]),
+  phase: Type.Union([StringEnum([...CLASS_ARCHIVE_PHASES]), Type.Null()]),
   message: Type.Union([Type.String(), Type.Null()]),
   students: Type.Integer({ minimum: 0 }),
+  plan: Type.Array(
+    Type.Object({
+      user: Type.String(),
+      userland: Type.String(),
+      claims: Type.Array(Type.String(), { description: "The volumes read into the zip." }),
+      running: Type.Boolean({ description: "Running when the plan was made: stopped by Stop and archive." }),
+    }),
+    {
+      description:
+        "The class: whose environments are stopped and whose volumes read (before Stop and archive, nothing is).",
+    },
+  ),
   verified: Type.Integer({ minimum: 0 }),
   toDelete: Type.Array(Listed, {
     description: "What ending the class deletes: students the read-back verified.",
@@ -82,6 +91,12 @@ export function toClassArchiveView(c: ClassArchive): ClassArchiveView {
     phase: s.phase ?? null,
     message: s.message ?? null,
     students: s.studentCount ?? 0,
+    plan: (s.students ?? []).map((x) => ({
+      user: x.user,
+      userland: x.userland,
+      claims: x.claims,
+      running: x.enabledBefore !== false,
+    })),
     verified: s.verifiedCount ?? 0,
     toDelete: listed(s.toDelete ?? []),
     kept: listed(s.kept ?? []),
@@ -166,9 +181,9 @@ export const classArchiveRoutes: FastifyPluginCallbackTypebox<ClassArchiveRouteO
     {
       schema: {
         tags: ["end of term"],
-        summary: "Archive a class (teachers): stop it, archive it, read it back, list a dry run",
+        summary: "Plan a class's archive (teachers): whose environments it stops and whose volumes it reads",
         description:
-          "Creates a ClassArchive (409 while another of the same class is not Ended or Failed); the operator stops the class's environments, writes every student's volumes and the hand-ins into one zip in the collection, reads it back and lists what an end would delete. Nothing is deleted until the class is ended with the dry run's hash. Needs create on classarchives and update on templates/coursework.",
+          "Creates a ClassArchive (409 while another of the same class is not Ended, Cancelled or Failed) as a plan: the operator lists the class's students, their environments (running or not) and volumes, and stops nothing. POST …/stop then stops the class's environments, writes every student's volumes and the hand-ins into one zip in the collection, reads it back and lists what an end would delete; POST …/cancel at any step before the end starts every environment it stopped again. Nothing is deleted until the class is ended with the dry run's hash. Needs create on classarchives and update on templates/coursework.",
         params: TemplateParams,
         body: Type.Object(
           {
@@ -191,7 +206,8 @@ export const classArchiveRoutes: FastifyPluginCallbackTypebox<ClassArchiveRouteO
       // A second click would stop and archive the same class twice: one at a time per class.
       const running = (await coursework.classArchivesOf(namespace, template)).find(
         (c) =>
-          c.spec.class === request.body.class && c.status?.phase !== "Ended" && c.status?.phase !== "Failed",
+          c.spec.class === request.body.class &&
+          !["Ended", "Cancelled", "Failed"].includes(c.status?.phase ?? ""),
       );
       if (running)
         throw conflict(`this class is being archived already: ${running.metadata.name}`, {
@@ -233,6 +249,62 @@ export const classArchiveRoutes: FastifyPluginCallbackTypebox<ClassArchiveRouteO
       await authorizeTeacher(request, "get", template, namespace, name);
       return toClassArchiveView(await classArchiveOf(namespace, template, name));
     },
+  );
+
+  /** Sets one of spec's one-way switches (archive, cancel) on the resourceVersion read. */
+  const switchOn = (
+    action: "stop" | "cancel",
+    field: "archive" | "cancel",
+    summary: string,
+    description: string,
+    allowed: (phase: string) => boolean,
+  ) =>
+    app.post(
+      `/api/v1/templates/:template/classarchives/:name/${action}`,
+      {
+        schema: {
+          tags: ["end of term"],
+          summary,
+          description: `${description} Needs patch on the classarchive and update on templates/coursework.`,
+          params: NameParams,
+          response: { 200: ClassArchiveView, ...errors },
+        },
+      },
+      async (request) => {
+        const { template, name } = request.params;
+        const { namespace } = await store.templateOrNotFound(template);
+        await authorizeTeacher(request, "patch", template, namespace, name);
+        const current = await classArchiveOf(namespace, template, name);
+        const phase = current.status?.phase ?? "Planned";
+        if (current.spec[field] === true) return toClassArchiveView(current);
+        if (current.spec.end) throw conflict("the end of the class was confirmed: nothing can change now");
+        if (!allowed(phase)) throw conflict(`the class archive is ${phase}: it cannot ${action} now`);
+        try {
+          const updated = await coursework.switchClassArchive(current, field);
+          request.log.info(
+            { by: request.caller?.username, template, classArchive: name },
+            `class archive ${action}`,
+          );
+          return toClassArchiveView(updated);
+        } catch (error) {
+          if (isConflict(error)) throw conflict("the class archive changed meanwhile: read it again");
+          throw error;
+        }
+      },
+    );
+  switchOn(
+    "stop",
+    "archive",
+    "Stop the planned class and archive it (teachers)",
+    "Sets spec.archive: the operator stops the environments the plan lists, writes the zip, reads it back and lists the dry run. 409 unless the archive is Planned.",
+    (phase) => phase === "Planned",
+  );
+  switchOn(
+    "cancel",
+    "cancel",
+    "Cancel a class archive and start its environments again (teachers)",
+    "Sets spec.cancel: the operator starts every environment the archive stopped again, as it was, and deletes nothing (a written zip stays in the collection). 409 once the end was confirmed.",
+    (phase) => !["Ending", "Ended", "Cancelled"].includes(phase),
   );
 
   app.post(

@@ -6,6 +6,7 @@
  * object carries the resourceVersion it was decided on: a conflict is read again and decided
  * again, never written over.
  */
+import { submissionIsOf } from "../../api/assignmentIdentity.ts";
 import {
   assignmentsPath,
   classArchivesPath,
@@ -89,9 +90,16 @@ export class CourseworkStore {
     }
   }
 
-  /** The Submissions of one Assignment (a field selector on spec.assignment). */
-  submissionsOf(namespace: string, assignment: string): Promise<Submission[]> {
-    return this.pages<Submission>(submissionsPath(namespace), `spec.assignment=${escapeField(assignment)}`);
+  /**
+   * The Submissions of one Assignment (a field selector on spec.assignment), none of an earlier
+   * Assignment of its name that is still being deleted.
+   */
+  async submissionsOf(a: Assignment): Promise<Submission[]> {
+    const found = await this.pages<Submission>(
+      submissionsPath(a.metadata.namespace ?? ""),
+      `spec.assignment=${escapeField(a.metadata.name ?? "")}`,
+    );
+    return found.filter((s) => submissionIsOf(s, a));
   }
 
   /** One student's Submissions in every namespace served (a field selector on spec.user). */
@@ -106,13 +114,13 @@ export class CourseworkStore {
    * The student's Submission of an Assignment, found by its fields (a hand-made one may have any
    * name): the one named by submissionNameFor when there are several, else the oldest.
    */
-  async submissionOf(namespace: string, assignment: string, user: string): Promise<Submission | undefined> {
+  async submissionOf(a: Assignment, user: string): Promise<Submission | undefined> {
     const found = await this.pages<Submission>(
-      submissionsPath(namespace),
-      `spec.assignment=${escapeField(assignment)},spec.user=${escapeField(user)}`,
+      submissionsPath(a.metadata.namespace ?? ""),
+      `spec.assignment=${escapeField(a.metadata.name ?? "")},spec.user=${escapeField(user)}`,
     );
     // Checked again: the page must never act on another student's Submission whatever the server sends.
-    const own = found.filter((s) => s.spec.user === user && s.spec.assignment === assignment);
+    const own = found.filter((s) => s.spec.user === user && submissionIsOf(s, a));
     return own.sort((a, b) =>
       String(a.metadata.creationTimestamp ?? "").localeCompare(String(b.metadata.creationTimestamp ?? "")),
     )[0];
@@ -177,6 +185,14 @@ export class CourseworkStore {
       },
       spec: { templateName, class: klass },
     });
+  }
+
+  /** Turns on spec.archive or spec.cancel, on the resourceVersion it was checked against. */
+  switchClassArchive(current: ClassArchive, field: "archive" | "cancel"): Promise<ClassArchive> {
+    return this.rest.patch<ClassArchive>(
+      classArchivesPath(current.metadata.namespace ?? "", current.metadata.name ?? ""),
+      { metadata: { resourceVersion: current.metadata.resourceVersion }, spec: { [field]: true } },
+    );
   }
 
   /**

@@ -8,6 +8,7 @@ import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebo
 import type { FastifyRequest } from "fastify";
 import {
   API_VERSION,
+  EXAM_MAX_HOURS,
   EXAM_STUDENT_STATES,
   EXAMS,
   ExamConditions,
@@ -16,9 +17,7 @@ import {
   type ExamSpec,
 } from "../../api/v1alpha1/index.ts";
 import { StringEnum, Type, type Static } from "../../api/v1alpha1/schema.ts";
-import { isNotFound } from "../../lib/kubeRest.ts";
-import { isConflict } from "../../lib/kubeRest.ts";
-import type { KubeRest } from "../../lib/kubeRest.ts";
+import { isConflict, isNotFound, type KubeRest } from "../../lib/kubeRest.ts";
 import { AssignmentNameSchema } from "./assignmentSchemas.ts";
 import { authorizeTeacher as authorizeFor } from "./auth/teaches.ts";
 import type { Resource } from "./auth/caller.ts";
@@ -39,7 +38,12 @@ export const CreateExamBody = Type.Object(
   {
     name: AssignmentNameSchema,
     title: Type.Optional(Type.String({ maxLength: 200 })),
-    class: Type.Optional(Type.String({ minLength: 1, maxLength: 63 })),
+    class: Type.String({
+      minLength: 1,
+      maxLength: 63,
+      description:
+        'The class label whose environments the exam holds; "*" for every environment of the Template.',
+    }),
     start: Time("When the window opens"),
     end: Time("When it closes and work is collected"),
     proctors: Type.Optional(
@@ -167,7 +171,7 @@ export const examRoutes: FastifyPluginCallbackTypebox<ExamRouteOptions> = (app, 
         summary: "Schedule an exam (teachers)",
         description:
           "From start to end the class's environments of the Template run with the network closed, reachable only by each student (signed in since the start) and the proctors; at the end the assignment's hand-ins are collected. " +
-          "Needs create on exams.userland.dev and update on templates/coursework (the Template). 400 when the times do not fit; 409 when the name is taken.",
+          `Needs create on exams.userland.dev and update on templates/coursework (the Template). 400 when the times do not fit (end after start and in the future, at most ${EXAM_MAX_HOURS} hours after start); 409 when the name is taken.`,
         params: TemplateParams,
         body: CreateExamBody,
         response: { 201: ExamView, ...errors, 409: ErrorBody },
@@ -182,12 +186,14 @@ export const examRoutes: FastifyPluginCallbackTypebox<ExamRouteOptions> = (app, 
       const end = timeField(body.end, "end");
       if (end.getTime() <= start.getTime()) throw badRequest("end must be after start", "end");
       if (end.getTime() <= now().getTime()) throw badRequest("end is in the past", "end");
+      if (end.getTime() - start.getTime() > EXAM_MAX_HOURS * 3_600_000)
+        throw badRequest(`an exam lasts at most ${EXAM_MAX_HOURS} hours`, "end");
       const spec: ExamSpec = {
         templateName: template,
         start: start.toISOString(),
         end: end.toISOString(),
         ...(body.title ? { title: body.title } : {}),
-        ...(body.class ? { class: body.class } : {}),
+        class: body.class,
         ...(body.assignment ? { assignment: body.assignment } : {}),
         proctors: { users: body.proctors?.users ?? [], groups: body.proctors?.groups ?? [] },
       };

@@ -119,9 +119,7 @@ export const gradingRoutes: FastifyPluginCallbackTypebox<GradingRouteOptions> = 
     const assignments = (await coursework.assignmentsOf(namespace, templateName)).sort((a, b) =>
       String(a.metadata.creationTimestamp ?? "").localeCompare(String(b.metadata.creationTimestamp ?? "")),
     );
-    const submissions = (
-      await Promise.all(assignments.map((a) => coursework.submissionsOf(namespace, a.metadata.name ?? "")))
-    ).flat();
+    const submissions = (await Promise.all(assignments.map((a) => coursework.submissionsOf(a)))).flat();
     return gradeBook(assignments, submissions, now());
   }
 

@@ -7,6 +7,8 @@
  * write either is RBAC: update on the Assignment, and update on submissions/review (no handler:
  * it exists so RBAC can name "grades this class"), both with teaching the Template.
  */
+import { collectionFolderOf } from "../../api/assignmentIdentity.ts";
+import { collectionUserFolder } from "../../api/naming.ts";
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import {
   MAX_HAND_IN_VERSIONS,
@@ -86,6 +88,10 @@ const reviewOf = (s: Submission, user: string): Static<typeof ReviewView> => ({
 const HandInReview = Type.Object({
   user: Type.String(),
   assignment: Type.String(),
+  folder: Type.String({
+    description:
+      "The student's hand-ins in teachers' environments: <collection>/handins/<folder>/<student>/<version>/.",
+  }),
   title: Type.String(),
   rubric: Type.Array(RubricItem),
   review: ReviewView,
@@ -140,7 +146,7 @@ export const reviewRoutes: FastifyPluginCallbackTypebox<ReviewRouteOptions> = (a
       const a = await coursework.getAssignment(namespace, name);
       if (!a || a.spec.templateName !== template)
         throw notFound(`Template "${template}" has no assignment "${name}"`);
-      const s = await coursework.submissionOf(namespace, name, user);
+      const s = await coursework.submissionOf(a, user);
       if (!s) throw notFound(`user "${user}" has no hand-in of "${name}"`);
       const r = s.status?.receipt;
       const g = s.status?.grade;
@@ -148,6 +154,7 @@ export const reviewRoutes: FastifyPluginCallbackTypebox<ReviewRouteOptions> = (a
       return {
         user,
         assignment: name,
+        folder: `${collectionFolderOf(a) ?? name}/${collectionUserFolder(user)}`,
         title: a.spec.title,
         rubric: a.spec.rubric ?? [],
         review: reviewOf(s, user),
@@ -272,7 +279,7 @@ export const reviewRoutes: FastifyPluginCallbackTypebox<ReviewRouteOptions> = (a
       };
       const result = await coursework.changeSubmission(
         namespace,
-        () => coursework.submissionOf(namespace, name, user),
+        () => coursework.submissionOf(a, user),
         // A merge patch of the whole review: fields left out are removed (null), not kept.
         (s) => {
           if (countedVersion && !versionsOf(s).some((v) => v.version === countedVersion))

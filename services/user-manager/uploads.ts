@@ -236,7 +236,7 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<UploadRouteOptions> = async
       const a = await coursework.getAssignment(namespace, name);
       if (!a || a.spec.templateName !== templateName)
         throw notFound(`Template "${templateName}" has no assignment "${name}"`, "name", "params");
-      if (user !== undefined && !(await coursework.submissionOf(namespace, name, user)))
+      if (user !== undefined && !(await coursework.submissionOf(a, user)))
         throw notFound(`${user} is not a student of assignment "${name}"`, "user", "query");
       return receiveFiles(request, transfers, namespace, {
         feedback: { templateName, assignment: name, ...(user === undefined ? {} : { user }) },

@@ -6,7 +6,9 @@
  * - the caller is the proxy (its own token; it needs `patch` on the Userland, as for Start);
  * - the visitor is proven by their own session token, verified here with the auth service's keys
  *   (the proxy only relays it), and RBAC decides with an access review of `create` on
- *   `userlands/visit` for the session's Kubernetes subject, as the console's other rights;
+ *   `userlands/visit` for the session's Kubernetes subject, as the console's other rights; the
+ *   environment of one who teaches its Template (course folder and feedback read-write, every
+ *   hand-in read-only) needs `create` on `userlands/visit-teacher` besides (issue 41 item 7);
  * - the visit is folded into the Userland's `userland.dev/visits` annotation (api/visits.ts) and
  *   its beginning and end become Events on the Userland and log lines.
  *
@@ -33,17 +35,22 @@ import type { SessionVerifier } from "../../lib/session.ts";
 import { EventRecorder, userlandRef } from "../../operator/events.ts";
 import type { AccessReviewer } from "./auth/accessReview.ts";
 import { sessionCaller, type SessionAuth } from "./auth/sessionCaller.ts";
+import type { PersonTeaches } from "./auth/teaches.ts";
 import { badRequest, HttpError, notFound } from "./errors.ts";
 import { ErrorBody, UserlandNameSchema } from "./schemas.ts";
 import type { UserlandStore } from "./store.ts";
 
 /** The RBAC subresource whose `create` lets a person into a student's environment. */
 export const VISIT_SUBRESOURCE = "visit";
+/** And into the environment of a person who teaches its Template: a right of its own. */
+export const VISIT_TEACHER_SUBRESOURCE = "visit-teacher";
 
 export interface VisitRouteOptions {
   store: UserlandStore;
   rest: KubeRest;
   reviewer: AccessReviewer;
+  /** Whether the Userland's owner teaches its Template: their environment is not a student's. */
+  teaches: PersonTeaches;
   log: Logger;
   /** Session verification and the subjects' prefixes; undefined: the console is off, visits too. */
   sessions: (Pick<SessionAuth, "userPrefix" | "groupPrefix"> & { verifier: SessionVerifier }) | undefined;
@@ -271,17 +278,28 @@ export const visitRoutes: FastifyPluginCallbackTypebox<VisitRouteOptions> = (app
       const namespace = userland.metadata.namespace ?? "";
       const visitor = sessionCaller(session, opts.sessions);
       if (body.phase !== "end") {
-        const decision = await reviewer.review(visitor, "create", name, namespace, {
-          resource: USERLANDS,
-          subresource: VISIT_SUBRESOURCE,
-        });
-        if (!decision.allowed) {
-          log.info({ visitor: session.user, userland: name, namespace }, "visit refused by RBAC");
+        const owner = userland.spec.user;
+        const ownerTeaches = await opts.teaches(owner, userland.spec.templateName, namespace);
+        for (const subresource of ownerTeaches
+          ? [VISIT_SUBRESOURCE, VISIT_TEACHER_SUBRESOURCE]
+          : [VISIT_SUBRESOURCE]) {
+          const decision = await reviewer.review(visitor, "create", name, namespace, {
+            resource: USERLANDS,
+            subresource,
+          });
+          if (decision.allowed) continue;
+          log.info(
+            { visitor: session.user, userland: name, namespace, subresource },
+            "visit refused by RBAC",
+          );
           throw new HttpError(
             403,
             "Forbidden",
-            `${visitor.username} may not open the environment of Userland "${name}" in namespace "${namespace}": ` +
-              `a Role bound to them must grant verb "create" on "userlands/${VISIT_SUBRESOURCE}" in API group "userland.dev"`,
+            `${visitor.username} may not open the environment of Userland "${name}" in namespace "${namespace}"` +
+              (subresource === VISIT_TEACHER_SUBRESOURCE
+                ? ` (${owner} teaches Template "${userland.spec.templateName}")`
+                : "") +
+              `: a Role bound to them must grant verb "create" on "userlands/${subresource}" in API group "userland.dev"`,
           );
         }
       }

@@ -150,6 +150,7 @@ export function isolatedValues(
       teacherRoleName: `${namespace}-teacher`,
       courseTeacherRoleName: `${namespace}-course-teacher`,
       visitorRoleName: `${namespace}-environment-visitor`,
+      teacherVisitorRoleName: `${namespace}-teacher-visitor`,
       ...(rbac as Record<string, unknown> | undefined),
     },
     ...rest,

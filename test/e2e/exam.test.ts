@@ -95,6 +95,7 @@ test("an exam: scheduled in the console, running with each student's state; a se
       metadata: { name: "final" },
       spec: {
         templateName: DEMO_TEMPLATE,
+        class: "*",
         title: "Final",
         start: tomorrow.toISOString(),
         end: new Date(tomorrow.getTime() + 2 * 3_600_000).toISOString(),
@@ -132,6 +133,7 @@ test("an exam: scheduled in the console, running with each student's state; a se
     await teacher.fill("#e-start", minute(60_000));
     await teacher.fill("#e-end", minute(3_600_000));
     await teacher.fill("#e-proctors", CONSOLE_TEACHER);
+    await teacher.fill("#e-class", "*");
     await Promise.all([
       teacher.waitForURL(/\/console\/exam\?.*done=created/),
       teacher.getByRole("button", { name: "Schedule" }).click(),

@@ -37,6 +37,7 @@ import {
 import { startOperator } from "../support/operator.ts";
 import {
   adminRest,
+  collectionFolder,
   createTemplate,
   createUserland,
   patchUserland,
@@ -201,7 +202,7 @@ test("an assignment cycle with kubectl alone: published, distributed (running an
     spec: { handInRequestedAt: now(), handInRequestedBy: "student" },
   });
   const annIn = await submission("ann", "receipt", (x) => x.status?.receipt !== undefined);
-  const handins = `${COLLECTION}/handins/a1`;
+  const handins = `${COLLECTION}/handins/${await collectionFolder(ns, "a1")}`;
   assert.deepEqual(
     { ...annIn.status?.receipt, time: undefined, bytes: undefined, copyStartedAt: undefined },
     {

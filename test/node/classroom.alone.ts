@@ -74,7 +74,13 @@ import {
   startClassroom,
   type Classroom,
 } from "../support/nodeClassroom.ts";
-import { adminRest, patchTemplate, patchUserland, waitForPhase } from "../support/resources.ts";
+import {
+  adminRest,
+  collectionFolder,
+  patchTemplate,
+  patchUserland,
+  waitForPhase,
+} from "../support/resources.ts";
 import { execInContainer, waitForOnePodReady } from "../support/realNode.ts";
 
 const NAMESPACE = "classroom";
@@ -659,8 +665,9 @@ test(
     await shot(tessConsole, "console-handins");
 
     // The collected copies, read in the teacher's Jupyter (read-only) and hashed again here.
+    const folder = await collectionFolder(NAMESPACE, ASSIGNMENT);
     for (const user of STUDENTS) {
-      const dir = `collection/handins/${ASSIGNMENT}/${collectionUserFolder(user)}/1`;
+      const dir = `collection/handins/${folder}/${collectionUserFolder(user)}/1`;
       const recomputed = await collectedCopy(`/home/jovyan/${dir}`);
       assert.deepEqual(
         recomputed,
@@ -668,7 +675,7 @@ test(
         `${user}'s collected files hash as the receipt says`,
       );
     }
-    const collectedAnn = `collection/handins/${ASSIGNMENT}/${collectionUserFolder("ann")}/1/lists.ipynb`;
+    const collectedAnn = `collection/handins/${folder}/${collectionUserFolder("ann")}/1/lists.ipynb`;
     assert.match(
       await jupyterFileText(tessJupyter, collectedAnn),
       /# ann/,
@@ -685,9 +692,9 @@ test(
     phase("table and hashes");
 
     // Feedback for ann, written in the teacher's Jupyter, returned from the console.
-    const feedbackDir = `collection/feedback/${ASSIGNMENT}/${collectionUserFolder("ann")}`;
-    if ((await listing(tessJupyter, `collection/feedback/${ASSIGNMENT}`)) === undefined)
-      await saveInJupyter(tessJupyter, `collection/feedback/${ASSIGNMENT}`, { type: "directory" });
+    const feedbackDir = `collection/feedback/${folder}/${collectionUserFolder("ann")}`;
+    if ((await listing(tessJupyter, `collection/feedback/${folder}`)) === undefined)
+      await saveInJupyter(tessJupyter, `collection/feedback/${folder}`, { type: "directory" });
     await saveInJupyter(tessJupyter, feedbackDir, { type: "directory" });
     await saveInJupyter(tessJupyter, `${feedbackDir}/notes.md`, {
       type: "file",
@@ -766,12 +773,26 @@ test(
     await classPage.getByRole("link", { name: "End of term" }).click();
     await Promise.all([
       classPage.waitForURL(/\/console\/class-archive\?/),
-      classPage.getByRole("button", { name: "Archive this class" }).click(),
+      classPage.getByRole("button", { name: "Plan this class's archive" }).click(),
     ]);
     const phaseText = async () => {
       await classPage.reload({ waitUntil: "domcontentloaded" });
       return (await classPage.locator("#phase").textContent()) ?? "";
     };
+    // The plan first (issue 41 item 9): the students it would stop, nobody stopped yet.
+    await within("the plan", async () => /Planned/.test(await phaseText()), 60_000);
+    const planned = await classPage
+      .locator("table", {
+        has: classPage.locator("caption", { hasText: "environments stopped and volumes read" }),
+      })
+      .locator("tbody th .user")
+      .allTextContents();
+    assert.deepEqual(planned.sort(), [...STUDENTS].sort(), "the plan lists the three students");
+    await shot(classPage, "console-end-plan");
+    await Promise.all([
+      classPage.waitForURL(/done=stop/),
+      classPage.getByRole("button", { name: /^Stop \d+ environments? and archive$/ }).click(),
+    ]);
     await within("the class archive's dry run", async () => /Dry run/.test(await phaseText()), 600_000);
     const toDelete = await classPage
       .locator("table", { has: classPage.locator("caption", { hasText: "Ending the class deletes" }) })

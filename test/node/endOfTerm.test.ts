@@ -136,7 +136,7 @@ test("end of term on the real node: a class of three archived into one zip in th
     apiVersion: "userland.dev/v1alpha1",
     kind: "ClassArchive",
     metadata: { name: "term1" },
-    spec: { templateName: "lab", class: "*" },
+    spec: { templateName: "lab", class: "*", archive: true },
   });
   const get = () => rest.get<ClassArchive>(classArchivesPath(ns, "term1"));
   const dry = await eventually(

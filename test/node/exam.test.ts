@@ -38,7 +38,13 @@ import {
   realNodeLabTemplate,
 } from "../support/coursework.ts";
 import { startOperator } from "../support/operator.ts";
-import { adminRest, createTemplate, waitForPhase, userlandsPath } from "../support/resources.ts";
+import {
+  adminRest,
+  collectionFolder,
+  createTemplate,
+  waitForPhase,
+  userlandsPath,
+} from "../support/resources.ts";
 import {
   execInContainer,
   onRealNode,
@@ -240,7 +246,7 @@ test("an exam on the real node: inside the window a student's pod reaches neithe
     assert.ok((s.status?.receipt?.files ?? 0) >= 2, `${who}'s answer and handout collected`);
     const copy = await sh(
       tess,
-      `cat ${LAB_COLLECTION}/handins/final/${collectionUserFolder(who)}/1/answer.txt`,
+      `cat ${LAB_COLLECTION}/handins/${await collectionFolder(ns, "final")}/${collectionUserFolder(who)}/1/answer.txt`,
     );
     assert.equal(copy, `${who}: 42\n`, `${who}'s answer in the teacher's read-only hand-ins`);
   }

@@ -33,7 +33,13 @@ import {
   realNodeLabTemplate,
 } from "../support/coursework.ts";
 import { startOperator } from "../support/operator.ts";
-import { adminRest, createTemplate, createUserland, waitForPhase } from "../support/resources.ts";
+import {
+  adminRest,
+  collectionFolder,
+  createTemplate,
+  createUserland,
+  waitForPhase,
+} from "../support/resources.ts";
 import {
   execInContainer,
   filesOf,
@@ -296,7 +302,10 @@ test("a grading cycle with kubectl alone: a Gradescope autograder from a teacher
     spec: { review: { countedVersion: 1 } },
   });
   await counted(1, 2);
-  const folders = await sh(pods.tess, `ls ${LAB_COLLECTION}/handins/a1/${collectionUserFolder("ben")}`);
+  const folders = await sh(
+    pods.tess,
+    `ls ${LAB_COLLECTION}/handins/${await collectionFolder(ns, "a1")}/${collectionUserFolder("ben")}`,
+  );
   assert.deepEqual(folders.trim().split(/\s+/), ["1", "2"], "each version in a folder of its own");
   phase("ben's second version");
 

@@ -53,7 +53,7 @@ import {
   type Classroom,
 } from "../support/nodeClassroom.ts";
 import { phaseClock } from "../support/phases.ts";
-import { adminRest, waitForPhase } from "../support/resources.ts";
+import { adminRest, collectionFolder, waitForPhase } from "../support/resources.ts";
 import { execInContainer, filesOf, waitForOnePodReady } from "../support/realNode.ts";
 
 const NAMESPACE = "grading-class";
@@ -250,7 +250,7 @@ test(
     );
     const catOut = await jupyterFileText(
       tessJupyter,
-      `collection/grades/calc/${collectionUserFolder("cat")}/${cat.status?.gradeAttempt?.key}/stdout`,
+      `collection/grades/${await collectionFolder(NAMESPACE, ASSIGNMENT)}/${collectionUserFolder("cat")}/${cat.status?.gradeAttempt?.key}/stdout`,
     );
     assert.match(catOut, /^dns: blocked \(/m, "no resolver in the grading pod");
     assert.match(catOut, /^http: blocked \(/m, "nothing reachable from the grading pod");

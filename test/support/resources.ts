@@ -3,13 +3,13 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { V1Deployment, V1PersistentVolumeClaim, V1Pod, V1Service } from "@kubernetes/client-node";
-import type { Template, TemplateSpec, Userland } from "../../api/v1alpha1/index.ts";
+import type { Assignment, Template, TemplateSpec, Userland } from "../../api/v1alpha1/index.ts";
 import { paths } from "../../api/kubePaths.ts";
 import { LABELS } from "../../api/naming.ts";
 import { KubeRest, isNotFound } from "../../lib/kubeRest.ts";
 import type { AuditEvent } from "../../cluster/harness/auditLog.ts";
 import { eventually, testCluster } from "./cluster.ts";
-import { templatesPath, userlandsPath } from "../../api/v1alpha1/index.ts";
+import { assignmentsPath, templatesPath, userlandsPath } from "../../api/v1alpha1/index.ts";
 
 let restClient: KubeRest | undefined;
 export async function adminRest(): Promise<KubeRest> {
@@ -119,6 +119,22 @@ export async function waitForPhase(
     },
     timeoutMs,
   );
+}
+
+/**
+ * An Assignment's folder in its Template's collection (handins/, feedback/, grades/, …), once its
+ * first sync chose it: `<name>-<start of its uid>`, bound to this Assignment, not to its name.
+ */
+export async function collectionFolder(ns: string, name: string): Promise<string> {
+  const rest = await adminRest();
+  const a = await eventually(`${name}'s collection folder`, async () => {
+    const found = await rest.get<Assignment>(assignmentsPath(ns, name));
+    return found.status?.collectionFolder !== undefined && found;
+  });
+  const folder = a.status?.collectionFolder ?? "";
+  assert.match(folder, new RegExp(`^${name}-[0-9a-f]{8}$`));
+  assert.ok(a.metadata.uid?.replaceAll("-", "").startsWith(folder.slice(name.length + 1)), "the uid's start");
+  return folder;
 }
 
 export async function tryGet<T>(path: string): Promise<T | undefined> {

@@ -15,7 +15,7 @@ export function visitRefusedPage(): Page {
   return simplePage(
     403,
     "You may not open this environment",
-    `Opening a student's environment needs the right to visit it (verb "create" on "userlands/visit" in its namespace), which you do not have, or the environment does not exist. Ask an admin. To go back to your own environment: ${LEAVE_PATH}`,
+    `Opening a student's environment needs the right to visit it (verb "create" on "userlands/visit" in its namespace; a teacher's environment "userlands/visit-teacher" as well), which you do not have, or the environment does not exist. Ask an admin. To go back to your own environment: ${LEAVE_PATH}`,
   );
 }
 

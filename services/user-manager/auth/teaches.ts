@@ -6,10 +6,31 @@
  */
 import type { FastifyRequest } from "fastify";
 import { TEMPLATES } from "../../../api/v1alpha1/index.ts";
+import type { AccessReviewer } from "./accessReview.ts";
 import type { Resource, Verb } from "./caller.ts";
 
 /** "Teaches this Template": the course teacher's right (the chart's userland-course-teacher). */
 export const COURSEWORK_RESOURCE: Resource = { resource: TEMPLATES, subresource: "coursework" };
+
+/** Whether a person (a Userland's spec.user) teaches a Template, asked without their session. */
+export type PersonTeaches = (user: string, templateName: string, namespace: string) => Promise<boolean>;
+
+/**
+ * The operator's rule (operator/teachers.ts): the person's session user name (`userPrefix` and
+ * spec.user), without groups, which only a session carries.
+ */
+export const personTeaches =
+  (reviewer: AccessReviewer, userPrefix: string): PersonTeaches =>
+  async (user, templateName, namespace) =>
+    (
+      await reviewer.review(
+        { username: userPrefix + user, groups: [] },
+        "update",
+        templateName,
+        namespace,
+        COURSEWORK_RESOURCE,
+      )
+    ).allowed;
 
 /** 403 unless the caller teaches `templateName`. */
 export async function authorizeTeaches(

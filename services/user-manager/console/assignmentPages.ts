@@ -329,7 +329,7 @@ export function assignmentPage(viewer: Viewer, table: HandInTable, notice: strin
       <p class="muted">
         Publish again hands out the folder's current files: students' files they have not changed are updated,
         their own edits kept (listed below). Return feedback copies what is in the collection's
-        <code>feedback/${a.name}/&lt;student&gt;/</code> into each student's
+        <code>feedback/${a.status.collectionFolder ?? a.name}/&lt;student&gt;/</code> into each student's
         <code>assignments/${a.name}/feedback/</code>.
       </p>
       <h2>Uploads</h2>

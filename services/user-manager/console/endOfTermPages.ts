@@ -1,6 +1,6 @@
 /**
  * The console's end-of-term pages (docs/decisions/0011-coursework.md, "End of term"): a class's
- * archives with "Archive this class", and one archive's step, its dry run (what will be deleted, what
+ * archives with "Plan this class's archive", and one archive's plan (Stop and archive, Cancel), its step, its dry run (what will be deleted, what
  * is kept and why), the class's zip and "End the class", which sends the dry run's hash back.
  */
 import { WHOLE_TEMPLATE } from "../../../api/v1alpha1/index.ts";
@@ -20,12 +20,14 @@ export function classArchiveUrl(template: string, name: string, extra: Record<st
 }
 
 const STEPS: Record<NonNullable<ClassArchiveView["phase"]>, string> = {
+  Planned: "Planned: nobody is stopped yet",
   Stopping: "Stopping the class's environments",
   Archiving: "Writing the archive",
   Verifying: "Reading the archive back",
   DryRun: "Dry run: nothing deleted yet",
   Ending: "Ending: deleting the listed environments",
   Ended: "Ended",
+  Cancelled: "Cancelled",
   Failed: "Failed",
 };
 
@@ -43,10 +45,12 @@ export function endOfTermPage(
         <a href="${classUrl(template, klass)}">Back to the class</a>
       </p>
       <p>
-        Archiving a class stops its environments, writes every student's volumes and the class's hand-ins into
-        one zip in the Template's collection, reads it back and lists what ending the class would delete.
-        Nothing is deleted until you end the class on the archive's page. Each student's home page says their
-        environment was stopped for the archive.
+        Planning an archive lists whose environments it would stop and whose volumes it would read; nothing
+        stops yet. On the plan's page, <strong>Stop and archive</strong> stops those environments, writes
+        every student's volumes and the class's hand-ins into one zip in the Template's collection, reads it
+        back and lists what ending the class would delete; each student's home page says why their environment
+        stopped. <strong>Cancel</strong> starts them again, at any step before the end. Nothing is deleted
+        until you end the class on the archive's page.
       </p>
       ${
         klass
@@ -58,7 +62,7 @@ export function endOfTermPage(
       <form method="post" action="${CONSOLE_PATH}/end-of-term/create">
         <input type="hidden" name="template" value="${template}" />
         ${klass ? html`<input type="hidden" name="class" value="${klass}" />` : ""}
-        <button type="submit" class="danger">Archive this class</button>
+        <button type="submit">Plan this class's archive</button>
       </form>
       <h2>Archives</h2>
       ${
@@ -105,6 +109,51 @@ const listTable = (caption: string, rows: ClassArchiveView["toDelete"], withReas
     </tbody>
   </table>`;
 
+const planTable = (plan: ClassArchiveView["plan"]) =>
+  html`<table>
+    <caption>
+      The class: environments stopped and volumes read
+    </caption>
+    <thead>
+      <tr>
+        <th scope="col">Student</th>
+        <th scope="col">Environment</th>
+        <th scope="col">Running when planned</th>
+        <th scope="col">Volumes read</th>
+      </tr>
+    </thead>
+    <tbody>
+      ${plan.map(
+        (p) =>
+          html`<tr>
+            <th scope="row"><span class="user">${p.user}</span></th>
+            <td class="mono">${p.userland}</td>
+            <td>${p.running ? "yes" : "no"}</td>
+            <td class="mono">${p.claims.join(", ")}</td>
+          </tr>`,
+      )}
+    </tbody>
+  </table>`;
+
+/** The plan's and the steps' buttons: stop and archive (a plan), cancel (any step before the end). */
+function switches(c: ClassArchiveView) {
+  const form = (action: "stop" | "cancel", label: string, danger: boolean) =>
+    html`<form method="post" action="${CONSOLE_PATH}/class-archive/${action}">
+      <input type="hidden" name="template" value="${c.templateName}" />
+      <input type="hidden" name="name" value="${c.name}" />
+      <button type="submit" ${danger ? html`class="danger"` : ""}>${label}</button>
+    </form>`;
+  const running = c.plan.filter((p) => p.running).length;
+  if (c.phase === "Planned")
+    return html`<div class="toolbar">
+      ${form("stop", `Stop ${running} environment${running === 1 ? "" : "s"} and archive`, true)}
+      ${form("cancel", "Cancel the plan", false)}
+    </div>`;
+  if (c.phase && ["Stopping", "Archiving", "Verifying", "DryRun", "Failed"].includes(c.phase))
+    return html`<div class="toolbar">${form("cancel", "Cancel and restart everyone", false)}</div>`;
+  return "";
+}
+
 export function classArchivePage(viewer: Viewer, c: ClassArchiveView, notice?: string): string {
   const zip = `/api/v1/templates/${encodeURIComponent(c.templateName)}/classarchives/${encodeURIComponent(c.name)}/archive`;
   const ending = c.phase === "DryRun" && c.dryRunHash;
@@ -149,6 +198,7 @@ export function classArchivePage(viewer: Viewer, c: ClassArchiveView, notice?: s
             </p>`
           : ""
       }
+      ${c.phase === "Planned" ? planTable(c.plan) : ""} ${switches(c)}
       ${c.toDelete.length > 0 ? listTable(c.phase === "Ended" ? "Deleted" : "Ending the class deletes", c.toDelete, false) : ""}
       ${c.kept.length > 0 ? listTable("Kept", c.kept, true) : ""}
       ${

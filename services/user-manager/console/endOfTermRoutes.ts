@@ -15,8 +15,16 @@ import { CONSOLE_PATH } from "./layout.ts";
 /** What an action's redirect says, while the steps it started are still under way (a refresh later would repeat it as news). */
 const NOTICES: Record<string, { text: string; until: ReadonlyArray<ClassArchiveView["phase"]> }> = {
   created: {
+    text: "Planned: nothing is stopped. Read the list, then Stop and archive, or Cancel.",
+    until: [null, "Planned"],
+  },
+  stop: {
     text: "Archiving. The class's environments stop now; refresh to follow the steps.",
-    until: [null, "Stopping", "Archiving", "Verifying"],
+    until: ["Planned", "Stopping", "Archiving", "Verifying"],
+  },
+  cancel: {
+    text: "Cancelled: the environments the archive stopped start again.",
+    until: ["Cancelled"],
   },
   ending: {
     text: "Ending the class: the listed environments and their volumes are being deleted.",
@@ -72,6 +80,25 @@ export function endOfTermConsoleRoutes(
     const current = notice?.until.includes(answer.body.phase) ? notice.text : undefined;
     return send(reply, 200, classArchivePage(viewerOf(request), answer.body, current));
   });
+
+  for (const action of ["stop", "cancel"] as const)
+    app.post(`${CONSOLE_PATH}/class-archive/${action}`, { schema: hidden }, async (request, reply) => {
+      const form = formOf(request.body);
+      const template = templateField(form.get("template"), "body");
+      const name = form.get("name") ?? "";
+      const answer = await api<ClassArchiveView>(
+        request,
+        "POST",
+        `${base(template)}/${encodeURIComponent(name)}/${action}`,
+        {},
+      );
+      if (answer.status !== 200) throw refused(answer);
+      request.log.info(
+        { by: request.caller?.username, template, classArchive: name },
+        `console: class archive ${action}`,
+      );
+      return reply.redirect(classArchiveUrl(template, name, { done: action }), 303);
+    });
 
   app.post(`${CONSOLE_PATH}/class-archive/end`, { schema: hidden }, async (request, reply) => {
     const form = formOf(request.body);

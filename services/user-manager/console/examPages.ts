@@ -1,5 +1,6 @@
 /** The console's exam pages (docs/decisions/0013-exams.md): a class's exams with a form, one exam's state per student. */
 import { html, type Html } from "../../../lib/html.ts";
+import { WHOLE_TEMPLATE } from "../../../api/v1alpha1/index.ts";
 import type { ExamView } from "../exams.ts";
 import { formatTime } from "./assignmentPages.ts";
 import { CONSOLE_PATH, classUrl, consolePage, type Viewer } from "./layout.ts";
@@ -80,7 +81,7 @@ export function examsPage(viewer: Viewer, view: ExamsView): string {
           html`<tr>
             <th scope="row">
               <a href="${examUrl(template, e.name)}">${e.title ?? e.name}</a><br /><span class="muted mono"
-                >${e.name}${e.class ? ` · class ${e.class}` : ""}</span
+                >${e.name}${e.class && e.class !== WHOLE_TEMPLATE ? ` · class ${e.class}` : " · every environment"}</span
               >
             </th>
             <td>${time(e.start)}</td>
@@ -123,7 +124,7 @@ export function examsPage(viewer: Viewer, view: ExamsView): string {
         ${field("proctors", "Proctors", text("proctors"), "user names, separated by commas (they also need the visit right)")}
         ${field("proctorGroups", "Proctor groups", text("proctorGroups"), "optional: groups, separated by commas")}
         ${field("assignment", "Collect the assignment", text("assignment"), "optional: its hand-ins are collected at the end")}
-        ${field("class", "Only the class", text("class", html`maxlength="63"`), "optional: the environments labelled with this class")}
+        ${field("class", "Class", text("class", html`maxlength="63" required`), `the environments labelled with this class are held; ${WHOLE_TEMPLATE} for every environment of the Template`)}
         <p><button type="submit">Schedule</button></p>
       </form>`,
   );

@@ -5,6 +5,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Static } from "../../../api/v1alpha1/schema.ts";
+import { WHOLE_TEMPLATE } from "../../../api/v1alpha1/index.ts";
 import { HttpError, badRequest } from "../errors.ts";
 import type { ExamList, ExamView } from "../exams.ts";
 import type { AssignmentConsoleDeps } from "./assignmentRoutes.ts";
@@ -38,12 +39,18 @@ function createBody(form: ExamForm): Record<string, unknown> {
   const end = localTime(form.end, zone, "end");
   if (!start) throw badRequest("start: a date and time are needed", "start");
   if (!end) throw badRequest("end: a date and time are needed", "end");
+  const klass = form.class.trim();
+  if (!klass)
+    throw badRequest(
+      `class: name the class, or ${WHOLE_TEMPLATE} for every environment of the Template`,
+      "class",
+    );
   return {
     name: form.name.trim(),
     start,
     end,
     ...(form.title.trim() ? { title: form.title.trim() } : {}),
-    ...(form.class.trim() ? { class: form.class.trim() } : {}),
+    class: klass,
     ...(form.assignment.trim() ? { assignment: form.assignment.trim() } : {}),
     proctors: { users: list(form.proctors), groups: list(form.proctorGroups) },
   };

@@ -26,7 +26,7 @@ export function reviewPage(viewer: Viewer, template: string, r: HandInReviewView
         }${r.versions.length > 1 ? ` — version ${r.receipt.version} of ${r.versions.length}, the one that counts` : ""}:
         ${files(r.receipt.files)}, ${formatBytes(r.receipt.bytes)}, SHA-256
         <code class="mono">${r.receipt.sha256}</code>. The files are in your environment's collection under
-        <code>handins/${r.assignment}/</code>, a folder per version.
+        <code>handins/${r.folder}/</code>, a folder per version.
         ${
           r.receipt.writtenAfterCount > 0
             ? html`<strong

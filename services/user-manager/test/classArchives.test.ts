@@ -2,7 +2,7 @@
  * The end of a term through the user-manager, against the real control plane with real RBAC (docs/
  * decisions/0011-coursework.md, "End of term"): who may archive and end a class (a course teacher of
  * the Template with the classarchives right; not another class's teacher, not one without the
- * right), the console's Archive this class → dry run → End the class (the dry run's hash sent back;
+ * right), the console's Plan this class's archive → Stop and archive → dry run → End the class (the dry run's hash sent back;
  * a stale one refused and nothing asked of the operator), and the class's zip streamed from an
  * archive pod serving that one file. No operator runs: the test writes the status it would and
  * stands in for the archive pod (`copy.ts serve-file` on 127.0.0.1).
@@ -49,17 +49,17 @@ test("end of term in the console: a course teacher archives a class, reads the d
   assert.equal((await api("", await h.cookie("ann@uni.example"), "POST", { class: "b" })).status, 403);
   assert.equal((await rest.list(classArchivesPath(ns))).items.length, 0);
 
-  // Archive this class: from the class's end-of-term page.
+  // Plan this class's archive: from the class's end-of-term page.
   const list = await h.page("/console/end-of-term?template=lab&class=b", tina);
   assert.equal(list.status, 200, list.text);
-  assert.match(list.text, />Archive this class</);
+  assert.match(list.text, />Plan this class's archive</);
   const created = await h.post("/console/end-of-term/create", tina, { template: "lab", class: "b" });
   assert.equal(created.status, 303, await created.text());
   const location = created.headers.get("location") ?? "";
   const name = new URL(location, h.base).searchParams.get("name") ?? "";
   assert.match(name, /^lab-b-end-[a-z0-9]+$/);
   const ca = await rest.get<ClassArchive>(classArchivesPath(ns, name));
-  assert.deepEqual(ca.spec, { templateName: "lab", class: "b", end: false });
+  assert.deepEqual(ca.spec, { templateName: "lab", class: "b", archive: false, cancel: false, end: false });
   assert.equal(ca.metadata.annotations?.["userland.dev/created-by"], "userland:tina@uni.example");
   assert.equal((await api(`/${name}`, await h.cookie("nora@uni.example"))).status, 403);
   // Without a class the API refuses (issue 41 item 9): the whole Template is "*", said on purpose.
@@ -70,6 +70,35 @@ test("end of term in the console: a course teacher archives a class, reads the d
   const again = await api("", tina, "POST", { class: "b" });
   assert.equal(again.status, 409);
   assert.match(await again.text(), new RegExp(name));
+
+  // The operator's plan (written here as it would; issue 41 item 9): whose environments would stop
+  // and whose volumes be read, nobody stopped yet. Stop and archive sets spec.archive, once.
+  await rest.patch(classArchivesPath(ns, name, "status"), {
+    status: {
+      phase: "Planned",
+      studentCount: 2,
+      students: ["alice", "bob"].map((u, i) => ({
+        user: u,
+        userland: `${u}-lab`,
+        uid: `uid-${u}`,
+        generation: 1,
+        claims: [`lab-${u}-lab-pvc-home`],
+        folder: u,
+        enabledBefore: i === 0,
+      })),
+    },
+  });
+  const planned = await h.page(`/console/class-archive?template=lab&name=${name}`, tina);
+  assert.equal(planned.status, 200, planned.text);
+  assert.match(planned.text, /Planned: nobody is stopped yet/);
+  assert.match(planned.text, /alice<\/span><\/th>\s*<td class="mono">alice-lab<\/td>\s*<td>yes<\/td>/);
+  assert.match(planned.text, /bob<\/span><\/th>\s*<td class="mono">bob-lab<\/td>\s*<td>no<\/td>/);
+  assert.match(planned.text, />Stop 1 environment and archive</);
+  assert.equal((await api(`/${name}/stop`, await h.cookie("nora@uni.example"), "POST")).status, 403);
+  assert.equal((await rest.get<ClassArchive>(classArchivesPath(ns, name))).spec.archive, false);
+  const stop = await h.post("/console/class-archive/stop", tina, { template: "lab", name });
+  assert.equal(stop.status, 303, await stop.text());
+  assert.equal((await rest.get<ClassArchive>(classArchivesPath(ns, name))).spec.archive, true);
 
   // Before the read-back there is nothing to confirm and no zip.
   assert.equal((await api(`/${name}/end`, tina, "POST", { confirm: HASH })).status, 409);
@@ -115,6 +144,7 @@ test("end of term in the console: a course teacher archives a class, reads the d
     new RegExp(`href="/api/v1/templates/lab/classarchives/${name}/archive"\\s+download`),
   );
   assert.equal(hiddenValue(page.text, "confirm"), HASH);
+  assert.match(page.text, />Cancel and restart everyone</);
 
   // The zip, as the archive pod serves that one file.
   const archives = standIn(t, ns, () => ({ file: zip }));
@@ -154,4 +184,8 @@ test("end of term in the console: a course teacher archives a class, reads the d
   assert.equal(ended.status, 303, await ended.text());
   const after = await rest.get<ClassArchive>(classArchivesPath(ns, name));
   assert.deepEqual([after.spec.end, after.spec.confirm], [true, HASH]);
+  // Once the end is confirmed, nothing cancels it.
+  const late = await api(`/${name}/cancel`, tina, "POST");
+  assert.equal(late.status, 409);
+  assert.equal((await rest.get<ClassArchive>(classArchivesPath(ns, name))).spec.cancel, false);
 });

@@ -38,13 +38,14 @@ test("exams: a teacher of the Template schedules one (API and console) and sees 
   const end = new Date(Date.now() + 3 * hour).toISOString();
 
   await t.test(
-    "the API: created with its proctors; bad times 400; a taken name 409; no teacher 403",
+    "the API: created with its proctors; bad times, a window over 24 hours and no class 400; a taken name 409; no teacher 403",
     async () => {
       const body = {
         name: "midterm",
         title: "Midterm",
         start,
         end,
+        class: "*",
         proctors: { users: ["prof"] },
         assignment: "week1",
       };
@@ -61,6 +62,19 @@ test("exams: a teacher of the Template schedules one (API and console) and sees 
       });
       assert.equal(backwards.status, 400);
       assert.match(backwards.text, /end must be after start/);
+      const long = await h.call("POST", "/api/v1/templates/lab/exams", {
+        ...tina,
+        body: { ...body, name: "l", end: new Date(Date.parse(start) + 24 * hour + 1000).toISOString() },
+      });
+      assert.equal(long.status, 400, long.text);
+      assert.match(long.text, /an exam lasts at most 24 hours/);
+      const { class: _class, ...classless } = body;
+      const unnamed = await h.call("POST", "/api/v1/templates/lab/exams", {
+        ...tina,
+        body: { ...classless, name: "u" },
+      });
+      assert.equal(unnamed.status, 400, unnamed.text);
+      assert.match(unnamed.text, /class/);
       const again = await h.call("POST", "/api/v1/templates/lab/exams", { ...tina, body });
       assert.equal(again.status, 409);
       const nora = await h.call("POST", "/api/v1/templates/lab/exams", {

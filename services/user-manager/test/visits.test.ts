@@ -85,6 +85,56 @@ test("visit reports: the caller needs patch, the visitor's own session needs cre
   });
 });
 
+test("a teacher's environment is no student's: the visitor role does not open it, userlands/visit-teacher does (issue 41 item 7)", async (t) => {
+  const um = await startConsole(t);
+  await createUserland(um.ns, "tess-code", "tess", "code");
+  await createUserland(um.ns, "bob-code", "bob", "code");
+  // tess teaches the Template (the course teacher's right, as the operator decides it).
+  await um.appoint({ user: "tess" }, [
+    { apiGroups: ["userland.dev"], resources: ["templates/coursework"], verbs: ["update"] },
+  ]);
+  // The TA may visit students; the head teacher may visit teachers too (the chart's two roles).
+  await um.appoint({ user: "ta" }, VISIT_RULES);
+  await um.appoint({ user: "head" }, [
+    {
+      apiGroups: ["userland.dev"],
+      resources: ["userlands/visit", "userlands/visit-teacher"],
+      verbs: ["create"],
+    },
+  ]);
+  const begin = async (visitor: string, userland: string) => {
+    const cookie = await um.cookie(visitor);
+    const now = new Date().toISOString();
+    return um.call("POST", `/api/v1/userlands/${userland}/visits`, {
+      token: um.teacher,
+      body: {
+        session: cookie.slice(cookie.indexOf("=") + 1),
+        phase: "begin",
+        firstSeen: now,
+        lastSeen: now,
+        quietSeconds: 300,
+      },
+    });
+  };
+  const visitors = async (userland: string) =>
+    parseVisits(
+      (await (await adminRest()).get<Userland>(userlandsPath(um.ns, userland))).metadata.annotations?.[
+        UserlandAnnotations.visits
+      ],
+    ).map((v) => v.visitor);
+
+  const student = await begin("ta", "bob-code");
+  assert.equal(student.status, 200, student.text);
+  const refused = await begin("ta", "tess-code");
+  assert.equal(refused.status, 403, refused.text);
+  assert.match(refused.text, /tess teaches Template \\"code\\"/);
+  assert.match(refused.text, /userlands\/visit-teacher/);
+  assert.deepEqual(await visitors("tess-code"), [], "nothing recorded");
+  const head = await begin("head", "tess-code");
+  assert.equal(head.status, 200, head.text);
+  assert.deepEqual(await visitors("tess-code"), ["head"]);
+});
+
 test("a Template that asks first: 409 until the student's own session allows; nobody else can allow", async (t) => {
   const um = await startConsole(t);
   await createUserland(um.ns, "bob-code", "bob", "code");
