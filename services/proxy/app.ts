@@ -1,10 +1,13 @@
 /**
  * Wires the proxy for a process: informers for Userlands and Templates (the routing index is fed
- * by their events), session verification with the auth service's public keys (fetched from it, or
+ * by their events) and for exams' NetworkPolicies (an exam's environment is served only while its
+ * policy is seen), session verification with the auth service's public keys (fetched from it, or
  * from a file), the resolver chosen by the configuration, activity publishing and the HTTP servers.
  * main.ts runs it; tests run it in-process.
  */
+import type { V1NetworkPolicy } from "@kubernetes/client-node";
 import {
+  ExamMarks,
   GROUP,
   type Template,
   TEMPLATES,
@@ -29,6 +32,10 @@ import {
   type UpstreamResolver,
 } from "./route/resolver.ts";
 import { UserlandIndex, type ClusterView } from "./route/userlandIndex.ts";
+import { examKey } from "./route/exam.ts";
+
+/** The exams' NetworkPolicies by examKey. */
+const EXAM_INDEX = "byExam";
 import { createProxyServer, type RunningProxy } from "./server.ts";
 import { requestSessions } from "../../lib/requestSessions.ts";
 import { userManagerClient } from "../../lib/userManagerClient.ts";
@@ -81,6 +88,15 @@ export async function buildProxyApp(config: ProxyConfig, options: ProxyAppOption
     path: served.collections(GROUP, VERSION, TEMPLATES),
     log,
   });
+  // Exams' NetworkPolicies (the operator's, labelled with their exam), by "<namespace>/<exam>".
+  const examPolicies = new Informer<V1NetworkPolicy>(rest, {
+    path: served.collections("networking.k8s.io", "v1", "networkpolicies"),
+    labelSelector: ExamMarks.examLabel,
+    log,
+  });
+  const policyExam = (p: V1NetworkPolicy) =>
+    examKey(p.metadata?.namespace ?? "", p.metadata?.labels?.[ExamMarks.examLabel] ?? "");
+  examPolicies.addIndex(EXAM_INDEX, (p) => [policyExam(p)]);
   // The home page lists a student's Userlands of every Template.
   userlands.addIndex(USER_INDEX, (u) => [u.spec.user]);
   // A host names a Template, not a namespace: of one name in several namespaces the oldest is
@@ -105,13 +121,17 @@ export async function buildProxyApp(config: ProxyConfig, options: ProxyAppOption
         : index.find(user, template, servedTemplate(template)?.metadata.namespace ?? ""),
     getTemplate: (name) =>
       served.single !== undefined ? templates.get(name, served.single) : servedTemplate(name),
-    synced: () => userlands.hasSynced && templates.hasSynced,
+    synced: () => userlands.hasSynced && templates.hasSynced && examPolicies.hasSynced,
     getUserland: (name) =>
       served.single !== undefined
         ? userlands.get(name, served.single)
         : oldest(userlands.byIndex(NAME_INDEX, name).filter(inServedNamespace)),
     templateNames: () => [...new Set(templates.list().map((t) => t.metadata.name ?? ""))],
     userlandsOf: (user) => userlands.byIndex(USER_INDEX, user).filter(inServedNamespace),
+    examIsolated: (ns, exam) =>
+      examPolicies
+        .byIndex(EXAM_INDEX, examKey(ns, exam))
+        .some((p) => !p.metadata?.deletionTimestamp && p.spec?.policyTypes?.includes("Egress") === true),
     templates: () =>
       served.single !== undefined
         ? templates.list(served.single)
@@ -145,7 +165,14 @@ export async function buildProxyApp(config: ProxyConfig, options: ProxyAppOption
     if (closed > 0) log.info({ user: u.spec.user, closed }, "closed WebSockets of ended sessions");
   });
 
-  const synced = Promise.all([userlands.start(), templates.start()]).then(() => {
+  // An exam's policy gone: its environments' WebSockets go too (requests are refused by the router).
+  examPolicies.on("delete", (p) => {
+    const closed = proxy.closeExamWebSockets(policyExam(p));
+    if (closed > 0)
+      log.warn({ exam: policyExam(p), closed }, "exam's NetworkPolicy gone: closed its WebSockets");
+  });
+
+  const synced = Promise.all([userlands.start(), templates.start(), examPolicies.start()]).then(() => {
     log.info({ namespaces: served.toString(), userlands: index.size }, "caches synced");
   });
   activity.start();
@@ -160,7 +187,7 @@ export async function buildProxyApp(config: ProxyConfig, options: ProxyAppOption
     async close(graceMs) {
       await proxy.close(graceMs);
       await activity.stop();
-      await Promise.all([userlands.stop(), templates.stop()]);
+      await Promise.all([userlands.stop(), templates.stop(), examPolicies.stop()]);
       resolver.close();
       await rest.close();
     },

@@ -37,7 +37,7 @@ import type { ClusterView } from "./route/userlandIndex.ts";
 import type { RequestSessions } from "../../lib/requestSessions.ts";
 import { progressText } from "../../lib/startProgress.ts";
 import { SessionSockets } from "./forward/sessionSockets.ts";
-import { closeAtExamEnd } from "./forward/examSockets.ts";
+import { closeAtExamEnd, ExamSockets } from "./forward/examSockets.ts";
 import { serveSignedOut } from "./endpoints/signedOut.ts";
 import { sessionCacheTag, sessionRequestValidators } from "./forward/sharedCache.ts";
 import { Coursework } from "./endpoints/coursework.ts";
@@ -101,6 +101,8 @@ export interface RunningProxy {
   visits: VisitTracker;
   /** Closes `user`'s WebSockets whose session has been ended (a Userland of theirs changed); how many. */
   closeEndedWebSockets(user: string): number;
+  /** Closes the open WebSockets into an exam's environments (its examKey); how many. */
+  closeExamWebSockets(exam: string): number;
 }
 
 /** How a Route is answered on one kind of connection. */
@@ -123,6 +125,7 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
   const router = new Router({ config, cluster, sessions: deps.sessions, resolver, starter, visits });
   const forwarder = new Forwarder({ config, metrics, log, activity });
   const sessionSockets = new SessionSockets();
+  const examSockets = new ExamSockets();
   const requests = requestLog({ metrics, log, accessLog: config.accessLog });
   const limits = new UserLimits(config.limits);
   let inFlightRequests = 0;
@@ -307,6 +310,7 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
         socket.once("close", () => end(record.status ?? 499));
         sessionSockets.add(socket, route.session);
         if (route.examEnd !== undefined) closeAtExamEnd(socket, route.examEnd);
+        if (route.exam !== undefined) examSockets.add(socket, route.exam);
         forwarder.ws(req, socket, head, route.target, record, (kind) => {
           if (record.status === 101) return;
           const page = upstreamErrorPage(kind === "timeout" ? 504 : 502, route.env, "/");
@@ -384,5 +388,6 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
     inFlight: () => ({ requests: inFlightRequests, websockets: forwarder.websockets }),
     visits,
     closeEndedWebSockets: (user) => sessionSockets.closeEnded(user, cluster),
+    closeExamWebSockets: (exam) => examSockets.close(exam),
   };
 }

@@ -13,7 +13,10 @@
  *   reaches what is collected through the proxy; a WebSocket opened before the end is closed at
  *   it (forward/examSockets.ts).
  *
- * A marked Userland whose notice cannot be read admits nobody: an exam must never look open.
+ * A marked Userland whose notice cannot be read admits nobody: an exam must never look open. Nor
+ * does one whose exam's NetworkPolicy this replica does not see (deleted by someone, not yet
+ * written again by the operator): the environment is served only while its isolation is observed
+ * in force (issue 41 item 8), and its open WebSockets are closed when the policy goes.
  */
 import {
   examRefText,
@@ -42,6 +45,27 @@ const unreadablePage = (exam: string) =>
     "This environment is closed for an exam",
     `It is in the exam ${exam}, whose details cannot be read. Nobody can open it until an admin fixes the Userland's userland.dev/exam annotation or the exam is over.`,
   );
+
+/**
+ * 503 while the exam runs and its NetworkPolicy is not in the cache (`isolated` is
+ * ClusterView.examIsolated): a moment's refusal rather than an environment reaching the network
+ * during an exam. After the end the over page decides.
+ */
+export function notIsolatedPage(
+  userland: Userland,
+  isolated: ((namespace: string, exam: string) => boolean) | undefined,
+  now = Date.now(),
+): Page | undefined {
+  const exam = examOf(userland);
+  if (!exam || "unreadable" in exam || now >= Date.parse(exam.notice.end)) return undefined;
+  const namespace = exam.notice.namespace ?? userland.metadata.namespace ?? "";
+  if (isolated?.(namespace, exam.notice.exam)) return undefined;
+  return simplePage(
+    503,
+    "This environment is closed for a moment",
+    `The exam ${exam.notice.title ?? exam.notice.exam} keeps this environment off the network, and that isolation is not in force right now. The platform restores it within seconds; reload this page then.`,
+  );
+}
 
 /** Issued before the start (`iat` in whole seconds, as signed). */
 const before = (session: Session, notice: ExamNotice) => session.iat * 1000 < Date.parse(notice.start);
@@ -89,10 +113,18 @@ function examOverPage(notice: ExamNotice): Page {
 const over = (notice: ExamNotice, now: Date) => now.getTime() >= Date.parse(notice.end);
 
 /** A forwarded request's exam end (epoch ms), when the environment is in an exam. */
-export function examEndOf(userland: Userland): { examEnd?: number } {
+export function examEndOf(userland: Userland): { examEnd?: number; exam?: string } {
   const exam = examOf(userland);
-  return exam && "notice" in exam ? { examEnd: Date.parse(exam.notice.end) } : {};
+  return exam && "notice" in exam
+    ? {
+        examEnd: Date.parse(exam.notice.end),
+        exam: examKey(exam.notice.namespace ?? userland.metadata.namespace ?? "", exam.notice.exam),
+      }
+    : {};
 }
+
+/** An exam as "<namespace>/<name>": its environments' WebSockets are closed by it. */
+export const examKey = (namespace: string, exam: string): string => `${namespace}/${exam}`;
 
 /** The student's own request to their exam environment: undefined when it may pass. */
 export function ownerRefusal(

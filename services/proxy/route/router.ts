@@ -39,7 +39,7 @@ import { isStalled, progressText } from "../../../lib/startProgress.ts";
 import { cookieValues } from "../../../lib/requestSessions.ts";
 import { VISIT_COOKIE, type VisitTracker } from "./visitTracker.ts";
 import { visitRefusedPage, waitingPage } from "../pages/visitPages.ts";
-import { examEndOf, heldPage, ownerRefusal, signOutUrlFor, visitorRefusal } from "./exam.ts";
+import { examEndOf, heldPage, notIsolatedPage, ownerRefusal, signOutUrlFor, visitorRefusal } from "./exam.ts";
 
 /** A request whose session and Template are known. */
 interface Signed {
@@ -93,6 +93,8 @@ export type Route =
       progress: StartProgress | undefined;
       /** In an exam: its end (epoch ms), when a WebSocket opened now must close (forward/examSockets.ts). */
       examEnd?: number;
+      /** In an exam: its examKey, whose WebSockets close when its isolation goes. */
+      exam?: string;
       /** A teacher's visit (route/visitTracker.ts): the environment's owner, whom `X-User` names; else undefined. */
       visitOf?: string;
     });
@@ -335,6 +337,8 @@ export class Router {
     const exam = visitorRefusal(userland, session, this.signOutUrl(client, path));
     const refused = exam === "denied" ? "denied" : undefined;
     if (exam !== undefined && exam !== "denied") return page("exam_refused", exam);
+    const open = notIsolatedPage(userland, this.deps.cluster.examIsolated?.bind(this.deps.cluster));
+    if (open) return page("exam_refused", open);
     const admission =
       refused ?? (await this.deps.visits?.admit(userland, session.user, token)) ?? "unavailable";
     if (admission === "denied")
@@ -393,6 +397,7 @@ export class Router {
     const exam =
       userland &&
       (heldPage(userland) ??
+        notIsolatedPage(userland, cluster.examIsolated?.bind(cluster)) ??
         (named
           ? undefined
           : ownerRefusal(userland, signed.session, this.signOutUrl(signed.client, returnPath))));

@@ -79,4 +79,9 @@ export interface ClusterView {
   userlandsOf?(user: string): readonly Userland[];
   /** Every Template (the home page's self-service ones); absent: none are offered. */
   templates?(): readonly Template[];
+  /**
+   * Whether the exam's NetworkPolicy is in this replica's cache in `namespace` (route/exam.ts): an
+   * exam's environment is served only while it is. Absent: never (an exam fails closed).
+   */
+  examIsolated?(namespace: string, exam: string): boolean;
 }

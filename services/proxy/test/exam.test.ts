@@ -114,6 +114,22 @@ test("during an exam: the student with a session from after the start and the pr
         annotations: { [ExamMarks.examAnnotation]: on ? JSON.stringify(notice) : null },
       },
     });
+  // The exam's NetworkPolicy, as the operator writes it (operator/exams/policy.ts): the proxy serves
+  // the exam's environments only while it sees it (issue 41 item 8).
+  const policiesPath = `/apis/networking.k8s.io/v1/namespaces/${ns}/networkpolicies`;
+  const examPolicy = {
+    apiVersion: "networking.k8s.io/v1",
+    kind: "NetworkPolicy",
+    metadata: { name: "userland-exam-midterm", labels: { [ExamMarks.examLabel]: "midterm" } },
+    spec: {
+      podSelector: { matchLabels: { [ExamMarks.examLabel]: "midterm" } },
+      policyTypes: ["Ingress", "Egress"],
+    },
+  };
+  await admin.create(policiesPath, examPolicy);
+  await eventually("the exam's policy in the proxy's cache", () =>
+    proxy.app.cluster.examIsolated?.(ns, "midterm"),
+  );
   await setMarks(true);
   await eventually(
     "the proxy's cache to hold bob's exam",
@@ -241,6 +257,34 @@ test("during an exam: the student with a session from after the start and the pr
         /<li class="exam exam-running" role="status">\s*<strong>Exam in progress:<\/strong> Exam Midterm in progress until /,
       );
       assert.doesNotMatch(page.body, /aria-label="Start [^"]*"/, "no Start button for the held environment");
+    },
+  );
+
+  await t.test(
+    "the exam's NetworkPolicy deleted: bob's open WebSocket closes and he gets 503 until it is back",
+    async () => {
+      const opened = await openWebSocket(proxy.port, { host: CODE_HOST, cookie: await fresh("bob") });
+      assert.ok("ws" in opened, `the WebSocket opens: ${JSON.stringify(opened)}`);
+      t.after(() => opened.ws.terminate());
+      const closed = new Promise<void>((resolve) => opened.ws.once("close", () => resolve()));
+      await admin.delete(`${policiesPath}/userland-exam-midterm`);
+      await closed;
+      const seen = upstream.seen.length;
+      await eventually(
+        "the policy gone from the proxy's cache",
+        () => !proxy.app.cluster.examIsolated?.(ns, "midterm"),
+      );
+      const r = await get(await fresh("bob"), "/exam");
+      assert.equal(r.status, 503, r.body);
+      assert.match(r.body, /isolation is not in force right now/);
+      const p = await visit(await fresh("prof"));
+      assert.equal(p.status, 503, p.body);
+      assert.equal(upstream.seen.length, seen, "nothing reached bob's environment");
+      await admin.create(policiesPath, examPolicy);
+      await eventually("the policy back in the proxy's cache", () =>
+        proxy.app.cluster.examIsolated?.(ns, "midterm"),
+      );
+      assert.equal((await get(await fresh("bob"), "/exam")).status, 200);
     },
   );
 
