@@ -128,7 +128,8 @@ const definitions: ResourceDefinition[] = [
     printerColumns: [
       { name: "Template", type: "string", jsonPath: ".spec.templateName" },
       { name: "Title", type: "string", jsonPath: ".spec.title", priority: 1 },
-      { name: "Deadline", type: "date", jsonPath: ".spec.deadline" },
+      // Times ahead as written: a date column shows "<invalid>" for the future (kubectl's age).
+      { name: "Deadline", type: "string", jsonPath: ".spec.deadline" },
       { name: "Students", type: "integer", jsonPath: ".status.students" },
       { name: "Handed In", type: "integer", jsonPath: ".status.handedIn" },
       { name: "Missing", type: "integer", jsonPath: ".status.missing" },
@@ -207,8 +208,8 @@ const definitions: ResourceDefinition[] = [
     printerColumns: [
       { name: "Template", type: "string", jsonPath: ".spec.templateName" },
       { name: "Class", type: "string", jsonPath: ".spec.class" },
-      { name: "Start", type: "date", jsonPath: ".spec.start" },
-      { name: "End", type: "date", jsonPath: ".spec.end" },
+      { name: "Start", type: "string", jsonPath: ".spec.start" },
+      { name: "End", type: "string", jsonPath: ".spec.end" },
       { name: "Phase", type: "string", jsonPath: ".status.phase" },
       { name: "Students", type: "integer", jsonPath: ".status.studentCount" },
       { name: "Ready", type: "integer", jsonPath: ".status.ready" },

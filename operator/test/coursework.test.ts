@@ -322,6 +322,11 @@ spec: { assignment: lab1, user: ann@uni.example }
     await header("assignments"),
     /^NAME\s+TEMPLATE\s+DEADLINE\s+STUDENTS\s+HANDED IN\s+MISSING\s+AGE$/,
   );
+  // The deadline as written, not an age (a date column shows "<invalid>" for the future; issue 44 item 7).
+  assert.match(
+    ok(await kubectl(["-n", ns, "get", "assignment", "lab1"]), "get lab1").split("\n")[1] ?? "",
+    /^lab1\s+\S+\s+2026-12-01T23:59:00Z\s/,
+  );
   assert.match(await header("subm"), /^NAME\s+ASSIGNMENT\s+USER\s+HANDED IN\s+LATE\s+SCORE\s+AGE$/);
   const defaults = ok(
     await kubectl(["-n", ns, "get", "submission", "lab1-ann", "-o", "jsonpath={.spec.user}"]),
