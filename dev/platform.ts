@@ -6,6 +6,7 @@
  * environments that stand in for IDE containers. Everything listens on 127.0.0.1; the proxy
  * reaches demo environments through its upstream override file (the documented resolver seam).
  */
+import { appointConsoleTeacher } from "./consoleTeacher.ts";
 import { spawn, type ChildProcess } from "node:child_process";
 import {
   closeSync,
@@ -168,10 +169,7 @@ const demoTemplate = {
 const RELEASE = "userland";
 /** The chart's ClusterRole for teachers (rbac.teacherRoleName), and the local teacher's ServiceAccount. */
 const TEACHER = "userland-teacher";
-/** The chart's ClusterRole for opening students' environments (rbac.visitorRoleName, its default). */
-const VISITOR = "userland-environment-visitor";
-/** Who signs in at the local identity provider as a teacher (the console); bound as userland:<name>. */
-export const CONSOLE_TEACHER = "teacher";
+export { CONSOLE_TEACHER } from "./consoleTeacher.ts";
 
 /**
  * The chart values that decide rights: the auth service provisions on first login (its one right,
@@ -263,28 +261,17 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
       proxy: serviceAccountOf(rights, "proxy"),
       auth: serviceAccountOf(rights, "auth"),
     };
-    // A teacher, bound as deploy/README.md tells admins to: a RoleBinding to the chart's ClusterRole.
+    // A teacher for kubectl, bound as deploy/README.md tells admins to: a RoleBinding to the chart's ClusterRole.
     await rest.create(paths.namespaced("", "v1", "serviceaccounts", NAMESPACE), {
       metadata: { name: TEACHER },
     });
     await rest.create(paths.namespaced("rbac.authorization.k8s.io", "v1", "rolebindings", NAMESPACE), {
       metadata: { name: TEACHER },
       roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: TEACHER },
-      subjects: [
-        { kind: "ServiceAccount", name: TEACHER, namespace: NAMESPACE },
-        // The console's teacher: the session user with the user-manager's default prefix.
-        { kind: "User", name: `userland:${CONSOLE_TEACHER}`, apiGroup: "rbac.authorization.k8s.io" },
-      ],
+      subjects: [{ kind: "ServiceAccount", name: TEACHER, namespace: NAMESPACE }],
     });
-    // The console's teacher may also open students' environments (the class table's Open), a
-    // right of its own: the chart's visitor ClusterRole (docs/decisions/0012-visits.md).
-    await rest.create(paths.namespaced("rbac.authorization.k8s.io", "v1", "rolebindings", NAMESPACE), {
-      metadata: { name: `${TEACHER}-visits` },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: VISITOR },
-      subjects: [
-        { kind: "User", name: `userland:${CONSOLE_TEACHER}`, apiGroup: "rbac.authorization.k8s.io" },
-      ],
-    });
+    // The console's teacher, with every teacher's role the guides describe.
+    await appointConsoleTeacher(rest, NAMESPACE);
     await rest.create(templatesPath(NAMESPACE), demoTemplate);
     for (const template of exampleTemplates()) {
       await rest

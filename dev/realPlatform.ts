@@ -17,10 +17,9 @@ import { userlandNameFor } from "../api/naming.ts";
 import { buildPlatformImage, importImage, repositoryAndTag } from "../cluster/node/images.ts";
 import { Relays } from "../cluster/node/relay.ts";
 import { startRealCluster, type RealCluster } from "../cluster/realCluster.ts";
-import { paths } from "../api/kubePaths.ts";
 import { k8s } from "../lib/kube.ts";
 import { KubeRest } from "../lib/kubeRest.ts";
-import { CONSOLE_TEACHER } from "./platform.ts";
+import { appointConsoleTeacher } from "./consoleTeacher.ts";
 import type { DevIdentityProvider } from "./identityProvider.ts";
 import {
   helmInstall,
@@ -148,14 +147,8 @@ export async function startRealPlatform(opts: {
       ],
     });
     await waitForPlatformReady(apps, namespace);
-    // The console's teacher, appointed as docs/decisions/0009 tells admins to.
-    await rest.create(paths.namespaced("rbac.authorization.k8s.io", "v1", "rolebindings", namespace), {
-      metadata: { name: "console-teacher" },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "userland-teacher" },
-      subjects: [
-        { kind: "User", name: `userland:${CONSOLE_TEACHER}`, apiGroup: "rbac.authorization.k8s.io" },
-      ],
-    });
+    // The console's teacher, with every teacher's role the guides describe.
+    await appointConsoleTeacher(rest, namespace);
     for (const template of templates) {
       await rest.create(templatesPath(namespace), template);
     }

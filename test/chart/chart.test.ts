@@ -15,6 +15,7 @@ import {
   loadUserManagerConfig,
   settings as userManagerSettings,
 } from "../../services/user-manager/config.ts";
+import { CHART_ROLE_FOR } from "../../services/user-manager/console/forbiddenPage.ts";
 import { repoRoot } from "../../cluster/repoRoot.ts";
 import { chartProxyNodeOptions } from "../../cluster/harness/chartValues.ts";
 import { PROXY_RSS_BOUND_MIB } from "../../reliability/soak.ts";
@@ -181,6 +182,21 @@ for (const row of invalidValues) {
     assert.match(template.stderr, row.message);
   });
 }
+
+test("the console's refusal page names a chart role that grants what was refused", async () => {
+  const objects = parseManifests(await renderChart("userland", "ide", loginValues));
+  for (const [resource, role] of Object.entries(CHART_ROLE_FOR)) {
+    const clusterRole = objects.find((o) => o.kind === "ClusterRole" && o.metadata.name === role) as
+      { rules?: { apiGroups?: string[]; resources?: string[] }[] } | undefined;
+    assert.ok(clusterRole, `the chart renders ${role}`);
+    assert.ok(
+      clusterRole.rules?.some(
+        (r) => r.apiGroups?.includes("userland.dev") && r.resources?.includes(resource),
+      ),
+      `${role} grants ${resource}`,
+    );
+  }
+});
 
 test("helm template renders every component, its RBAC, Ingresses and NetworkPolicies", async () => {
   const objects = parseManifests(await renderChart("userland", "ide", loginValues));

@@ -8,6 +8,25 @@ import { ALL_NAMESPACES } from "../../../lib/namespaces.ts";
 import { errorPage, type Viewer } from "./layout.ts";
 
 /**
+ * The chart's ClusterRole (its default name, charts/userland/values.yaml rbac.*RoleName) that grants
+ * each resource the console asks RBAC about: the page names the one the refusal needs, not a role
+ * the teacher may hold already (issue 44 item 2). test/chart/chart.test.ts checks it against the
+ * rendered chart.
+ */
+export const CHART_ROLE_FOR: Readonly<Record<string, string>> = {
+  userlands: "userland-teacher",
+  "templates/coursework": "userland-course-teacher",
+  assignments: "userland-course-teacher",
+  submissions: "userland-course-teacher",
+  "submissions/review": "userland-course-teacher",
+  classarchives: "userland-course-teacher",
+  exams: "userland-course-teacher",
+  "userlands/visit": "userland-environment-visitor",
+  "userlands/visit-teacher": "userland-teacher-visitor",
+  templates: "userland-template-admin",
+};
+
+/**
  * `refusedIn` is the refused permission the error carries (its `namespace`, when it names one);
  * `servedSingle` the one namespace served, if there is only one: the hint's namespace otherwise.
  */
@@ -22,6 +41,8 @@ export function forbiddenPage(
   const asked = (refusedIn as { namespace?: unknown } | undefined)?.namespace;
   const hintNamespace =
     typeof asked === "string" && asked !== ALL_NAMESPACES ? asked : (servedSingle ?? "<course-namespace>");
+  const resource = (refusedIn as { resource?: unknown } | undefined)?.resource;
+  const role = (typeof resource === "string" && CHART_ROLE_FOR[resource]) || "userland-teacher";
   return errorPage(
     viewer,
     "Not allowed",
@@ -32,8 +53,8 @@ export function forbiddenPage(
             ? html` and the groups ${viewer.groups.map((g, i) => html`${i > 0 ? ", " : ""}<code>${g}</code>`)}`
             : ""
         }.
-        An admin appoints a teacher with a RoleBinding, for example:
+        This needs the chart's <code>${role}</code> role; an admin grants it with a RoleBinding:
       </p>
-      <pre><code>kubectl -n ${hintNamespace} create rolebinding teacher-${viewer?.user.replace(/[^a-z0-9]+/gi, "-").toLowerCase() ?? "x"} --clusterrole=userland-teacher --user=${who}</code></pre>`,
+      <pre><code>kubectl -n ${hintNamespace} create rolebinding ${role.replace(/^userland-/, "")}-${viewer?.user.replace(/[^a-z0-9]+/gi, "-").toLowerCase() ?? "x"} --clusterrole=${role} --user=${who}</code></pre>`,
   );
 }

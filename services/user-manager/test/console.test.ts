@@ -24,7 +24,17 @@ test("without a RoleBinding a signed-in user gets 403 from the console and the A
   const page = await h.page("/console/", cookie);
   assert.equal(page.status, 403);
   assert.match(page.text, /userland:nobody@uni\.example may not list userlands/);
-  assert.match(page.text, /--user=userland:nobody@uni\.example/, "says how an admin appoints a teacher");
+  assert.match(
+    page.text,
+    /--clusterrole=userland-teacher --user=userland:nobody@uni\.example/,
+    "says how an admin appoints a teacher",
+  );
+  // A class teacher without the course-teacher role is refused assignments: the page names the
+  // role that grants them, not the one they hold (issue 44 item 2).
+  await h.appoint({ user: "tess@uni.example" });
+  const assignments = await h.page("/console/assignments?template=code", await h.cookie("tess@uni.example"));
+  assert.equal(assignments.status, 403, assignments.text);
+  assert.match(assignments.text, /--clusterrole=userland-course-teacher --user=userland:tess@uni\.example/);
   assert.match(page.text, /userland:group:students/);
   assert.equal((await h.page("/console/class?template=code", cookie)).status, 403);
 
