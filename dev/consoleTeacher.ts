@@ -18,11 +18,14 @@ export const CONSOLE_TEACHER_ROLES = [
   "userland-environment-visitor",
 ] as const;
 
+/** The RoleBinding that gives the console's teacher one of CONSOLE_TEACHER_ROLES. */
+export const consoleTeacherBinding = (role: string): string => `console-${role}`;
+
 /** One RoleBinding per role, to the console's session user (the user-manager's default prefix). */
 export async function appointConsoleTeacher(rest: KubeRest, namespace: string): Promise<void> {
   for (const role of CONSOLE_TEACHER_ROLES)
     await rest.create(paths.namespaced("rbac.authorization.k8s.io", "v1", "rolebindings", namespace), {
-      metadata: { name: `console-${role}` },
+      metadata: { name: consoleTeacherBinding(role) },
       roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role },
       subjects: [
         { kind: "User", name: `userland:${CONSOLE_TEACHER}`, apiGroup: "rbac.authorization.k8s.io" },

@@ -5,6 +5,7 @@
  * the proxy's own token (issue 13 item 8). No browser: the Start path is driven with a session
  * cookie signed by the platform's key.
  */
+import { CONSOLE_TEACHER_ROLES, consoleTeacherBinding } from "../../dev/consoleTeacher.ts";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { readFileSync, rmSync } from "node:fs";
@@ -100,10 +101,10 @@ test("the platform's Roles, ClusterRoles, bindings and admission policy are the 
   );
   assert.deepEqual(
     (await liveNames(paths.namespaced("rbac.authorization.k8s.io", "v1", "rolebindings", namespace))).filter(
-      (n) => n !== platform.teacher && n !== `${platform.teacher}-visits`,
+      (n) => n !== platform.teacher && !CONSOLE_TEACHER_ROLES.map(consoleTeacherBinding).includes(n),
     ),
     names("RoleBinding"),
-    "every RoleBinding but the teacher's two (a person, bound as the admin guide says) is the chart's",
+    "every RoleBinding but the teachers' (people, bound as the admin guide says) is the chart's",
   );
   // No ClusterRoleBinding gives a platform ServiceAccount more than the chart's.
   const clusterBindings = await rest.list<
