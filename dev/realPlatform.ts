@@ -131,7 +131,10 @@ export async function startRealPlatform(opts: {
             },
             provision: { enabled: true, template: DEFAULT_TEMPLATE },
           },
-          userManager: { console: { publicUrl: `${local(base + 2)}/console/` } },
+          // The console's origin reaches only the user-manager here: Open goes to the proxy's port.
+          userManager: {
+            console: { publicUrl: `${local(base + 2)}/console/`, visitUrl: `${local(base)}/_userland/visit` },
+          },
           proxy: {
             defaultTemplate: DEFAULT_TEMPLATE,
             hostTemplates: templatePorts.map(([t, port]) => `127.0.0.1:${port}=${t}`),

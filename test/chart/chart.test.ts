@@ -444,8 +444,18 @@ test("the chart's env vars are settings the components know, with values they ac
         trustedProxies: ["10.0.0.0/8"],
         hostTemplates: ["code.uni.example=code"],
       },
-      userManager: { tokenAudiences: ["userland-user-manager", "https://kubernetes.default.svc"] },
+      userManager: {
+        tokenAudiences: ["userland-user-manager", "https://kubernetes.default.svc"],
+        console: { visitUrl: "https://ide.uni.example/_userland/visit" },
+      },
     }),
+  );
+  const userManagerEnv = deployments(objects).find((d) => componentOf(d) === "user-manager")?.spec.template
+    .spec.containers[0]?.env;
+  assert.equal(
+    userManagerEnv?.find((e) => e.name === "USER_MANAGER_VISIT_URL")?.value,
+    "https://ide.uni.example/_userland/visit",
+    "userManager.console.visitUrl: where the console's Open goes",
   );
   for (const d of deployments(objects)) {
     const component = componentOf(d);
