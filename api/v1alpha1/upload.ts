@@ -26,7 +26,8 @@ export const UploadTargetSchema = Type.Object(
             minLength: 1,
             maxLength: 1024,
             pattern: "^[^/]",
-            description: "The folder inside it the files go to, e.g. week1/lab (made when missing).",
+            description:
+              'The folder inside it the files go to, e.g. week1/lab (made when missing); "." for the course folder\'s root.',
             "x-kubernetes-validations": [
               {
                 rule: "!self.matches('(^|/)[.][.](/|$)')",

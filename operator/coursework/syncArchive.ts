@@ -94,7 +94,9 @@ function resolveTarget(ctx: OperatorContext, archive: Archive, target: UploadTar
   if (materials) {
     if (!(template.spec.coursework?.folders ?? []).some((f) => f.name === materials.folder))
       return { fail: `"${materials.folder}" is not a course folder of Template "${templateName}"` };
-    return mount(courseFolderNames(templateName, materials.folder).claim, materials.path);
+    // "." is the course folder's root: the whole claim, no subPath.
+    const path = materials.path === "." ? "" : materials.path;
+    return mount(courseFolderNames(templateName, materials.folder).claim, path);
   }
   const assignment = ctx.caches.assignments.get(feedback?.assignment ?? "", namespace);
   if (!feedback || !assignment || assignment.spec.templateName !== templateName)

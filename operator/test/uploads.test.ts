@@ -90,7 +90,7 @@ test("an Archive with a target gets an upload pod writing only that folder: mate
       JSON.stringify(spec),
     );
 
-  const expectPod = async (owner: string, command: string[], claim: string, subPath: string) => {
+  const expectPod = async (owner: string, command: string[], claim: string, subPath: string | undefined) => {
     const pod = await eventually(`the upload pod of ${owner}`, () => podOf(rest, ns, owner));
     const spec = pod.spec!;
     const container = spec.containers[0]!;
@@ -113,6 +113,12 @@ test("an Archive with a target gets an upload pod writing only that folder: mate
     upload("materials", { materials: { templateName: "lab", folder: "course", path: "week1/lab" } }),
   );
   await expectPod("materials", [], courseFolderNames("lab", "course").claim, "week1/lab");
+  // "." is the course folder's root: the whole claim (issue 44 item 7).
+  await rest.create(
+    archivesPath(ns),
+    upload("materials-root", { materials: { templateName: "lab", folder: "course", path: "." } }),
+  );
+  await expectPod("materials-root", [], courseFolderNames("lab", "course").claim, undefined);
 
   // The students are the assignment's Submissions: the operator makes them for the class.
   await eventually("the assignment's Submissions", async () => {

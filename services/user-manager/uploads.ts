@@ -185,7 +185,7 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<UploadRouteOptions> = async
           path: Type.String({
             minLength: 1,
             maxLength: 1024,
-            description: "The folder inside the course folder, e.g. week1/lab.",
+            description: 'The folder inside the course folder, e.g. week1/lab; "." (or "/") for its root.',
           }),
         }),
         response: { 200: Summary, ...errors },
@@ -193,7 +193,8 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<UploadRouteOptions> = async
     },
     async (request) => {
       const { template: templateName, folder } = request.params;
-      const path = request.query.path.replace(/\/+$/, "");
+      // "." is the course folder's root (issue 44 item 7: materials could not go there).
+      const path = request.query.path.replace(/\/+$/, "") || ".";
       const { template, namespace } = await store.templateOrNotFound(templateName);
       await authorizeTeaches(request, templateName, namespace);
       if (!(template.spec.coursework?.folders ?? []).some((f) => f.name === folder))
@@ -202,9 +203,9 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<UploadRouteOptions> = async
           "folder",
           "params",
         );
-      if (path.startsWith("/") || path.split("/").includes("..") || path.includes("\\") || path === "")
+      if (path.startsWith("/") || path.split("/").includes("..") || path.includes("\\"))
         throw badRequest(
-          "path must be a folder inside the course folder, without '..' or a leading '/'",
+          "path must be a folder inside the course folder (\".\" for its root), without '..' or a leading '/'",
           "path",
           "query",
         );

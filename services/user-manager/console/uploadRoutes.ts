@@ -80,9 +80,13 @@ export function uploadConsoleRoutes(app: FastifyInstance, deps: UploadConsoleDep
   app.get(`${CONSOLE_PATH}/materials`, { schema: hidden }, (request, reply) => {
     const q = query(request);
     const { folder, path } = q;
-    if (folder === "" || path === "")
-      throw badRequest("choose a course folder and a folder inside it", "path", "query");
-    return send(reply, 200, materialsPage(viewerOf(request), { template: q.template, folder, path }));
+    if (folder === "") throw badRequest("choose a course folder", "folder", "query");
+    // No folder inside it: the course folder's root.
+    return send(
+      reply,
+      200,
+      materialsPage(viewerOf(request), { template: q.template, folder, path: path || "." }),
+    );
   });
 
   app.post(`${CONSOLE_PATH}/materials/upload`, { schema: hidden }, async (request, reply) => {

@@ -149,6 +149,17 @@ test("uploads: materials and feedback streamed into the upload pod by a course t
     },
   );
 
+  await t.test('materials into the course folder\'s root: path "/" is "." (issue 44 item 7)', async () => {
+    const r = await upload(`${h.base}/api/v1/templates/lab/folders/course/files?path=%2F`, tina, [
+      { name: "syllabus.md", data: "# Syllabus\n" },
+    ]);
+    assert.equal(r.status, 200, r.text);
+    assert.deepEqual(archives.at(-1)?.spec.target, {
+      materials: { templateName: "lab", folder: "course", path: "." },
+    });
+    assert.ok((await tree(course)).includes("syllabus.md"));
+  });
+
   await t.test(
     "refused uploads write nothing and say why: a link in a zip, over the limit, no file",
     async () => {
