@@ -33,14 +33,13 @@ import {
 } from "./route/resolver.ts";
 import { UserlandIndex, type ClusterView } from "./route/userlandIndex.ts";
 import { examKey } from "./route/exam.ts";
-
-/** The exams' NetworkPolicies by examKey. */
-const EXAM_INDEX = "byExam";
 import { createProxyServer, type RunningProxy } from "./server.ts";
 import { requestSessions } from "../../lib/requestSessions.ts";
 import { userManagerClient } from "../../lib/userManagerClient.ts";
 
 const NAME_INDEX = "name";
+/** The exams' NetworkPolicies by examKey. */
+const EXAM_INDEX = "byExam";
 
 export interface ProxyAppOptions {
   kc: KubeConnection;
