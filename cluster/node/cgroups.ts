@@ -47,6 +47,35 @@ export function cgroupProcesses(root: string): number {
   return count;
 }
 
+/**
+ * Ends what an earlier node left in the tree: its freezer cgroups thawed (a container being made
+ * when the node was stopped can stay frozen, its `runc init` unkillable until thawed), then every
+ * process in it killed. Returns how many were killed. Only for a tree whose node is gone.
+ */
+export function killCgroupProcesses(root: string): number {
+  let killed = 0;
+  for (const hierarchy of hierarchies()) {
+    walk(join(hierarchy, root), (dir) => {
+      const state = join(dir, "freezer.state");
+      if (existsSync(state) && readFileSync(state, "utf8").trim() !== "THAWED")
+        writeFileSync(state, "THAWED");
+    });
+  }
+  for (const hierarchy of hierarchies()) {
+    walk(join(hierarchy, root), (dir) => {
+      for (const pid of readFileSync(join(dir, "cgroup.procs"), "utf8").split("\n").filter(Boolean)) {
+        try {
+          process.kill(Number(pid), "SIGKILL");
+          killed++;
+        } catch {
+          // Gone meanwhile.
+        }
+      }
+    });
+  }
+  return killed;
+}
+
 /** Removes the tree in every hierarchy; returns the directories that could not be removed. */
 export function removeCgroupRoot(root: string): string[] {
   const left: string[] = [];

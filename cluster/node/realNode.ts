@@ -26,6 +26,7 @@ import {
   cgroupProcesses,
   cgroupRootFor,
   createCgroupRoot,
+  killCgroupProcesses,
   removeCgroupRoot,
   removeCgroupRootAfterExit,
 } from "./cgroups.ts";
@@ -108,7 +109,7 @@ export class RealNode {
     const reason = realNodeUnsupported();
     if (reason) throw new Error(`cannot start the real node: ${reason}`);
     const started = Date.now();
-    this.clearLeftovers();
+    await this.clearLeftovers();
     for (const d of [this.paths.cniConfDir, this.paths.podLogs, this.paths.volumes, this.paths.kubeletRoot]) {
       mkdirSync(d, { recursive: true });
     }
@@ -192,8 +193,17 @@ export class RealNode {
 
   // --- steps --------------------------------------------------------------------------------
 
-  /** What an interrupted run may have left: its cgroups and files (its processes and mounts died with it). */
-  private clearLeftovers(): void {
+  /**
+   * What an interrupted run may have left: its cgroups and files. Its processes and mounts died with
+   * it, but for one kind: a container being made when it stopped can stay frozen (`runc init` in a
+   * FROZEN freezer cgroup), which is thawed and killed here.
+   */
+  private async clearLeftovers(): Promise<void> {
+    if (removeCgroupRoot(this.cgroupRoot).length > 0) {
+      const killed = killCgroupProcesses(this.cgroupRoot);
+      this.log(`killed ${killed} processes an earlier real node left in its cgroups`);
+      await waitFor("their end", () => cgroupProcesses(this.cgroupRoot) === 0, 10_000).catch(() => undefined);
+    }
     const left = removeCgroupRoot(this.cgroupRoot);
     if (left.length > 0)
       throw new Error(`cgroups of an earlier real node are still in use: ${left.join(", ")}`);
@@ -334,7 +344,13 @@ export class RealNode {
       () => cgroupProcesses(this.cgroupRoot) === 0,
       15_000,
     ).catch(() => undefined);
-    const left = removeCgroupRoot(this.cgroupRoot);
+    let left = removeCgroupRoot(this.cgroupRoot);
+    if (left.length > 0 && killCgroupProcesses(this.cgroupRoot) > 0) {
+      await waitFor("the frozen ones to end", () => cgroupProcesses(this.cgroupRoot) === 0, 10_000).catch(
+        () => undefined,
+      );
+      left = removeCgroupRoot(this.cgroupRoot);
+    }
     if (left.length > 0) this.log(`could not remove cgroups: ${left.join(", ")}`);
   }
 
