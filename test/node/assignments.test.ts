@@ -202,7 +202,9 @@ test("an assignment cycle with kubectl alone: published, distributed (running an
     spec: { handInRequestedAt: now(), handInRequestedBy: "student" },
   });
   const annIn = await submission("ann", "receipt", (x) => x.status?.receipt !== undefined);
-  const handins = `${COLLECTION}/handins/${await collectionFolder(ns, "a1")}`;
+  // The assignment's folder in the collection: its name and the start of its uid (issue 41 item 6).
+  const a1Folder = await collectionFolder(ns, "a1");
+  const handins = `${COLLECTION}/handins/${a1Folder}`;
   assert.deepEqual(
     { ...annIn.status?.receipt, time: undefined, bytes: undefined, copyStartedAt: undefined },
     {
@@ -302,7 +304,7 @@ test("an assignment cycle with kubectl alone: published, distributed (running an
   // Feedback for ann, written by the teacher into the collection, returned by raising feedbackRelease.
   await sh(
     tess,
-    `mkdir -p ${COLLECTION}/feedback/a1/${collectionUserFolder("ann")} && printf 'well done\\n' > ${COLLECTION}/feedback/a1/${collectionUserFolder("ann")}/comments.txt`,
+    `mkdir -p ${COLLECTION}/feedback/${a1Folder}/${collectionUserFolder("ann")} && printf 'well done\\n' > ${COLLECTION}/feedback/${a1Folder}/${collectionUserFolder("ann")}/comments.txt`,
   );
   await rest.patch(assignmentsPath(ns, "a1"), { spec: { feedbackRelease: 1 } });
   const annBack = await submission("ann", "feedback returned", (x) => x.status?.feedbackRelease === 1);
