@@ -18,6 +18,13 @@ export const CLASS_ARCHIVES = "classarchives";
  */
 export const WHOLE_TEMPLATE = "*";
 
+/**
+ * Whether an object with this spec.class covers every Userland of its Template: "*", or (one
+ * written before spec.class was required) no class.
+ */
+export const coversWholeTemplate = (spec: { class?: string }): boolean =>
+  spec.class === undefined || spec.class === WHOLE_TEMPLATE;
+
 /** userland.dev/stopped-reason of an environment a ClassArchive stopped: its home page says why. */
 export const CLASS_ARCHIVE_STOPPED_REASON = "ClassArchive";
 

@@ -28,7 +28,7 @@ import {
   CLASS_ARCHIVE_STOPPED_REASON,
   TemplateConditions,
   UserlandAnnotations,
-  WHOLE_TEMPLATE,
+  coversWholeTemplate,
   type ClassArchive,
   type ClassArchiveListed,
   type ClassArchiveStatus,
@@ -260,7 +260,7 @@ async function classOf(
     namespacedKey(namespace, ca.spec.templateName),
   )) {
     if (u.metadata.deletionTimestamp) continue;
-    if (!wholeTemplate(ca) && u.metadata.labels?.[LABELS.class] !== ca.spec.class) continue;
+    if (!coversWholeTemplate(ca.spec) && u.metadata.labels?.[LABELS.class] !== ca.spec.class) continue;
     // A teacher's environment is not the class's: an Assignment gives them no Submission either.
     if (await ctx.teachers.isTeacher(namespace, ca.spec.templateName, u.spec.user)) continue;
     const names = childNames(ca.spec.templateName, u.metadata.name ?? "");
@@ -279,13 +279,6 @@ async function classOf(
   }
   return students.sort((a, b) => (a.userland < b.userland ? -1 : a.userland > b.userland ? 1 : 0));
 }
-
-/**
- * Every Userland of the Template: "*", or (an object made before spec.class was required) no class.
- * The CRD refuses a new one without a class: ending a whole Template is said on purpose.
- */
-const wholeTemplate = (ca: ClassArchive): boolean =>
-  (ca.spec.class as string | undefined) === undefined || ca.spec.class === WHOLE_TEMPLATE;
 
 /** The student's Userland as it was recorded, or undefined when it is gone or another one now. */
 function recorded(ctx: OperatorContext, namespace: string, s: ClassArchiveStudent): Userland | undefined {
@@ -374,7 +367,7 @@ function archiving(
     Index.assignmentsByTemplate,
     namespacedKey(namespace, ca.spec.templateName),
   )) {
-    if (!wholeTemplate(ca) && a.spec.class !== ca.spec.class) continue;
+    if (!coversWholeTemplate(ca.spec) && a.spec.class !== ca.spec.class) continue;
     const assignment = a.metadata.name ?? "";
     const folder = collectionFolderOf(a);
     // Only what was collected: an assignment nobody handed in has no folder in the collection.

@@ -23,7 +23,7 @@ import {
   parseExamNotice,
   SubmissionConditions,
   UserlandAnnotations,
-  WHOLE_TEMPLATE,
+  coversWholeTemplate,
   type Exam,
   type ExamNotice,
   type ExamPhase,
@@ -222,7 +222,7 @@ async function studentsOf(ctx: OperatorContext, exam: Exam): Promise<Map<string,
   const students = new Map<string, Student>();
   for (const u of ctx.caches.userlands.byIndex(Index.byTemplate, namespacedKey(namespace, template))) {
     if (u.metadata.deletionTimestamp) continue;
-    if (!wholeTemplate(exam) && label(u, LABELS.class) !== exam.spec.class) continue;
+    if (!coversWholeTemplate(exam.spec) && label(u, LABELS.class) !== exam.spec.class) continue;
     if (await ctx.teachers.isTeacher(namespace, template, u.spec.user)) continue;
     if (!students.has(u.spec.user)) students.set(u.spec.user, { user: u.spec.user, userland: u });
   }
@@ -384,16 +384,12 @@ async function recordChanges(
   });
 }
 
-/** "*", or an Exam written before spec.class was required (its class unset). */
-const wholeTemplate = (exam: Exam): boolean =>
-  (exam.spec.class as string | undefined) === undefined || exam.spec.class === WHOLE_TEMPLATE;
-
 function notice(exam: Exam): ExamNotice {
   return {
     exam: exam.metadata.name ?? "",
     namespace: exam.metadata.namespace ?? "",
     ...(exam.spec.title ? { title: exam.spec.title } : {}),
-    ...(wholeTemplate(exam) ? {} : { class: exam.spec.class }),
+    ...(coversWholeTemplate(exam.spec) ? {} : { class: exam.spec.class }),
     start: exam.spec.start,
     end: exam.spec.end,
     proctors: { users: exam.spec.proctors?.users ?? [], groups: exam.spec.proctors?.groups ?? [] },
