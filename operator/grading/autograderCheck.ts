@@ -93,7 +93,10 @@ function pendingCheckPods(
 ): string[] {
   const snapshot = status.autograder;
   if (!a.spec.autograder?.solution || !snapshot) return [];
-  if (!snapshot.solutionRevision) return [solutionPodName(a)];
+  // A status of an earlier release holds none of this release's results: its solution pod may have
+  // finished already (CI saw it deleted on a stale status, made again, and never run).
+  if (!snapshot.solutionRevision || snapshot.release !== (a.spec.autograder.release ?? 1))
+    return [solutionPodName(a)];
   const starter = status.publishedRevision;
   return [
     ["solution", snapshot.solutionRevision],
