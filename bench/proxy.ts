@@ -112,6 +112,7 @@ async function runUserland(upstreamPort: number, publicJwks: string): Promise<nu
       loginUrl: new URL("https://auth.bench.test/login"),
       hostTemplates: new Map([[HOST, "code"]]),
       baseDomain: undefined,
+      visitDomain: undefined,
       origins: "shared",
       defaultTemplate: undefined,
       trustedProxies: trustedProxies([]),

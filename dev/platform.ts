@@ -492,6 +492,10 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
           : {}),
         PROXY_UPSTREAM_OVERRIDES_FILE: overridesFile,
         PROXY_USER_MANAGER_URL: userManagerUrl,
+        // A teacher's visit opens at <userland>--<template>.localhost:<port>, an origin of its own
+        // (browsers send every *.localhost to loopback), apart from 127.0.0.1 where the teacher's
+        // own environment, home and console are.
+        PROXY_VISIT_DOMAIN: "localhost",
         // The Start button asks the user-manager with the proxy's own token, as in the chart: the
         // user-manager lets it because the proxy may patch Userlands.
         PROXY_USER_MANAGER_TOKEN_FILE: await tokenFile("proxy"),

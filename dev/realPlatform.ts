@@ -138,6 +138,8 @@ export async function startRealPlatform(opts: {
           proxy: {
             defaultTemplate: DEFAULT_TEMPLATE,
             hostTemplates: templatePorts.map(([t, port]) => `127.0.0.1:${port}=${t}`),
+            // A visit at <userland>--<template>.localhost:<port>, apart from 127.0.0.1's pages.
+            visitDomain: "localhost",
           },
         },
         // One replica each is plenty on one machine.

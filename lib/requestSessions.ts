@@ -30,7 +30,10 @@ export type SessionLookup =
   { session: Session; token?: string } | { session: undefined; conflicting: boolean };
 
 export interface RequestSessions {
-  fromRequest(req: IncomingMessage): Promise<SessionLookup>;
+  /** From the session cookie, or from the cookie `name` (a teacher's visit host: decision 0012). */
+  fromRequest(req: IncomingMessage, name?: string): Promise<SessionLookup>;
+  /** One token, as the cookies' are checked (cached). */
+  verify(token: string): Promise<Session | undefined>;
 }
 
 export function requestSessions(verifier: SessionVerifier, cookieName = SESSION_COOKIE): RequestSessions {
@@ -46,8 +49,9 @@ export function requestSessions(verifier: SessionVerifier, cookieName = SESSION_
     return session;
   };
   return {
-    async fromRequest(req) {
-      const tokens = cookieValues(req.headers.cookie, cookieName);
+    verify: (token) => check(token, Date.now()),
+    async fromRequest(req, name = cookieName) {
+      const tokens = cookieValues(req.headers.cookie, name);
       if (tokens.length > MAX_COOKIES_TRIED) return { session: undefined, conflicting: true };
       const now = Date.now();
       let found: Session | undefined;

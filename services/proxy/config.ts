@@ -129,6 +129,13 @@ export const settings = {
     parse: baseDomain,
     default: undefined,
   },
+  visitDomain: {
+    env: "PROXY_VISIT_DOMAIN",
+    description:
+      "A teacher's visit opens the environment at <userland>--<template>.<domain>, an origin of its own where nothing of the teacher's answers (default PROXY_BASE_DOMAIN; e.g. localhost for a proxy served on 127.0.0.1)",
+    parse: baseDomain,
+    default: undefined,
+  },
   origins: {
     env: "PROXY_ORIGINS",
     description:
@@ -289,6 +296,8 @@ export interface ProxyConfig {
   loginUrl: URL;
   hostTemplates: Map<string, string>;
   baseDomain: string | undefined;
+  /** Where visits' hosts are (PROXY_VISIT_DOMAIN, else the base domain); undefined: no visits. */
+  visitDomain: string | undefined;
   origins: OriginMode;
   defaultTemplate: string | undefined;
   upstreamOverrides: UpstreamOverrides | undefined;
@@ -343,6 +352,7 @@ export function loadProxyConfig(env: NodeJS.ProcessEnv = process.env): ProxyConf
     loginUrl: c.loginUrl,
     hostTemplates: c.hostTemplates,
     baseDomain: c.baseDomain,
+    visitDomain: c.visitDomain ?? c.baseDomain,
     origins: c.origins,
     defaultTemplate: c.defaultTemplate,
     upstreamOverrides: c.upstreamOverrides,

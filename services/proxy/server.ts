@@ -43,10 +43,11 @@ import { sessionCacheTag, sessionRequestValidators } from "./forward/sharedCache
 import { Coursework } from "./endpoints/coursework.ts";
 import { Starter } from "./endpoints/starter.ts";
 import {
+  enterVisit,
   isVisitPath,
   serveVisitEndpoint,
   VISITOR_HEADER,
-  withoutVisitCookie,
+  type VisitEndpointDeps,
 } from "./endpoints/visitEndpoints.ts";
 import { VisitTracker } from "./route/visitTracker.ts";
 
@@ -56,6 +57,7 @@ export type ProxyServerConfig = Pick<
   | "origins"
   | "hostTemplates"
   | "baseDomain"
+  | "visitDomain"
   | "defaultTemplate"
   | "trustedProxies"
   | "allowedOrigins"
@@ -112,6 +114,7 @@ interface Reply {
   redirect(location: string): void;
   signedOut(route: Extract<Route, { kind: "signedOut" }>): void;
   ownEndpoint(route: OwnEndpointRoute): Promise<void> | void;
+  visitEnter(route: Extract<Route, { kind: "visitEnter" }>): Promise<void> | void;
   forward(route: Extract<Route, { kind: "forward" }>): void;
   /** Runs `fn` once the request or WebSocket is over. */
   onEnd(fn: () => void): void;
@@ -123,6 +126,14 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
   const coursework = new Coursework(deps.userManager, metrics, log);
   const visits = new VisitTracker({ userManager: deps.userManager, quietMs: config.visitQuietMs, log });
   const router = new Router({ config, cluster, sessions: deps.sessions, resolver, starter, visits });
+  const visitDeps: VisitEndpointDeps = {
+    cluster,
+    visits,
+    config,
+    allowedOrigins: config.allowedOrigins,
+    userManager: deps.userManager,
+    sessions: deps.sessions,
+  };
   const forwarder = new Forwarder({ config, metrics, log, activity });
   const sessionSockets = new SessionSockets();
   const examSockets = new ExamSockets();
@@ -145,6 +156,8 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
         return reply.signedOut(route);
       case "ownEndpoint":
         return reply.ownEndpoint(route);
+      case "visitEnter":
+        return reply.visitEnter(route);
       case "start": {
         const sent = await starter.request(route.userland, route.user);
         if (!sent) record.outcome = "stopped";
@@ -168,7 +181,6 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
           if (record.kind === "websocket")
             reply.onEnd(visits.socketOpened(namespace, name, route.session.user));
         }
-        withoutVisitCookie(req.headers);
         // The environment gets the path that was routed, not a second parse of the raw target.
         req.url = route.path;
         activity.touch(route.userland.namespace, route.userland.name);
@@ -194,21 +206,10 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
         res.end();
       },
       signedOut: (route) => serveSignedOut(config, cluster, req, res, route.client, route.query),
+      visitEnter: (route) => enterVisit(visitDeps, req, res, route, record),
       ownEndpoint: (route) =>
         isVisitPath(route.pathname)
-          ? serveVisitEndpoint(
-              {
-                cluster,
-                visits,
-                config,
-                allowedOrigins: config.allowedOrigins,
-                userManager: deps.userManager,
-              },
-              req,
-              res,
-              route,
-              record,
-            )
+          ? serveVisitEndpoint(visitDeps, req, res, route, record)
           : serveOwnEndpoint(
               {
                 cluster,
@@ -306,6 +307,7 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
       redirect: (location) => refuse(404, { error: "served at another address", location }),
       signedOut: () => refuse(404, { error: "not found" }),
       ownEndpoint: () => refuse(404, { error: "not found" }),
+      visitEnter: () => refuse(404, { error: "not found" }),
       forward: (route) => {
         socket.once("close", () => end(record.status ?? 499));
         sessionSockets.add(socket, route.session);

@@ -91,10 +91,51 @@ test("a teacher opens a student's environment from the console; the student's ho
       "X-Userland-Visitor names the teacher",
     );
     assert.equal(
-      new URL(visit.url()).origin,
-      new URL(platform.url).origin,
-      "at the environment's own address",
+      new URL(visit.url()).host,
+      `${name}--${DEMO_TEMPLATE}.localhost:${new URL(platform.url).port}`,
+      "at the visit's own address, apart from the teacher's own pages",
     );
+
+    // Issue 41 item 1: a script the student serves runs on this origin (here: evaluated in the
+    // visit's page, with its origin's rights). It reaches nothing that answers as the teacher.
+    const attacks = await visit.evaluate(async (platformUrl) => {
+      const outcome = async (f: () => Promise<Response>) => {
+        try {
+          const r = await f();
+          return { status: r.status, body: (await r.text()).slice(0, 300) };
+        } catch (error) {
+          return { status: 0, body: String(error) };
+        }
+      };
+      const json = { accept: "application/json" };
+      return {
+        // The teacher's home and its JSON: not on this origin, and unreadable from it.
+        homeHere: await outcome(() => fetch("/_userland/home", { headers: json })),
+        homeThere: await outcome(() =>
+          fetch(`${platformUrl}_userland/home`, { credentials: "include", headers: json }),
+        ),
+        // Leave as a plain GET changes nothing; the teacher's own environment is not on this origin.
+        leaveGet: await outcome(() => fetch("/_userland/leave")),
+        afterLeave: await outcome(() => fetch("/")),
+        // A visit cookie set by script (the host names the environment; a cookie only a session).
+        planted: await (async () => {
+          (globalThis as unknown as { document: { cookie: string } }).document.cookie =
+            "userland_visit=forged; path=/other";
+          return outcome(() => fetch("/other/x"));
+        })(),
+      };
+    }, platform.url);
+    assert.equal(attacks.homeHere.status, 404, JSON.stringify(attacks.homeHere));
+    assert.equal(attacks.homeThere.status, 0, `the teacher's home was readable: ${attacks.homeThere.body}`);
+    assert.equal(attacks.leaveGet.status, 404, JSON.stringify(attacks.leaveGet));
+    assert.match(
+      attacks.afterLeave.body,
+      new RegExp(`<title>${STUDENT}&#39;s environment</title>`),
+      "still the student's",
+    );
+    // The environment is named by the host, not the cookie: a planted one names nothing else.
+    assert.match(attacks.planted.body, new RegExp(`<title>${STUDENT}&#39;s environment</title>`));
+    await visit.context().clearCookies({ name: "userland_visit", path: "/other" });
 
     // The student's home follows by itself (its script polls the home's JSON).
     const live = student.locator("li.visit-live");

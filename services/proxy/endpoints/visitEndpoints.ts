@@ -1,42 +1,55 @@
 /**
- * The two endpoints of a teacher's visit (docs/decisions/0012-visits.md), on every host:
+ * The endpoints of a teacher's visit (docs/decisions/0012-visits.md). A visit has an origin of its
+ * own, the environment's host `<userland>--<template>.<domain>`, in both origin modes: student code
+ * runs there, so nothing that answers with the teacher's rights (their home, their own environment,
+ * the console, the API) may share it.
  *
- * - `GET /_userland/visit?namespace=<ns>&userland=<name>` (the console's Open): sends the visitor
- *   to the environment's own address. With shared origins that is the Template's host, where this
- *   endpoint asks whether the visitor may enter (RBAC, through the user-manager) and then sets the
- *   host-only visit cookie naming the environment and sends the browser to `/`; with per-user
- *   origins it is the environment's own host, which names it (no cookie).
- * - `GET /_userland/leave`: drops the visit cookie and goes to the visitor's home.
+ * - `GET /_userland/visit?namespace=<ns>&userland=<name>` (the console's Open, on the Template's or
+ *   the home host, with the teacher's session): asks whether the visitor may enter (RBAC, through
+ *   the user-manager), then hands the visitor's session over to the environment's host in a form
+ *   post (pages/visitPages.ts).
+ * - `POST /_userland/visit` on the environment's host (the hand-over): from a platform origin only;
+ *   keeps the session in the host-only visit cookie and opens the environment.
+ * - `POST /_userland/leave` on the environment's host: from that host or a platform origin; drops
+ *   the visit cookie and reports the visit ended. `GET` shows the Leave button.
  *
- * The cookie grants nothing: every request with it is checked (route/router.ts, route/visitTracker.ts). A page of
- * the same origin (another student's environment the teacher opened) must not switch the teacher
- * into a third environment without their click, so a visit is begun only by a navigation that
- * did not come from this origin (`Sec-Fetch-Site`).
+ * The cookie grants nothing by itself: every request with it is checked (route/router.ts,
+ * route/visitTracker.ts).
  */
 import { signOutUrlFor, visitorRefusal } from "../route/exam.ts";
-import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
-import { cookieValues } from "../../../lib/requestSessions.ts";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { isIP } from "node:net";
 import { UserlandAnnotations, type Userland } from "../../../api/v1alpha1/index.ts";
-import { consentState, parseVisitRequests, VISIT_CONSENT_ANNOTATION } from "../../../api/visits.ts";
+import { parseVisitRequests, consentState, VISIT_CONSENT_ANNOTATION } from "../../../api/visits.ts";
 import { HOME_PATH, ownUserland, type HomeConfig } from "../pages/homeView.ts";
 import { userlandLabel } from "../route/origins.ts";
 import { simplePage } from "../pages/environmentPages.ts";
 import type { RequestRecord } from "../requestLog.ts";
 import { sendPage, sendRedirect } from "../pages/send.ts";
-import type { OwnEndpointRoute } from "../route/router.ts";
-import { hostForTemplate } from "../route/templateHosts.ts";
+import type { OwnEndpointRoute, Route } from "../route/router.ts";
+import { hostForTemplate, isHomeHost, labelUnder, templateForHost } from "../route/templateHosts.ts";
 import { userlandKey, type ClusterView } from "../route/userlandIndex.ts";
-import { visitRefusedPage, waitingPage } from "../pages/visitPages.ts";
+import {
+  handOverPage,
+  leftPage,
+  visitEndedPage,
+  visitOnlyPage,
+  visitRefusedPage,
+  waitingPage,
+} from "../pages/visitPages.ts";
 import { FormTooLarge, formFromThisSite, readForm } from "./forms.ts";
 import {
   ALLOW_PATH,
   LEAVE_PATH,
-  VISIT_COOKIE,
   VISIT_PATH,
+  visitCookieName,
   type VisitTracker,
 } from "../route/visitTracker.ts";
 import { localPath } from "../../../lib/localPath.ts";
+import type { RequestSessions } from "../../../lib/requestSessions.ts";
 import type { UserManagerClient } from "../../../lib/userManagerClient.ts";
+import type { ClientInfo } from "../forward/headers.ts";
+import type { ProxyConfig } from "../config.ts";
 
 /** Names the visitor to the environment; the owner stays in X-User. Clients' copies are stripped (x-userland-*). */
 export const VISITOR_HEADER = "x-userland-visitor";
@@ -44,10 +57,13 @@ export const VISITOR_HEADER = "x-userland-visitor";
 export interface VisitEndpointDeps {
   cluster: ClusterView;
   visits: VisitTracker;
-  config: HomeConfig;
+  config: VisitConfig;
   allowedOrigins: readonly string[];
   userManager: UserManagerClient | undefined;
+  sessions: RequestSessions;
 }
+
+type VisitConfig = HomeConfig & Pick<ProxyConfig, "visitDomain">;
 
 /** The Template of `userland` asks its student before every visit (api/visits.ts). */
 function asksFirst(deps: VisitEndpointDeps, userland: Userland): boolean {
@@ -60,19 +76,38 @@ function asksFirst(deps: VisitEndpointDeps, userland: Userland): boolean {
 export const isVisitPath = (pathname: string) =>
   pathname === VISIT_PATH || pathname === LEAVE_PATH || pathname === ALLOW_PATH;
 
-/** The visit cookie is the proxy's own: environments never see it. */
-export function withoutVisitCookie(headers: IncomingHttpHeaders): void {
-  if (headers.cookie === undefined || cookieValues(headers.cookie, VISIT_COOKIE).length === 0) return;
-  const kept = headers.cookie
-    .split(";")
-    .map((pair) => pair.trim())
-    .filter((pair) => pair !== "" && (pair.split("=", 1)[0] ?? "").trim() !== VISIT_COOKIE);
-  if (kept.length > 0) headers.cookie = kept.join("; ");
-  else delete headers.cookie;
+const visitCookie = (secure: boolean, value: string, maxAge?: number) =>
+  `${visitCookieName(secure)}=${value}; Path=/; HttpOnly; SameSite=Lax${secure ? "; Secure" : ""}${maxAge === undefined ? "" : `; Max-Age=${maxAge}`}`;
+
+/**
+ * Whether `origin` is a host of the platform's own pages (a Template's host, the home, the
+ * console's allowed origins), never an environment's own host, where student code runs.
+ */
+function platformOrigin(origin: string | undefined, deps: VisitEndpointDeps): boolean {
+  if (origin === undefined) return false;
+  let url: URL;
+  try {
+    url = new URL(origin);
+  } catch {
+    return false;
+  }
+  if (url.protocol !== "https:" && url.protocol !== "http:") return false;
+  if (deps.allowedOrigins.includes(url.origin)) return true;
+  for (const domain of [deps.config.baseDomain, deps.config.visitDomain]) {
+    const label = labelUnder(url.host, domain);
+    if (label?.includes("--") && deps.cluster.getTemplate(label) === undefined) return false;
+  }
+  return templateForHost(url.host, deps.config) !== undefined || isHomeHost(url.host, deps.config);
 }
 
-const cookieFor = (value: string, secure: boolean, maxAge?: number) =>
-  `${VISIT_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Lax${secure ? "; Secure" : ""}${maxAge === undefined ? "" : `; Max-Age=${maxAge}`}`;
+/** The visit's origin: the environment's own host, or undefined where it has none (no base domain, too long). */
+function visitOrigin(userland: Userland, config: VisitConfig, client: ClientInfo): string | undefined {
+  const label = userlandLabel(userland);
+  // An address has no names under it (a base domain of 127.0.0.1 needs PROXY_VISIT_DOMAIN).
+  if (!label || !config.visitDomain || isIP(config.visitDomain) !== 0) return undefined;
+  const port = /:\d+$/.exec(client.host)?.[0] ?? "";
+  return `${client.proto}://${label}.${config.visitDomain}${port}`;
+}
 
 export async function serveVisitEndpoint(
   deps: VisitEndpointDeps,
@@ -83,17 +118,16 @@ export async function serveVisitEndpoint(
 ): Promise<void> {
   const { cluster, visits, config } = deps;
   const { session, client } = route;
-  const secure = client.proto === "https";
-  if (req.method !== "GET" && req.method !== "HEAD" && route.pathname !== ALLOW_PATH) {
-    sendPage(req, res, simplePage(405, "Not allowed", "Open this address in the browser."));
-    return;
-  }
   if (route.pathname === LEAVE_PATH) {
-    sendRedirect(res, HOME_PATH, cookieFor("", secure, 0));
+    await leave(deps, req, res, route, record);
     return;
   }
   if (route.pathname === ALLOW_PATH) {
     await allow(deps, req, res, route, record);
+    return;
+  }
+  if (req.method !== "GET" && req.method !== "HEAD") {
+    sendPage(req, res, simplePage(405, "Not allowed", "Open this address in the browser."));
     return;
   }
   if (!visits.enabled) {
@@ -116,61 +150,57 @@ export async function serveVisitEndpoint(
   record.owner = userland.spec.user;
   record.userland = userlandKey(userland);
   const port = /:\d+$/.exec(client.host)?.[0] ?? "";
-  const label = config.origins === "perUser" ? userlandLabel(userland) : undefined;
-  const perUserHost = label && config.baseDomain ? `${label}.${config.baseDomain}${port}` : undefined;
-  const host = perUserHost ?? hostForTemplate(userland.spec.templateName, config, client.host, port);
-  if (host === undefined) {
-    sendPage(req, res, simplePage(404, "Not served", "No address serves this environment's Template."));
+  const own = userland.spec.user === session.user;
+  if (own) {
+    // The owner's own Open: their environment where they always open it.
+    const label = config.origins === "perUser" ? userlandLabel(userland) : undefined;
+    const host =
+      label && config.baseDomain
+        ? `${label}.${config.baseDomain}${port}`
+        : hostForTemplate(userland.spec.templateName, config, client.host, port);
+    if (host === undefined)
+      sendPage(req, res, simplePage(404, "Not served", "No address serves this environment's Template."));
+    else sendRedirect(res, `${client.proto}://${host}/`);
     return;
   }
-  const own = userland.spec.user === session.user;
-  // Where environments are served, a page of the same origin is not the console's click; but the
-  // waiting page's own refresh is (a Template that asks first): it goes on only once the student
-  // allowed this visitor, which only the teacher's own click from the console can have asked.
-  if (
-    !own &&
-    host === client.host &&
-    req.headers["sec-fetch-site"] === "same-origin" &&
-    asksFirst(deps, userland)
-  ) {
-    const requests = parseVisitRequests(userland.metadata.annotations?.[UserlandAnnotations.visitRequests]);
-    if (consentState(requests, session.user, new Date()) !== "allowed") {
-      record.outcome = "visit_refused";
-      sendPage(req, res, waitingPage(userland.spec.user));
-      return;
-    }
-  } else if (!own && host === client.host && req.headers["sec-fetch-site"] === "same-origin") {
-    record.outcome = "forbidden_origin";
+  const origin = visitOrigin(userland, config, client);
+  if (origin === undefined) {
     sendPage(
       req,
       res,
       simplePage(
-        403,
-        "Open it from the console",
-        "A page of this site cannot open another environment for you.",
+        404,
+        "Not served",
+        "A visit opens the environment at an address of its own, <userland>--<template>.<PROXY_VISIT_DOMAIN>: set PROXY_BASE_DOMAIN or PROXY_VISIT_DOMAIN (with wildcard DNS), and keep the Userland's name short enough for a host name.",
       ),
     );
     return;
   }
   // During an exam only its proctors (route/exam.ts), before the visit right is asked; the same refusal.
-  const exam = own
-    ? undefined
-    : visitorRefusal(
-        userland,
-        session,
-        signOutUrlFor(config.loginUrl, `${client.proto}://${client.host}${req.url ?? "/"}`),
-      );
+  const exam = visitorRefusal(
+    userland,
+    session,
+    signOutUrlFor(config.loginUrl, `${client.proto}://${client.host}${req.url ?? "/"}`),
+  );
   if (exam !== undefined && exam !== "denied") {
     record.outcome = "exam_refused";
     sendPage(req, res, exam);
     return;
   }
-  // Asked before any redirect: where an environment is served says that it exists.
-  const admission = own
-    ? "allowed"
-    : exam === "denied"
-      ? "denied"
-      : await visits.admit(userland, session.user, route.token);
+  // A Template that asks first: the waiting page's refresh comes back here until the student allowed.
+  if (exam !== "denied" && asksFirst(deps, userland)) {
+    const requests = parseVisitRequests(userland.metadata.annotations?.[UserlandAnnotations.visitRequests]);
+    if (
+      req.headers["sec-fetch-site"] === "same-origin" &&
+      consentState(requests, session.user, new Date()) !== "allowed"
+    ) {
+      record.outcome = "visit_refused";
+      sendPage(req, res, waitingPage(userland.spec.user));
+      return;
+    }
+  }
+  // Asked before any hand-over: where an environment is served says that it exists.
+  const admission = exam === "denied" ? "denied" : await visits.admit(userland, session.user, route.token);
   if (admission !== "allowed") {
     record.outcome = "visit_refused";
     sendPage(
@@ -188,18 +218,83 @@ export async function serveVisitEndpoint(
     );
     return;
   }
-  // Per-user origins: its own host names it (no cookie).
-  if (perUserHost) {
-    sendRedirect(res, `${client.proto}://${perUserHost}/`);
+  sendPage(req, res, handOverPage(userland.spec.user, origin, route.token ?? ""));
+}
+
+/**
+ * `POST /_userland/visit` on the environment's host: the hand-over of `handOverPage`, from a
+ * platform origin only (a page of another environment cannot put a visitor in here). The session
+ * is verified here and again on every request; it goes into the host-only visit cookie.
+ */
+export async function enterVisit(
+  deps: VisitEndpointDeps,
+  req: IncomingMessage,
+  res: ServerResponse,
+  route: Extract<Route, { kind: "visitEnter" }>,
+  record: RequestRecord,
+): Promise<void> {
+  const { client, userland } = route;
+  if (!platformOrigin(req.headers.origin, deps)) {
+    record.outcome = "forbidden_origin";
+    sendPage(
+      req,
+      res,
+      simplePage(403, "Not allowed", "Open the environment from the console's class table."),
+    );
     return;
   }
-  if (host !== client.host) {
-    const query = `namespace=${encodeURIComponent(userland.metadata.namespace ?? "")}&userland=${encodeURIComponent(name)}`;
-    sendRedirect(res, `${client.proto}://${host}${VISIT_PATH}?${query}`);
+  const form = await readForm(req).catch((error: unknown) => {
+    if (error instanceof FormTooLarge) return undefined;
+    throw error;
+  });
+  const token = form?.get("session") ?? "";
+  const session = token === "" ? undefined : await deps.sessions.verify(token);
+  if (!session || !userland) {
+    record.outcome = "visit_refused";
+    sendPage(req, res, session ? visitRefusedPage() : visitEndedPage());
     return;
   }
-  // The owner's own: no visit, and no cookie that would outlive this click.
-  sendRedirect(res, "/", cookieFor(own ? "" : userlandKey(userland), secure, own ? 0 : undefined));
+  record.user = session.user;
+  record.userland = userlandKey(userland);
+  const secure = client.proto === "https";
+  // The owner's own: no visit, and no cookie.
+  if (session.user === userland.spec.user) sendRedirect(res, "/");
+  else sendRedirect(res, "/", visitCookie(secure, token));
+}
+
+/**
+ * `/_userland/leave` on a visit's host: POST from that host or a platform origin ends the visit
+ * here (a page of another site cannot); GET shows the button.
+ */
+async function leave(
+  deps: VisitEndpointDeps,
+  req: IncomingMessage,
+  res: ServerResponse,
+  route: OwnEndpointRoute,
+  record: RequestRecord,
+): Promise<void> {
+  const userland = route.visiting;
+  if (!userland) {
+    sendPage(req, res, simplePage(404, "No visit here", "This address is not a visit's."));
+    return;
+  }
+  const owner = userland.spec.user;
+  if (req.method !== "POST") {
+    sendPage(req, res, visitOnlyPage(owner));
+    return;
+  }
+  const origin = req.headers.origin;
+  const sameHost = origin !== undefined && URL.canParse(origin) && new URL(origin).host === route.client.host;
+  if (!sameHost && !platformOrigin(origin, deps)) {
+    record.outcome = "forbidden_origin";
+    sendPage(req, res, simplePage(403, "Not allowed", "Leave with the button on this site."));
+    return;
+  }
+  const { namespace = "", name = "" } = userland.metadata;
+  await deps.visits.leave(namespace, name, route.session.user);
+  const page = leftPage(owner);
+  const cookie = visitCookie(route.client.proto === "https", "", 0);
+  sendPage(req, res, { ...page, headers: { ...page.headers, "set-cookie": cookie } });
 }
 
 /**

@@ -19,6 +19,7 @@
 import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
 import { BlockList, isIP } from "node:net";
 import type { TLSSocket } from "node:tls";
+import { isPlatformCookieName } from "../../../lib/session.ts";
 
 /**
  * Identity headers of common auth proxies and platforms (oauth2-proxy, Apache, Grafana/WebAuth,
@@ -262,12 +263,18 @@ function isSessionCookieName(name: string, sessionCookie: string): boolean {
   return n === s || n === `__host-${s}` || n === `__secure-${s}`;
 }
 
-/** The Cookie header without the session cookie (undefined when nothing else is left). */
+/**
+ * The Cookie header without the session cookie or any other of the platform's (a visit's session,
+ * sign-in transactions): undefined when nothing else is left.
+ */
 export function withoutSessionCookie(cookie: string, sessionCookie: string): string | undefined {
   const kept = cookie
     .split(";")
     .map((pair) => pair.trim())
-    .filter((pair) => pair !== "" && !isSessionCookieName(pair.split("=", 1)[0] ?? "", sessionCookie));
+    .filter((pair) => {
+      const name = pair.split("=", 1)[0] ?? "";
+      return pair !== "" && !isSessionCookieName(name, sessionCookie) && !isPlatformCookieName(name);
+    });
   return kept.length > 0 ? kept.join("; ") : undefined;
 }
 

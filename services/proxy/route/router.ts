@@ -36,9 +36,8 @@ import type { RequestSessions } from "../../../lib/requestSessions.ts";
 import type { Starter } from "../endpoints/starter.ts";
 import { justReady, readySince, WAITING_TO_ANSWER } from "../forward/readyRetry.ts";
 import { isStalled, progressText } from "../../../lib/startProgress.ts";
-import { cookieValues } from "../../../lib/requestSessions.ts";
-import { VISIT_COOKIE, type VisitTracker } from "./visitTracker.ts";
-import { visitRefusedPage, waitingPage } from "../pages/visitPages.ts";
+import { LEAVE_PATH, VISIT_PATH, visitCookieName, type VisitTracker } from "./visitTracker.ts";
+import { visitEndedPage, visitOnlyPage, visitRefusedPage, waitingPage } from "../pages/visitPages.ts";
 import { examEndOf, heldPage, notIsolatedPage, ownerRefusal, signOutUrlFor, visitorRefusal } from "./exam.ts";
 
 /** A request whose session and Template are known. */
@@ -57,6 +56,11 @@ export type Route =
   | { kind: "signIn"; outcome: "no_session"; client: ClientInfo; conflicting: boolean }
   /** PROXY_ORIGINS=perUser: the Template's host sends the student on to their environment's host. */
   | { kind: "redirect"; outcome: "per_user_host"; location: string }
+  /**
+   * A teacher's visit handed over to the environment's own host: the console's Open posts the
+   * visitor's session there (endpoints/visitEndpoints.ts). Needs no session of this host yet.
+   */
+  | { kind: "visitEnter"; outcome: "own_endpoint"; client: ClientInfo; userland: Userland | undefined }
   /** A hop of the sign-out (and sign-in) chain: clear this origin, go on (endpoints/signedOut.ts). Needs no session. */
   | { kind: "signedOut"; outcome: "own_endpoint"; client: ClientInfo; query: URLSearchParams }
   /**
@@ -70,6 +74,8 @@ export type Route =
       pathname: string;
       /** Where the home page is shown when that is not HOME_PATH. */
       homeAt?: string;
+      /** On a visit's host: the environment visited (only Leave is served there). */
+      visiting?: Userland;
     })
   /**
    * A stopped environment with PROXY_START_ON_ACCESS: server.ts asks for its start (an action, not
@@ -113,6 +119,7 @@ export type RouterConfig = Pick<
   ProxyConfig,
   | "hostTemplates"
   | "baseDomain"
+  | "visitDomain"
   | "defaultTemplate"
   | "trustedProxies"
   | "allowedOrigins"
@@ -197,10 +204,21 @@ export class Router {
       label.includes("--") &&
       cluster.getUserland !== undefined &&
       (config.origins === "perUser" || cluster.getTemplate(label) === undefined);
+    // A visit's own host (PROXY_VISIT_DOMAIN, when it is not the base domain): visits only.
+    const visitLabel =
+      config.visitDomain === config.baseDomain ? undefined : labelUnder(client.host, config.visitDomain);
+    if (visitLabel?.includes("--") && this.deps.visits?.enabled) {
+      const visit = await this.visitorRoute(req, kind, client, visitLabel, parsed, record);
+      return visit ?? page("unknown_host", unknownHostPage(client.host));
+    }
     let template = perUserHost ? undefined : templateForHost(client.host, config);
     const homeHost = !perUserHost && !template && isHomeHost(client.host, config);
     if (!perUserHost && !template && !homeHost) return page("unknown_host", unknownHostPage(client.host));
     if (template) record.template = template;
+    if (perUserHost && config.visitDomain === config.baseDomain && this.deps.visits?.enabled) {
+      const visit = await this.visitorRoute(req, kind, client, label, parsed, record);
+      if (visit) return visit;
+    }
     const lookup = await sessions.fromRequest(req);
     if (!lookup.session)
       return { kind: "signIn", outcome: "no_session", client, conflicting: lookup.conflicting };
@@ -222,16 +240,8 @@ export class Router {
     let hostUserland: Userland | undefined;
     if (perUserHost) {
       hostUserland = userlandForLabel(label, (name) => cluster.getUserland?.(name));
-      // Another student's host and a host that names nothing look the same, unless the session's
-      // user may visit it (RBAC, asked through the user-manager).
-      if (hostUserland && hostUserland.spec.user !== session.user && this.deps.visits?.enabled) {
-        record.template = hostUserland.spec.templateName;
-        if (kind === "websocket" && !originAllowed(req.headers.origin, client, config.allowedOrigins))
-          return page("forbidden_origin", foreignWebSocketPage());
-        if (isOwnPath(pathname))
-          return ownEndpoint({ session, token, template: undefined, client }, pathname);
-        return this.visit(hostUserland, session, token, client, `${pathname}${parsed.search}`, record, true);
-      }
+      // Another student's host and a host that names nothing look the same: a visitor comes in
+      // only with the visit cookie the console's Open handed over (visitorRoute).
       if (!hostUserland || hostUserland.spec.user !== session.user)
         return page("unknown_host", unknownHostPage(client.host));
       template = hostUserland.spec.templateName;
@@ -241,10 +251,6 @@ export class Router {
     if (kind === "websocket" && !originAllowed(req.headers.origin, client, config.allowedOrigins))
       return page("forbidden_origin", foreignWebSocketPage());
     if (isOwnPath(pathname)) return ownEndpoint({ session, token, template, client }, pathname);
-    // Shared origins: the visit cookie names the student's environment a visitor opened here.
-    const visited = perUserHost ? undefined : this.visitedUserland(req, template, session.user);
-    if (visited === "unknown") return page("visit_refused", visitRefusedPage());
-    if (visited) return this.visit(visited, session, token, client, `${pathname}${parsed.search}`, record);
     const serviceWorkers = serviceWorkersAllowed(config.origins, cluster.getTemplate(template));
     if (isServiceWorkerScript(req) && !serviceWorkers)
       return page(
@@ -289,29 +295,50 @@ export class Router {
   }
 
   /**
-   * The Userland the visit cookie names on this Template's host, when it is another user's (the
-   * owner's own requests never become visits); undefined otherwise.
+   * A visitor on the environment's own host, the visit's origin (docs/decisions/0012-visits.md):
+   * their session is the visit cookie the console's Open handed over, never the platform's own
+   * cookie, so only a click in the console begins a visit. Nothing of the visitor's own answers on
+   * this host (their home, forms, other environments): a page the student serves here acts with the
+   * visitor's rights on this one environment only. Undefined: no visit here (the owner, or nobody).
    */
-  private visitedUserland(
+  private async visitorRoute(
     req: IncomingMessage,
-    template: string,
-    user: string,
-  ): Userland | "unknown" | undefined {
-    if (!this.deps.visits?.enabled) return undefined;
-    const values = cookieValues(req.headers.cookie, VISIT_COOKIE);
-    const [value] = values;
-    if (value === undefined) return undefined;
-    // A page of this origin can add a cookie of the same name with another path, which the browser
-    // sends first: two that disagree name nothing.
-    if (values.some((v) => v !== value)) return "unknown";
-    // "<namespace>/<name>": both are DNS names, so the value needs no escaping.
-    const [namespace = "", name = ""] = value.split("/", 2);
-    const userland = this.deps.cluster.getUserland?.(name);
-    // Refused like one the visitor may not open: a hand-made cookie learns nothing of what exists.
-    if (!userland || userland.metadata.namespace !== namespace) return "unknown";
-    // Cookies ignore ports: on the local platform another Template's port gets it too.
-    if (userland.spec.templateName !== template) return undefined;
-    return userland.spec.user === user ? undefined : userland;
+    kind: RequestKind,
+    client: ClientInfo,
+    label: string,
+    parsed: URL,
+    record: RequestRecord,
+  ): Promise<Route | undefined> {
+    const { cluster, sessions, config } = this.deps;
+    const { pathname } = parsed;
+    const userland = userlandForLabel(label, (name) => cluster.getUserland?.(name));
+    if (pathname === VISIT_PATH && kind === "http" && req.method === "POST")
+      return { kind: "visitEnter", outcome: "own_endpoint", client, userland };
+    const lookup = await sessions.fromRequest(req, visitCookieName(client.proto === "https"));
+    if (!lookup.session) return lookup.conflicting ? page("visit_refused", visitEndedPage()) : undefined;
+    const { session, token } = lookup;
+    // The owner signed in on this browser since (a lab PC): their own session wins over a visit's.
+    if (userland && session.user !== userland.spec.user) {
+      const own = await sessions.fromRequest(req);
+      if (own.session?.user === userland.spec.user) return undefined;
+    }
+    if (userland?.spec.user === session.user) return undefined;
+    record.user = session.user;
+    if (!userland || (cluster.userlandsOf && sessionEnded(session, cluster.userlandsOf(session.user))))
+      return page("visit_refused", visitEndedPage());
+    record.template = userland.spec.templateName;
+    if (!cluster.synced())
+      return page(
+        "starting",
+        simplePage(503, "Starting up", "The platform is starting; try again in a few seconds."),
+      );
+    if (isOwnPath(pathname))
+      return pathname === LEAVE_PATH
+        ? { ...ownEndpoint({ session, token, template: undefined, client }, pathname), visiting: userland }
+        : page("visit_refused", visitOnlyPage(userland.spec.user));
+    if (kind === "websocket" && !originAllowed(req.headers.origin, client, config.allowedOrigins))
+      return page("forbidden_origin", foreignWebSocketPage());
+    return this.visit(userland, session, token, client, `${pathname}${parsed.search}`, record);
   }
 
   /**
@@ -326,8 +353,6 @@ export class Router {
     client: ClientInfo,
     path: string,
     record: RequestRecord,
-    /** Per-user origins: a refusal looks like a host that names nothing, as for anyone else's. */
-    perUserHost = false,
   ): Promise<Route> {
     const owner = userland.spec.user;
     const template = userland.spec.templateName;
@@ -341,10 +366,7 @@ export class Router {
     if (open) return page("exam_refused", open);
     const admission =
       refused ?? (await this.deps.visits?.admit(userland, session.user, token)) ?? "unavailable";
-    if (admission === "denied")
-      return perUserHost
-        ? page("unknown_host", unknownHostPage(client.host))
-        : page("visit_refused", visitRefusedPage());
+    if (admission === "denied") return page("visit_refused", visitRefusedPage());
     if (admission === "waiting") return page("visit_refused", waitingPage(owner));
     if (admission === "unavailable")
       return page(

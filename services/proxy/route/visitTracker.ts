@@ -10,15 +10,20 @@
  *   stops a visit within that time (plus the user-manager's grant cache);
  * - a visit with no request and no open WebSocket for PROXY_VISIT_QUIET is reported "end".
  *
- * The shared-origin mode's visit cookie only names which environment a visitor means; it grants
- * nothing (every replica asks before letting a visitor in).
+ * The visit cookie on the environment's own host holds the visitor's own session; it grants
+ * nothing by itself (every replica asks before letting a visitor in).
  */
 import type { Userland } from "../../../api/v1alpha1/index.ts";
 import type { Logger } from "../../../lib/logger.ts";
 import type { UserManagerClient, VisitReportBody } from "../../../lib/userManagerClient.ts";
 
-/** The shared-origin mode's cookie naming the environment a visitor opened (host-only). */
-export const VISIT_COOKIE = "userland_visit";
+/**
+ * The visitor's session on the environment's own host, the visit's origin (host-only, set by the
+ * hand-over from the console's Open). Behind `__Host-` over https, so no page of a sibling host can
+ * plant one with `Domain=`.
+ */
+export const visitCookieName = (secure: boolean): string =>
+  secure ? "__Host-userland_visit" : "userland_visit";
 export const VISIT_PATH = "/_userland/visit";
 export const LEAVE_PATH = "/_userland/leave";
 /** The student's Allow (their home page's form). */
@@ -128,6 +133,16 @@ export class VisitTracker {
     this.visits.set(key, visit);
     this.schedule();
     return "allowed";
+  }
+
+  /** The visitor left (Leave): the visit is reported ended now, not after the quiet period. */
+  async leave(namespace: string, name: string, visitor: string): Promise<void> {
+    const key = VisitTracker.key(namespace, name, visitor);
+    const visit = this.visits.get(key);
+    if (!visit) return;
+    this.visits.delete(key);
+    visit.lastSeen = this.now();
+    await this.report(visit, "end");
   }
 
   /** A request of an admitted visit. */

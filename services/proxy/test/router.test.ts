@@ -71,6 +71,7 @@ function router(
     config: {
       hostTemplates: new Map([[HOST, "code"]]),
       baseDomain: options.baseDomain,
+      visitDomain: options.baseDomain,
       defaultTemplate: undefined,
       trustedProxies: trustedProxies([]),
       allowedOrigins: [],
@@ -103,6 +104,7 @@ function router(
             : { session: undefined, conflicting: false },
         );
       },
+      verify: () => Promise.resolve(undefined),
     },
     resolver,
     starter,

@@ -30,7 +30,7 @@ import {
   USER_PREFIX,
 } from "../../user-manager/test/consoleSupport.ts";
 import type { HomeView } from "../pages/homeView.ts";
-import { VISIT_COOKIE } from "../route/visitTracker.ts";
+import { visitCookieName } from "../route/visitTracker.ts";
 import {
   openWebSocket,
   proxyKubeConfig,
@@ -43,6 +43,9 @@ import {
 
 const CODE_HOST = "code.example.test";
 const APEX = "apps.example.test";
+/** bob's environment's own host: where a visit to it is served, and nothing of the visitor's own. */
+const BOB_HOST = "bob-code--code.apps.example.test";
+const VISIT_COOKIE = visitCookieName(false);
 const html = { accept: "text/html" };
 
 interface KubeEvent {
@@ -150,39 +153,74 @@ test("a teacher with the visit right opens a student's environment as the studen
     return r.json<HomeView>();
   };
 
+  const tokenOf = async (user: string) => (await keys.cookie(user)).split("=").slice(1).join("=");
+  /** The hand-over the console's Open page posts to the environment's own host. */
+  const enter = async (user: string, origin: string | undefined, host = BOB_HOST) =>
+    send(proxy.port, {
+      method: "POST",
+      path: "/_userland/visit",
+      headers: {
+        host,
+        ...html,
+        "content-type": "application/x-www-form-urlencoded",
+        ...(origin ? { origin } : {}),
+      },
+      body: new URLSearchParams({ session: await tokenOf(user) }).toString(),
+    });
+  /** A request on bob's host with only the visit cookie, as a browser whose session is on another host sends it. */
+  const onBobHost = (path: string, cookie: string, extra: Record<string, string> = {}) =>
+    send(proxy.port, { path, headers: { host: BOB_HOST, ...html, ...extra, cookie } });
+
   let visitCookie = "";
   /** alice's WebSocket into bob's environment, on her visit. */
   const aliceVisitSocket = async () => {
     const opened = await openWebSocket(proxy.port, {
-      host: CODE_HOST,
-      origin: `http://${CODE_HOST}`,
-      cookie: `${await keys.cookie("alice")}; ${visitCookie}`,
+      host: BOB_HOST,
+      origin: `http://${BOB_HOST}`,
+      cookie: visitCookie,
     });
     assert.ok("ws" in opened, JSON.stringify(opened));
     return opened.ws;
   };
 
-  await t.test("the console's Open on the home host goes on to the Template's host", async () => {
-    const r = await get("alice", visitPath, {}, APEX);
-    assert.equal(r.status, 303);
-    assert.equal(r.headers.location, `http://${CODE_HOST}${visitPath}`);
-  });
+  await t.test(
+    "the console's Open hands the visit over to the environment's own host, in a form post, never in an address",
+    async () => {
+      for (const host of [APEX, CODE_HOST]) {
+        const r = await get("alice", visitPath, {}, host);
+        assert.equal(r.status, 200, r.body);
+        assert.match(r.body, new RegExp(`action="http://${BOB_HOST}/_userland/visit"`));
+        assert.match(
+          r.body,
+          /name="session" value="[\w-]+\.[\w-]+\.[\w-]+"/,
+          "the session in the form's body",
+        );
+        assert.match(
+          String(r.headers["content-security-policy"]),
+          new RegExp(`form-action 'self' http://${BOB_HOST}`),
+        );
+        assert.equal(r.headers["referrer-policy"], "strict-origin", "the post carries its Origin, no path");
+        assert.equal(r.headers["set-cookie"], undefined, "nothing of the visit on the teacher's own origins");
+      }
+    },
+  );
 
   await t.test(
-    "alice enters bob's environment: X-User is bob's, X-Userland-Visitor names alice, forged copies are gone",
+    "alice enters bob's environment at its own host: X-User is bob's, X-Userland-Visitor names alice, forged copies and platform cookies are gone",
     async () => {
-      // A page of the environment's own origin cannot begin a visit there (a student's script).
-      const scripted = await get("alice", visitPath, { "sec-fetch-site": "same-origin" });
-      assert.equal(scripted.status, 403);
-      assert.equal(scripted.headers["set-cookie"], undefined);
-      const r = await get("alice", visitPath);
+      // Only a page of the platform hands a visit over: not another environment's host, not a script without an Origin.
+      for (const origin of [`http://carl-code--code.${APEX}`, "https://evil.example", undefined]) {
+        const refused = await enter("alice", origin);
+        assert.equal(refused.status, 403, `${origin}: ${refused.body}`);
+        assert.equal(refused.headers["set-cookie"], undefined);
+      }
+      const r = await enter("alice", `http://${APEX}`);
       assert.equal(r.status, 303, r.body);
       assert.equal(r.headers.location, "/");
       const setCookie = String(r.headers["set-cookie"]);
-      assert.match(setCookie, new RegExp(`^${VISIT_COOKIE}=${ns}/bob-code; Path=/; HttpOnly; SameSite=Lax`));
+      assert.match(setCookie, new RegExp(`^${VISIT_COOKIE}=[^;]+; Path=/; HttpOnly; SameSite=Lax$`));
       visitCookie = setCookie.split(";", 1)[0] ?? "";
-      const page = await get("alice", "/work", {
-        cookie: `${visitCookie}; theme=dark`,
+      const page = await onBobHost("/work", `${visitCookie}; theme=dark; userland_login_x=1`, {
         "x-user": "mallory",
         "X-Userland-Visitor": "nobody",
       });
@@ -191,16 +229,71 @@ test("a teacher with the visit right opens a student's environment as the studen
       assert.equal(seen?.url, "/work");
       assert.equal(seen?.headers["x-user"], "bob");
       assert.equal(seen?.headers["x-userland-visitor"], "alice");
-      assert.equal(
-        seen?.headers.cookie,
-        "theme=dark",
-        "neither the session nor the visit cookie reaches the environment",
-      );
-      // A second visit cookie of another path (a script of this origin can set one) names nothing.
-      const planted = await get("alice", "/x", {
-        cookie: `${VISIT_COOKIE}=${ns}/other-code; ${visitCookie}`,
+      assert.equal(seen?.headers.cookie, "theme=dark", "no platform cookie reaches the environment");
+      // With the platform's session cookie on the base domain too (the chart's cookieDomain), the same.
+      const both = await onBobHost("/work2", `${await keys.cookie("alice")}; ${visitCookie}`);
+      assert.equal(both.status, 200, both.body);
+      assert.equal(upstream.seen.at(-1)?.headers["x-userland-visitor"], "alice");
+      assert.equal(upstream.seen.at(-1)?.headers.cookie, undefined);
+    },
+  );
+
+  await t.test(
+    "on the visit's host a student's page reaches nothing of the teacher's: no home, no forms, no visit without the console",
+    async () => {
+      const before = upstream.seen.length;
+      // The teacher's home (its JSON and its forms) is not served where the student's code runs.
+      const homeJson = await onBobHost("/_userland/home", visitCookie, { accept: "application/json" });
+      assert.equal(homeJson.status, 404);
+      assert.doesNotMatch(homeJson.body, /"visits"|"environments"/);
+      const form = await send(proxy.port, {
+        method: "POST",
+        path: "/_userland/allow-visit",
+        headers: {
+          host: BOB_HOST,
+          origin: `http://${BOB_HOST}`,
+          "content-type": "application/x-www-form-urlencoded",
+          cookie: visitCookie,
+        },
+        body: "userland=x&visitor=y",
       });
+      assert.equal(form.status, 404);
+      // The teacher's platform session alone begins no visit here: only the console's hand-over does.
+      const sessionOnly = await onBobHost("/", await keys.cookie("alice"));
+      assert.equal(sessionOnly.status, 404);
+      // Two visit cookies that disagree (a script can add one with another path) name nobody.
+      const planted = await onBobHost("/x", `${VISIT_COOKIE}=${await tokenOf("carol")}; ${visitCookie}`);
       assert.equal(planted.status, 403);
+      assert.equal(upstream.seen.length, before, "none of it reached bob's environment");
+      // The teacher's own environment's host never reaches bob's: alice has none there.
+      const own = await get("alice", "/mine", { cookie: visitCookie }, CODE_HOST);
+      assert.notEqual(own.status, 200);
+      assert.equal(upstream.seen.length, before);
+    },
+  );
+
+  await t.test(
+    "Leave is a POST from the visit's host or the platform's pages; it drops the visit cookie",
+    async () => {
+      const leave = (origin: string | undefined, method = "POST") =>
+        send(proxy.port, {
+          method,
+          path: "/_userland/leave",
+          headers: { host: BOB_HOST, ...html, cookie: visitCookie, ...(origin ? { origin } : {}) },
+        });
+      const shown = await leave(undefined, "GET");
+      assert.equal(shown.status, 404);
+      assert.match(shown.body, /<form method="post" action="\/_userland\/leave">/);
+      assert.equal(shown.headers["set-cookie"], undefined, "a GET leaves nothing");
+      const foreign = await leave("https://evil.example");
+      assert.equal(foreign.status, 403);
+      assert.equal(foreign.headers["set-cookie"], undefined);
+      const left = await leave(`http://${BOB_HOST}`);
+      assert.equal(left.status, 200, left.body);
+      assert.match(String(left.headers["set-cookie"]), new RegExp(`^${VISIT_COOKIE}=; .*Max-Age=0`));
+      // Entered again for the subtests below.
+      visitCookie =
+        String((await enter("alice", `http://${CODE_HOST}`)).headers["set-cookie"]).split(";", 1)[0] ?? "";
     },
   );
 
@@ -248,10 +341,10 @@ test("a teacher with the visit right opens a student's environment as the studen
   );
 
   await t.test(
-    "a student's forged visitor header is stripped; a visit cookie naming their own environment changes nothing",
+    "a student's forged visitor header is stripped; a visit cookie on their Template's host changes nothing",
     async () => {
       const r = await get("bob", "/mine", {
-        cookie: `${VISIT_COOKIE}=${ns}/bob-code`,
+        cookie: `${VISIT_COOKIE}=${await tokenOf("alice")}`,
         "X-Userland-Visitor": "alice",
         x_userland_visitor: "alice",
       });
@@ -272,7 +365,10 @@ test("a teacher with the visit right opens a student's environment as the studen
       assert.equal(r.status, 403);
       assert.match(r.body, /userlands\/visit/);
       assert.equal(r.headers["set-cookie"], undefined);
-      const forged = await get("carol", "/secret", { cookie: `${VISIT_COOKIE}=${ns}/bob-code` });
+      // Her own session handed over by hand: the visit host asks RBAC and lets her in to nothing.
+      const carolCookie =
+        String((await enter("carol", `http://${APEX}`)).headers["set-cookie"]).split(";", 1)[0] ?? "";
+      const forged = await onBobHost("/secret", carolCookie);
       assert.equal(forged.status, 403);
       assert.equal(upstream.seen.length, before, "carol's requests never reached bob's environment");
       // On the home host too (no redirect that would tell where it is served), and an environment
@@ -284,9 +380,11 @@ test("a teacher with the visit right opens a student's environment as the studen
       const nobody = await get("carol", `/_userland/visit?namespace=${ns}&userland=nobody-code`);
       assert.equal(nobody.status, 403);
       assert.equal(nobody.body, r.body);
-      const forgedNobody = await get("carol", "/", { cookie: `${VISIT_COOKIE}=${ns}/nobody-code` });
+      const forgedNobody = await send(proxy.port, {
+        path: "/",
+        headers: { host: `nobody-code--code.${APEX}`, ...html, cookie: carolCookie },
+      });
       assert.equal(forgedNobody.status, 403);
-      assert.equal(forgedNobody.body, forged.body);
       const visits = parseVisits((await userland()).metadata.annotations?.[UserlandAnnotations.visits]);
       assert.deepEqual([...new Set(visits.map((v) => v.visitor))], ["alice"], "no visit of carol's recorded");
     },
@@ -389,11 +487,11 @@ test("a teacher with the visit right opens a student's environment as the studen
       // Once the proxy's cache has the Allow, the refresh goes on into the environment.
       await eventually(
         "the waiting page's refresh to go on",
-        async () => (await get("alice", visitPath, refresh)).status === 303,
+        async () => (await get("alice", visitPath, refresh)).status === 200,
       );
-      const enter = await get("alice", visitPath, refresh);
-      assert.equal(enter.status, 303, enter.body);
-      assert.match(String(enter.headers["set-cookie"]), new RegExp(`^${VISIT_COOKIE}=${ns}/bob-code;`));
+      const handOver = await get("alice", visitPath, refresh);
+      assert.equal(handOver.status, 200, handOver.body);
+      assert.match(handOver.body, new RegExp(`action="http://${BOB_HOST}/_userland/visit"`));
       await eventually("the VisitRequested and VisitAllowed Events", async () => {
         const reasons = (await events()).map((e) => e.reason);
         return reasons.includes("VisitRequested") && reasons.includes("VisitAllowed");
@@ -406,7 +504,7 @@ test("a teacher with the visit right opens a student's environment as the studen
   );
 
   await t.test(
-    "per-user origins: Open goes to the environment's own host, which names it; a refusal there looks like a host naming nothing",
+    "per-user origins: the same hand-over to the environment's own host; without it the host looks like one naming nothing",
     async () => {
       const perUser = await startProxy(t, ns, keys, {
         PROXY_USER_MANAGER_URL: um.base,
@@ -422,10 +520,24 @@ test("a teacher with the visit right opens a student's environment as the studen
       const at = async (user: string, host: string, path: string) =>
         send(perUser.port, { path, headers: { host, ...html, cookie: await keys.cookie(user) } });
       const open = await at("alice", APEX, visitPath);
-      assert.equal(open.status, 303, open.body);
-      assert.equal(open.headers.location, "http://bob-code--code.apps.example.test/");
-      assert.equal(open.headers["set-cookie"], undefined, "the host names the environment: no cookie");
-      const page = await at("alice", "bob-code--code.apps.example.test", "/per-user");
+      assert.equal(open.status, 200, open.body);
+      assert.match(open.body, new RegExp(`action="http://${BOB_HOST}/_userland/visit"`));
+      const entered = await send(perUser.port, {
+        method: "POST",
+        path: "/_userland/visit",
+        headers: {
+          host: BOB_HOST,
+          origin: `http://${APEX}`,
+          "content-type": "application/x-www-form-urlencoded",
+        },
+        body: new URLSearchParams({ session: await tokenOf("alice") }).toString(),
+      });
+      assert.equal(entered.status, 303, entered.body);
+      const cookie = String(entered.headers["set-cookie"]).split(";", 1)[0] ?? "";
+      const page = await send(perUser.port, {
+        path: "/per-user",
+        headers: { host: BOB_HOST, ...html, cookie },
+      });
       assert.equal(page.status, 200, page.body);
       const seen = upstream.seen.at(-1);
       assert.equal(seen?.url, "/per-user");
