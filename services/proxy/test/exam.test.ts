@@ -30,6 +30,7 @@ import {
 } from "./support.ts";
 
 const CODE_HOST = "code.example.test";
+const BOB_HOST = "bob-code--code.apps.example.test";
 const html = { accept: "text/html" };
 
 test("during an exam: the student with a session from after the start and the proctors get in; an older session and other teachers with the visit right get 403; a held environment is paused", async (t) => {
@@ -147,12 +148,28 @@ test("during an exam: the student with a session from after the start and the pr
       headers: { host: CODE_HOST, ...html, "sec-fetch-site": "same-site", ...extra, cookie },
     });
   const visitPath = `/_userland/visit?namespace=${ns}&userland=bob-code`;
-  /** A visit as the console's Open begins it: the endpoint's cookie, then the environment. */
+  /** The hand-over to bob's environment's own host (the visit's origin): its visit cookie. */
+  const handOver = async (cookie: string) => {
+    const entered = await send(proxy.port, {
+      method: "POST",
+      path: "/_userland/visit",
+      headers: {
+        host: BOB_HOST,
+        origin: `http://${CODE_HOST}`,
+        "content-type": "application/x-www-form-urlencoded",
+      },
+      body: new URLSearchParams({ session: cookie.slice(`${SESSION_COOKIE}=`.length) }).toString(),
+    });
+    assert.equal(entered.status, 303, entered.body);
+    return String(entered.headers["set-cookie"]).split(";", 1)[0] ?? "";
+  };
+  const onBobHost = (visitCookie: string, path: string) =>
+    send(proxy.port, { path, headers: { host: BOB_HOST, ...html, cookie: visitCookie } });
+  /** A visit as the console's Open begins it: the hand-over page, its post, then the environment. */
   const visit = async (cookie: string) => {
     const begin = await get(cookie, visitPath);
-    if (begin.status !== 303) return begin;
-    const visitCookie = String(begin.headers["set-cookie"]).split(";", 1)[0] ?? "";
-    return get(`${cookie}; ${visitCookie}`, "/work");
+    if (begin.status !== 200) return begin;
+    return onBobHost(await handOver(cookie), "/work");
   };
 
   await t.test("bob, signed in after the start, works in his environment", async () => {
@@ -185,14 +202,14 @@ test("during an exam: the student with a session from after the start and the pr
     const begin = await get(await fresh("dave"), visitPath);
     assert.equal(begin.status, 403);
     assert.match(begin.body, /You may not open this environment/);
-    // Nor with a visit cookie made by hand.
-    const forged = await get(`${await fresh("dave")}; userland_visit=${ns}/bob-code`, "/work");
+    // Nor with his session handed over by hand.
+    const forged = await onBobHost(await handOver(await fresh("dave")), "/work");
     assert.equal(forged.status, 403);
     assert.equal(upstream.seen.length, before);
   });
 
   await t.test("the proctor's own session from before the start is refused too", async () => {
-    const r = await get(`${await old("prof")}; userland_visit=${ns}/bob-code`, "/work");
+    const r = await onBobHost(await handOver(await old("prof")), "/work");
     assert.equal(r.status, 403);
     assert.match(r.body, /Sign in again on this machine/);
   });
