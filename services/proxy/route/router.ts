@@ -145,6 +145,10 @@ export function isOwnPath(pathname: string): boolean {
 
 const page = (outcome: RouteOutcome, p: Page): Route => ({ kind: "page", outcome, page: p });
 
+/** The caches are not filled yet: nothing can be decided. */
+const notSyncedYet = (): Route =>
+  page("starting", simplePage(503, "Starting up", "The platform is starting; try again in a few seconds."));
+
 /**
  * The base domain's own host when it serves no Template: the student's home at its root and the
  * proxy's own endpoints; nothing else is there.
@@ -229,11 +233,7 @@ export class Router {
     if (cluster.userlandsOf && sessionEnded(session, cluster.userlandsOf(session.user)))
       return { kind: "signIn", outcome: "no_session", client, conflicting: true };
     record.user = session.user;
-    if (!cluster.synced())
-      return page(
-        "starting",
-        simplePage(503, "Starting up", "The platform is starting; try again in a few seconds."),
-      );
+    if (!cluster.synced()) return notSyncedYet();
     const { pathname } = parsed;
     const { token } = lookup;
     if (homeHost) return homeHostRoute(kind, session, token, client, pathname);
@@ -327,11 +327,7 @@ export class Router {
     if (!userland || (cluster.userlandsOf && sessionEnded(session, cluster.userlandsOf(session.user))))
       return page("visit_refused", visitEndedPage());
     record.template = userland.spec.templateName;
-    if (!cluster.synced())
-      return page(
-        "starting",
-        simplePage(503, "Starting up", "The platform is starting; try again in a few seconds."),
-      );
+    if (!cluster.synced()) return notSyncedYet();
     if (isOwnPath(pathname))
       return pathname === LEAVE_PATH
         ? { ...ownEndpoint({ session, token, template: undefined, client }, pathname), visiting: userland }
