@@ -82,8 +82,13 @@ export function machineValues(opts: MachineValueOptions = {}) {
     publicScheme: "http",
     nodeSelector: REAL_NODE_LABEL,
     tolerations: onRealNode.tolerations,
-    // The node's own address, where the API server and the provider's relays are.
-    networkPolicy: { extraDeniedCIDRs: [`${NODE_IP}/32`] },
+    // This cluster's ranges (the chart's defaults are another cluster's: issue 41 item 3), and the
+    // node's own address, where the API server and the provider's relays are.
+    networkPolicy: {
+      podCIDRs: [POD_CIDR],
+      serviceCIDRs: [SERVICE_CIDR],
+      extraDeniedCIDRs: [`${NODE_IP}/32`],
+    },
     auth: {
       // The local OpenID provider speaks plain http.
       extraEnv: [{ name: "AUTH_OIDC_ALLOW_HTTP", value: "true" }],

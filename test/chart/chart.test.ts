@@ -227,6 +227,7 @@ test("helm template renders every component, its RBAC, Ingresses and NetworkPoli
     ["Ingress", "userland-auth"],
     ["NetworkPolicy", "userland-user-environments"],
     ["NetworkPolicy", "userland-platform"],
+    ["NetworkPolicy", "userland-platform-public"],
   ];
   for (const [kind, name] of expected) assert.ok(find(objects, kind, name), `${kind} ${name} is rendered`);
   // The auth service's two Roles: list and watch Userlands, for ended sessions (api/sessions.ts),

@@ -23,8 +23,9 @@ import { kubectl, ok, parseManifests, renderChart } from "../chart/support.ts";
 
 const RELEASE = "ul";
 
-/** A pod that answers HTTP on each of `ports` (busybox httpd). */
+/** A pod that answers HTTP on each of `ports` (busybox httpd), named as the chart names them. */
 function listener(name: string, image: string, labels: Record<string, string>, ports: number[]): V1Pod {
+  const portNames: Record<number, string> = { 8080: "http", 9090: "admin" };
   const servers = ports.map((p) => `busybox httpd -p ${p} -h /tmp/www`).join(" && ");
   return {
     metadata: { name, labels },
@@ -40,6 +41,10 @@ function listener(name: string, image: string, labels: Record<string, string>, p
             "-c",
             `mkdir -p /tmp/www && echo ${name} > /tmp/www/index.html && ${servers} && exec sleep infinity`,
           ],
+          ports: ports.map((containerPort) => ({
+            containerPort,
+            name: portNames[containerPort] ?? `p${containerPort}`,
+          })),
           readinessProbe: { tcpSocket: { port: ports[0] ?? 8080 }, periodSeconds: 1 },
         },
       ],
@@ -70,8 +75,8 @@ test("the chart's NetworkPolicies keep a student's environment away from everyth
     listener("student-a", image, environment("a"), [8080]),
     listener("student-b", image, environment("b"), [8080]),
     listener("proxy", image, component("proxy"), [8080, 9090]),
-    listener("auth", image, component("auth"), [8080]),
-    listener("user-manager", image, component("user-manager"), [8080]),
+    listener("auth", image, component("auth"), [8080, 9090]),
+    listener("user-manager", image, component("user-manager"), [8080, 9090]),
     listener("operator", image, component("operator"), [8080]),
   ];
   for (const body of pods) await core.createNamespacedPod({ namespace: ns, body });
@@ -118,20 +123,42 @@ test("the chart's NetworkPolicies keep a student's environment away from everyth
     500,
   ).catch(() => assert.deepEqual(unreachable, [], "reachable before the policies are applied"));
 
-  // The chart's policies, rendered as an admin would with this cluster's ranges.
-  const rendered = parseManifests(
-    await renderChart(RELEASE, ns, {
-      networkPolicy: {
-        enabled: true,
-        podCIDRs: [POD_CIDR],
-        serviceCIDRs: [SERVICE_CIDR],
-        extraDeniedCIDRs: [`${NODE_IP}/32`],
-      },
-    }),
-  ).filter((o) => o.kind === "NetworkPolicy");
-  assert.equal(rendered.length, 2, "the chart renders the environments' and the platform's policies");
-  const list = { apiVersion: "v1", kind: "List", items: rendered };
-  ok(await kubectl(["apply", "--namespace", ns, "-f", "-"], JSON.stringify(list)), "kubectl apply");
+  const apply = async (networkPolicy: Record<string, unknown>) => {
+    const rendered = parseManifests(
+      await renderChart(RELEASE, ns, { networkPolicy: { enabled: true, ...networkPolicy } }),
+    ).filter((o) => o.kind === "NetworkPolicy");
+    assert.equal(rendered.length, 3, "the chart renders the environments' and the platform's policies");
+    const list = { apiVersion: "v1", kind: "List", items: rendered };
+    ok(await kubectl(["apply", "--namespace", ns, "-f", "-"], JSON.stringify(list)), "kubectl apply");
+  };
+
+  // First with the chart's own ranges, which are not this cluster's (issue 41 item 3: an admin who
+  // left them): the platform's admin ports and the operator are kept away by selectors alone.
+  const platformPorts: [string, string, number][] = [
+    ["the proxy's admin port", ip("proxy"), 9090],
+    ["the auth service's admin port", ip("auth"), 9090],
+    ["the user-manager's admin port", ip("user-manager"), 9090],
+    ["the operator's metrics", ip("operator"), 8080],
+    ["another student's environment", ip("student-b"), 8080],
+  ];
+  await apply({});
+  await eventually(
+    "the policies with the chart's ranges to be enforced",
+    async () => !(await connects(studentA, ip("student-b"), 8080)),
+    30_000,
+    500,
+  );
+  const wrongRanges = await Promise.all(
+    platformPorts.map(([, host, port]) => connects(studentA, host, port)),
+  );
+  assert.deepEqual(
+    platformPorts.filter((_, i) => wrongRanges[i]).map(([what]) => what),
+    [],
+    "with ranges that miss this cluster's, a student's environment reaches none of these",
+  );
+
+  // Then as an admin renders them with this cluster's ranges.
+  await apply({ podCIDRs: [POD_CIDR], serviceCIDRs: [SERVICE_CIDR], extraDeniedCIDRs: [`${NODE_IP}/32`] });
 
   await eventually(
     "the policies to be enforced",
