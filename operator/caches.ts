@@ -9,6 +9,7 @@ import type {
   V1ObjectMeta,
   V1Deployment,
   V1EndpointSlice,
+  V1NetworkPolicy,
   V1PersistentVolumeClaim,
   V1Pod,
   V1Service,
@@ -51,6 +52,8 @@ export interface Caches {
   copyPods: Informer<V1Pod>;
   /** Exams (operator/exams/). */
   exams: Informer<Exam>;
+  /** Exams' NetworkPolicies (labelled with their exam): one deleted or edited is written again at once. */
+  examPolicies: Informer<V1NetworkPolicy>;
 }
 
 /** Index.byExamMark values. */
@@ -228,6 +231,11 @@ export function createCaches(opts: CacheOptions): Caches {
     classArchives: informer<ClassArchive>(resources.ClassArchive, withoutAppliedCopy),
     copyPods: informer<V1Pod>(resources.Pod, copyPodSummary, LABELS.copy),
     exams: informer<Exam>(resources.Exam, withoutAppliedCopy),
+    examPolicies: informer<V1NetworkPolicy>(
+      resources.NetworkPolicy,
+      withoutManagedFields,
+      ExamMarks.examLabel,
+    ),
   };
   caches.assignments.addIndex(Index.assignmentsByTemplate, (a) => [
     namespacedKey(a.metadata.namespace, a.spec.templateName),

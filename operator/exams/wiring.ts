@@ -3,7 +3,8 @@
  * sync reads changes: a Userland in its namespace (a student, a mark), one in any served namespace
  * while it runs (a student's other environments, held wherever they are),
  * a Submission of its assignment (collection), a pod carrying its label (the policy waits for
- * them to go at the end).
+ * them to go at the end), and its NetworkPolicy, edited or deleted by someone: written again at once,
+ * not at the next resync (issue 41 item 8; the proxy serves no one while it is missing).
  */
 import {
   ExamConditions,
@@ -39,7 +40,7 @@ export function registerExamHandlers(
   /** Queues a Userland's sync: its pods carry the exam label only while the exam's network is closed. */
   enqueueUserland: (namespace: string, name: string) => void,
 ): void {
-  const { exams, userlands, submissions, pods } = caches;
+  const { exams, userlands, submissions, pods, examPolicies } = caches;
   const onExam = (e: Exam, old?: Exam) => {
     const namespace = e.metadata.namespace ?? "";
     queue.add(examKey(namespace, e.metadata.name ?? ""));
@@ -93,4 +94,11 @@ export function registerExamHandlers(
   };
   pods.on("update", onPod);
   pods.on("delete", onPod);
+  // Right away: an exam without its policy is closed to everyone until it is back.
+  const onPolicy = (policy: k8s.KubernetesObject) => {
+    const name = policy.metadata?.labels?.[ExamMarks.examLabel];
+    if (name) queue.add(examKey(policy.metadata?.namespace ?? "", name));
+  };
+  examPolicies.on("update", onPolicy);
+  examPolicies.on("delete", onPolicy);
 }

@@ -200,6 +200,12 @@ test("an exam closes its class's environments at the start, stops the students' 
     const p = await rest.get(policyPath(ns, "userland-exam-midterm")).catch(() => undefined);
     return aw.spec.enabled === false && p !== undefined;
   });
+  // With the operator running, a deleted policy is written again at its delete event, not at the
+  // next resync (10 minutes) nor the exam's end (an hour away).
+  await rest.delete(policyPath(ns, "userland-exam-midterm"));
+  await eventually("the deleted policy to be written again", async () =>
+    rest.get(policyPath(ns, "userland-exam-midterm")).catch(() => undefined),
+  );
   const running = await exam();
   assert.equal(running.status?.phase, "Running", "converged inside the window");
   assert.deepEqual(running.status?.changed, { enabled: ["alice-lab"], stopped: [`${ns}/alice-web`] });
