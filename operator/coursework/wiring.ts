@@ -2,6 +2,7 @@
  * Informer events → queue keys for coursework: what an Assignment's and a Submission's sync read
  * changed, so their key is queued (the sync handlers read everything else from the caches).
  */
+import { collectionFolderOf } from "../../api/assignmentIdentity.ts";
 import { LABELS, submissionNameFor } from "../../api/naming.ts";
 import type { Archive, Assignment, ClassArchive, Submission, Userland } from "../../api/v1alpha1/index.ts";
 import { namespacedKey } from "../../lib/informer.ts";
@@ -14,6 +15,10 @@ export const assignmentKey = (namespace: string, name: string) => `A/${namespace
 export const submissionKey = (namespace: string, name: string) => `S/${namespace}/${name}`;
 /** "R/<namespace>/<name>" for an Archive (a download served once). */
 export const archiveKey = (namespace: string, name: string) => `R/${namespace}/${name}`;
+/** The assignment whose hand-ins an Archive serves or whose feedback it receives, if any. */
+const archiveAssignment = (r: Archive): string | undefined =>
+  r.spec.source?.handins?.assignment ?? r.spec.target?.feedback?.assignment;
+
 /** "C/<namespace>/<name>" for a ClassArchive (the end of a term). */
 export const classArchiveKey = (namespace: string, name: string) => `C/${namespace}/${name}`;
 
@@ -49,8 +54,14 @@ export function registerCourseworkHandlers(
     assignments.byIndex(Index.assignmentsByTemplate, namespacedKey(namespace, template));
 
   const onAssignment = (a: Assignment, old?: Assignment) => {
-    queue.add(assignmentKey(a.metadata.namespace ?? "", a.metadata.name ?? ""));
+    const namespace = a.metadata.namespace ?? "";
+    queue.add(assignmentKey(namespace, a.metadata.name ?? ""));
     if (!old || assignmentFingerprint(old) !== assignmentFingerprint(a)) enqueueSubmissionsOf(a);
+    // An archive of its hand-ins or feedback waits for its folder in the collection, chosen at its
+    // first sync (CI saw one made right after the Assignment wait until the next resync).
+    if (collectionFolderOf(a) !== undefined && (!old || collectionFolderOf(old) === undefined))
+      for (const r of archives.list(namespace))
+        if (archiveAssignment(r) === a.metadata.name) queue.add(archiveKey(namespace, r.metadata.name ?? ""));
   };
   assignments.on("add", (a) => onAssignment(a));
   assignments.on("update", (a, old) => onAssignment(a, old));
