@@ -13,6 +13,14 @@
  */
 import { UserlandAnnotations, type Userland } from "./v1alpha1/userland.ts";
 
+/**
+ * How far in the future a sessions-valid-after mark may be (clocks differ a little). One later than
+ * that is no mark at all: `2099-…` would end every session, fresh sign-ins too, until then (issue 41
+ * item 4); the platform writes the time of the request, and people cannot write it by hand (the
+ * start-stop-only admission policy).
+ */
+export const MAX_MARK_SKEW_MS = 5 * 60_000;
+
 /** Most single ended sessions kept on one Userland; beyond, the oldest are ended by sessions-valid-after. */
 export const MAX_ENDED_SESSIONS = 200;
 
@@ -62,12 +70,16 @@ function parseEnded(list: string | undefined): Map<string, number> {
 }
 
 /** Whether the session was ended on any of its user's Userlands. */
-export function sessionEnded(session: SessionRef, userlands: readonly Userland[]): boolean {
+export function sessionEnded(
+  session: SessionRef,
+  userlands: readonly Userland[],
+  now: number = Date.now(),
+): boolean {
   for (const userland of userlands) {
     const marks = marksOf(userland);
     if (!marks) continue;
     // iat is in whole seconds, and so is the mark (rounded up when written here).
-    if (session.iat * 1000 < marks.validAfterMs) return true;
+    if (session.iat * 1000 < marks.validAfterMs && marks.validAfterMs <= now + MAX_MARK_SKEW_MS) return true;
     if (marks.ended.has(session.sid)) return true;
   }
   return false;

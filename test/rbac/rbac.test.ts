@@ -386,22 +386,28 @@ const rows: Row[] = [
   },
   {
     who: "class-teacher",
-    does: "can end a student's sessions (kubectl annotate userland.dev/sessions-valid-after)",
-    expect: "allowed",
+    does: "cannot write a student's session mark by hand: not one in 2099 (a lock-out), nor back-dated",
+    expect: { policy: /end a student's sessions with POST \/api\/v1\/userlands/, name: START_STOP },
     request: (c) =>
       c.as["class-teacher"].patch(userlandsPath(c.ns, "alice"), {
-        metadata: { annotations: { "userland.dev/sessions-valid-after": "2026-01-31T12:00:00Z" } },
+        metadata: { annotations: { "userland.dev/sessions-valid-after": "2099-01-01T00:00:00Z" } },
       }),
   },
   {
     who: "class-teacher",
-    does: "cannot write a session mark that is not a time",
-    expect: { policy: /sessions-valid-after must be an RFC 3339 time/, status: 422, name: START_STOP },
-    request: (c) =>
-      c.as["class-teacher"].patch(userlandsPath(c.ns, "alice"), {
-        metadata: { annotations: { "userland.dev/sessions-valid-after": "forever" } },
-      }),
+    does: "cannot remove a student's session mark (undo a revocation)",
+    expect: { policy: /end a student's sessions with POST \/api\/v1\/userlands/, name: START_STOP },
+    request: async (c) => {
+      // Written as the user-manager writes it for Sign out everywhere.
+      await c.as["user-manager"].patch(userlandsPath(c.ns, "alice"), {
+        metadata: { annotations: { "userland.dev/sessions-valid-after": "2026-01-31T12:00:00Z" } },
+      });
+      return c.as["class-teacher"].patch(userlandsPath(c.ns, "alice"), {
+        metadata: { annotations: { "userland.dev/sessions-valid-after": null } },
+      });
+    },
   },
+
   {
     who: "class-teacher",
     does: "cannot add a finalizer",
