@@ -12,6 +12,7 @@ import {
   type Template,
   TEMPLATES,
   type Userland,
+  userlandsPath,
   USERLANDS,
   VERSION,
 } from "../../api/v1alpha1/index.ts";
@@ -19,7 +20,8 @@ import { USER_INDEX } from "../../lib/endedSessions.ts";
 import { Informer } from "../../lib/informer.ts";
 import { oldest, ServedNamespaces } from "../../lib/namespaces.ts";
 import type { KubeConnection } from "../../lib/kubeConnection.ts";
-import { KubeRest } from "../../lib/kubeRest.ts";
+import { isNotFound, KubeRest } from "../../lib/kubeRest.ts";
+import { LRUCache } from "lru-cache";
 import type { Logger } from "../../lib/logger.ts";
 import { sessionVerifierFor } from "../../lib/session.ts";
 import { ActivityRecorder } from "./forward/activity.ts";
@@ -106,6 +108,24 @@ export async function buildProxyApp(config: ProxyConfig, options: ProxyAppOption
   const inServedNamespace = (u: Userland): boolean =>
     served.single !== undefined ||
     u.metadata.namespace === servedTemplate(u.spec.templateName)?.metadata.namespace;
+  // A Userland the cache lacks, asked of the API server at most once per name every 2 s (a page
+  // that checks again by itself, many tabs of one student): bounded by the students who have none.
+  const asked = new LRUCache<string, Promise<Userland | undefined>>({ max: 10_000, ttl: 2_000 });
+  const fetchUncached = (ns: string, name: string): Promise<Userland | undefined> => {
+    const cached = userlands.get(name, ns);
+    if (cached) return Promise.resolve(cached);
+    const key = `${ns}/${name}`;
+    let answer = asked.get(key);
+    if (!answer) {
+      answer = rest.get<Userland>(userlandsPath(ns, name)).catch((error: unknown) => {
+        if (!isNotFound(error))
+          log.warn({ err: (error as Error).message, userland: key }, "could not ask for a Userland");
+        return undefined;
+      });
+      asked.set(key, answer);
+    }
+    return answer;
+  };
   const index = new UserlandIndex();
   const indexChanged = () => metrics.userlands.set(index.size);
   userlands.on("add", (u) => (index.upsert(u), indexChanged()));
@@ -139,6 +159,7 @@ export async function buildProxyApp(config: ProxyConfig, options: ProxyAppOption
             .filter(
               (t) => servedTemplate(t.metadata.name ?? "")?.metadata.namespace === t.metadata.namespace,
             ),
+    fetchUserland: (ns, name) => fetchUncached(ns, name),
   };
   const activity = new ActivityRecorder({
     rest,

@@ -6,6 +6,7 @@
  * is reached.
  */
 import { sessionEnded } from "../../../api/sessions.ts";
+import { userlandNameFor } from "../../../api/naming.ts";
 import type { IncomingMessage } from "node:http";
 import { UserlandAnnotations, type StartProgress, type Userland } from "../../../api/v1alpha1/index.ts";
 import type { Session } from "../../../lib/session.ts";
@@ -271,6 +272,20 @@ export class Router {
       serviceWorkers,
       hostUserland,
     );
+    // Not in this replica's cache: asked of the API server once before "no environment" (issue 43
+    // item 1). A Userland created a moment ago is starting, and its student is told so.
+    if (route.kind === "page" && route.outcome === "no_environment" && kind === "http" && !hostUserland) {
+      const created = await this.justCreated(session.user, template);
+      if (created)
+        return page(
+          "starting",
+          startingPage(
+            environmentInfo(cluster, template, session.user),
+            "Pending",
+            "Your environment was just created",
+          ),
+        );
+    }
     // The Template's own host serves no environment content when each has its own origin.
     if (route.kind === "forward" && config.origins === "perUser" && !perUserHost) {
       const userland = cluster.getUserland?.(route.userland.name);
@@ -391,6 +406,14 @@ export class Router {
       userland,
     );
     return route.kind === "forward" ? { ...route, outcome: "visit", visitOf: owner } : route;
+  }
+
+  /** The user's Userland of `template` when the API server has it though this replica's cache does not. */
+  private async justCreated(user: string, template: string): Promise<Userland | undefined> {
+    const { cluster } = this.deps;
+    const namespace = cluster.getTemplate(template)?.metadata.namespace ?? cluster.namespace;
+    const found = await cluster.fetchUserland?.(namespace, userlandNameFor(user, template));
+    return found && found.spec.user === user && found.spec.templateName === template ? found : undefined;
   }
 
   /** The auth service's sign-out page, coming back to `path` on this host (a new sign-in). */

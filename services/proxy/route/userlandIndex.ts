@@ -84,4 +84,10 @@ export interface ClusterView {
    * exam's environment is served only while it is. Absent: never (an exam fails closed).
    */
   examIsolated?(namespace: string, exam: string): boolean;
+  /**
+   * The API server's answer for a Userland this replica's cache does not hold (yet): one created a
+   * moment ago (at sign-in, by a roster import) reaches the cache after its student may (issue 43
+   * item 1). Absent: the cache's answer is final.
+   */
+  fetchUserland?(namespace: string, name: string): Promise<Userland | undefined>;
 }

@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
 import { test, type TestContext } from "node:test";
+import { userlandNameFor } from "../../../api/naming.ts";
 import type { Template, Userland } from "../../../api/v1alpha1/index.ts";
 import { html, pageDocument } from "../../../lib/html.ts";
 import { createLogger } from "../../../lib/logger.ts";
@@ -60,6 +61,8 @@ function router(
     baseDomain?: string;
     /** The Templates that exist (getTemplate), by name. */
     templates?: string[];
+    /** What the API server holds beyond the cache (fetchUserland). */
+    apiServer?: Userland[];
   } = {},
 ) {
   const index = new UserlandIndex();
@@ -94,6 +97,16 @@ function router(
             }
           : undefined,
       synced: () => options.synced ?? true,
+      ...(options.apiServer
+        ? {
+            fetchUserland: (namespace: string, name: string) =>
+              Promise.resolve(
+                options.apiServer?.find(
+                  (u) => u.metadata.namespace === namespace && u.metadata.name === name,
+                ),
+              ),
+          }
+        : {}),
     },
     sessions: {
       fromRequest: (req): Promise<SessionLookup> => {
@@ -117,6 +130,22 @@ function pageOf(route: Route): { outcome: string; status: number } {
   assert.equal(route.kind, "page");
   return { outcome: route.outcome, status: route.page.status };
 }
+
+test("a Userland just created and not yet in this replica's cache gets the starting page, never 'no environment' (issue 43 item 1)", async () => {
+  const erin = userland("erin", undefined);
+  erin.metadata.name = userlandNameFor("erin", "code");
+  // The cache lags behind the API server: the Userland exists there only.
+  const lagging = router({ apiServer: [erin] });
+  assert.deepEqual(pageOf(await lagging.route(fakeRequest("/", { user: "erin" }), "http", record())), {
+    outcome: "starting",
+    status: 503,
+  });
+  // Someone else's name is not theirs; nobody with none gets a starting page.
+  assert.deepEqual(pageOf(await lagging.route(fakeRequest("/", { user: "frank" }), "http", record())), {
+    outcome: "no_environment",
+    status: 404,
+  });
+});
 
 test("the router decides once for HTTP and WebSocket: refusals, sign-in, own endpoints, pages, forward", async () => {
   const alice = userland("alice", ready);
