@@ -23,6 +23,7 @@ import {
   openWebSocket,
   proxyKubeConfig,
   roundTrip,
+  handOverVisit,
   send,
   startProxy,
   startUpstream,
@@ -150,16 +151,8 @@ test("during an exam: the student with a session from after the start and the pr
   const visitPath = `/_userland/visit?namespace=${ns}&userland=bob-code`;
   /** The hand-over to bob's environment's own host (the visit's origin): its visit cookie. */
   const handOver = async (cookie: string) => {
-    const entered = await send(proxy.port, {
-      method: "POST",
-      path: "/_userland/visit",
-      headers: {
-        host: BOB_HOST,
-        origin: `http://${CODE_HOST}`,
-        "content-type": "application/x-www-form-urlencoded",
-      },
-      body: new URLSearchParams({ session: cookie.slice(`${SESSION_COOKIE}=`.length) }).toString(),
-    });
+    const token = cookie.slice(`${SESSION_COOKIE}=`.length);
+    const entered = await handOverVisit(proxy.port, BOB_HOST, `http://${CODE_HOST}`, token);
     assert.equal(entered.status, 303, entered.body);
     return String(entered.headers["set-cookie"]).split(";", 1)[0] ?? "";
   };

@@ -121,6 +121,24 @@ export interface Response {
  * One request over a fresh connection. `headers` may be a raw list [name, value, name, value...]
  * to send duplicates and exact spellings; `path` is sent verbatim (absolute-form, "/../").
  */
+/**
+ * The form post the console's Open page makes to a visit's host (endpoints/visitEndpoints.ts):
+ * `token` is the visitor's session, `origin` the page's (undefined: none sent).
+ */
+export function handOverVisit(port: number, host: string, origin: string | undefined, token: string) {
+  return send(port, {
+    method: "POST",
+    path: "/_userland/visit",
+    headers: {
+      host,
+      accept: "text/html",
+      "content-type": "application/x-www-form-urlencoded",
+      ...(origin ? { origin } : {}),
+    },
+    body: new URLSearchParams({ session: token }).toString(),
+  });
+}
+
 export function send(
   port: number,
   options: { method?: string; path?: string; headers?: OutgoingHttpHeaders | string[]; body?: string } = {},

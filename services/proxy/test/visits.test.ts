@@ -35,6 +35,7 @@ import {
   openWebSocket,
   proxyKubeConfig,
   roundTrip,
+  handOverVisit,
   send,
   startProxy,
   startUpstream,
@@ -156,17 +157,7 @@ test("a teacher with the visit right opens a student's environment as the studen
   const tokenOf = async (user: string) => (await keys.cookie(user)).split("=").slice(1).join("=");
   /** The hand-over the console's Open page posts to the environment's own host. */
   const enter = async (user: string, origin: string | undefined, host = BOB_HOST) =>
-    send(proxy.port, {
-      method: "POST",
-      path: "/_userland/visit",
-      headers: {
-        host,
-        ...html,
-        "content-type": "application/x-www-form-urlencoded",
-        ...(origin ? { origin } : {}),
-      },
-      body: new URLSearchParams({ session: await tokenOf(user) }).toString(),
-    });
+    handOverVisit(proxy.port, host, origin, await tokenOf(user));
   /** A request on bob's host with only the visit cookie, as a browser whose session is on another host sends it. */
   const onBobHost = (path: string, cookie: string, extra: Record<string, string> = {}) =>
     send(proxy.port, { path, headers: { host: BOB_HOST, ...html, ...extra, cookie } });
@@ -522,16 +513,7 @@ test("a teacher with the visit right opens a student's environment as the studen
       const open = await at("alice", APEX, visitPath);
       assert.equal(open.status, 200, open.body);
       assert.match(open.body, new RegExp(`action="http://${BOB_HOST}/_userland/visit"`));
-      const entered = await send(perUser.port, {
-        method: "POST",
-        path: "/_userland/visit",
-        headers: {
-          host: BOB_HOST,
-          origin: `http://${APEX}`,
-          "content-type": "application/x-www-form-urlencoded",
-        },
-        body: new URLSearchParams({ session: await tokenOf("alice") }).toString(),
-      });
+      const entered = await handOverVisit(perUser.port, BOB_HOST, `http://${APEX}`, await tokenOf("alice"));
       assert.equal(entered.status, 303, entered.body);
       const cookie = String(entered.headers["set-cookie"]).split(";", 1)[0] ?? "";
       const page = await send(perUser.port, {
