@@ -284,9 +284,11 @@ test("deploy/README.md's install section runs the platform's own image: every co
     }
   }
   const policies = kc.makeApiClient(k8s.NetworkingV1Api);
-  assert.equal(
-    (await policies.listNamespacedNetworkPolicy({ namespace: NAMESPACE })).items.length,
-    2,
+  assert.deepEqual(
+    (await policies.listNamespacedNetworkPolicy({ namespace: NAMESPACE })).items
+      .map((p) => p.metadata?.name)
+      .sort(),
+    ["userland-platform", "userland-platform-public", "userland-user-environments"],
     "the NetworkPolicies are on",
   );
 });
