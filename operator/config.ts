@@ -4,6 +4,7 @@
  */
 import { formatDuration } from "../api/duration.ts";
 import { loadConfig, parse, type ConfigOf, type Settings } from "../lib/config.ts";
+import { cidrList } from "../lib/cidrs.ts";
 import { watchNamespacesSetting } from "../lib/namespaces.ts";
 import { SESSION_USER_PREFIX_DEFAULT, subjectPrefix } from "../lib/sessionSubjects.ts";
 import type { ArchiveClients } from "./coursework/copyPods.ts";
@@ -139,6 +140,14 @@ export const operatorSettings = {
       "The proxy's pods, the only ones an exam lets into its students' environments, as <namespace>:<label>=<value>[,<label>=<value>…] (the chart sets it); unset, exams do not start (NetworkClosed=False, ProxyPodsUnset)",
     parse: parseArchiveClients,
     default: undefined,
+  },
+  policyPodCidrs: {
+    env: "OPERATOR_POLICY_POD_CIDRS",
+    description:
+      "The pod ranges the chart's NetworkPolicies were rendered with (networkPolicy.podCIDRs; the chart sets it): the first environment's pod outside them is logged as an error and a Warning Event (PodOutsideNetworkPolicyRanges); unset, unchecked",
+    parse: cidrList,
+    default: [] as string[],
+    show: (cidrs: string[]) => cidrs.join(",") || "unset",
   },
   copyRetry: {
     env: "OPERATOR_COPY_RETRY",

@@ -4,6 +4,7 @@
  * queue; workers take keys and run the sync handler for that key. Each step is separate:
  *   informer events → enqueue (here) → worker loop (here) → syncUserland / syncTemplate.
  */
+import type { V1Pod } from "@kubernetes/client-node";
 import { ANNOTATIONS, LABELS } from "../api/naming.ts";
 import { TemplateConditions, type Template, type Userland } from "../api/v1alpha1/index.ts";
 import { namespacedKey, type Informer } from "../lib/informer.ts";
@@ -45,6 +46,7 @@ import { syncClassArchive } from "./coursework/syncClassArchive.ts";
 import { syncExam } from "./exams/syncExam.ts";
 import type { ProxyPods } from "./exams/policy.ts";
 import { examKey, registerExamHandlers } from "./exams/wiring.ts";
+import { PolicyRangeCheck } from "./policyRanges.ts";
 
 export interface ControllerOptions {
   rest: KubeRest;
@@ -68,6 +70,8 @@ export interface ControllerOptions {
   proxyPods?: ProxyPods;
   /** Images autograders may name and their pods' limits (default: none beyond Templates' images, DEFAULT_GRADING_RESOURCES). */
   grading?: Partial<GradingConfig>;
+  /** The pod ranges the chart's NetworkPolicies were rendered with (OPERATOR_POLICY_POD_CIDRS); none: unchecked. */
+  policyPodCidrs?: readonly string[];
 }
 
 /** Keys: "U/<namespace>/<name>" for a Userland, "T/<namespace>/<name>" for a Template. */
@@ -241,10 +245,15 @@ export class Controller {
     endpointSlices.on("update", onSlice);
     endpointSlices.on("delete", onSlice);
     // A pod names its Deployment by the instance label: the cached Deployment names the owner.
-    const onPod = (pod: k8s.KubernetesObject) => {
+    const ranges = new PolicyRangeCheck(this.opts.policyPodCidrs ?? [], this.context.events, this.log);
+    const onPod = (pod: V1Pod) => {
       const instance = pod.metadata?.labels?.[LABELS.instance];
       const owner = instance && deployments.get(instance, pod.metadata?.namespace);
-      if (owner) onChild(owner);
+      if (!owner) return;
+      onChild(owner);
+      const userland = owningUserland(owner);
+      if (userland)
+        ranges.observe(pod.status?.podIP, this.caches.userlands.get(userland, pod.metadata?.namespace));
     };
     pods.on("add", onPod);
     pods.on("update", onPod);

@@ -44,6 +44,7 @@ async function start(config: OperatorConfig, log: Logger) {
       handInSnapshotClass: config.handInSnapshotClass,
       archiveClients: config.archiveClients,
       proxyPods: config.proxyPods,
+      policyPodCidrs: config.policyPodCidrs,
       grading: { images: config.autograderImages, resources: config.autograderResources },
     });
   let controller: Controller | undefined;

@@ -12,6 +12,7 @@ import { listEvents } from "../../test/support/events.ts";
 import { paths } from "../../api/kubePaths.ts";
 import { eventually, testNamespace } from "../../test/support/cluster.ts";
 import { startOperator } from "../../test/support/operator.ts";
+import { POD_OUTSIDE_RANGES } from "../policyRanges.ts";
 import {
   adminRest,
   createTemplate,
@@ -143,7 +144,8 @@ test("a start's problems from the pod's and the claim's status, one after the ot
   await rest.create("/api/v1/nodes", { apiVersion: "v1", kind: "Node", metadata: { name: node } });
   t.after(() => rest.delete(`/api/v1/nodes/${node}`));
   const storageClass = `missing-${ns}`;
-  await startOperator(t, ns);
+  // The chart's default pod range, which is not this cluster's (issue 41 item 3).
+  await startOperator(t, ns, { env: { OPERATOR_POLICY_POD_CIDRS: "10.244.0.0/16" } });
   const spec = simpleTemplateSpec("registry.example/ide:7", {
     volumes: [
       {
@@ -236,6 +238,12 @@ test("a start's problems from the pod's and the claim's status, one after the ot
     containerStatuses: [running],
   });
   const probe = await waitForReason(ns, "ada", "ReadinessProbeFailing");
+  // Its address is outside the pod range the NetworkPolicies were rendered with: the admin is told.
+  const outside = await eventually("the Warning about the pod ranges", async () =>
+    (await listEvents(ns, "ada")).find((e) => e.reason === POD_OUTSIDE_RANGES),
+  );
+  assert.equal(outside.type, "Warning");
+  assert.match(outside.message ?? "", /198\.18\.200\.7, outside the pod ranges .*10\.244\.0\.0\/16/);
   assert.match(probe.status?.message ?? "", /does not pass its readiness check \(container "ide"\)/);
 
   await podStatus({

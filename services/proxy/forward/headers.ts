@@ -17,9 +17,9 @@
  * - `X-User` is set from the verified session, last.
  */
 import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
-import { BlockList, isIP } from "node:net";
 import type { TLSSocket } from "node:tls";
 import { isPlatformCookieName } from "../../../lib/session.ts";
+import { addressSet, plainAddress } from "../../../lib/cidrs.ts";
 
 /**
  * Identity headers of common auth proxies and platforms (oauth2-proxy, Apache, Grafana/WebAuth,
@@ -174,55 +174,9 @@ export interface TrustedProxies {
   trusts(address: string | undefined): boolean;
 }
 
-function splitCidr(cidr: string): { address: string; prefix: number; type: "ipv4" | "ipv6" } {
-  const [address = "", bits, ...rest] = cidr.split("/");
-  const version = isIP(address);
-  if (version === 0 || rest.length > 0)
-    throw new Error(`"${cidr}" is not a CIDR such as 10.0.0.0/8 or fd00::/8`);
-  const max = version === 4 ? 32 : 128;
-  const prefix = bits === undefined ? max : Number(bits);
-  if (
-    !Number.isInteger(prefix) ||
-    prefix < 0 ||
-    prefix > max ||
-    (bits !== undefined && !/^\d+$/.test(bits))
-  ) {
-    throw new Error(`"${cidr}": the prefix length must be 0 to ${max}`);
-  }
-  return { address, prefix, type: version === 4 ? "ipv4" : "ipv6" };
-}
-
-/** Validates a comma-separated CIDR list (a bare address means just that address). */
-export function cidrList(raw: string): string[] {
-  const list = raw
-    .split(",")
-    .map((s) => s.trim())
-    .filter(Boolean);
-  list.forEach(splitCidr);
-  return list;
-}
-
-/** "::ffff:10.1.2.3" (how a dual-stack socket reports an IPv4 peer) → "10.1.2.3". */
-function plainAddress(address: string): string {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  return mapped?.[1] ?? address;
-}
-
 export function trustedProxies(cidrs: readonly string[]): TrustedProxies {
-  const list = new BlockList();
-  for (const cidr of cidrs) {
-    const { address, prefix, type } = splitCidr(cidr);
-    list.addSubnet(address, prefix, type);
-  }
-  return {
-    cidrs,
-    trusts(address) {
-      if (!address || cidrs.length === 0) return false;
-      const plain = plainAddress(address);
-      const version = isIP(plain);
-      return version !== 0 && list.check(plain, version === 4 ? "ipv4" : "ipv6");
-    },
-  };
+  const set = addressSet(cidrs);
+  return { cidrs, trusts: (address) => set.has(address) };
 }
 
 /** What the proxy believes about the client: from the socket, or from a trusted proxy's headers. */
