@@ -1,7 +1,8 @@
 /** The operator as a process: steady state, leader election, shutdown and idle culling. */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { V1Pod } from "@kubernetes/client-node";
+import type { V1Deployment, V1Pod } from "@kubernetes/client-node";
+import { childNames, LABELS } from "../../api/naming.ts";
 import { UserlandAnnotations } from "../../api/v1alpha1/index.ts";
 import { eventually, testNamespace } from "../../test/support/cluster.ts";
 import { listEvents } from "../../test/support/events.ts";
@@ -12,6 +13,7 @@ import {
   auditLogCaughtUp,
   createTemplate,
   createUserland,
+  deploymentsPath,
   getUserland,
   patchUserland,
   simpleTemplateSpec,
@@ -71,6 +73,21 @@ test("a resync over unchanged objects sends zero write requests to the API serve
       .map((p) => p.status?.conditions?.find((c) => c.type === "PodScheduled")?.message ?? "")
       .sort();
   };
+  // was-on's stop is over only once its Deployment has seen it and its pod is gone: until then its
+  // status, its Events and the Template's count still follow it (CI saw them written inside the
+  // window below on a loaded machine).
+  const wasOn = childNames("code", "was-on").deployment;
+  await eventually("was-on's Deployment scaled down and its pod gone", async () => {
+    const d = await rest.get<V1Deployment>(deploymentsPath(ns, wasOn));
+    const pods = await rest.list<V1Pod>(`/api/v1/namespaces/${ns}/pods`, {
+      query: { labelSelector: `${LABELS.instance}=${wasOn}` },
+    });
+    return (
+      d.status?.observedGeneration === d.metadata?.generation &&
+      !d.status?.replicas &&
+      pods.items.length === 0
+    );
+  });
   for (const u of ["a", "b", "c"])
     await eventually(`${u} stalled: no node can take its pod`, async () => {
       const stalled = (await getUserland(ns, u)).status?.conditions?.find((c) => c.type === "Stalled");

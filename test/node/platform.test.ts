@@ -491,10 +491,21 @@ test("a student runs SQL in phpMyAdmin on their own MariaDB; another student's d
   async function runSql(page: Page, sql: string): Promise<void> {
     await page.goto(`${url}index.php?route=/database/sql&db=student`, { waitUntil: "domcontentloaded" });
     await expectOnPage(page, ".CodeMirror", "phpMyAdmin's SQL editor", 60_000);
-    // Its scripts bind the editor and the form once everything has loaded.
+    // Its scripts bind the editor and the form once everything has loaded; even after the network
+    // is idle they may still be at it (CI saw the keys typed into nothing, the editor left empty):
+    // typed again, at most three times, until the editor holds something.
     await page.waitForLoadState("networkidle");
-    await page.locator(".CodeMirror >> visible=true").first().click();
-    await page.keyboard.type(sql);
+    const editor = page.locator(".CodeMirror >> visible=true").first();
+    const held = () =>
+      editor.evaluate((el) =>
+        (el as unknown as { CodeMirror: { getValue(): string } }).CodeMirror.getValue(),
+      );
+    for (let attempt = 1; (await held()).trim() === ""; attempt++) {
+      if (attempt > 3)
+        throw new Error("phpMyAdmin's SQL editor stayed empty after typing the query three times");
+      await editor.click();
+      await page.keyboard.type(sql);
+    }
     await page.click("#button_submit_query");
   }
 
