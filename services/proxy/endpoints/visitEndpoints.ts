@@ -21,13 +21,13 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { isIP } from "node:net";
 import { UserlandAnnotations, type Userland } from "../../../api/v1alpha1/index.ts";
 import { parseVisitRequests, consentState, VISIT_CONSENT_ANNOTATION } from "../../../api/visits.ts";
-import { HOME_PATH, ownUserland, type HomeConfig } from "../pages/homeView.ts";
+import { HOME_PATH, openUrl, ownUserland, type HomeConfig } from "../pages/homeView.ts";
 import { userlandLabel } from "../route/origins.ts";
 import { simplePage } from "../pages/environmentPages.ts";
 import type { RequestRecord } from "../requestLog.ts";
 import { sendPage, sendRedirect } from "../pages/send.ts";
 import type { OwnEndpointRoute, Route } from "../route/router.ts";
-import { hostForTemplate, isHomeHost, labelUnder, templateForHost } from "../route/templateHosts.ts";
+import { isHomeHost, labelUnder, templateForHost } from "../route/templateHosts.ts";
 import { userlandKey, type ClusterView } from "../route/userlandIndex.ts";
 import {
   handOverPage,
@@ -48,7 +48,7 @@ import {
 import { localPath } from "../../../lib/localPath.ts";
 import type { RequestSessions } from "../../../lib/requestSessions.ts";
 import type { UserManagerClient } from "../../../lib/userManagerClient.ts";
-import type { ClientInfo } from "../forward/headers.ts";
+import { originAllowed, type ClientInfo } from "../forward/headers.ts";
 import type { ProxyConfig } from "../config.ts";
 
 /** Names the visitor to the environment; the owner stays in X-User. Clients' copies are stripped (x-userland-*). */
@@ -149,18 +149,12 @@ export async function serveVisitEndpoint(
   }
   record.owner = userland.spec.user;
   record.userland = userlandKey(userland);
-  const port = /:\d+$/.exec(client.host)?.[0] ?? "";
-  const own = userland.spec.user === session.user;
-  if (own) {
-    // The owner's own Open: their environment where they always open it.
-    const label = config.origins === "perUser" ? userlandLabel(userland) : undefined;
-    const host =
-      label && config.baseDomain
-        ? `${label}.${config.baseDomain}${port}`
-        : hostForTemplate(userland.spec.templateName, config, client.host, port);
-    if (host === undefined)
+  if (userland.spec.user === session.user) {
+    // The owner's own Open: their environment where their home page opens it.
+    const own = openUrl(userland, config, client);
+    if (own === undefined)
       sendPage(req, res, simplePage(404, "Not served", "No address serves this environment's Template."));
-    else sendRedirect(res, `${client.proto}://${host}/`);
+    else sendRedirect(res, own);
     return;
   }
   const origin = visitOrigin(userland, config, client);
@@ -283,8 +277,9 @@ async function leave(
     sendPage(req, res, visitOnlyPage(owner));
     return;
   }
+  // originAllowed lets a request without Origin pass (no browser page); Leave needs one.
   const origin = req.headers.origin;
-  const sameHost = origin !== undefined && URL.canParse(origin) && new URL(origin).host === route.client.host;
+  const sameHost = origin !== undefined && originAllowed(origin, route.client, []);
   if (!sameHost && !platformOrigin(origin, deps)) {
     record.outcome = "forbidden_origin";
     sendPage(req, res, simplePage(403, "Not allowed", "Leave with the button on this site."));

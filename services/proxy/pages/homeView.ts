@@ -87,7 +87,7 @@ function detailOf(state: HomeState, phase: string, message: string, progress: st
 }
 
 /** Where `userland`'s student opens it: their own host with per-user origins, else the Template's. */
-function openUrl(userland: Userland, config: HomeConfig, client: ClientInfo): string | undefined {
+export function openUrl(userland: Userland, config: HomeConfig, client: ClientInfo): string | undefined {
   const port = /:\d+$/.exec(client.host)?.[0] ?? "";
   const template = userland.spec.templateName;
   const label = config.origins === "perUser" ? userlandLabel(userland) : undefined;
