@@ -251,9 +251,10 @@ export class Controller {
       const owner = instance && deployments.get(instance, pod.metadata?.namespace);
       if (!owner) return;
       onChild(owner);
-      const userland = owningUserland(owner);
-      if (userland)
-        ranges.observe(pod.status?.podIP, this.caches.userlands.get(userland, pod.metadata?.namespace));
+      ranges.observe(pod.status?.podIP, () => {
+        const userland = owningUserland(owner);
+        return userland ? this.caches.userlands.get(userland, pod.metadata?.namespace) : undefined;
+      });
     };
     pods.on("add", onPod);
     pods.on("update", onPod);

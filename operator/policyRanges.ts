@@ -29,9 +29,14 @@ export class PolicyRangeCheck {
     this.log = log;
   }
 
-  /** An environment's pod has `address`: outside the ranges, the admin is told (once). */
-  observe(address: string | undefined, userland: Userland | undefined): void {
-    if (this.told || !address || !userland || this.cidrs.length === 0 || this.ranges.has(address)) return;
+  /**
+   * An environment's pod has `address`: outside the ranges, the admin is told (once). Its Userland is
+   * looked up only then: every pod event of every environment comes here.
+   */
+  observe(address: string | undefined, userlandOf: () => Userland | undefined): void {
+    if (this.told || !address || this.cidrs.length === 0 || this.ranges.has(address)) return;
+    const userland = userlandOf();
+    if (!userland) return;
     this.told = true;
     const message = `The environment's pod has the address ${address}, outside the pod ranges the chart's NetworkPolicies were rendered with (networkPolicy.podCIDRs: ${this.cidrs.join(", ")}): set networkPolicy.podCIDRs and serviceCIDRs to this cluster's ranges, or students' environments can reach other namespaces' pods`;
     this.log.error(
