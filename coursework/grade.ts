@@ -6,7 +6,8 @@
  * message the operator reads.
  */
 import { parseArgs } from "node:util";
-import { DEFAULT_LIMITS, LimitError } from "./files/limits.ts";
+import { LimitError } from "./files/limits.ts";
+import { DEFAULT_LIMITS } from "../api/copyPrograms.ts";
 import { writeTerminationLog } from "./files/report.ts";
 import { collect } from "./grading/collect.ts";
 import { HandInChangedError, NoRunAutograderError, prepare } from "./grading/prepare.ts";

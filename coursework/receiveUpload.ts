@@ -19,9 +19,11 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { PassThrough } from "node:stream";
 import { UnsafePathError } from "./files/beneath.ts";
-import { LimitError, type Limits } from "./files/limits.ts";
+import { LimitError } from "./files/limits.ts";
+import { type Limits } from "../api/copyPrograms.ts";
 import { NameError } from "./files/names.ts";
-import { Upload, UploadError, type UploadLayout, type UploadSummary } from "./files/upload.ts";
+import { Upload, UploadError, type UploadLayout } from "./files/upload.ts";
+import { type UploadSummary } from "../api/copyPrograms.ts";
 import { WaitExpiredError } from "./serveArchive.ts";
 
 export interface ReceiveOptions {

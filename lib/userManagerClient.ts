@@ -8,7 +8,7 @@
 import { readFile } from "node:fs/promises";
 import { Readable } from "node:stream";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
-import type { StudentAssignmentView } from "../services/user-manager/assignmentSchemas.ts";
+import type { StudentAssignmentView } from "../api/studentAssignmentView.ts";
 
 export interface UserManagerClientOptions {
   /** The user-manager's base URL. */

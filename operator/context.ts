@@ -9,7 +9,7 @@ import type { KubeRest } from "../lib/kubeRest.ts";
 import type { Logger } from "../lib/logger.ts";
 import type { Caches } from "./caches.ts";
 import type { ClaimEvents } from "./claimEvents.ts";
-import type { EventRecorder } from "./events.ts";
+import type { EventRecorder } from "../lib/events.ts";
 import type { OperatorMetrics } from "./metrics.ts";
 import type { Spawns } from "./spawns.ts";
 import type { Teachers } from "./teachers.ts";

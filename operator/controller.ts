@@ -22,7 +22,7 @@ import {
 } from "./caches.ts";
 import type { OperatorContext } from "./context.ts";
 import { ClaimEvents } from "./claimEvents.ts";
-import { EventRecorder } from "./events.ts";
+import { EventRecorder } from "../lib/events.ts";
 import type { OperatorMetrics } from "./metrics.ts";
 import { Spawns } from "./spawns.ts";
 import { Teachers } from "./teachers.ts";

@@ -10,7 +10,7 @@ import { TemplateConditions, type Template } from "../api/v1alpha1/index.ts";
 import { controllerReference } from "./ownership.ts";
 import type { ConditionInput } from "./conditions.ts";
 import type { OperatorContext } from "./context.ts";
-import { templateRef } from "./events.ts";
+import { templateRef } from "../lib/events.ts";
 import { isAlreadyExists, isInvalid } from "../lib/kubeRest.ts";
 import { resources } from "./resources.ts";
 

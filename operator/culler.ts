@@ -15,7 +15,7 @@ import {
 import { isConflict, isNotFound } from "../lib/kubeRest.ts";
 import { findCondition } from "./conditions.ts";
 import type { OperatorContext } from "./context.ts";
-import { userlandRef } from "./events.ts";
+import { userlandRef } from "../lib/events.ts";
 import { resources } from "./resources.ts";
 
 export interface IdleUserland {

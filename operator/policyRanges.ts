@@ -11,7 +11,7 @@
 import { addressSet, type AddressSet } from "../lib/cidrs.ts";
 import type { Logger } from "../lib/logger.ts";
 import type { Userland } from "../api/v1alpha1/index.ts";
-import { userlandRef, type EventRecorder } from "./events.ts";
+import { userlandRef, type EventRecorder } from "../lib/events.ts";
 
 export const POD_OUTSIDE_RANGES = "PodOutsideNetworkPolicyRanges";
 

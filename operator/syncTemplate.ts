@@ -18,7 +18,7 @@ import { findCondition, setCondition, type ConditionValue } from "./conditions.t
 import type { OperatorContext } from "./context.ts";
 import { desiredCourseClaims, ensureCourseFolders } from "./courseFolders.ts";
 import { desiredChildren, TemplateError } from "./desired.ts";
-import { templateRef } from "./events.ts";
+import { templateRef } from "../lib/events.ts";
 import { resources } from "./resources.ts";
 import { writeStatus } from "./statusWrite.ts";
 

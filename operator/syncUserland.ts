@@ -20,7 +20,7 @@ import { findCondition } from "./conditions.ts";
 import type { OperatorContext } from "./context.ts";
 import { hasCourseFolders } from "./courseFolders.ts";
 import { desiredChildren, TemplateError, type DesiredChildren, type DesiredInputs } from "./desired.ts";
-import { userlandRef } from "./events.ts";
+import { userlandRef } from "../lib/events.ts";
 import { escPredecessor, isControlledBy } from "./ownership.ts";
 import { resources } from "./resources.ts";
 import { serviceRoutes } from "./serviceRoutes.ts";

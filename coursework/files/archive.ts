@@ -11,7 +11,7 @@
 import type { Readable, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { ZipFile } from "yazl";
-import type { Limits } from "./limits.ts";
+import type { Limits } from "../../api/copyPrograms.ts";
 import { byPath, manifestHash, type FileRecord } from "./manifest.ts";
 import { checkEntryPath } from "./names.ts";
 import { readListed, type ReadResult } from "./read.ts";

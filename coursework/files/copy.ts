@@ -11,7 +11,7 @@
 import { randomBytes } from "node:crypto";
 import { chmod, lstat, mkdir, open, readdir, rename, rm, unlink } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
-import type { Limits } from "./limits.ts";
+import type { Limits } from "../../api/copyPrograms.ts";
 import { byPath, manifestHash, type FileRecord } from "./manifest.ts";
 import { forEachFile } from "./parallel.ts";
 import { readListed } from "./read.ts";

@@ -18,7 +18,7 @@ import { constants, type BigIntStats } from "node:fs";
 import { lstat, open, rename, unlink, type FileHandle } from "node:fs/promises";
 import { finished } from "node:stream/promises";
 import { inside, NO_PERMISSION, READ_FLAGS, splitPath, UnsafePathError } from "./beneath.ts";
-import type { Limits } from "./limits.ts";
+import type { Limits } from "../../api/copyPrograms.ts";
 import { manifestHash, type FileRecord } from "./manifest.ts";
 import { pathProblem } from "./names.ts";
 import { forEachFile } from "./parallel.ts";

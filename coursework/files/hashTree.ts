@@ -3,7 +3,7 @@
  * checks that the hand-in it grades is the one the receipt names.
  */
 import { byPath, manifestHash, type FileRecord } from "./manifest.ts";
-import type { Limits } from "./limits.ts";
+import type { Limits } from "../../api/copyPrograms.ts";
 import { forEachFile } from "./parallel.ts";
 import { readListed } from "./read.ts";
 import { Tree, type Skipped } from "./walk.ts";

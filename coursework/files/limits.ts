@@ -3,24 +3,7 @@
  * folder passes one. The message is shown to the student as it is, so it says in plain words which
  * limit, what was found and what to do.
  */
-
-export interface Limits {
-  /** Entries (files, folders, links and anything else) in the whole folder. */
-  maxFiles: number;
-  /** Bytes of all regular files together. */
-  maxBytes: number;
-  /** Folders inside folders: `a/b/c.txt` is 2 deep. */
-  maxDepth: number;
-  /** Bytes of an entry's path inside the folder (UTF-8). */
-  maxPathLength: number;
-}
-
-export const DEFAULT_LIMITS: Readonly<Limits> = {
-  maxFiles: 10_000,
-  maxBytes: 512 * 1024 * 1024,
-  maxDepth: 32,
-  maxPathLength: 1024,
-};
+import type { Limits } from "../../api/copyPrograms.ts";
 
 export class LimitError extends Error {
   readonly limit: keyof Limits;

@@ -17,7 +17,8 @@ import { Transform, type Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import yauzl from "yauzl";
 import { inside, openFolder, openFolderBeneath, splitPath, UnsafePathError } from "./beneath.ts";
-import { limitErrors, LimitError, type Limits } from "./limits.ts";
+import { limitErrors, LimitError } from "./limits.ts";
+import type { Limits, UploadSummary } from "../../api/copyPrograms.ts";
 import { manifestHash, type FileRecord } from "./manifest.ts";
 import { NameError, pathProblem } from "./names.ts";
 
@@ -48,18 +49,6 @@ export type UploadLayout =
       /** A top-level name the teacher may use (identity or collection folder) → the student's folder. */
       folders: ReadonlyMap<string, string>;
     };
-
-export interface UploadSummary {
-  /** Files written into the target. */
-  files: number;
-  bytes: number;
-  /** manifest.ts's hash of the written files, by their paths inside the target. */
-  sha256: string;
-  /** students layout: each student's folder that got files, as the teacher named it. */
-  students: { name: string; folder: string; files: number }[];
-  /** students layout: top-level names that match no student, with the files not written. */
-  unknown: { name: string; files: number }[];
-}
 
 /** What a Unix mode in a zip's external attributes says about the entry, when it is not a file. */
 function zipKind(entry: yauzl.Entry): string | undefined {

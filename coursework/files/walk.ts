@@ -17,7 +17,8 @@ import {
   UnsafePathError,
 } from "./beneath.ts";
 import { FolderCache } from "./folders.ts";
-import { limitErrors, type Limits } from "./limits.ts";
+import { limitErrors } from "./limits.ts";
+import { type Limits } from "../../api/copyPrograms.ts";
 import { segmentProblem } from "./names.ts";
 
 export interface ListedFile {

@@ -9,7 +9,7 @@ import { chmod, copyFile, lstat, mkdir, readdir, writeFile } from "node:fs/promi
 import { join } from "node:path";
 import { copyTree } from "../files/copy.ts";
 import { hashTree } from "../files/hashTree.ts";
-import type { Limits } from "../files/limits.ts";
+import type { Limits } from "../../api/copyPrograms.ts";
 
 /** The hand-in is not what its receipt says: it must not be graded. */
 export class HandInChangedError extends Error {

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { copyTree } from "../files/copy.ts";
-import { DEFAULT_LIMITS } from "../files/limits.ts";
+import { DEFAULT_LIMITS } from "../../api/copyPrograms.ts";
 import { scratch, sha256sumOfFolder } from "../files/test/scratch.ts";
 import { collect } from "../grading/collect.ts";
 import { HandInChangedError, NoRunAutograderError, prepare } from "../grading/prepare.ts";

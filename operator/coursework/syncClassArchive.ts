@@ -42,7 +42,7 @@ import { Index } from "../caches.ts";
 import { stableJson } from "../compare.ts";
 import { findCondition } from "../conditions.ts";
 import type { OperatorContext } from "../context.ts";
-import { userlandRef } from "../events.ts";
+import { userlandRef } from "../../lib/events.ts";
 import { controllerReference } from "../ownership.ts";
 import { resources } from "../resources.ts";
 import { copyPodName, type CopyMount } from "./copyPods.ts";

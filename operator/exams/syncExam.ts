@@ -38,7 +38,7 @@ import { examMarkKey, holdMarkKey, Index } from "../caches.ts";
 import { stableJson } from "../compare.ts";
 import { findCondition, setCondition, timeMs, type ConditionInput } from "../conditions.ts";
 import type { OperatorContext } from "../context.ts";
-import { userlandRef, type EventTarget } from "../events.ts";
+import { userlandRef, type EventTarget } from "../../lib/events.ts";
 import { resources } from "../resources.ts";
 import { requestOutstandingHandIns } from "../coursework/syncAssignment.ts";
 import { examNetworkPolicy, examPolicyName, type ExamNetworkPolicy, type ProxyPods } from "./policy.ts";

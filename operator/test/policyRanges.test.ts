@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { Userland } from "../../api/v1alpha1/index.ts";
 import { createLogger } from "../../lib/logger.ts";
-import type { EventRecorder } from "../events.ts";
+import type { EventRecorder } from "../../lib/events.ts";
 import { POD_OUTSIDE_RANGES, PolicyRangeCheck } from "../policyRanges.ts";
 
 const ada: Userland = {

@@ -9,7 +9,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { request, type IncomingMessage } from "node:http";
 import type { Readable } from "node:stream";
-import type { UploadSummary } from "../../coursework/files/upload.ts";
+import type { UploadSummary } from "../../api/copyPrograms.ts";
 import { setTimeout as sleep } from "node:timers/promises";
 import { API_VERSION, archivesPath, type Archive, type ArchiveSpec } from "../../api/v1alpha1/index.ts";
 import { isNotFound, type KubeRest } from "../../lib/kubeRest.ts";

@@ -30,16 +30,15 @@ import {
   CreateAssignmentBody,
   HandInTable,
   ReleaseBody,
-  StudentAssignmentList,
-  StudentAssignmentView,
   toAssignmentView,
   toHandInRow,
   toStudentView,
 } from "./assignmentSchemas.ts";
+import { StudentAssignmentList, StudentAssignmentView } from "../../api/studentAssignmentView.ts";
 import type { Assignment, AssignmentSpec, Submission } from "../../api/v1alpha1/index.ts";
 import type { CourseworkStore } from "./courseworkStore.ts";
 import { HttpError, badRequest, conflict, notFound } from "./errors.ts";
-import { closesAt, isClosed } from "./handIn.ts";
+import { closesAt, isClosed } from "../../api/handInState.ts";
 import { handInRefusal, pendingHandIn } from "../../api/handIns.ts";
 import { ErrorBody, TemplateNameSchema, UserSchema } from "./schemas.ts";
 import type { UserlandStore } from "./store.ts";

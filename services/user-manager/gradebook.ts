@@ -12,7 +12,7 @@ import { deadlineFor } from "../../api/deadlines.ts";
 import { versionsOf } from "../../api/handIns.ts";
 import { scoreOf } from "../../api/scores.ts";
 import type { Assignment, Submission } from "../../api/v1alpha1/index.ts";
-import { handInState, type HandInState } from "./handIn.ts";
+import { handInState, type HandInState } from "../../api/handInState.ts";
 
 export interface GradeBookColumn {
   name: string;

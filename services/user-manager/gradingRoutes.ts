@@ -7,7 +7,8 @@
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import type { Assignment } from "../../api/v1alpha1/index.ts";
 import { StringEnum, Type, type Static } from "../../api/v1alpha1/schema.ts";
-import { AssignmentNameSchema, Nullable } from "./assignmentSchemas.ts";
+import { AssignmentNameSchema } from "./assignmentSchemas.ts";
+import { Nullable } from "../../api/studentAssignmentView.ts";
 import { ASSIGNMENT_RESOURCE, SUBMISSION_RESOURCE, timeField } from "./assignments.ts";
 import { authorizeTeacher } from "./auth/teaches.ts";
 import type { CourseworkStore } from "./courseworkStore.ts";

@@ -18,7 +18,8 @@ import {
 } from "../../api/v1alpha1/index.ts";
 import { Type, type Static } from "../../api/v1alpha1/schema.ts";
 import { versionsOf } from "../../api/handIns.ts";
-import { AssignmentNameSchema, ReceiptView, receiptView } from "./assignmentSchemas.ts";
+import { AssignmentNameSchema, receiptView } from "./assignmentSchemas.ts";
+import { ReceiptView } from "../../api/studentAssignmentView.ts";
 import { ASSIGNMENT_RESOURCE } from "./assignments.ts";
 import type { Resource } from "./auth/caller.ts";
 import { authorizeTeacher } from "./auth/teaches.ts";

@@ -32,7 +32,7 @@ import { USERLANDS, UserlandAnnotations, type Userland } from "../../api/v1alpha
 import { isConflict, type KubeRest } from "../../lib/kubeRest.ts";
 import type { Logger } from "../../lib/logger.ts";
 import type { SessionVerifier } from "../../lib/session.ts";
-import { EventRecorder, userlandRef } from "../../operator/events.ts";
+import { EventRecorder, userlandRef } from "../../lib/events.ts";
 import type { AccessReviewer } from "./auth/accessReview.ts";
 import { sessionCaller, type SessionAuth } from "./auth/sessionCaller.ts";
 import type { PersonTeaches } from "./auth/teaches.ts";

@@ -106,3 +106,48 @@ test("docs/imports.svg draws the imports as they are, every arrow pointing down"
   });
   assert.deepEqual(upwards, []);
 });
+
+/**
+ * The floors between the folders (decision 0007): `api/` stands on nothing, `lib/` on `api/`, and a
+ * component (the operator, each service, coursework's programs) on `lib/` and `api/` but never on
+ * another component, so what two of them share cannot hide in one of them. `layerViolations` names
+ * each import that breaks it.
+ */
+export function layerViolations(graph: Map<string, string[]>): string[] {
+  const component = (file: string) => {
+    const [top = "", second = ""] = file.split("/");
+    return top === "services" ? `services/${second}` : top;
+  };
+  const below: Record<string, (target: string) => boolean> = {
+    api: (t) => t.startsWith("api/"),
+    lib: (t) => t.startsWith("api/") || t.startsWith("lib/"),
+  };
+  const componentMay = (file: string, target: string) =>
+    target.startsWith("api/") || target.startsWith("lib/") || component(target) === component(file);
+  const checked = new Set(["api", "lib", "operator", "coursework"]);
+  return [...graph].flatMap(([file, targets]) => {
+    const own = component(file);
+    if (!checked.has(own) && !own.startsWith("services/")) return [];
+    const may = below[own] ?? ((t: string) => componentMay(file, t));
+    return targets.filter((t) => !may(t)).map((t) => `${file} → ${t}`);
+  });
+}
+
+test("the layer check finds an import that points up or sideways", () => {
+  const graph = new Map([
+    ["lib/a.ts", ["api/x.ts", "services/proxy/b.ts"]],
+    ["services/proxy/b.ts", ["lib/a.ts", "operator/c.ts", "services/proxy/d.ts"]],
+    ["operator/c.ts", ["services/user-manager/e.ts", "api/x.ts"]],
+    ["api/x.ts", ["api/y.ts"]],
+  ]);
+  assert.deepEqual(layerViolations(graph), [
+    "lib/a.ts → services/proxy/b.ts",
+    "services/proxy/b.ts → operator/c.ts",
+    "operator/c.ts → services/user-manager/e.ts",
+  ]);
+});
+
+test("every import points down: components → lib → api, no component into another", () => {
+  const graph = importGraph(programFiles(), (f) => readFileSync(join(repoRoot, f), "utf8"));
+  assert.deepEqual(layerViolations(graph), []);
+});

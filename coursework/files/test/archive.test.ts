@@ -8,7 +8,8 @@ import { Readable, Writable } from "node:stream";
 import { test } from "node:test";
 import { archiveTree, ZipWriter } from "../archive.ts";
 import { copyTree } from "../copy.ts";
-import { DEFAULT_LIMITS, LimitError } from "../limits.ts";
+import { LimitError } from "../limits.ts";
+import { DEFAULT_LIMITS } from "../../../api/copyPrograms.ts";
 import { NameError } from "../names.ts";
 import { extract, scratch, sha256sumOfFolder } from "./scratch.ts";
 

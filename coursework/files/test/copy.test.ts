@@ -7,7 +7,8 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { UnsafePathError } from "../beneath.ts";
 import { copyTree, DestinationExistsError } from "../copy.ts";
-import { DEFAULT_LIMITS, LimitError } from "../limits.ts";
+import { LimitError } from "../limits.ts";
+import { DEFAULT_LIMITS } from "../../../api/copyPrograms.ts";
 import { scratch, sha256sumOfFolder } from "./scratch.ts";
 
 async function studentFolder(dir: string): Promise<string> {

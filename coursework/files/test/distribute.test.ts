@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { UnsafePathError } from "../beneath.ts";
 import { distribute, MANIFEST_NAME } from "../distribute.ts";
-import { DEFAULT_LIMITS } from "../limits.ts";
+import { DEFAULT_LIMITS } from "../../../api/copyPrograms.ts";
 import { scratch } from "./scratch.ts";
 
 async function publish(dir: string, files: Record<string, string>): Promise<string> {

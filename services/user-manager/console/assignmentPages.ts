@@ -1,8 +1,9 @@
 /** The console's coursework pages: a Template's assignments with a form for a new one, one assignment's hand-ins. */
 import { formatBytes } from "../../../lib/formatBytes.ts";
 import { html, type Html } from "../../../lib/html.ts";
-import type { AssignmentView, HandInRow, HandInTable, ReceiptView } from "../assignmentSchemas.ts";
-import { HAND_IN_STATES, STATE_LABELS } from "../handIn.ts";
+import type { AssignmentView, HandInRow, HandInTable } from "../assignmentSchemas.ts";
+import type { ReceiptView } from "../../../api/studentAssignmentView.ts";
+import { HAND_IN_STATES, STATE_LABELS } from "../../../api/handInState.ts";
 import { CONSOLE_PATH, classUrl, consolePage, gradeBookUrl, type Viewer } from "./layout.ts";
 
 export function assignmentsUrl(template: string, extra: Record<string, string> = {}): string {

@@ -8,7 +8,7 @@
  */
 import type { Readable } from "node:stream";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { UploadSummary } from "../../../coursework/files/upload.ts";
+import type { UploadSummary } from "../../../api/copyPrograms.ts";
 import type { HandInTable } from "../assignmentSchemas.ts";
 import { HttpError, badRequest } from "../errors.ts";
 import { invalidTemplateReason } from "../schemas.ts";

@@ -1,9 +1,9 @@
 /** The hand-in states, decided from an Assignment and a Submission alone (handIn.ts), and each student's deadline (api/deadlines.ts). */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { Assignment, Submission } from "../../../api/v1alpha1/index.ts";
-import { deadlineFor, latePenaltyPercent } from "../../../api/deadlines.ts";
-import { handInState, isClosed } from "../handIn.ts";
+import type { Assignment, Submission } from "../v1alpha1/index.ts";
+import { deadlineFor, latePenaltyPercent } from "../deadlines.ts";
+import { handInState, isClosed } from "../handInState.ts";
 
 const now = new Date("2026-12-01T12:00:00Z");
 const assignment = (spec: Partial<Assignment["spec"]> = {}): Assignment => ({

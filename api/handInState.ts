@@ -2,9 +2,9 @@
  * What a student's Submission means to people, decided from the objects alone (pure): the state a
  * teacher's hand-in table shows, whether the student may still hand in, and the receipt.
  */
-import { deadlineFor } from "../../api/deadlines.ts";
-import { pendingHandIn } from "../../api/handIns.ts";
-import type { Assignment, Submission } from "../../api/v1alpha1/index.ts";
+import { deadlineFor } from "./deadlines.ts";
+import { pendingHandIn } from "./handIns.ts";
+import type { Assignment, Submission } from "./v1alpha1/index.ts";
 
 export const HAND_IN_STATES = [
   "not-distributed",

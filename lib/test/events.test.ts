@@ -4,8 +4,8 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { KubeRest } from "../../lib/kubeRest.ts";
-import { createLogger } from "../../lib/logger.ts";
+import type { KubeRest } from "../kubeRest.ts";
+import { createLogger } from "../logger.ts";
 import { EventRecorder, type EventTarget } from "../events.ts";
 
 /** A KubeRest stand-in: each create waits until release() ends it, and is remembered. */

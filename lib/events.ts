@@ -1,12 +1,14 @@
 /**
- * Kubernetes Events for what the operator does, so `kubectl describe userland x` tells an admin
- * what happened. Events are written only for actions and state changes, never on a quiet resync.
+ * Kubernetes Events for what the operator and the user-manager do, so `kubectl describe userland x`
+ * tells an admin (and a visit's student) what happened. Events are written only for actions and
+ * state changes, never on a quiet resync. Shared here, not in operator/, so that no service imports
+ * the operator.
  */
 import { randomBytes } from "node:crypto";
 import { API_VERSION, type Template, type Userland } from "../api/v1alpha1/index.ts";
-import type { KubeRest } from "../lib/kubeRest.ts";
-import type { Logger } from "../lib/logger.ts";
-import { resources } from "./resources.ts";
+import { paths } from "../api/kubePaths.ts";
+import type { KubeRest } from "./kubeRest.ts";
+import type { Logger } from "./logger.ts";
 
 export interface EventTarget {
   apiVersion?: string;
@@ -92,9 +94,11 @@ export class EventRecorder {
   private async write(): Promise<void> {
     this.writing++;
     for (let next = this.queued.shift(); next; next = this.queued.shift()) {
-      await this.rest.create(resources.Event.path(next.namespace), next.event).catch((error: unknown) => {
-        this.log.warn({ err: (error as Error).message, reason: next?.reason }, "could not record event");
-      });
+      await this.rest
+        .create(paths.namespaced("", "v1", "events", next.namespace), next.event)
+        .catch((error: unknown) => {
+          this.log.warn({ err: (error as Error).message, reason: next?.reason }, "could not record event");
+        });
     }
     this.writing--;
   }
