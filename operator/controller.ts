@@ -2,7 +2,8 @@
  * The controller, in sample-controller's shape: informers keep caches (and indexes) of Templates,
  * Userlands and the objects the operator owns; their events become keys in one rate-limited work
  * queue; workers take keys and run the sync handler for that key. Each step is separate:
- *   informer events → enqueue (here) → worker loop (here) → syncUserland / syncTemplate.
+ *   informer events → enqueue (here) → worker loop (here) → the sync handler of the key's kind
+ *   (one table, `syncs`; the keys: queueKeys.ts).
  */
 import type { V1Pod } from "@kubernetes/client-node";
 import { ANNOTATIONS, LABELS } from "../api/naming.ts";
@@ -47,6 +48,7 @@ import { syncExam } from "./exams/syncExam.ts";
 import type { ProxyPods } from "./exams/policy.ts";
 import { examKey, registerExamHandlers } from "./exams/wiring.ts";
 import { PolicyRangeCheck } from "./policyRanges.ts";
+import { parseQueueKey, queueKey, type QueueKind } from "./queueKeys.ts";
 
 export interface ControllerOptions {
   rest: KubeRest;
@@ -74,22 +76,19 @@ export interface ControllerOptions {
   policyPodCidrs?: readonly string[];
 }
 
-/** Keys: "U/<namespace>/<name>" for a Userland, "T/<namespace>/<name>" for a Template. */
-const userlandKey = (namespace: string, name: string) => `U/${namespace}/${name}`;
-const templateKey = (namespace: string, name: string) => `T/${namespace}/${name}`;
+const userlandKey = (namespace: string, name: string) => queueKey("Userland", namespace, name);
+const templateKey = (namespace: string, name: string) => queueKey("Template", namespace, name);
 
 const RECOUNT_DELAY_MS = 1000;
 
-/** A key's kind by its first letter (operator/coursework/wiring.ts makes A and S keys). */
-const KINDS: Record<string, string> = {
-  T: "Template",
-  U: "Userland",
-  A: "Assignment",
-  S: "Submission",
-  R: "Archive",
-  C: "ClassArchive",
-  E: "Exam",
-};
+/**
+ * What one sync asks of the queue: `retry`, blocked by an object outside the caches (again soon,
+ * backing off); `againAfterMs`, a time it must look again at (a closing time, a copy's retry).
+ */
+interface SyncOutcome {
+  retry?: boolean;
+  againAfterMs?: number;
+}
 
 /** After this many failed attempts in a row a key waits for the next change or resync. */
 const MAX_RETRIES = 15;
@@ -325,49 +324,31 @@ export class Controller {
     }
   }
 
-  private async syncUserlandKey(key: string, namespace: string, name: string): Promise<void> {
-    const { retry, againAfterMs } = await syncUserland(this.context, namespace, name);
-    if (retry) this.queue.addAfter(key, this.blockedRetry.when(key));
-    else this.blockedRetry.forget(key);
-    if (againAfterMs !== undefined) this.queue.addAfter(key, againAfterMs);
-  }
-
-  private async syncTemplateKey(key: string, namespace: string, name: string): Promise<void> {
-    const { retry } = await syncTemplate(this.context, namespace, name);
-    if (retry) this.queue.addAfter(key, this.blockedRetry.when(key));
-    else this.blockedRetry.forget(key);
-  }
-
-  /** Assignments and Submissions: synced again at a closing time or a failed copy's retry. */
-  private async syncCourseworkKey(
-    key: string,
-    sync: typeof syncAssignment,
-    namespace: string,
-    name: string,
-  ): Promise<void> {
-    const { againAfterMs } = await sync(this.context, namespace, name);
-    if (againAfterMs !== undefined) this.queue.addAfter(key, againAfterMs);
-  }
+  /** Each kind's sync handler: one row per kind of queue key (queueKeys.ts). */
+  private readonly syncs: Record<QueueKind, (namespace: string, name: string) => Promise<SyncOutcome>> = {
+    Template: (namespace, name) => syncTemplate(this.context, namespace, name),
+    Userland: (namespace, name) => syncUserland(this.context, namespace, name),
+    Assignment: (namespace, name) => syncAssignment(this.context, namespace, name),
+    Submission: (namespace, name) => syncSubmission(this.context, namespace, name),
+    Archive: (namespace, name) => syncArchive(this.context, namespace, name),
+    ClassArchive: (namespace, name) => syncClassArchive(this.context, namespace, name),
+    Exam: (namespace, name) => syncExam(this.context, { proxyPods: this.opts.proxyPods }, namespace, name),
+  };
 
   private async process(key: string): Promise<void> {
-    const [kindCode, namespace = "", name = ""] = key.split("/");
-    const kind = KINDS[kindCode ?? ""] ?? "Userland";
+    const parsed = parseQueueKey(key);
+    if (!parsed) {
+      this.log.error({ key }, "a queue key of no kind the operator syncs; dropped");
+      this.queue.forget(key);
+      return;
+    }
+    const { kind, namespace, name } = parsed;
     const end = this.opts.metrics.reconcileDuration.startTimer({ kind });
     try {
-      if (kind === "Template") await this.syncTemplateKey(key, namespace, name);
-      else if (kind === "Assignment") await this.syncCourseworkKey(key, syncAssignment, namespace, name);
-      else if (kind === "Submission") await this.syncCourseworkKey(key, syncSubmission, namespace, name);
-      else if (kind === "Archive") await this.syncCourseworkKey(key, syncArchive, namespace, name);
-      else if (kind === "ClassArchive") await this.syncCourseworkKey(key, syncClassArchive, namespace, name);
-      else if (kind === "Exam") {
-        const { againAfterMs } = await syncExam(
-          this.context,
-          { proxyPods: this.opts.proxyPods },
-          namespace,
-          name,
-        );
-        if (againAfterMs !== undefined) this.queue.addAfter(key, againAfterMs);
-      } else await this.syncUserlandKey(key, namespace, name);
+      const { retry, againAfterMs } = await this.syncs[kind](namespace, name);
+      if (retry) this.queue.addAfter(key, this.blockedRetry.when(key));
+      else this.blockedRetry.forget(key);
+      if (againAfterMs !== undefined) this.queue.addAfter(key, againAfterMs);
       this.queue.forget(key);
       this.opts.metrics.reconciles.inc({ kind, result: "success" });
     } catch (error) {

@@ -9,18 +9,16 @@ import { namespacedKey } from "../../lib/informer.ts";
 import type { k8s } from "../../lib/kube.ts";
 import { Index, owningUserland, type Caches } from "../caches.ts";
 import type { WorkQueue } from "../workqueue.ts";
+import { queueKey } from "../queueKeys.ts";
 
-/** Keys: "A/<namespace>/<name>" for an Assignment, "S/<namespace>/<name>" for a Submission. */
-export const assignmentKey = (namespace: string, name: string) => `A/${namespace}/${name}`;
-export const submissionKey = (namespace: string, name: string) => `S/${namespace}/${name}`;
-/** "R/<namespace>/<name>" for an Archive (a download served once). */
-export const archiveKey = (namespace: string, name: string) => `R/${namespace}/${name}`;
+export const assignmentKey = (namespace: string, name: string) => queueKey("Assignment", namespace, name);
+export const submissionKey = (namespace: string, name: string) => queueKey("Submission", namespace, name);
+export const archiveKey = (namespace: string, name: string) => queueKey("Archive", namespace, name);
 /** The assignment whose hand-ins an Archive serves or whose feedback it receives, if any. */
 const archiveAssignment = (r: Archive): string | undefined =>
   r.spec.source?.handins?.assignment ?? r.spec.target?.feedback?.assignment;
 
-/** "C/<namespace>/<name>" for a ClassArchive (the end of a term). */
-export const classArchiveKey = (namespace: string, name: string) => `C/${namespace}/${name}`;
+export const classArchiveKey = (namespace: string, name: string) => queueKey("ClassArchive", namespace, name);
 
 /** Submission counts in an Assignment's status: batched, as Template recounts are. */
 const RECOUNT_DELAY_MS = 1000;

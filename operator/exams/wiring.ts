@@ -16,9 +16,9 @@ import {
 import type { k8s } from "../../lib/kube.ts";
 import type { Caches } from "../caches.ts";
 import type { WorkQueue } from "../workqueue.ts";
+import { queueKey } from "../queueKeys.ts";
 
-/** "E/<namespace>/<name>" for an Exam. */
-export const examKey = (namespace: string, name: string) => `E/${namespace}/${name}`;
+export const examKey = (namespace: string, name: string) => queueKey("Exam", namespace, name);
 
 /** Many students' changes at once (a start, a collection) make one sync. */
 const BATCH_MS = 500;
