@@ -32,7 +32,8 @@ import { justReady, mayRetry, READY_RETRY_DELAYS_MS, WAITING_TO_ANSWER } from ".
 import { requestLog, startRecord, type RequestRecord } from "./requestLog.ts";
 import type { UpstreamResolver } from "./route/resolver.ts";
 import { refuseUpgrade, sendPage, sendSignIn } from "./pages/send.ts";
-import { Router, type OwnEndpointRoute, type Route } from "./route/router.ts";
+import { Router } from "./route/router.ts";
+import type { OwnEndpointRoute, Route } from "./route/routes.ts";
 import type { ClusterView } from "./route/userlandIndex.ts";
 import type { RequestSessions } from "../../lib/requestSessions.ts";
 import { progressText } from "../../lib/startProgress.ts";

@@ -34,7 +34,7 @@ import type { Coursework } from "./coursework.ts";
 import { missingPage, simplePage, type Page } from "../pages/environmentPages.ts";
 import type { RequestRecord } from "../requestLog.ts";
 import { prefersJson, sendJson, sendPage, sendRedirect } from "../pages/send.ts";
-import type { OwnEndpointRoute } from "../route/router.ts";
+import type { OwnEndpointRoute } from "../route/routes.ts";
 import { userlandKey, type ClusterView } from "../route/userlandIndex.ts";
 import type { Starter } from "./starter.ts";
 import type { UserManagerClient } from "../../../lib/userManagerClient.ts";

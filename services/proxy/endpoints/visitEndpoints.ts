@@ -26,7 +26,7 @@ import { userlandLabel } from "../route/origins.ts";
 import { simplePage } from "../pages/environmentPages.ts";
 import type { RequestRecord } from "../requestLog.ts";
 import { sendPage, sendRedirect } from "../pages/send.ts";
-import type { OwnEndpointRoute, Route } from "../route/router.ts";
+import type { OwnEndpointRoute, Route } from "../route/routes.ts";
 import { isHomeHost, labelUnder, templateForHost } from "../route/templateHosts.ts";
 import { userlandKey, type ClusterView } from "../route/userlandIndex.ts";
 import {

@@ -21,7 +21,8 @@ import { trustedProxies } from "../forward/headers.ts";
 import { createMetrics } from "../metrics.ts";
 import type { RequestRecord } from "../requestLog.ts";
 import { overrideResolver } from "../route/resolver.ts";
-import { Router, type Route } from "../route/router.ts";
+import { Router } from "../route/router.ts";
+import type { Route } from "../route/routes.ts";
 import { UserlandIndex } from "../route/userlandIndex.ts";
 import { Starter } from "../endpoints/starter.ts";
 
