@@ -35,7 +35,8 @@ import {
 } from "./route/resolver.ts";
 import { UserlandIndex, type ClusterView } from "./route/userlandIndex.ts";
 import { examKey } from "./route/exam.ts";
-import { createProxyServer, type RunningProxy } from "./server.ts";
+import { createProxyServer } from "./server.ts";
+import type { RunningProxy } from "./serverTypes.ts";
 import { requestSessions } from "../../lib/requestSessions.ts";
 import { userManagerClient } from "../../lib/userManagerClient.ts";
 

@@ -7,40 +7,25 @@
  * (`act`), through a Reply for its kind of connection: a ServerResponse for HTTP, the raw socket
  * for a WebSocket handshake.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
-import type { Logger } from "../../lib/logger.ts";
 import { SESSION_COOKIE } from "../../lib/session.ts";
-import type { UserManagerClient } from "../../lib/userManagerClient.ts";
 import { createAdminServer } from "../../lib/adminServer.ts";
 import { listenOn } from "../../lib/listen.ts";
 import { serverTimeoutOptions } from "../../lib/serverTimeouts.ts";
-import type { ProxyConfig } from "./config.ts";
-import { Forwarder, type ActivitySink } from "./forward/forwarder.ts";
+import { Forwarder } from "./forward/forwarder.ts";
 import { prepareUpstreamHeaders, type ClientInfo } from "./forward/headers.ts";
 import { UserLimits } from "./forward/limits.ts";
-import type { ProxyMetrics } from "./metrics.ts";
 import { serveOwnEndpoint } from "./endpoints/studentEndpoints.ts";
-import {
-  simplePage,
-  startingPage,
-  tooManyPage,
-  upstreamErrorPage,
-  type Page,
-} from "./pages/environmentPages.ts";
-import { justReady, mayRetry, READY_RETRY_DELAYS_MS, WAITING_TO_ANSWER } from "./forward/readyRetry.ts";
+import { simplePage, tooManyPage, upstreamErrorPage, type Page } from "./pages/environmentPages.ts";
+import { forwardHttp } from "./forward/httpForward.ts";
 import { requestLog, startRecord, type RequestRecord } from "./requestLog.ts";
-import type { UpstreamResolver } from "./route/resolver.ts";
 import { refuseUpgrade, sendPage, sendSignIn } from "./pages/send.ts";
 import { Router } from "./route/router.ts";
 import type { OwnEndpointRoute, Route } from "./route/routes.ts";
-import type { ClusterView } from "./route/userlandIndex.ts";
-import type { RequestSessions } from "../../lib/requestSessions.ts";
-import { progressText } from "../../lib/startProgress.ts";
 import { SessionSockets } from "./forward/sessionSockets.ts";
 import { closeAtExamEnd, ExamSockets } from "./forward/examSockets.ts";
 import { serveSignedOut } from "./endpoints/signedOut.ts";
-import { sessionCacheTag, sessionRequestValidators } from "./forward/sharedCache.ts";
 import { Coursework } from "./endpoints/coursework.ts";
 import { Starter } from "./endpoints/starter.ts";
 import {
@@ -51,62 +36,7 @@ import {
   type VisitEndpointDeps,
 } from "./endpoints/visitEndpoints.ts";
 import { VisitTracker } from "./route/visitTracker.ts";
-
-export type ProxyServerConfig = Pick<
-  ProxyConfig,
-  | "loginUrl"
-  | "origins"
-  | "hostTemplates"
-  | "baseDomain"
-  | "visitDomain"
-  | "defaultTemplate"
-  | "trustedProxies"
-  | "allowedOrigins"
-  | "upstreamTimeoutMs"
-  | "connectTimeoutMs"
-  | "readyGraceMs"
-  | "websocketIdleTimeoutMs"
-  | "startOnAccess"
-  | "accessLog"
-  | "timeouts"
-  | "limits"
-  | "visitQuietMs"
->;
-
-export interface ProxyDeps {
-  config: ProxyServerConfig;
-  cluster: ClusterView;
-  sessions: RequestSessions;
-  resolver: UpstreamResolver;
-  activity: ActivitySink;
-  metrics: ProxyMetrics;
-  log: Logger;
-  userManager?: UserManagerClient | undefined;
-}
-
-export interface RunningProxy {
-  server: Server;
-  admin: Server;
-  /** Listens on both servers; resolves with their base URLs. */
-  listen(options: {
-    host: string;
-    port: number;
-    adminHost: string;
-    adminPort: number;
-    /** The settings whose passed sockets (lib/listen.ts) replace host:port, e.g. PROXY_PORT. */
-    socketNames?: { main: string; admin: string };
-  }): Promise<{ url: string; adminUrl: string }>;
-  /** Stops accepting, closes WebSockets, lets in-flight requests finish for up to `graceMs`. */
-  close(graceMs?: number): Promise<void>;
-  /** Requests and WebSockets in flight (for tests and shutdown). */
-  inFlight(): { requests: number; websockets: number };
-  /** Teachers' visits as this replica sees them. */
-  visits: VisitTracker;
-  /** Closes `user`'s WebSockets whose session has been ended (a Userland of theirs changed); how many. */
-  closeEndedWebSockets(user: string): number;
-  /** Closes the open WebSockets into an exam's environments (its examKey); how many. */
-  closeExamWebSockets(exam: string): number;
-}
+import type { ProxyDeps, RunningProxy } from "./serverTypes.ts";
 
 /** How a Route is answered on one kind of connection. */
 interface Reply {
@@ -225,60 +155,7 @@ export function createProxyServer(deps: ProxyDeps): RunningProxy {
               route,
               record,
             ),
-      forward: (route) => {
-        // Read before the first attempt: forwarding takes the framing headers off.
-        const hasBody =
-          req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"]) > 0;
-        const justStarted = justReady(route.readySince, config.readyGraceMs);
-        // A shared origin: what the browser keeps of this answer is this session's only (forward/sharedCache.ts).
-        const cacheTag = config.origins === "shared" ? sessionCacheTag(route.session) : undefined;
-        if (cacheTag !== undefined) sessionRequestValidators(req.headers, cacheTag);
-        const answer = { serviceWorkers: route.serviceWorkers, cacheTag };
-        let attempt = 0;
-        const send = (): void => {
-          // The student gave up while a retry waited.
-          if (res.destroyed || (req.socket as Socket | null)?.destroyed) return;
-          forwarder.web(req, res, route.target, record, answer, (kind, error) => {
-            // Not req.destroyed: a request whose body was fully read is destroyed already.
-            const socket = req.socket as Socket | null;
-            if (res.destroyed || res.writableEnded || !socket || socket.destroyed) return;
-            if (res.headersSent) {
-              res.destroy();
-              return;
-            }
-            const code = (error as { code?: string }).code;
-            const retryable = justStarted && mayRetry(error, req, hasBody);
-            const delay = READY_RETRY_DELAYS_MS[attempt];
-            if (retryable && delay !== undefined) {
-              attempt++;
-              log.info(
-                { userland: record.userland, err: error.message, code, attempt, retryInMs: delay },
-                "environment turned Ready moments ago but refused the connection; trying again",
-              );
-              setTimeout(send, delay).unref();
-              return;
-            }
-            log.warn(
-              { userland: record.userland, err: error.message, code, attempts: attempt + 1 },
-              "upstream failed",
-            );
-            if (retryable) {
-              // Still refused just after Ready: the Service is not routing yet, not a crash.
-              record.outcome = "starting";
-              sendPage(
-                req,
-                res,
-                startingPage(route.env, "Ready", WAITING_TO_ANSWER, {
-                  progress: progressText(route.progress, new Date()),
-                }),
-              );
-              return;
-            }
-            sendPage(req, res, upstreamErrorPage(kind === "timeout" ? 504 : 502, route.env, req.url ?? "/"));
-          });
-        };
-        send();
-      },
+      forward: (route) => forwardHttp({ forwarder, config, log }, req, res, route, record),
       onEnd: (fn) => res.once("close", fn),
     };
     await act(req, await router.route(req, "http", record), record, reply);
