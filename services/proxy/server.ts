@@ -17,7 +17,8 @@ import { Forwarder } from "./forward/forwarder.ts";
 import { prepareUpstreamHeaders, type ClientInfo } from "./forward/headers.ts";
 import { UserLimits } from "./forward/limits.ts";
 import { serveOwnEndpoint } from "./endpoints/studentEndpoints.ts";
-import { simplePage, tooManyPage, upstreamErrorPage, type Page } from "./pages/environmentPages.ts";
+import { simplePage, tooManyPage, upstreamErrorPage } from "./pages/environmentPages.ts";
+import { type Page } from "./pages/pageShell.ts";
 import { forwardHttp } from "./forward/httpForward.ts";
 import { requestLog, startRecord, type RequestRecord } from "./requestLog.ts";
 import { refuseUpgrade, sendPage, sendSignIn } from "./pages/send.ts";
@@ -28,13 +29,9 @@ import { closeAtExamEnd, ExamSockets } from "./forward/examSockets.ts";
 import { serveSignedOut } from "./endpoints/signedOut.ts";
 import { Coursework } from "./endpoints/coursework.ts";
 import { Starter } from "./endpoints/starter.ts";
-import {
-  enterVisit,
-  isVisitPath,
-  serveVisitEndpoint,
-  VISITOR_HEADER,
-  type VisitEndpointDeps,
-} from "./endpoints/visitEndpoints.ts";
+import { isVisitPath, serveVisitEndpoint } from "./endpoints/visitEndpoints.ts";
+import { enterVisit } from "./endpoints/visitHost.ts";
+import { VISITOR_HEADER, type VisitEndpointDeps } from "./endpoints/visitDeps.ts";
 import { VisitTracker } from "./route/visitTracker.ts";
 import type { ProxyDeps, RunningProxy } from "./serverTypes.ts";
 

@@ -31,7 +31,8 @@ import { DOWNLOAD_PATH, HOME_PATH, homeView, ownUserland, type HomeConfig } from
 import { homePage } from "../pages/homePage.ts";
 import { handInConfirmPage } from "../pages/homeAssignments.ts";
 import type { Coursework } from "./coursework.ts";
-import { missingPage, simplePage, type Page } from "../pages/environmentPages.ts";
+import { missingPage, simplePage } from "../pages/environmentPages.ts";
+import { type Page } from "../pages/pageShell.ts";
 import type { RequestRecord } from "../requestLog.ts";
 import { prefersJson, sendJson, sendPage, sendRedirect } from "../pages/send.ts";
 import type { OwnEndpointRoute } from "../route/routes.ts";

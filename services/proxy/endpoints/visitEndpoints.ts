@@ -13,57 +13,29 @@
  * - `POST /_userland/leave` on the environment's host: from that host or a platform origin; drops
  *   the visit cookie and reports the visit ended. `GET` shows the Leave button.
  *
- * The cookie grants nothing by itself: every request with it is checked (route/router.ts,
+ * The hand-over and Leave, on the visit's host, are visitHost.ts's. The cookie grants nothing by
+ * itself: every request with it is checked (route/visitRoute.ts,
  * route/visitTracker.ts).
  */
-import { signOutUrlFor, visitorRefusal } from "../route/exam.ts";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { isIP } from "node:net";
 import { UserlandAnnotations, type Userland } from "../../../api/v1alpha1/index.ts";
 import { parseVisitRequests, consentState, VISIT_CONSENT_ANNOTATION } from "../../../api/visits.ts";
-import { HOME_PATH, openUrl, ownUserland, type HomeConfig } from "../pages/homeView.ts";
-import { userlandLabel } from "../route/origins.ts";
-import { simplePage } from "../pages/environmentPages.ts";
-import type { RequestRecord } from "../requestLog.ts";
-import { sendPage, sendRedirect } from "../pages/send.ts";
-import type { OwnEndpointRoute, Route } from "../route/routes.ts";
-import { isHomeHost, labelUnder, templateForHost } from "../route/templateHosts.ts";
-import { userlandKey, type ClusterView } from "../route/userlandIndex.ts";
-import {
-  handOverPage,
-  leftPage,
-  visitEndedPage,
-  visitOnlyPage,
-  visitRefusedPage,
-  waitingPage,
-} from "../pages/visitPages.ts";
-import { FormTooLarge, formFromThisSite, readForm } from "./forms.ts";
-import {
-  ALLOW_PATH,
-  LEAVE_PATH,
-  VISIT_PATH,
-  visitCookieName,
-  type VisitTracker,
-} from "../route/visitTracker.ts";
 import { localPath } from "../../../lib/localPath.ts";
-import type { RequestSessions } from "../../../lib/requestSessions.ts";
-import type { UserManagerClient } from "../../../lib/userManagerClient.ts";
-import { originAllowed, type ClientInfo } from "../forward/headers.ts";
-import type { ProxyConfig } from "../config.ts";
-
-/** Names the visitor to the environment; the owner stays in X-User. Clients' copies are stripped (x-userland-*). */
-export const VISITOR_HEADER = "x-userland-visitor";
-
-export interface VisitEndpointDeps {
-  cluster: ClusterView;
-  visits: VisitTracker;
-  config: VisitConfig;
-  allowedOrigins: readonly string[];
-  userManager: UserManagerClient | undefined;
-  sessions: RequestSessions;
-}
-
-type VisitConfig = HomeConfig & Pick<ProxyConfig, "visitDomain">;
+import type { ClientInfo } from "../forward/headers.ts";
+import { simplePage } from "../pages/environmentPages.ts";
+import { HOME_PATH, openUrl, ownUserland } from "../pages/homeView.ts";
+import { sendPage, sendRedirect } from "../pages/send.ts";
+import { handOverPage, visitRefusedPage, waitingPage } from "../pages/visitPages.ts";
+import type { RequestRecord } from "../requestLog.ts";
+import { signOutUrlFor, visitorRefusal } from "../route/exam.ts";
+import { userlandLabel } from "../route/origins.ts";
+import type { OwnEndpointRoute } from "../route/routes.ts";
+import { userlandKey } from "../route/userlandIndex.ts";
+import { ALLOW_PATH, LEAVE_PATH, VISIT_PATH } from "../route/visitTracker.ts";
+import { FormTooLarge, formFromThisSite, readForm } from "./forms.ts";
+import type { VisitConfig, VisitEndpointDeps } from "./visitDeps.ts";
+import { leave } from "./visitHost.ts";
 
 /** The Template of `userland` asks its student before every visit (api/visits.ts). */
 function asksFirst(deps: VisitEndpointDeps, userland: Userland): boolean {
@@ -75,30 +47,6 @@ function asksFirst(deps: VisitEndpointDeps, userland: Userland): boolean {
 
 export const isVisitPath = (pathname: string) =>
   pathname === VISIT_PATH || pathname === LEAVE_PATH || pathname === ALLOW_PATH;
-
-const visitCookie = (secure: boolean, value: string, maxAge?: number) =>
-  `${visitCookieName(secure)}=${value}; Path=/; HttpOnly; SameSite=Lax${secure ? "; Secure" : ""}${maxAge === undefined ? "" : `; Max-Age=${maxAge}`}`;
-
-/**
- * Whether `origin` is a host of the platform's own pages (a Template's host, the home, the
- * console's allowed origins), never an environment's own host, where student code runs.
- */
-function platformOrigin(origin: string | undefined, deps: VisitEndpointDeps): boolean {
-  if (origin === undefined) return false;
-  let url: URL;
-  try {
-    url = new URL(origin);
-  } catch {
-    return false;
-  }
-  if (url.protocol !== "https:" && url.protocol !== "http:") return false;
-  if (deps.allowedOrigins.includes(url.origin)) return true;
-  for (const domain of [deps.config.baseDomain, deps.config.visitDomain]) {
-    const label = labelUnder(url.host, domain);
-    if (label?.includes("--") && deps.cluster.getTemplate(label) === undefined) return false;
-  }
-  return templateForHost(url.host, deps.config) !== undefined || isHomeHost(url.host, deps.config);
-}
 
 /** The visit's origin: the environment's own host, or undefined where it has none (no base domain, too long). */
 function visitOrigin(userland: Userland, config: VisitConfig, client: ClientInfo): string | undefined {
@@ -213,83 +161,6 @@ export async function serveVisitEndpoint(
     return;
   }
   sendPage(req, res, handOverPage(userland.spec.user, origin, route.token ?? ""));
-}
-
-/**
- * `POST /_userland/visit` on the environment's host: the hand-over of `handOverPage`, from a
- * platform origin only (a page of another environment cannot put a visitor in here). The session
- * is verified here and again on every request; it goes into the host-only visit cookie.
- */
-export async function enterVisit(
-  deps: VisitEndpointDeps,
-  req: IncomingMessage,
-  res: ServerResponse,
-  route: Extract<Route, { kind: "visitEnter" }>,
-  record: RequestRecord,
-): Promise<void> {
-  const { client, userland } = route;
-  if (!platformOrigin(req.headers.origin, deps)) {
-    record.outcome = "forbidden_origin";
-    sendPage(
-      req,
-      res,
-      simplePage(403, "Not allowed", "Open the environment from the console's class table."),
-    );
-    return;
-  }
-  const form = await readForm(req).catch((error: unknown) => {
-    if (error instanceof FormTooLarge) return undefined;
-    throw error;
-  });
-  const token = form?.get("session") ?? "";
-  const session = token === "" ? undefined : await deps.sessions.verify(token);
-  if (!session || !userland) {
-    record.outcome = "visit_refused";
-    sendPage(req, res, session ? visitRefusedPage() : visitEndedPage());
-    return;
-  }
-  record.user = session.user;
-  record.userland = userlandKey(userland);
-  const secure = client.proto === "https";
-  // The owner's own: no visit, and no cookie.
-  if (session.user === userland.spec.user) sendRedirect(res, "/");
-  else sendRedirect(res, "/", visitCookie(secure, token));
-}
-
-/**
- * `/_userland/leave` on a visit's host: POST from that host or a platform origin ends the visit
- * here (a page of another site cannot); GET shows the button.
- */
-async function leave(
-  deps: VisitEndpointDeps,
-  req: IncomingMessage,
-  res: ServerResponse,
-  route: OwnEndpointRoute,
-  record: RequestRecord,
-): Promise<void> {
-  const userland = route.visiting;
-  if (!userland) {
-    sendPage(req, res, simplePage(404, "No visit here", "This address is not a visit's."));
-    return;
-  }
-  const owner = userland.spec.user;
-  if (req.method !== "POST") {
-    sendPage(req, res, visitOnlyPage(owner));
-    return;
-  }
-  // originAllowed lets a request without Origin pass (no browser page); Leave needs one.
-  const origin = req.headers.origin;
-  const sameHost = origin !== undefined && originAllowed(origin, route.client, []);
-  if (!sameHost && !platformOrigin(origin, deps)) {
-    record.outcome = "forbidden_origin";
-    sendPage(req, res, simplePage(403, "Not allowed", "Leave with the button on this site."));
-    return;
-  }
-  const { namespace = "", name = "" } = userland.metadata;
-  await deps.visits.leave(namespace, name, route.session.user);
-  const page = leftPage(owner);
-  const cookie = visitCookie(route.client.proto === "https", "", 0);
-  sendPage(req, res, { ...page, headers: { ...page.headers, "set-cookie": cookie } });
 }
 
 /**

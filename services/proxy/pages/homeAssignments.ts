@@ -9,7 +9,7 @@ import { html, type Html } from "../../../lib/html.ts";
 import { localPath } from "../../../lib/localPath.ts";
 import type { StudentAssignment } from "../../../lib/userManagerClient.ts";
 import { HOME_PATH, type HomeView } from "./homeView.ts";
-import { document, type Page } from "./environmentPages.ts";
+import { document, type Page } from "./pageShell.ts";
 import { homeStyle } from "./homeStyle.ts";
 
 /** "2026-12-01 09:00 UTC" */

@@ -15,7 +15,7 @@ import {
   type HomeView,
   type SelfServiceOffer,
 } from "./homeView.ts";
-import { document, inlineScript, type Page } from "./environmentPages.ts";
+import { document, inlineScript, type Page } from "./pageShell.ts";
 import { visitsSection, visitsSignature, VISITS_SIGN_JS } from "./homeVisits.ts";
 import { examsSection, examsSignature, EXAMS_SIGN_JS } from "../route/exam.ts";
 import { homeStyle } from "./homeStyle.ts";

@@ -5,7 +5,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import type { ClientInfo } from "../forward/headers.ts";
-import { pageHeaders, type Page } from "./environmentPages.ts";
+import { pageHeaders, type Page } from "./pageShell.ts";
 import { loginLocation, wantsLoginRedirect } from "./signInRedirect.ts";
 
 /** API clients asking for JSON (and not also for HTML) get a page's information as JSON. */

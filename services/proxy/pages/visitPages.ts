@@ -4,7 +4,8 @@
  * Shared by the router's decision and the visit endpoints, so neither imports the other.
  */
 import { html } from "../../../lib/html.ts";
-import { document, inlineScript, simplePage, type Page } from "./environmentPages.ts";
+import { simplePage } from "./environmentPages.ts";
+import { document, inlineScript, type Page } from "./pageShell.ts";
 import { LEAVE_PATH, VISIT_PATH } from "../route/visitTracker.ts";
 
 /**

@@ -27,7 +27,8 @@ import {
 } from "../../../api/v1alpha1/index.ts";
 import { html, type Html } from "../../../lib/html.ts";
 import type { Session } from "../../../lib/session.ts";
-import { document, simplePage, type Page } from "../pages/environmentPages.ts";
+import { simplePage } from "../pages/environmentPages.ts";
+import { document, type Page } from "../pages/pageShell.ts";
 
 type Exam = { notice: ExamNotice } | { unreadable: string };
 

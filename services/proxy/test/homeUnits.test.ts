@@ -14,7 +14,7 @@ import type { ClientInfo } from "../forward/headers.ts";
 import { homeView, ownUserland, type HomeConfig } from "../pages/homeView.ts";
 import { homePage } from "../pages/homePage.ts";
 import { createMetrics } from "../metrics.ts";
-import { pageHeaders } from "../pages/environmentPages.ts";
+import { pageHeaders } from "../pages/pageShell.ts";
 import { hostForTemplate, isHomeHost } from "../route/templateHosts.ts";
 import type { ClusterView } from "../route/userlandIndex.ts";
 import { Starter } from "../endpoints/starter.ts";

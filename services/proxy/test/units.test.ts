@@ -7,20 +7,16 @@ import { join } from "node:path";
 import { test } from "node:test";
 import type { Userland } from "../../../api/v1alpha1/index.ts";
 import { ConfigError } from "../../../lib/config.ts";
-import { pageHeaders, startingPage, stoppedPage } from "../pages/environmentPages.ts";
+import { startingPage, stoppedPage } from "../pages/environmentPages.ts";
+import { pageHeaders } from "../pages/pageShell.ts";
 import { pino } from "pino";
 import { justReady, mayRetry } from "../forward/readyRetry.ts";
 import { isStalled, progressText, startDuration } from "../../../lib/startProgress.ts";
 import { eventually } from "../../../test/support/cluster.ts";
 import { loadProxyConfig } from "../config.ts";
 import { cookieValues } from "../../../lib/requestSessions.ts";
-import {
-  forwardsHeader,
-  isIdentityHeader,
-  prepareUpstreamHeaders,
-  trustedProxies,
-  withoutSessionCookie,
-} from "../forward/headers.ts";
+import { prepareUpstreamHeaders, trustedProxies, withoutSessionCookie } from "../forward/headers.ts";
+import { forwardsHeader, isIdentityHeader } from "../forward/headerAllowList.ts";
 import {
   clusterDnsResolver,
   fileOverrideResolver,
@@ -32,7 +28,8 @@ import { UserlandIndex, type ClusterView } from "../route/userlandIndex.ts";
 import { templateHosts } from "../endpoints/signedOut.ts";
 import { environmentState } from "../route/environmentState.ts";
 import { originAllowed } from "../forward/headers.ts";
-import { classifyUpstreamError, clientResponseHeaders } from "../forward/forwarder.ts";
+import { classifyUpstreamError } from "../forward/forwarder.ts";
+import { clientResponseHeaders } from "../forward/responseHeaders.ts";
 import { SPOOFED_IDENTITY_HEADERS, testKeys } from "./support.ts";
 import { sessionCacheTag, sessionRequestValidators } from "../forward/sharedCache.ts";
 
