@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { operatorSettings } from "../../operator/config.ts";
 import { settings as authSettings } from "../../services/auth/config.ts";
-import { settings as proxySettings } from "../../services/proxy/config.ts";
+import { settings as proxySettings } from "../../services/proxy/settings.ts";
 import { settings as userManagerSettings } from "../../services/user-manager/config.ts";
 import type { Settings } from "../config.ts";
 

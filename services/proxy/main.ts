@@ -7,7 +7,8 @@
 import { currentNamespace, loadKubeConnection } from "../../lib/kubeConnection.ts";
 import { runComponent } from "../../lib/service.ts";
 import { buildProxyApp } from "./app.ts";
-import { loadProxyConfig, settings } from "./config.ts";
+import { loadProxyConfig } from "./config.ts";
+import { settings } from "./settings.ts";
 import { createMetrics } from "./metrics.ts";
 
 await runComponent({

@@ -10,7 +10,8 @@ import { test } from "node:test";
 import { loadConfig, type Settings } from "../../lib/config.ts";
 import { operatorSettings } from "../../operator/config.ts";
 import { loadAuthConfig, settings as authSettings } from "../../services/auth/config.ts";
-import { loadProxyConfig, settings as proxySettings } from "../../services/proxy/config.ts";
+import { loadProxyConfig } from "../../services/proxy/config.ts";
+import { settings as proxySettings } from "../../services/proxy/settings.ts";
 import {
   loadUserManagerConfig,
   settings as userManagerSettings,
