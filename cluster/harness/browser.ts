@@ -43,21 +43,38 @@ export async function gotoSignIn(page: Page, url: string): Promise<void> {
 }
 
 /**
- * Every page `context` loads from now on, in order, as "<status> <title>" (a starting page may be on
- * screen too briefly to poll for, so each is recorded as it arrives).
+ * Every page `context` shows from now on, in order, as "<status> <title>" (a starting page may be on
+ * screen too briefly to poll for, so each is recorded as it arrives): the documents of each tab's
+ * main frame (an IDE's own frames are its business), and a browser error page, when a navigation
+ * got no answer at all, as "browser-error <url>".
  */
 export function pagesLoaded(context: BrowserContext): string[] {
   const pages: string[] = [];
   context.on("response", (response) => {
-    if (response.request().resourceType() !== "document") return;
+    const request = response.request();
+    if (request.resourceType() !== "document" || request.frame().parentFrame() !== null) return;
     void response.text().then(
       (html) => pages.push(`${response.status()} ${/<title>([^<]*)<\/title>/.exec(html)?.[1] ?? ""}`),
       () => undefined,
     );
   });
+  const watch = (page: Page) =>
+    page.on("framenavigated", (frame) => {
+      if (frame === page.mainFrame() && frame.url().startsWith("chrome-error://"))
+        pages.push(`browser-error ${frame.url()}`);
+    });
+  context.pages().forEach(watch);
+  context.on("page", watch);
   return pages;
 }
 
-/** The proxy's error pages among `pages` (as pagesLoaded records them): what a student must not see on the way in. */
+/** A page that says an environment is on its way: shown with 503 by design, never an error. */
+const STARTING_PAGE = /is starting|^503 Starting up$/;
+
+/**
+ * The error pages among `pages` (as pagesLoaded records them): any document answered 4xx or 5xx
+ * but the starting page, and any browser error page. A test that expects one says so by filtering
+ * it out itself.
+ */
 export const errorPages = (pages: readonly string[]): string[] =>
-  pages.filter((p) => /not answering|taking too long|could not start/.test(p));
+  pages.filter((p) => p.startsWith("browser-error ") || (/^[45]\d\d /.test(p) && !STARTING_PAGE.test(p)));
