@@ -12,7 +12,7 @@ import { dirname, resolve } from "node:path";
 import { openFolder, UnsafePathError } from "./files/beneath.ts";
 import { copyTree, DestinationExistsError } from "./files/copy.ts";
 import { writeTextFile } from "./files/writeText.ts";
-import { distribute } from "./files/distribute.ts";
+import { distribute, MANIFEST_NAME } from "./files/distribute.ts";
 import { formatBytes, LimitError, parseBytes } from "./files/limits.ts";
 import { DEFAULT_LIMITS, type Limits } from "../api/copyPrograms.ts";
 import { writeTerminationLog } from "./files/report.ts";
@@ -44,7 +44,8 @@ Commands:
                            missing parents are made, never through a link), made read-only; prints the receipt: each file's size and SHA-256, the total,
                            the SHA-256 of the sorted manifest (as sha256sum prints it), what was
                            skipped, when the copy started and, with --moment, which files were
-                           written after the moment.
+                           written after the moment. The platform's own .userland-assignment.json
+                           (distribute's) is not the student's work: neither copied nor counted.
   write-file <to> --text TEXT
                            Write TEXT as the file <to> (its missing folders made, never through a
                            link; the file replaced by a rename, a link at its name included): a
@@ -268,7 +269,10 @@ async function run(args: Args): Promise<object> {
   switch (args.command) {
     case "handin":
       return {
-        ...(await copyTree(args.from, args.to, args.limits, { moment: args.moment })),
+        ...(await copyTree(args.from, args.to, args.limits, {
+          moment: args.moment,
+          platformFiles: [MANIFEST_NAME],
+        })),
         ...(args.momentText ? { moment: args.momentText } : {}),
       };
     case "distribute":

@@ -31,9 +31,14 @@ export interface Receipt {
   writtenAfter?: string[];
 }
 
-/** The hand-in's moment (its request, or the closing time): files changed after it are named. */
 export interface CopyOptions {
+  /** The hand-in's moment (its request, or the closing time): files changed after it are named. */
   moment?: Date;
+  /**
+   * Paths the platform itself keeps in the folder (distribution's manifest): not the student's
+   * work, so neither copied nor counted in the receipt.
+   */
+  platformFiles?: readonly string[];
 }
 
 /** The destination exists already: a snapshot is written once. */
@@ -73,7 +78,9 @@ export async function copyTree(
     // Parents come before their children in the listing.
     for (const folder of listing.folders) await mkdir(join(partial, folder), { mode: 0o700 });
     const skipped = [...listing.skipped];
-    const copied = await forEachFile(listing.files, async (file) => {
+    const platformFiles = new Set(options.platformFiles ?? []);
+    const work = listing.files.filter((file) => !platformFiles.has(file.path));
+    const copied = await forEachFile(work, async (file) => {
       const target = join(partial, file.path);
       // O_EXCL: a fresh file of our own in a folder of our own, never an existing one or a link. Mode
       // 0444 from the start: the descriptor writes all the same.

@@ -85,6 +85,30 @@ test("handin prints the receipt and writes it, shortened to 4096 bytes, to the t
   assert.equal(short.skipped.length, 1);
 });
 
+test("handin leaves out the platform's own manifest of a distributed folder: the receipt is the student's work alone", async (t) => {
+  const dir = await scratch(t);
+  const materials = join(dir, "materials");
+  const home = join(dir, "home");
+  await mkdir(materials);
+  await writeFile(join(materials, "task.py"), "# write your answer here\n");
+  const distributed = run("distribute", materials, home);
+  assert.equal(distributed.code, 0, distributed.stderr);
+  assert.ok(
+    existsSync(join(home, ".userland-assignment.json")),
+    "distribution keeps its manifest in the folder",
+  );
+  await writeFile(join(home, "answer.py"), "print(42)\n");
+  const { code, stdout, stderr } = run("handin", home, join(dir, "copy"));
+  assert.equal(code, 0, stderr);
+  const receipt = JSON.parse(stdout.toString()) as { files: { path: string }[]; skipped: unknown[] };
+  assert.deepEqual(
+    receipt.files.map((f) => f.path),
+    ["answer.py", "task.py"],
+  );
+  assert.deepEqual(receipt.skipped, []);
+  assert.deepEqual((await readdir(join(dir, "copy"))).sort(), ["answer.py", "task.py"]);
+});
+
 test("handin --moment: echoed back; a moment in whole seconds stands for its whole second", async (t) => {
   const dir = await scratch(t);
   const home = join(dir, "home");
