@@ -242,7 +242,7 @@ export const settings = {
   visitQuiet: {
     env: "PROXY_VISIT_QUIET",
     description:
-      "A teacher's visit to a student's environment ends once it has sent nothing for this long (open WebSockets count as activity); visits need PROXY_USER_MANAGER_URL",
+      "A teacher's visit to a student's environment ends once it has sent nothing for this long (open WebSockets count as activity; once all have closed, 20 s without a request ends it); visits need PROXY_USER_MANAGER_URL",
     parse: parse.positiveDuration,
     default: 300_000,
     show: formatDuration,

@@ -8,7 +8,9 @@
  * - every request, and every open WebSocket, keeps the visit going; every REPORT_MS a visit that
  *   was active is reported again ("continue"), which also asks RBAC again, so a revoked right
  *   stops a visit within that time (plus the user-manager's grant cache);
- * - a visit with no request and no open WebSocket for PROXY_VISIT_QUIET is reported "end".
+ * - a visit with no request and no open WebSocket for PROXY_VISIT_QUIET is reported "end"; one
+ *   whose WebSockets have all closed (its IDE tab was closed) ends after CLOSED_TAB_MS without a
+ *   request, so a student's home page does not say "now" for minutes after the teacher left.
  *
  * The visit cookie on the environment's own host holds the visitor's own session; it grants
  * nothing by itself (every replica asks before letting a visitor in).
@@ -43,6 +45,8 @@ interface OpenVisit {
   /** lastSeen as last reported. */
   reported: number;
   sockets: number;
+  /** When its last open WebSocket closed (undefined while one is open, or none ever was). */
+  socketsClosedAt: number | undefined;
   /** Until then, requests pass without asking again. */
   allowedUntil: number;
 }
@@ -55,6 +59,12 @@ export interface VisitTrackerOptions {
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
+
+/**
+ * A visit that had WebSockets and has none left, with no request since, has ended after this long:
+ * an IDE holds one while its tab is open, and a reload opens it again within seconds.
+ */
+export const CLOSED_TAB_MS = 20_000;
 
 export class VisitTracker {
   private readonly opts: VisitTrackerOptions;
@@ -120,6 +130,7 @@ export class VisitTracker {
       lastSeen: now,
       reported: 0,
       sockets: 0,
+      socketsClosedAt: undefined,
       allowedUntil: 0,
     };
     visit.token = token;
@@ -156,9 +167,12 @@ export class VisitTracker {
     const visit = this.visits.get(VisitTracker.key(namespace, name, visitor));
     if (!visit) return () => undefined;
     visit.sockets++;
+    visit.socketsClosedAt = undefined;
     return () => {
       visit.sockets--;
-      visit.lastSeen = Math.max(visit.lastSeen, this.now());
+      const now = this.now();
+      visit.lastSeen = Math.max(visit.lastSeen, now);
+      if (visit.sockets === 0) visit.socketsClosedAt = now;
     };
   }
 
@@ -217,7 +231,8 @@ export class VisitTracker {
     const reports: Promise<unknown>[] = [];
     for (const [key, visit] of this.visits) {
       if (visit.sockets > 0) visit.lastSeen = now;
-      if (now - visit.lastSeen >= this.opts.quietMs) {
+      const tabClosed = visit.socketsClosedAt !== undefined && now - visit.lastSeen >= CLOSED_TAB_MS;
+      if (tabClosed || now - visit.lastSeen >= this.opts.quietMs) {
         this.visits.delete(key);
         reports.push(this.report(visit, "end"));
       } else if (visit.lastSeen > visit.reported) {
