@@ -19,19 +19,8 @@ import { writeTerminationLog } from "./files/report.ts";
 import { serveArchiveOnce, WaitExpiredError } from "./serveArchive.ts";
 import { receiveUploadOnce } from "./receiveUpload.ts";
 import { NameError } from "./files/names.ts";
-import { UploadError, type UploadLayout } from "./files/upload.ts";
-import { collectionUserFolder } from "../api/naming.ts";
-
-/** Feedback laid out by student: a top-level folder names a student by identity or collection folder. */
-function studentsLayout(users: string[]): UploadLayout {
-  const folders = new Map<string, string>();
-  for (const user of users) {
-    const folder = collectionUserFolder(user);
-    folders.set(folder, folder);
-    folders.set(user, folder);
-  }
-  return { kind: "students", folders };
-}
+import { UploadError } from "./files/upload.ts";
+import { studentsLayout, studentZipNames } from "./files/studentFolders.ts";
 
 const HELP = `Usage: node coursework/copy.ts <command> <folders…> [options]
 
@@ -101,7 +90,10 @@ Options:
                            (receive-upload: for each next request too; default 600)
   --student USER           receive-upload, repeated: the upload's top-level folders are students'
                            (USER, or its folder in the collection), each written to that folder;
-                           files of other top-level folders are listed as unknown, not written
+                           files of other top-level folders are listed as unknown, not written.
+                           serve-archive, repeated: the folder's top-level folders are students'
+                           folders in the collection, named USER in the zip where USER is a plain
+                           file name no other student's name equals
   --termination-log PATH   Where the shortened result goes, when the file exists
                            (default /dev/termination-log)
   -h, --help               This text
@@ -198,8 +190,8 @@ function parse(argv: string[]) {
     );
   if ((values.text !== undefined) !== (command === "write-file"))
     throw new UsageError("--text goes with write-file, and write-file needs it");
-  if (values.student !== undefined && command !== "receive-upload")
-    throw new UsageError("--student applies to receive-upload only");
+  if (values.student !== undefined && command !== "receive-upload" && command !== "serve-archive")
+    throw new UsageError("--student applies to receive-upload and serve-archive only");
   if (values.folder !== undefined && command !== "archive-class")
     throw new UsageError("--folder applies to archive-class only");
   const classFolders = (values.folder ?? []).map((spec) => {
@@ -302,7 +294,10 @@ async function run(args: Args): Promise<object> {
         produce: (output) =>
           args.command === "serve-file"
             ? sendFile(args.from, output)
-            : archiveTree(args.from, args.limits, output, { compress: !args.store }),
+            : archiveTree(args.from, args.limits, output, {
+                compress: !args.store,
+                ...(args.students ? { topFolderNames: studentZipNames(args.students) } : {}),
+              }),
         host: args.host,
         port: args.port,
         tokenSha256: args.tokenSha256,

@@ -84,8 +84,10 @@ export function addTree(
   listing: Listing,
   prefix: string,
   mtime: Date,
+  /** The name in the zip (and in the records) of a path of the folder; default: the path itself. */
+  entryName: (path: string) => string = (path) => path,
 ): { collect: () => Promise<{ files: FileRecord[]; changed: Skipped[] }>; closeAhead: () => Promise<void> } {
-  for (const folder of listing.folders) writer.addFolder(`${prefix}${folder}`, mtime);
+  for (const folder of listing.folders) writer.addFolder(`${prefix}${entryName(folder)}`, mtime);
   const reads: Promise<{ path: string; read: ReadResult }>[] = [];
   // yazl takes one entry at a time: the next files are opened (and checked) while one is written,
   // else each small file waits for its own open and fstat in turn.
@@ -96,12 +98,12 @@ export function addTree(
     }
   };
   listing.files.forEach((file, i) => {
-    writer.addFile(`${prefix}${file.path}`, file, () => {
+    writer.addFile(`${prefix}${entryName(file.path)}`, file, () => {
       openAhead(i);
       const opened = ahead.get(i)!;
       ahead.delete(i);
       const { stream, result } = readListed(tree, file, opened);
-      reads.push(result.then((read) => ({ path: file.path, read })));
+      reads.push(result.then((read) => ({ path: entryName(file.path), read })));
       return stream;
     });
   });
@@ -128,13 +130,24 @@ export async function archiveTree(
   root: string,
   limits: Limits,
   output: Writable,
-  options: { compress?: boolean } = {},
+  options: {
+    compress?: boolean;
+    /** Top-level folders named otherwise in the zip (and its summary): a hand-ins zip's students. */
+    topFolderNames?: ReadonlyMap<string, string>;
+  } = {},
 ): Promise<ArchiveSummary> {
   const tree = await Tree.open(root);
   try {
     const listing = await tree.walk(limits);
     const writer = new ZipWriter(options.compress ?? true);
-    const added = addTree(writer, tree, listing, "", new Date());
+    const names = options.topFolderNames;
+    const renamed = (path: string) => {
+      const slash = path.indexOf("/");
+      const top = slash < 0 ? path : path.slice(0, slash);
+      const name = names?.get(top);
+      return name === undefined ? path : name + (slash < 0 ? "" : path.slice(slash));
+    };
+    const added = addTree(writer, tree, listing, "", new Date(), names ? renamed : undefined);
     try {
       await writer.finish(output);
     } finally {

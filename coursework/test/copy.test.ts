@@ -50,7 +50,7 @@ test("invalid arguments exit 2 with a message that says what is wrong", () => {
     [["handin", "a", "b", "--port", "80"], /--port applies to serve-archive and receive-upload only/],
     [["serve-archive", "a"], /serve-archive needs --token-sha256/],
     [["receive-upload", "a"], /receive-upload needs --token-sha256/],
-    [["handin", "a", "b", "--student", "ann"], /--student applies to receive-upload only/],
+    [["handin", "a", "b", "--student", "ann"], /--student applies to receive-upload and serve-archive only/],
     [["receive-upload", "a", "--store"], /--store applies to archive and serve-archive only/],
     [["handin", "a", "b", "--colour"], /Unknown option '--colour'/],
     [["handin", "a", "b", "--moment", "yesterday"], /--moment must be a time/],

@@ -15,7 +15,7 @@ import {
   courseFolderNames,
   shortHash,
 } from "../../api/naming.ts";
-import type { Archive, ArchiveStatus } from "../../api/v1alpha1/index.ts";
+import type { Archive, ArchiveStatus, Assignment } from "../../api/v1alpha1/index.ts";
 import type { Static } from "../../api/v1alpha1/schema.ts";
 import type { UploadTargetSchema } from "../../api/v1alpha1/upload.ts";
 
@@ -67,12 +67,24 @@ type Source =
       template: NonNullable<ReturnType<typeof templateOf>>;
       /** Upload pods: receive-upload's arguments after the folder (the students of a feedback zip). */
       receive?: string[];
+      /** serve-archive's arguments after the limits (a hand-ins zip's students, named in it). */
+      serve?: string[];
     }
   | { fail: string }
   | { wait: string };
 
 function templateOf(ctx: OperatorContext, namespace: string, name: string) {
   return ctx.caches.templates.get(name, namespace);
+}
+
+/** The students of an assignment (those with a Submission of it), sorted. */
+function studentsOf(ctx: OperatorContext, assignment: Assignment): string[] {
+  const { namespace = "", name = "" } = assignment.metadata;
+  return ctx.caches.submissions
+    .byIndex(Index.byAssignment, namespacedKey(namespace, name))
+    .filter((s) => submissionIsOf(s, assignment))
+    .map((s) => s.spec.user)
+    .sort();
 }
 
 /**
@@ -107,11 +119,7 @@ function resolveTarget(ctx: OperatorContext, archive: Archive, target: UploadTar
   const folder = collectionFolderOf(assignment);
   if (folder === undefined) return { wait: `assignment "${name}" has not been synced yet` };
   const claim = collectionNames(templateName).claim;
-  const users = ctx.caches.submissions
-    .byIndex(Index.byAssignment, namespacedKey(namespace, name))
-    .filter((s) => submissionIsOf(s, assignment))
-    .map((s) => s.spec.user)
-    .sort();
+  const users = studentsOf(ctx, assignment);
   if (feedback.user !== undefined) {
     if (!users.includes(feedback.user))
       return { fail: `${feedback.user} is not a student of assignment "${name}" (no Submission)` };
@@ -177,11 +185,14 @@ function resolve(ctx: OperatorContext, archive: Archive): Source {
   if (folder === undefined)
     return { wait: `assignment "${assignment.metadata.name}" has not been synced yet` };
   // The collection's root, read-only (a subPath of a read-only claim could not be made when no one
-  // has handed in yet); only handins/<the assignment's folder> is served.
+  // has handed in yet); only handins/<the assignment's folder> is served, each student's folder
+  // named by the student in the zip (coursework/files/studentFolders.ts).
+  const users = studentsOf(ctx, assignment);
   return {
     template,
     mounts: [{ claim: collectionNames(templateName).claim, mountPath: MOUNT, readOnly: true }],
     folder: `${MOUNT}/handins/${folder}`,
+    serve: users.flatMap((user) => ["--student", user]),
   };
 }
 
@@ -251,7 +262,7 @@ async function converge(ctx: OperatorContext, archive: Archive, podName: string)
           String(ARCHIVE_PORT),
           "--wait",
           String(WAIT_SECONDS),
-          ...(source.file ? [] : (source.receive ?? ARCHIVE_LIMITS)),
+          ...(source.file ? [] : (source.receive ?? [...ARCHIVE_LIMITS, ...(source.serve ?? [])])),
         ],
         mounts: source.mounts,
         port: ARCHIVE_PORT,

@@ -734,7 +734,7 @@ test(
     extract(handinsZip, join(work, "handins"));
     for (const user of STUDENTS)
       assert.equal(
-        sha256sumOfFolder(join(work, "handins", collectionUserFolder(user), "1")),
+        sha256sumOfFolder(join(work, "handins", user, "1")),
         receipts[user].sha256,
         `${user}'s folder in the downloaded zip hashes as the receipt says`,
       );
