@@ -4,8 +4,10 @@
  * how long it took, and how long the step it waits for has taken so far.
  */
 import {
+  StartProblems,
   StartSteps,
   UserlandConditions,
+  type StartProblem,
   type StartProgress,
   type StartStep,
   type UserlandStatus,
@@ -69,4 +71,52 @@ export function isStalled(status: UserlandStatus | undefined): boolean {
   return (
     status?.conditions?.some((c) => c.type === UserlandConditions.Stalled && c.status === "True") === true
   );
+}
+
+/**
+ * What a stalled start means to a student, in plain words and with what to do (issue 44 item 6):
+ * the operator's message names images, nodes and storage classes, which only an admin can act on,
+ * so it stays one click away on the page (and in `kubectl get`), never the page's words.
+ */
+const STUDENT_WORDS: Record<StartProblem, string> = {
+  [StartProblems.Unschedulable]:
+    "The cluster has no room for your environment right now. It starts by itself as soon as there is; if it is still waiting in a few minutes, tell your course administrator.",
+  [StartProblems.ImagePullFailed]:
+    "Your environment's software cannot be downloaded. Waiting will not help: tell your course administrator and send them the details below.",
+  [StartProblems.VolumeProvisioningFailed]:
+    "The storage for your files cannot be prepared. Waiting will not help: tell your course administrator and send them the details below.",
+  [StartProblems.ContainerCannotStart]:
+    "Your environment cannot be started as it is set up. Waiting will not help: tell your course administrator and send them the details below.",
+  [StartProblems.ContainerCrashing]:
+    "Your environment stops each time it starts. Tell your course administrator and send them the details below; your files are kept.",
+  [StartProblems.ReadinessProbeFailing]:
+    "Your environment is running but does not answer yet. It may still be getting ready; if this lasts a few minutes, tell your course administrator.",
+};
+
+/** The stalled start's cause (the Stalled condition's reason), if it is stalled for a known one. */
+export function stallReason(status: UserlandStatus | undefined): StartProblem | undefined {
+  const stalled = status?.conditions?.find(
+    (c) => c.type === UserlandConditions.Stalled && c.status === "True",
+  );
+  const reason = stalled?.reason as StartProblem | undefined;
+  return reason !== undefined && Object.hasOwn(STUDENT_WORDS, reason) ? reason : undefined;
+}
+
+/** A stalled start's cause as a student reads it. */
+export const studentWords = (reason: StartProblem): string => STUDENT_WORDS[reason];
+
+/**
+ * What a starting or failed page says of `status`: `message` in words for the student (a stalled
+ * start's cause as studentWords says it), `detail` the operator's own message where the words
+ * replace it (for the course administrator), and whether the start is stalled.
+ */
+export function startWords(status: UserlandStatus | undefined): {
+  message: string;
+  detail: string;
+  stalled: boolean;
+} {
+  const reason = stallReason(status);
+  const raw = status?.message ?? "";
+  if (reason) return { message: studentWords(reason), detail: raw, stalled: true };
+  return { message: raw, detail: "", stalled: isStalled(status) };
 }

@@ -10,7 +10,8 @@ import assert from "node:assert/strict";
 import { test, type TestContext } from "node:test";
 import type { V1Container } from "@kubernetes/client-node";
 import { childNames } from "../../api/naming.ts";
-import type { TemplateSpec } from "../../api/v1alpha1/index.ts";
+import type { StartProblem, TemplateSpec } from "../../api/v1alpha1/index.ts";
+import { studentWords } from "../../lib/startProgress.ts";
 import { send, startProxy, testKeys, type TestProxy } from "../../services/proxy/test/support.ts";
 import { eventually, testNamespace } from "../support/cluster.ts";
 import { startOperator } from "../support/operator.ts";
@@ -59,17 +60,23 @@ const HOST = "lab.example.test";
 /** What the starting page says, as the student reads it before any script runs. */
 interface PageSays {
   status: number;
-  /** The message span's text, unescaped. */
+  /** The message span's text, unescaped: plain words for the student. */
   message: string;
+  /** The operator's own message, one click away for the course administrator. */
+  detail: string;
   /** Whether the message is marked as a problem (the start is stalled). */
   problem: boolean;
 }
 
 function pageSays(status: number, body: string): PageSays {
+  const unescape = (text: string) =>
+    text.replace(/&#(\d+);/g, (_m, code: string) => String.fromCharCode(Number(code)));
   const span = /<span id="message" class="([^"]*)">([^<]*)<\/span>/.exec(body);
+  const detail = /<span id="detail" class="status">([^<]*)<\/span>/.exec(body);
   return {
     status,
-    message: (span?.[2] ?? "").replace(/&#(\d+);/g, (_m, code: string) => String.fromCharCode(Number(code))),
+    message: unescape(span?.[2] ?? ""),
+    detail: unescape(detail?.[1] ?? ""),
     problem: span?.[1] === "problem",
   };
 }
@@ -119,7 +126,7 @@ async function brokenThenFixed(
       async () => {
         const r = await asStudent(proxy, cookie, "/");
         lastPage = pageSays(r.status, r.body);
-        return lastPage.problem && says.test(lastPage.message) ? lastPage : undefined;
+        return lastPage.problem && says.test(lastPage.detail) ? lastPage : undefined;
       },
       REPORTED_WITHIN_MS,
       250,
@@ -130,11 +137,12 @@ async function brokenThenFixed(
       .then((page) => ({ page, ms: Date.now() - created })),
   ]);
   t.diagnostic(`${reason} in the status ${stalled.ms} ms after the create: ${stalled.u.status?.message}`);
-  t.diagnostic(`${reason} on the starting page ${onPage.ms} ms after the create: ${onPage.page.message}`);
+  t.diagnostic(`${reason} on the starting page ${onPage.ms} ms after the create: ${onPage.page.detail}`);
   assert.equal(stalled.u.status?.phase, "Starting");
   assert.equal(stalled.u.status?.conditions?.find((c) => c.type === "Ready")?.reason, reason);
   assert.match(stalled.u.status?.message ?? "", says);
   assert.equal(onPage.page.status, 503);
+  assert.equal(onPage.page.message, studentWords(reason as StartProblem), "plain words for the student");
   const warning = await eventually("its Warning Event", async () => {
     const events = await (
       await adminRest()

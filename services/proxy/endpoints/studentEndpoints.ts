@@ -20,7 +20,7 @@
  */
 import { heldPage } from "../route/exam.ts";
 import { sessionMarkCarrier } from "../../../api/sessions.ts";
-import { isStalled, progressText } from "../../../lib/startProgress.ts";
+import { progressText, startWords } from "../../../lib/startProgress.ts";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Userland } from "../../../api/v1alpha1/index.ts";
 import { localPath } from "../../../lib/localPath.ts";
@@ -90,9 +90,8 @@ export async function serveOwnEndpoint(
       template,
       user: session.user,
       phase: hostUserland?.status?.phase ?? (hostUserland ? "Pending" : undefined),
-      message: hostUserland?.status?.message ?? "",
+      ...startWords(hostUserland?.status),
       progress: progressText(hostUserland?.status?.progress, new Date()),
-      stalled: isStalled(hostUserland?.status),
     });
     return;
   }

@@ -12,7 +12,8 @@ import { document, inlineScript, type Page } from "./pageShell.ts";
 /** Follows /_userland/status; reloads into the environment once it is ready (or needs a new page). */
 const startingScript = `(function () {
   var phase = document.getElementById("phase"), message = document.getElementById("message"),
-    progress = document.getElementById("progress"), delay = 1000;
+    progress = document.getElementById("progress"), details = document.getElementById("details"),
+    detail = document.getElementById("detail"), delay = 1000;
   function poll() {
     fetch("/_userland/status", { credentials: "same-origin", cache: "no-store", headers: { accept: "application/json" } })
       .then(function (r) { if (!r.ok && r.status !== 503) throw new Error(String(r.status)); return r.json(); })
@@ -21,6 +22,8 @@ const startingScript = `(function () {
         phase.textContent = s.phase || "Pending";
         message.textContent = s.message || "";
         message.className = s.stalled ? "problem" : "";
+        detail.textContent = s.detail || "";
+        details.hidden = !s.detail;
         progress.textContent = s.progress || "";
         delay = 1000;
         setTimeout(poll, delay);
@@ -39,11 +42,20 @@ export interface EnvironmentInfo {
   user: string;
 }
 
-/** Where a start is: its progress in words, and whether it is stalled (lib/startProgress.ts). */
+/** Where a start is: its progress in words, whether it is stalled, the operator's own words (lib/startProgress.ts). */
 export interface StartInfo {
   progress?: string;
   stalled?: boolean;
+  /** The operator's message where the page says it in plain words: for the course administrator. */
+  detail?: string;
 }
+
+/** The operator's own words, one click away (and kept for the administrator the student tells). */
+const detailsFor = (detail: string) =>
+  html`<details id="details" ${detail ? "" : "hidden"}>
+    <summary>Details for your course administrator</summary>
+    <span id="detail" class="status">${detail}</span>
+  </details>`;
 
 export function startingPage(
   env: EnvironmentInfo,
@@ -53,13 +65,14 @@ export function startingPage(
 ): Page {
   const title = `Your ${env.title} environment is starting`;
   const body = html`<p>
-      This usually takes less than a minute. This page continues to your environment by itself once it is
-      ready.
+      ${start.stalled ? "Your environment cannot start yet." : "This usually takes less than a minute."} This
+      page continues to your environment by itself once it is ready.
     </p>
     <p class="muted">
       Status: <span class="status" id="phase">${phase}</span>
       <span id="message" class="${start.stalled ? "problem" : ""}">${message ?? ""}</span>
     </p>
+    ${detailsFor(start.detail ?? "")}
     <p class="muted" id="progress">${start.progress ?? ""}</p>
     <p class="muted">Signed in as ${env.user}.</p>`;
   return {
@@ -74,6 +87,7 @@ export function startingPage(
       message: message ?? "",
       progress: start.progress ?? "",
       stalled: start.stalled === true,
+      detail: start.detail ?? "",
     },
     script: starting,
   };
@@ -133,20 +147,21 @@ export function missingPage(env: EnvironmentInfo): Page {
   };
 }
 
-export function failedPage(env: EnvironmentInfo, message: string | undefined): Page {
+export function failedPage(env: EnvironmentInfo, words: { message: string; detail: string }): Page {
   const title = `Your ${env.title} environment could not start`;
+  const { message, detail } = words;
   const body = html`<p>
-      Something is wrong with this environment. Your course administrator has been told by the platform; this
-      page checks again every 30 seconds.
+      Something is wrong with this environment that waiting will not fix: tell your course administrator (the
+      details below help them). Your files are kept. This page checks again every 30 seconds.
     </p>
-    ${message ? html`<p class="muted">Details: ${message}</p>` : ""}
+    ${message ? html`<p class="problem">${message}</p>` : ""} ${detailsFor(detail)}
     <p class="muted">Signed in as ${env.user}.</p>`;
   return {
     status: 503,
     title,
     body: document(title, body, { refreshSeconds: 30 }),
     headers: { "retry-after": "30" },
-    json: { state: "failed", template: env.template, message: message ?? "" },
+    json: { state: "failed", template: env.template, message, detail },
   };
 }
 

@@ -3,7 +3,7 @@
  * or the page to show while it is not ready, stopped, failed, missing or held by an exam.
  */
 import { UserlandAnnotations, type Userland } from "../../../api/v1alpha1/index.ts";
-import { isStalled, progressText } from "../../../lib/startProgress.ts";
+import { progressText, startWords } from "../../../lib/startProgress.ts";
 import type { ClientInfo } from "../forward/headers.ts";
 import { justReady, readySince, WAITING_TO_ANSWER } from "../forward/readyRetry.ts";
 import {
@@ -93,7 +93,7 @@ export function pageFor(
   const state = environmentState(userland);
   if (!userland || state === "missing") return page("no_environment", missingPage(env));
   if (state === "ready") return undefined;
-  if (state === "failed") return page("failed", failedPage(env, userland.status?.message));
+  if (state === "failed") return page("failed", failedPage(env, startWords(userland.status)));
   if (state === "stopped") {
     const starting = startingPage(env, "Starting", "Start requested");
     if (starter.recentlyRequested(userland)) return page("starting", starting);
@@ -106,11 +106,13 @@ export function pageFor(
       return { kind: "start", outcome: "starting", userland, user, starting, stopped };
     return page("stopped", stopped);
   }
+  const words = startWords(userland.status);
   return page(
     "starting",
-    startingPage(env, userland.status?.phase ?? "Pending", userland.status?.message, {
+    startingPage(env, userland.status?.phase ?? "Pending", words.message, {
       progress: progressText(userland.status?.progress, new Date()),
-      stalled: isStalled(userland.status),
+      stalled: words.stalled,
+      detail: words.detail,
     }),
   );
 }

@@ -356,6 +356,7 @@ test("two users × two Templates: each reaches only their own environment; spoof
       message: status.json().message,
       progress: status.json().progress,
       stalled: false,
+      detail: "",
     });
     assert.match(String(status.json().progress), /^placed on a node \d+ s, .*answering \d+ s$/);
     const other = await get(HOSTS.jupyter, "Koba1t", {}, "/_userland/anything");

@@ -11,7 +11,7 @@ import { startingPage, stoppedPage } from "../pages/environmentPages.ts";
 import { pageHeaders } from "../pages/pageShell.ts";
 import { pino } from "pino";
 import { justReady, mayRetry } from "../forward/readyRetry.ts";
-import { isStalled, progressText, startDuration } from "../../../lib/startProgress.ts";
+import { isStalled, progressText, startDuration, startWords } from "../../../lib/startProgress.ts";
 import { eventually } from "../../../test/support/cluster.ts";
 import { loadProxyConfig } from "../config.ts";
 import { cookieValues } from "../../../lib/requestSessions.ts";
@@ -499,19 +499,30 @@ test("the starting page says where the start is and, when it is stalled, why; it
     progress,
     "placed on a node 1 s, volume ready 2 s; pulling the image and starting the container (10 s so far)",
   );
+  const words = startWords(status);
+  assert.equal(isStalled(status), true);
   const page = startingPage(
     { template: "code", user: "alice", title: "VS Code" },
     "Starting",
-    status.message,
+    words.message,
     {
       progress,
-      stalled: isStalled(status),
+      stalled: words.stalled,
+      detail: words.detail,
     },
   );
+  // The student reads plain words and what to do; the operator's own, for the administrator, a click away.
   assert.match(
     page.body,
-    /<span id="message" class="problem">The container &#34;ide&#34; stopped with exit code 1\.<\/span>/,
+    /<span id="message" class="problem">Your environment stops each time it starts\. Tell your course administrator/,
   );
+  assert.match(page.body, /cannot start yet/);
+  assert.doesNotMatch(page.body, /usually takes less than a minute/);
+  assert.match(
+    page.body,
+    /<details id="details" >\s*<summary>Details for your course administrator<\/summary>\s*<span id="detail" class="status">The container &#34;ide&#34; stopped with exit code 1\.<\/span>/,
+  );
+  assert.equal(page.json.detail, 'The container "ide" stopped with exit code 1.');
   assert.match(page.body, /<p class="muted" id="progress">placed on a node 1 s, volume ready 2 s; pulling/);
   assert.equal(page.json.progress, progress);
   assert.equal(page.json.stalled, true);
