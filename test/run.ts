@@ -77,14 +77,24 @@ const flags = args.filter((a) => a.startsWith("-"));
 
 /** Each file's milliseconds in the runs before (relative path → ms), kept across runs. */
 const historyFile = join(buildCache, "test-durations.tsv");
+/**
+ * A machine's first run (an empty build cache) orders by the times of a recorded whole run instead,
+ * checked in (a copy of a machine's `test-durations.tsv`, refreshed now and then): without any, the
+ * files went by kind and name, and a fresh machine's run ended with one long file running alone.
+ */
+const baselineFile = join(repoRoot, "test", "durations.tsv");
+const readDurations = (file: string): [string, number][] =>
+  readFileSync(file, "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => line.split("\t"))
+    .map(([ms, path]): [string, number] => [path ?? "", Number(ms)]);
 const history = new Map<string, number>(
   existsSync(historyFile)
-    ? readFileSync(historyFile, "utf8")
-        .split("\n")
-        .filter(Boolean)
-        .map((line) => line.split("\t"))
-        .map(([ms, file]) => [file ?? "", Number(ms)])
-    : [],
+    ? readDurations(historyFile)
+    : existsSync(baselineFile)
+      ? readDurations(baselineFile)
+      : [],
 );
 
 /** The files `patterns` name, longest first by `history` (files it has no time for first of all). */
