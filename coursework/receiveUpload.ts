@@ -20,10 +20,9 @@ import type { AddressInfo } from "node:net";
 import { PassThrough } from "node:stream";
 import { UnsafePathError } from "./files/beneath.ts";
 import { LimitError } from "./files/limits.ts";
-import { type Limits } from "../api/copyPrograms.ts";
+import type { Limits, UploadSummary } from "../api/copyPrograms.ts";
 import { NameError } from "./files/names.ts";
 import { Upload, UploadError, type UploadLayout } from "./files/upload.ts";
-import { type UploadSummary } from "../api/copyPrograms.ts";
 import { WaitExpiredError } from "./serveArchive.ts";
 
 export interface ReceiveOptions {

@@ -66,11 +66,13 @@ export function startDuration(progress: StartProgress | undefined): string | und
   return Number.isFinite(ms) ? seconds(ms) : undefined;
 }
 
+/** The operator's Stalled condition while it is True. */
+const stalledCondition = (status: UserlandStatus | undefined) =>
+  status?.conditions?.find((c) => c.type === UserlandConditions.Stalled && c.status === "True");
+
 /** The start cannot get further by itself (the operator's Stalled condition): its words stand out. */
 export function isStalled(status: UserlandStatus | undefined): boolean {
-  return (
-    status?.conditions?.some((c) => c.type === UserlandConditions.Stalled && c.status === "True") === true
-  );
+  return stalledCondition(status) !== undefined;
 }
 
 /**
@@ -94,11 +96,8 @@ const STUDENT_WORDS: Record<StartProblem, string> = {
 };
 
 /** The stalled start's cause (the Stalled condition's reason), if it is stalled for a known one. */
-export function stallReason(status: UserlandStatus | undefined): StartProblem | undefined {
-  const stalled = status?.conditions?.find(
-    (c) => c.type === UserlandConditions.Stalled && c.status === "True",
-  );
-  const reason = stalled?.reason as StartProblem | undefined;
+function stallReason(status: UserlandStatus | undefined): StartProblem | undefined {
+  const reason = stalledCondition(status)?.reason as StartProblem | undefined;
   return reason !== undefined && Object.hasOwn(STUDENT_WORDS, reason) ? reason : undefined;
 }
 

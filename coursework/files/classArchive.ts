@@ -19,7 +19,7 @@ import { pipeline } from "node:stream/promises";
 import { crc32 } from "node:zlib";
 import { addTree, ZipWriter } from "./archive.ts";
 import { LimitError } from "./limits.ts";
-import { type Limits } from "../../api/copyPrograms.ts";
+import type { Limits } from "../../api/copyPrograms.ts";
 import { byPath, manifestHash, type FileRecord } from "./manifest.ts";
 import { checkEntryPath } from "./names.ts";
 import { holdsNoData, Tree, type Skipped } from "./walk.ts";

@@ -27,16 +27,17 @@ export function studentsLayout(users: readonly string[]): UploadLayout {
 export function studentZipNames(users: readonly string[]): Map<string, string> {
   const plain = (user: string) =>
     !user.includes("/") && !user.startsWith(".") && pathProblem(user) === undefined && user.length <= 100;
+  const students = [...new Set(users)].map((user) => ({ user, folder: collectionUserFolder(user) }));
   const taken = new Map<string, number>();
   const count = (name: string) => taken.set(name.toLowerCase(), (taken.get(name.toLowerCase()) ?? 0) + 1);
-  for (const user of new Set(users)) {
-    count(collectionUserFolder(user));
-    if (plain(user) && user.toLowerCase() !== collectionUserFolder(user).toLowerCase()) count(user);
+  for (const { user, folder } of students) {
+    count(folder);
+    if (plain(user) && user.toLowerCase() !== folder.toLowerCase()) count(user);
   }
-  const names = new Map<string, string>();
-  for (const user of new Set(users)) {
-    const folder = collectionUserFolder(user);
-    names.set(folder, plain(user) && taken.get(user.toLowerCase()) === 1 ? user : folder);
-  }
-  return names;
+  return new Map(
+    students.map(({ user, folder }) => [
+      folder,
+      plain(user) && taken.get(user.toLowerCase()) === 1 ? user : folder,
+    ]),
+  );
 }

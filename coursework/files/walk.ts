@@ -18,7 +18,7 @@ import {
 } from "./beneath.ts";
 import { FolderCache } from "./folders.ts";
 import { limitErrors } from "./limits.ts";
-import { type Limits } from "../../api/copyPrograms.ts";
+import type { Limits } from "../../api/copyPrograms.ts";
 import { segmentProblem } from "./names.ts";
 
 export interface ListedFile {

@@ -18,7 +18,7 @@ import { prepareUpstreamHeaders, type ClientInfo } from "./forward/headers.ts";
 import { UserLimits } from "./forward/limits.ts";
 import { serveOwnEndpoint } from "./endpoints/studentEndpoints.ts";
 import { simplePage, tooManyPage, upstreamErrorPage } from "./pages/environmentPages.ts";
-import { type Page } from "./pages/pageShell.ts";
+import type { Page } from "./pages/pageShell.ts";
 import { forwardHttp } from "./forward/httpForward.ts";
 import { requestLog, startRecord, type RequestRecord } from "./requestLog.ts";
 import { refuseUpgrade, sendPage, sendSignIn } from "./pages/send.ts";

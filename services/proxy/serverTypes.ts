@@ -10,29 +10,22 @@ import type { ProxyConfig } from "./config.ts";
 import type { ActivitySink } from "./forward/forwarder.ts";
 import type { ProxyMetrics } from "./metrics.ts";
 import type { UpstreamResolver } from "./route/resolver.ts";
+import type { RouterConfig } from "./route/routes.ts";
 import type { ClusterView } from "./route/userlandIndex.ts";
 import type { VisitTracker } from "./route/visitTracker.ts";
 
-export type ProxyServerConfig = Pick<
-  ProxyConfig,
-  | "loginUrl"
-  | "origins"
-  | "hostTemplates"
-  | "baseDomain"
-  | "visitDomain"
-  | "defaultTemplate"
-  | "trustedProxies"
-  | "allowedOrigins"
-  | "upstreamTimeoutMs"
-  | "connectTimeoutMs"
-  | "readyGraceMs"
-  | "websocketIdleTimeoutMs"
-  | "startOnAccess"
-  | "accessLog"
-  | "timeouts"
-  | "limits"
-  | "visitQuietMs"
->;
+/** What the router decides with (route/routes.ts), and what the server itself needs besides. */
+export type ProxyServerConfig = RouterConfig &
+  Pick<
+    ProxyConfig,
+    | "upstreamTimeoutMs"
+    | "connectTimeoutMs"
+    | "websocketIdleTimeoutMs"
+    | "accessLog"
+    | "timeouts"
+    | "limits"
+    | "visitQuietMs"
+  >;
 
 export interface ProxyDeps {
   config: ProxyServerConfig;

@@ -8,8 +8,7 @@ import type { TestContext } from "node:test";
 import { inspect } from "node:util";
 import { k8s } from "../../lib/kube.ts";
 import type { ControlPlane } from "../../cluster/controlPlane.ts";
-import { paths } from "../../api/kubePaths.ts";
-import { EXAMS, GROUP, VERSION, type Exam } from "../../api/v1alpha1/index.ts";
+import { examsPath, type Exam } from "../../api/v1alpha1/index.ts";
 import { KubeRest } from "../../lib/kubeRest.ts";
 import {
   CLUSTER_INFO_ENV,
@@ -56,11 +55,14 @@ export async function testNamespace(t: TestContext, prefix = "t", cluster?: Test
  */
 async function releaseFinalizers(kc: TestCluster["kc"], namespace: string): Promise<void> {
   const rest = new KubeRest(kc, "userland-tests");
-  const exams = await rest.list<Exam>(paths.namespaced(GROUP, VERSION, EXAMS, namespace));
-  for (const exam of exams.items) {
-    const path = paths.namespaced(GROUP, VERSION, EXAMS, namespace, exam.metadata.name);
-    await rest.delete(path).catch(() => undefined);
-    await rest.patch(path, { metadata: { finalizers: null } }).catch(() => undefined);
+  try {
+    for (const exam of (await rest.list<Exam>(examsPath(namespace))).items) {
+      const path = examsPath(namespace, exam.metadata.name);
+      await rest.delete(path).catch(() => undefined);
+      await rest.patch(path, { metadata: { finalizers: null } }).catch(() => undefined);
+    }
+  } finally {
+    await rest.close();
   }
 }
 

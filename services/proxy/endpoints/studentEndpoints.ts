@@ -32,7 +32,7 @@ import { homePage } from "../pages/homePage.ts";
 import { handInConfirmPage } from "../pages/homeAssignments.ts";
 import type { Coursework } from "./coursework.ts";
 import { missingPage, simplePage } from "../pages/environmentPages.ts";
-import { type Page } from "../pages/pageShell.ts";
+import type { Page } from "../pages/pageShell.ts";
 import type { RequestRecord } from "../requestLog.ts";
 import { prefersJson, sendJson, sendPage, sendRedirect } from "../pages/send.ts";
 import type { OwnEndpointRoute } from "../route/routes.ts";

@@ -9,7 +9,7 @@ import type { ProxyConfig } from "../config.ts";
 import type { ClientInfo } from "../forward/headers.ts";
 import type { RouteOutcome } from "../metrics.ts";
 import { simplePage, type EnvironmentInfo } from "../pages/environmentPages.ts";
-import { type Page } from "../pages/pageShell.ts";
+import type { Page } from "../pages/pageShell.ts";
 import type { Starter } from "../endpoints/starter.ts";
 import type { UpstreamResolver } from "./resolver.ts";
 import type { ClusterView } from "./userlandIndex.ts";

@@ -45,8 +45,8 @@ interface OpenVisit {
   /** lastSeen as last reported. */
   reported: number;
   sockets: number;
-  /** When its last open WebSocket closed (undefined while one is open, or none ever was). */
-  socketsClosedAt: number | undefined;
+  /** It had WebSockets and the last one closed (false while one is open, or none ever was). */
+  socketsClosed: boolean;
   /** Until then, requests pass without asking again. */
   allowedUntil: number;
 }
@@ -130,7 +130,7 @@ export class VisitTracker {
       lastSeen: now,
       reported: 0,
       sockets: 0,
-      socketsClosedAt: undefined,
+      socketsClosed: false,
       allowedUntil: 0,
     };
     visit.token = token;
@@ -167,12 +167,11 @@ export class VisitTracker {
     const visit = this.visits.get(VisitTracker.key(namespace, name, visitor));
     if (!visit) return () => undefined;
     visit.sockets++;
-    visit.socketsClosedAt = undefined;
+    visit.socketsClosed = false;
     return () => {
       visit.sockets--;
-      const now = this.now();
-      visit.lastSeen = Math.max(visit.lastSeen, now);
-      if (visit.sockets === 0) visit.socketsClosedAt = now;
+      visit.lastSeen = Math.max(visit.lastSeen, this.now());
+      visit.socketsClosed = visit.sockets === 0;
     };
   }
 
@@ -231,7 +230,7 @@ export class VisitTracker {
     const reports: Promise<unknown>[] = [];
     for (const [key, visit] of this.visits) {
       if (visit.sockets > 0) visit.lastSeen = now;
-      const tabClosed = visit.socketsClosedAt !== undefined && now - visit.lastSeen >= CLOSED_TAB_MS;
+      const tabClosed = visit.socketsClosed && now - visit.lastSeen >= CLOSED_TAB_MS;
       if (tabClosed || now - visit.lastSeen >= this.opts.quietMs) {
         this.visits.delete(key);
         reports.push(this.report(visit, "end"));
