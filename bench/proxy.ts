@@ -84,7 +84,7 @@ async function runUserland(upstreamPort: number, publicJwks: string): Promise<nu
   const { trustedProxies } = await import("../services/proxy/forward/headers.ts");
   const { UserlandIndex } = await import("../services/proxy/route/userlandIndex.ts");
   const { createLogger } = await import("../lib/logger.ts");
-  const { MAX_ENDED_SESSIONS } = await import("../api/sessions.ts");
+  const { MAX_ENDED_SESSIONS, newSessionRecord, sessionEnded } = await import("../api/sessions.ts");
   const index = new UserlandIndex();
   // Ended sessions (api/sessions.ts) at their most: a full list and a sign-out-everywhere mark, so
   // every request pays the revocation check at its worst (issue 29 item 5).
@@ -97,14 +97,14 @@ async function runUserland(upstreamPort: number, publicJwks: string): Promise<nu
       name: "bench",
       namespace: "bench",
       generation: 1,
-      annotations: {
-        "userland.dev/sessions-valid-after": "2020-01-01T00:00:00Z",
-        "userland.dev/ended-sessions": ended,
-      },
     },
     spec: { user: "bench-user", templateName: "code" },
     status: { phase: "Ready", observedGeneration: 1, service: { name: "code-bench-svc", port: 80 } },
   } as const;
+  const benchRecord = newSessionRecord("bench-user", {
+    "userland.dev/sessions-valid-after": "2020-01-01T00:00:00Z",
+    "userland.dev/ended-sessions": ended,
+  });
   index.upsert(benchUserland);
   const activity = new Map<string, number>();
   const proxy = createProxyServer({
@@ -132,6 +132,8 @@ async function runUserland(upstreamPort: number, publicJwks: string): Promise<nu
       namespace: "bench",
       findUserland: (u, t) => index.find(u, t),
       userlandsOf: (u) => (u === "bench-user" ? [benchUserland] : []),
+      sessionEnded: (session) =>
+        sessionEnded(session, session.user === "bench-user" ? benchRecord : undefined),
       getTemplate: () => undefined,
       synced: () => true,
     },

@@ -77,7 +77,7 @@ export interface UserManagerClient {
    * Ends the session whose token is `session` everywhere (the auth service's sign-out; the token
    * is the proof): the Userland that carries the mark, null when its user has none.
    */
-  endSession?(session: string): Promise<{ userland: string | null }>;
+  endSession?(session: string): Promise<void>;
   /** The student's Allow for a waiting visitor (`session`: the student's own session token). */
   allowVisit?(name: string, consent: { session: string; visitor: string }): Promise<"allowed" | "none">;
 }
@@ -155,7 +155,6 @@ export function userManagerClient(options: UserManagerClientOptions): UserManage
     async endSession(session) {
       const { status, text } = await post("api/v1/sessions/end", { session });
       if (status !== 200) throw refused(status, text);
-      return { userland: (JSON.parse(text) as { userland: string | null }).userland };
     },
     async create(user, templateName, options) {
       const { status, text } = await post("api/v1/userlands", {

@@ -191,13 +191,6 @@ export const UserlandAnnotations = {
   visits: "userland.dev/visits",
   /** Visits waiting for (or given) the student's Allow (JSON, api/visits.ts), written by the user-manager. */
   visitRequests: "userland.dev/visit-requests",
-  /**
-   * RFC 3339: the user's sessions issued before it are refused (sign out everywhere, a stolen
-   * laptop); api/sessions.ts. Written by the user-manager, or by a teacher with kubectl annotate.
-   */
-  sessionsValidAfter: "userland.dev/sessions-valid-after",
-  /** Ended sessions of the user still unexpired, `<sid>:<exp>` separated by spaces; api/sessions.ts. */
-  endedSessions: "userland.dev/ended-sessions",
 } as const;
 
 /**

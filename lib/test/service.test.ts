@@ -12,7 +12,7 @@ import type { Settings } from "../config.ts";
 const root = join(import.meta.dirname, "..", "..");
 const components: [string, Settings, boolean][] = [
   ["operator/main.ts", operatorSettings, true],
-  // The auth service watches Userlands for ended sessions (AUTH_ENDED_SESSIONS), so it uses Kubernetes.
+  // The auth service watches session records for ended sessions (AUTH_ENDED_SESSIONS), so it uses Kubernetes.
   ["services/auth/main.ts", authSettings, true],
   ["services/proxy/main.ts", proxySettings, true],
   ["services/user-manager/main.ts", userManagerSettings, true],

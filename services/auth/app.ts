@@ -11,11 +11,10 @@ import { formFromOwnSite } from "../../lib/formOrigin.ts";
 import { fastifyService } from "../../lib/fastifyService.ts";
 import { pageSecurityHeaders } from "../../lib/pageHeaders.ts";
 import { fastifyTimeoutOptions } from "../../lib/serverTimeouts.ts";
-import { watchEndedSessions } from "../../lib/endedSessions.ts";
+import { watchSessionRecords } from "../../lib/sessionRecords.ts";
 import type { KubeConnection } from "../../lib/kubeConnection.ts";
 import { KubeRest } from "../../lib/kubeRest.ts";
 import type { Logger } from "../../lib/logger.ts";
-import { ServedNamespaces } from "../../lib/namespaces.ts";
 import {
   createSessionSigner,
   createSessionVerifier,
@@ -56,11 +55,10 @@ function endedSessionsFor(config: AuthConfig, options: AppOptions) {
   if (!config.endedSessions) return undefined;
   if (!options.kube)
     throw new ConfigError("auth", [
-      "AUTH_ENDED_SESSIONS=true needs the Kubernetes API: run in a pod whose ServiceAccount may list and watch userlands, or set KUBECONFIG",
+      "AUTH_ENDED_SESSIONS=true needs the Kubernetes API: run in a pod whose ServiceAccount may list and watch configmaps in its namespace, or set KUBECONFIG",
     ]);
   const { kc, namespace } = options.kube;
-  const served = new ServedNamespaces(config.endedSessions.watchNamespaces, namespace);
-  return watchEndedSessions(new KubeRest(kc, "userland-auth"), served, options.log);
+  return watchSessionRecords(new KubeRest(kc, "userland-auth"), namespace, options.log);
 }
 
 export async function buildApp(config: AuthConfig, options: AppOptions) {

@@ -5,7 +5,6 @@
 import { formatDuration } from "../../api/duration.ts";
 import { TEMPLATE_NAME_PATTERN } from "../../api/v1alpha1/template.ts";
 import { ConfigError, loadConfig, parse, serviceListeners, type Settings } from "../../lib/config.ts";
-import { watchNamespacesSetting, type WatchNamespaces } from "../../lib/namespaces.ts";
 import { timeoutSettings, type ServerTimeouts } from "../../lib/serverTimeouts.ts";
 import type { AllowLists } from "./allowlist.ts";
 import type { GitHubSettings } from "./github.ts";
@@ -70,11 +69,10 @@ export const settings = {
   endedSessions: {
     env: "AUTH_ENDED_SESSIONS",
     description:
-      "Refuse sessions ended before they expire (sign-out, sign out everywhere, a teacher) at /forward-auth and /whoami: watch the marks on Userlands (needs Kubernetes: list and watch userlands in USERLAND_WATCH_NAMESPACES); false only where no ingress relies on /forward-auth",
+      "Refuse sessions ended before they expire (sign-out, sign out everywhere, a teacher) at /forward-auth and /whoami: watch the session records the user-manager writes (needs Kubernetes: list and watch configmaps in the service's own namespace); false only where no ingress relies on /forward-auth",
     parse: parse.boolean,
     default: false,
   },
-  watchNamespaces: watchNamespacesSetting("Userlands carry ended-session marks (AUTH_ENDED_SESSIONS)"),
   cookieSecure: {
     env: "AUTH_COOKIE_SECURE",
     description: "Mark cookies Secure (false only for plain-http local use)",
@@ -306,8 +304,8 @@ export interface AuthConfig {
   provision?: ProvisionSettings | undefined;
   /** Set: /logout ends the session everywhere through the user-manager (signOut.ts). */
   signOut?: SignOutSettings | undefined;
-  /** Set: /forward-auth and /whoami refuse ended sessions, watching Userlands in these namespaces. */
-  endedSessions?: { watchNamespaces: WatchNamespaces | undefined } | undefined;
+  /** True: /forward-auth and /whoami refuse ended sessions, watching the session records. */
+  endedSessions: boolean;
 }
 
 /**
@@ -511,7 +509,7 @@ export function loadAuthConfig(env: NodeJS.ProcessEnv = process.env): AuthConfig
     allow: { domains: c.allowedDomains, groups: c.allowedGroups, orgs: c.allowedOrgs },
     provision,
     signOut,
-    endedSessions: c.endedSessions ? { watchNamespaces: c.watchNamespaces } : undefined,
+    endedSessions: c.endedSessions,
   };
 }
 

@@ -4,7 +4,7 @@
  */
 import type { CookieSerializeOptions } from "@fastify/cookie";
 import type { JSONWebKeySet } from "jose";
-import type { EndedSessions } from "../../lib/endedSessions.ts";
+import type { SessionRecords } from "../../lib/sessionRecords.ts";
 import type { Logger } from "../../lib/logger.ts";
 import type { SessionSigner, SessionVerifier } from "../../lib/session.ts";
 import type { AuthConfig } from "./config.ts";
@@ -28,7 +28,7 @@ export interface AuthContext {
   /** Ends a signed-out session everywhere (AUTH_SIGN_OUT_URL); unset: /logout clears this browser only. */
   signOut?: SignOut | undefined;
   /** Sessions ended before they expire (AUTH_ENDED_SESSIONS); unset: only expiry ends a session. */
-  endedSessions?: EndedSessions | undefined;
+  endedSessions?: SessionRecords | undefined;
   metrics: Metrics;
 }
 

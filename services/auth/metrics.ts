@@ -38,7 +38,7 @@ export const createMetrics = declareMetrics("userland_auth_", (m): Omit<Metrics,
   ),
   signOuts: m.counter(
     "userland_auth_sign_outs_total",
-    "Sign-outs at /logout by result: ended (everywhere, through the user-management service), no-userland (nothing carries a mark), browser-only (the service could not end it: this browser only), local (AUTH_SIGN_OUT_URL unset).",
+    "Sign-outs at /logout by result: ended (everywhere, through the user-management service), browser-only (the service could not end it: this browser only), local (AUTH_SIGN_OUT_URL unset).",
     ["result"],
   ),
 }));

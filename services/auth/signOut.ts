@@ -1,7 +1,7 @@
 /**
  * Sign-out that ends the session everywhere (issue 29 item 5), not only on this browser: /logout
  * sends the session's own token to the user-manager (`POST /api/v1/sessions/end`), which verifies
- * it and writes the mark (api/sessions.ts) on the session's user's oldest Userland; the proxy and
+ * it and writes the mark (api/sessions.ts) in the session's user's record; the proxy and
  * /forward-auth then refuse a copy of the cookie within seconds.
  *
  * The token is the proof: the auth service names no user and no Userland, so it cannot end anyone
@@ -20,11 +20,10 @@ export interface SignOutSettings {
 }
 
 /**
- * "ended": refused everywhere from now on; "no-userland": the user has no Userland to carry the
- * mark (docs/security.md: a documented limit); "browser-only": the user-manager could not end it,
- * so only this browser is signed out.
+ * "ended": refused everywhere from now on; "browser-only": the user-manager could not end it, so
+ * only this browser is signed out.
  */
-export type SignOutResult = "ended" | "no-userland" | "browser-only";
+export type SignOutResult = "ended" | "browser-only";
 
 export interface SignOut {
   endEverywhere(token: string, user: string): Promise<SignOutResult>;
@@ -38,8 +37,8 @@ export function createSignOut(settings: SignOutSettings, log: Logger, metrics: M
       try {
         // Always there on the real client (optional on the interface for the proxy's stand-ins).
         if (!userManager.endSession) throw new UserManagerError(0, "the client cannot end sessions");
-        const { userland } = await userManager.endSession(token);
-        result = userland === null ? "no-userland" : "ended";
+        await userManager.endSession(token);
+        result = "ended";
       } catch (error) {
         const detail =
           error instanceof UserManagerError

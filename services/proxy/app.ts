@@ -16,7 +16,7 @@ import {
   USERLANDS,
   VERSION,
 } from "../../api/v1alpha1/index.ts";
-import { USER_INDEX } from "../../lib/endedSessions.ts";
+import { watchSessionRecords } from "../../lib/sessionRecords.ts";
 import { Informer } from "../../lib/informer.ts";
 import { oldest, ServedNamespaces } from "../../lib/namespaces.ts";
 import type { KubeConnection } from "../../lib/kubeConnection.ts";
@@ -99,7 +99,10 @@ export async function buildProxyApp(config: ProxyConfig, options: ProxyAppOption
   const policyExam = (p: V1NetworkPolicy) =>
     examKey(p.metadata?.namespace ?? "", p.metadata?.labels?.[ExamMarks.examLabel] ?? "");
   examPolicies.addIndex(EXAM_INDEX, (p) => [policyExam(p)]);
+  // Ended sessions (api/sessions.ts): the user-manager's records in the proxy's own namespace.
+  const sessionRecords = watchSessionRecords(rest, namespace, log);
   // The home page lists a student's Userlands of every Template.
+  const USER_INDEX = "user";
   userlands.addIndex(USER_INDEX, (u) => [u.spec.user]);
   // A host names a Template, not a namespace: of one name in several namespaces the oldest is
   // served, and only Userlands in its namespace (docs/decisions/0010-namespaces.md).
@@ -141,13 +144,15 @@ export async function buildProxyApp(config: ProxyConfig, options: ProxyAppOption
         : index.find(user, template, servedTemplate(template)?.metadata.namespace ?? ""),
     getTemplate: (name) =>
       served.single !== undefined ? templates.get(name, served.single) : servedTemplate(name),
-    synced: () => userlands.hasSynced && templates.hasSynced && examPolicies.hasSynced,
+    synced: () =>
+      userlands.hasSynced && templates.hasSynced && examPolicies.hasSynced && sessionRecords.synced(),
     getUserland: (name) =>
       served.single !== undefined
         ? userlands.get(name, served.single)
         : oldest(userlands.byIndex(NAME_INDEX, name).filter(inServedNamespace)),
     templateNames: () => [...new Set(templates.list().map((t) => t.metadata.name ?? ""))],
     userlandsOf: (user) => userlands.byIndex(USER_INDEX, user).filter(inServedNamespace),
+    sessionEnded: (session) => sessionRecords.ended(session),
     examIsolated: (ns, exam) =>
       examPolicies
         .byIndex(EXAM_INDEX, examKey(ns, exam))
@@ -179,11 +184,11 @@ export async function buildProxyApp(config: ProxyConfig, options: ProxyAppOption
     log,
     userManager: config.userManager ? userManagerClient(config.userManager) : undefined,
   });
-  // A mark written on a Userland (api/sessions.ts) ends its user's open WebSockets too (the
+  // A mark written in a session record (api/sessions.ts) ends its user's open WebSockets too (the
   // informer starts below, so no event is missed).
-  userlands.on("update", (u) => {
-    const closed = proxy.closeEndedWebSockets(u.spec.user);
-    if (closed > 0) log.info({ user: u.spec.user, closed }, "closed WebSockets of ended sessions");
+  sessionRecords.onWritten((user) => {
+    const closed = proxy.closeEndedWebSockets(user);
+    if (closed > 0) log.info({ user, closed }, "closed WebSockets of ended sessions");
   });
 
   // An exam's policy gone: its environments' WebSockets go too (requests are refused by the router).
@@ -193,7 +198,12 @@ export async function buildProxyApp(config: ProxyConfig, options: ProxyAppOption
       log.warn({ exam: policyExam(p), closed }, "exam's NetworkPolicy gone: closed its WebSockets");
   });
 
-  const synced = Promise.all([userlands.start(), templates.start(), examPolicies.start()]).then(() => {
+  const synced = Promise.all([
+    userlands.start(),
+    templates.start(),
+    examPolicies.start(),
+    sessionRecords.start(),
+  ]).then(() => {
     log.info({ namespaces: served.toString(), userlands: index.size }, "caches synced");
   });
   activity.start();
@@ -208,7 +218,7 @@ export async function buildProxyApp(config: ProxyConfig, options: ProxyAppOption
     async close(graceMs) {
       await proxy.close(graceMs);
       await activity.stop();
-      await Promise.all([userlands.stop(), templates.stop(), examPolicies.stop()]);
+      await Promise.all([userlands.stop(), templates.stop(), examPolicies.stop(), sessionRecords.stop()]);
       resolver.close();
       await rest.close();
     },

@@ -9,7 +9,7 @@ import { fastifyTimeoutOptions } from "../../lib/serverTimeouts.ts";
 import type { KubeRest } from "../../lib/kubeRest.ts";
 import { createLogger, type Logger } from "../../lib/logger.ts";
 import { sessionVerifierFor, type SessionVerifier } from "../../lib/session.ts";
-import { watchEndedSessions } from "../../lib/endedSessions.ts";
+import { watchSessionRecords } from "../../lib/sessionRecords.ts";
 import { requestSessions } from "../../lib/requestSessions.ts";
 import { AccessReviewer } from "./auth/accessReview.ts";
 import { authPlugin } from "./auth/plugin.ts";
@@ -37,6 +37,7 @@ import { ALL_NAMESPACES, ServedNamespaces } from "../../lib/namespaces.ts";
 import { UserlandStore } from "./store.ts";
 import { visitRoutes } from "./visits.ts";
 import { userlandRoutes } from "./userlands.ts";
+import { endSessionsOf } from "./sessionRecordWriter.ts";
 
 export const API_VERSION = "1.0.0";
 
@@ -64,7 +65,7 @@ export async function buildApp(options: AppOptions) {
   const consoleSettings = consoleConfig(config);
   let sessions: SessionAuth | undefined;
   let verifier: SessionVerifier | undefined;
-  const endedSessions = consoleSettings ? watchEndedSessions(rest, served, log) : undefined;
+  const endedSessions = consoleSettings ? watchSessionRecords(rest, namespace, log) : undefined;
   if (consoleSettings && endedSessions) {
     verifier = await sessionVerifierFor(consoleSettings.keys, log);
     await endedSessions.start();
@@ -73,9 +74,9 @@ export async function buildApp(options: AppOptions) {
       userPrefix: consoleSettings.userPrefix,
       groupPrefix: consoleSettings.groupPrefix,
       origin: consoleSettings.url.origin,
-      // Checked at each cookie-signed request against a watch of the Userlands (issue 41 item 10:
-      // a list per request cost the API server as much as the request itself); a mark counts
-      // within a watch event.
+      // Checked at each cookie-signed request against a watch of the session records (issue 41
+      // item 10: a list per request cost the API server as much as the request itself); a mark
+      // counts within a watch event.
       ended: (session) => Promise.resolve(endedSessions.ended(session)),
     };
   }
@@ -149,6 +150,8 @@ export async function buildApp(options: AppOptions) {
     store,
     metrics,
     verifier,
+    endSessions: (user, what) =>
+      endSessionsOf(rest, namespace, user, what, () => (options.now?.() ?? new Date()).getTime()),
     ...(options.now ? { now: options.now } : {}),
   });
   await app.register(rosterRoutes, {

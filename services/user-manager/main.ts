@@ -16,6 +16,8 @@ import { buildApp } from "./app.ts";
 import { loadUserManagerConfig, settings, type UserManagerConfig } from "./config.ts";
 import { createMetrics } from "./metrics.ts";
 import { describePermission, missingPermissions } from "./permissions.ts";
+import { moveLegacySessionMarks } from "./legacySessionMarks.ts";
+import { UserlandStore } from "./store.ts";
 
 async function kubeConnection() {
   try {
@@ -43,11 +45,14 @@ async function start(config: UserManagerConfig, log: Logger) {
   // Not fatal: the Role may be applied just after the Deployment; /readyz and the API report it too.
   // Each served namespace needs the Role ("" asks about every namespace at once, for "*").
   const served = new ServedNamespaces(config.watchNamespaces, namespace);
-  Promise.all(
-    (served.all ? [""] : served.names).map(async (ns) =>
+  Promise.all([
+    ...(served.all ? [""] : served.names).map(async (ns) =>
       (await missingPermissions(rest, ns)).map((p) => describePermission(p, ns)),
     ),
-  ).then(
+    missingPermissions(rest, namespace, "own").then((own) =>
+      own.map((p) => describePermission(p, namespace)),
+    ),
+  ]).then(
     (perNamespace) => {
       const missing = [...new Set(perNamespace.flat())];
       for (const p of missing) log.warn(`the ServiceAccount lacks a permission it needs: ${p}`);
@@ -55,6 +60,15 @@ async function start(config: UserManagerConfig, log: Logger) {
     },
     (error: unknown) =>
       log.warn({ err: (error as Error).message }, "could not check the ServiceAccount's permissions"),
+  );
+  // Marks an older version wrote on Userlands go into the session records (issue 41 item 4); a
+  // failure is logged and tried again at the next start (the marks stay where they were).
+  moveLegacySessionMarks(new UserlandStore(rest, served, log), rest, namespace, Date.now).then(
+    (moved) => {
+      if (moved > 0) log.info({ moved }, "moved ended-session marks from Userlands into session records");
+    },
+    (error: unknown) =>
+      log.warn({ err: (error as Error).message }, "could not move ended-session marks from Userlands"),
   );
   return {
     stopping: "shutting down: finishing requests in flight",

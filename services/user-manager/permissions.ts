@@ -21,8 +21,11 @@ export interface Permission {
   group: string;
   resource: string;
   verb: string;
-  /** Namespaced: granted by a Role in the managed namespace; otherwise a ClusterRole. */
-  namespaced: boolean;
+  /**
+   * Where it is granted: "served", by a Role in each managed namespace; "own", by a Role in the
+   * service's own namespace (session records); "cluster", by a ClusterRole.
+   */
+  scope: "served" | "own" | "cluster";
   why: string;
 }
 
@@ -31,85 +34,96 @@ export const REQUIRED_PERMISSIONS: readonly Permission[] = [
     group: "authentication.k8s.io",
     resource: "tokenreviews",
     verb: "create",
-    namespaced: false,
+    scope: "cluster",
     why: "authenticate callers' bearer tokens",
   },
   {
     group: "authorization.k8s.io",
     resource: "localsubjectaccessreviews",
     verb: "create",
-    namespaced: true,
+    scope: "served",
     why: "ask RBAC what a caller may do",
   },
-  ...(["get", "list", "create", "patch", "delete"] as const).map((verb) => ({
+  ...(["get", "list", "create", "patch", "delete"] as const).map((verb): Permission => ({
     group: GROUP,
     resource: USERLANDS,
     verb,
-    namespaced: true,
+    scope: "served",
     why: "manage Userlands",
   })),
-  {
-    group: GROUP,
-    resource: USERLANDS,
-    verb: "watch",
-    namespaced: true,
-    why: "know ended sessions (their marks on Userlands) without a list per console request",
-  },
+  ...(["get", "list", "watch", "create", "patch"] as const).map((verb): Permission => ({
+    group: "",
+    resource: "configmaps",
+    verb,
+    scope: "own",
+    why: "write session records (ended sessions, api/sessions.ts) in its own namespace, and know them from a watch",
+  })),
   {
     group: GROUP,
     resource: TEMPLATES,
     verb: "get",
-    namespaced: true,
+    scope: "served",
     why: "check that a Template exists",
   },
-  ...(["get", "list", "create", "update"] as const).map((verb) => ({
+  ...(["get", "list", "create", "update"] as const).map((verb): Permission => ({
     group: GROUP,
     resource: ASSIGNMENTS,
     verb,
-    namespaced: true,
+    scope: "served",
     why: "create assignments and raise their release for teachers RBAC allowed",
   })),
-  ...(["get", "list", "patch"] as const).map((verb) => ({
+  ...(["get", "list", "patch"] as const).map((verb): Permission => ({
     group: GROUP,
     resource: SUBMISSIONS,
     verb,
-    namespaced: true,
+    scope: "served",
     why: "show hand-ins and set a student's hand-in request",
   })),
-  ...(["get", "create", "delete"] as const).map((verb) => ({
+  ...(["get", "create", "delete"] as const).map((verb): Permission => ({
     group: GROUP,
     resource: ARCHIVES,
     verb,
-    namespaced: true,
+    scope: "served",
     why: "ask the operator for a download's archive pod, see where it listens, and remove it after",
   })),
-  ...(["get", "list", "create", "patch"] as const).map((verb) => ({
+  ...(["get", "list", "create", "patch"] as const).map((verb): Permission => ({
     group: GROUP,
     resource: CLASS_ARCHIVES,
     verb,
-    namespaced: true,
+    scope: "served",
     why: "archive a class and end it (spec.end with the dry run's hash) for teachers RBAC allowed",
   })),
-  ...(["get", "list", "create"] as const).map((verb) => ({
+  ...(["get", "list", "create"] as const).map((verb): Permission => ({
     group: GROUP,
     resource: EXAMS,
     verb,
-    namespaced: true,
+    scope: "served",
     why: "schedule and show exams for teachers RBAC allowed",
   })),
   {
     group: "",
     resource: "events",
     verb: "create",
-    namespaced: true,
+    scope: "served",
     why: "record teachers' visits as Events on the Userland",
   },
 ];
 
-/** The required permissions this client lacks (empty when all is well). */
-export async function missingPermissions(rest: KubeRest, namespace: string): Promise<Permission[]> {
+/**
+ * The required permissions of `scope` this client lacks in `namespace` (empty when all is well):
+ * "served" asks for those of a managed namespace and the cluster-wide ones, "own" for those of the
+ * service's own namespace.
+ */
+export async function missingPermissions(
+  rest: KubeRest,
+  namespace: string,
+  scope: "served" | "own" = "served",
+): Promise<Permission[]> {
   const missing: Permission[] = [];
-  for (const p of REQUIRED_PERMISSIONS) {
+  const asked = REQUIRED_PERMISSIONS.filter(
+    (p) => p.scope === scope || (scope === "served" && p.scope === "cluster"),
+  );
+  for (const p of asked) {
     const review = await rest.create<{ status?: { allowed?: boolean } }>(
       "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
       {
@@ -120,7 +134,7 @@ export async function missingPermissions(rest: KubeRest, namespace: string): Pro
             group: p.group,
             resource: p.resource,
             verb: p.verb,
-            ...(p.namespaced ? { namespace } : {}),
+            ...(p.scope !== "cluster" ? { namespace } : {}),
           },
         },
       },
@@ -131,6 +145,7 @@ export async function missingPermissions(rest: KubeRest, namespace: string): Pro
 }
 
 export function describePermission(p: Permission, namespace: string): string {
-  const where = !p.namespaced || namespace === "" ? " (cluster-wide)" : ` in namespace "${namespace}"`;
+  const where =
+    p.scope === "cluster" || namespace === "" ? " (cluster-wide)" : ` in namespace "${namespace}"`;
   return `${p.verb} ${p.resource}.${p.group}${where}: to ${p.why}`;
 }

@@ -10,7 +10,7 @@
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyRequest } from "fastify";
 import { userlandNameFor } from "../../api/naming.ts";
-import { SESSION_ID, endSessionsPatch, sessionMarkCarrier, type EndSessions } from "../../api/sessions.ts";
+import { SESSION_ID, type EndSessions } from "../../api/sessions.ts";
 import {
   activityStamp,
   examRefText,
@@ -46,6 +46,8 @@ export interface UserlandRouteOptions {
   now?: () => Date;
   /** The auth service's session keys (the console's): POST /api/v1/sessions/end verifies with them. */
   verifier?: SessionVerifier | undefined;
+  /** Writes the mark that ends `what` of `user` in their session record (sessionRecordWriter.ts). */
+  endSessions(user: string, what: EndSessions): Promise<void>;
 }
 
 /**
@@ -369,37 +371,16 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
     },
   );
 
-  /**
-   * Writes the mark that ends `what` on the Userland `name` against the version it read: a single
-   * session joins a list, and two sign-outs at once must not drop one another's entry.
-   */
-  async function endSessionsOn(
-    name: string,
-    what: EndSessions,
-    request: FastifyRequest,
-    owner?: string,
-  ): Promise<Userland> {
-    for (let attempt = 0; ; attempt++) {
-      const current = await store.get(name);
-      if (!current) throw notFound(`Userland "${name}" does not exist in ${where}`);
-      // Several namespaces may hold a Userland of this name: a mark goes on the owner's only.
-      if (owner !== undefined && current.spec.user !== owner)
-        throw conflict(`Userland "${name}" is not ${owner}'s (another namespace holds one of that name)`);
-      const annotations = endSessionsPatch(current.metadata.annotations, what, now().getTime());
-      try {
-        const u = await store.patch(name, {
-          metadata: { annotations, resourceVersion: current.metadata.resourceVersion },
-        });
-        if (!u) throw notFound(`Userland "${name}" does not exist in ${where}`);
-        request.log.info(
-          { by: request.caller?.username, name, user: u.spec.user, all: "all" in what },
-          "ended sessions",
-        );
-        return u;
-      } catch (error) {
-        if (!isConflict(error) || attempt >= 4) throw error;
-      }
-    }
+  /** Ends `what` of the user of Userland `name`: the Userland says whose, the record carries it. */
+  async function endSessionsOn(name: string, what: EndSessions, request: FastifyRequest): Promise<Userland> {
+    const u = await store.get(name);
+    if (!u) throw notFound(`Userland "${name}" does not exist in ${where}`);
+    await opts.endSessions(u.spec.user, what);
+    request.log.info(
+      { by: request.caller?.username, name, user: u.spec.user, all: "all" in what },
+      "ended sessions",
+    );
+    return u;
   }
 
   app.post(
@@ -409,13 +390,13 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
         tags: ["userlands"],
         summary: "End the session whose token is sent (the auth service's sign-out)",
         description:
-          "Ends one session before it expires, everywhere (api/sessions.ts): the session token itself is the proof, so whoever holds the cookie may end it and nobody can name another session or another user. The caller needs delete on userlands/sessions (a subresource without a handler, granted to the auth service) where the mark is written: the oldest Userland of the session's user. userland is null when the user has none (nothing to carry the mark).",
+          "Ends one session before it expires, everywhere (api/sessions.ts): the session token itself is the proof, so whoever holds the cookie may end it and nobody can name another session or another user. The caller needs delete on userlands/sessions (a subresource without a handler, granted to the auth service). The mark goes into the user's session record, so a user without any Userland is signed out everywhere too.",
         body: Type.Object(
           { session: Type.String({ minLength: 1, maxLength: 8192 }) },
           { additionalProperties: false },
         ),
         response: {
-          200: Type.Object({ user: Type.String(), userland: Type.Union([Type.String(), Type.Null()]) }),
+          200: Type.Object({ user: Type.String() }),
           ...errors,
           501: ErrorBody,
         },
@@ -443,18 +424,9 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
           "the session is not valid (expired, or not this installation's)",
         );
       // The user is the session's own: nothing in the request names a user or a Userland.
-      const oldest = sessionMarkCarrier(await store.list({ user: session.user }), session.user);
-      const name = oldest?.metadata.name;
-      if (!oldest || !name) {
-        request.log.info(
-          { by: request.caller?.username, user: session.user },
-          "no Userland to end a session on",
-        );
-        return { user: session.user, userland: null };
-      }
-      await request.authorize("delete", name, undefined, SESSIONS_RESOURCE);
-      await endSessionsOn(name, { sid: session.sid, exp: session.exp }, request, session.user);
-      return { user: session.user, userland: name };
+      await opts.endSessions(session.user, { sid: session.sid, exp: session.exp });
+      request.log.info({ by: request.caller?.username, user: session.user }, "ended a session");
+      return { user: session.user };
     },
   );
 

@@ -231,7 +231,7 @@ test("helm template renders every component, its RBAC, Ingresses and NetworkPoli
     ["NetworkPolicy", "userland-platform-public"],
   ];
   for (const [kind, name] of expected) assert.ok(find(objects, kind, name), `${kind} ${name} is rendered`);
-  // The auth service's two Roles: list and watch Userlands, for ended sessions (api/sessions.ts),
+  // The auth service's two Roles: list and watch session records, for ended sessions (api/sessions.ts),
   // and the right the user-manager checks before it ends a signed-out session (no patch).
   const authRoles = objects.filter((o) => o.kind === "Role" && o.metadata.name.includes("auth"));
   assert.deepEqual(
@@ -241,7 +241,7 @@ test("helm template renders every component, its RBAC, Ingresses and NetworkPoli
   assert.deepEqual(
     authRoles.map((o) => (o as KubeObject & { rules?: unknown }).rules),
     [
-      [{ apiGroups: ["userland.dev"], resources: ["userlands"], verbs: ["list", "watch"] }],
+      [{ apiGroups: [""], resources: ["configmaps"], verbs: ["list", "watch"] }],
       [{ apiGroups: ["userland.dev"], resources: ["userlands/sessions"], verbs: ["delete"] }],
     ],
   );

@@ -91,14 +91,18 @@ test("a list: a Role per listed namespace for each component; acting there works
       .sort();
   // The operator's Lease Role stays in the release namespace; the others only where Userlands are.
   assert.deepEqual(roles(`${PREFIX}-operator`), [a, b, release].sort());
-  for (const c of ["user-manager", "proxy", "auth-provision", "auth-ended-sessions"])
+  for (const c of ["user-manager", "proxy", "auth-provision"])
     assert.deepEqual(roles(`${PREFIX}-${c}`), [a, b].sort());
+  // Session records (api/sessions.ts) live in the release namespace alone.
+  for (const c of ["user-manager-session-records", "proxy-session-records", "auth-ended-sessions"])
+    assert.deepEqual(roles(`${PREFIX}-${c}`), [release]);
   assert.equal(
     objects.filter((o) => o.kind === "ClusterRole" && /all-namespaces/.test(o.metadata.name)).length,
     0,
   );
-  // The auth service too: it watches the served namespaces' Userlands for ended sessions.
-  for (const c of ["operator", "proxy", "user-manager", "auth"]) assert.equal(envOf(objects, c), `${a},${b}`);
+  for (const c of ["operator", "proxy", "user-manager"]) assert.equal(envOf(objects, c), `${a},${b}`);
+  // Not the auth service: the session records it watches are in its own namespace.
+  assert.equal(envOf(objects, "auth"), undefined);
 
   await apply(t, release, objects);
   const operator = await as(release, "operator");
@@ -149,16 +153,21 @@ test('"*": ClusterRoles instead, reaching a namespace the chart never named', as
     .sort();
   assert.deepEqual(
     clusterRoles,
-    ["auth-ended-sessions", "auth-sign-out", "operator", "proxy", "user-manager"].map(
+    ["auth-sign-out", "operator", "proxy", "user-manager"].map(
       (c) => `${release}-${PREFIX}-${c}-all-namespaces`,
     ),
   );
-  // Only the operator's Lease Role is namespaced.
+  // Only the operator's Lease Role and the session records' Roles are namespaced, in the release's.
   assert.deepEqual(
-    objects.filter((o) => o.kind === "Role").map((o) => o.metadata.name),
-    [`${PREFIX}-operator`],
+    objects
+      .filter((o) => o.kind === "Role")
+      .map((o) => `${o.metadata.namespace}/${o.metadata.name}`)
+      .sort(),
+    ["auth-ended-sessions", "operator", "proxy-session-records", "user-manager-session-records"].map(
+      (c) => `${release}/${PREFIX}-${c}`,
+    ),
   );
-  for (const c of ["operator", "proxy", "user-manager", "auth"]) assert.equal(envOf(objects, c), "*");
+  for (const c of ["operator", "proxy", "user-manager"]) assert.equal(envOf(objects, c), "*");
 
   await apply(t, release, objects);
   const elsewhere = await testNamespace(t, "other");

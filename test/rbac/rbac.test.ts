@@ -12,6 +12,8 @@ import { test, type TestContext } from "node:test";
 import { childNames } from "../../api/naming.ts";
 import type { Template, Userland } from "../../api/v1alpha1/index.ts";
 import { paths } from "../../api/kubePaths.ts";
+import { SESSION_RECORD_LABEL, newSessionRecord, sessionRecordName } from "../../api/sessions.ts";
+import { sessionRecordsPath as configMapsPath } from "../../lib/sessionRecords.ts";
 import { KubeError, KubeRest } from "../../lib/kubeRest.ts";
 import { missingPermissions } from "../../services/user-manager/permissions.ts";
 import { kubeconfigYaml } from "../../cluster/controlPlane.ts";
@@ -384,26 +386,41 @@ const rows: Row[] = [
     expect: { policy: /labels and annotations need update on userlands\/metadata/, name: START_STOP },
     request: (c) => c.as["class-teacher"].patch(userlandsPath(c.ns, "alice"), activityNow()),
   },
+  // Session records (api/sessions.ts, issue 41 item 4): only the user-manager writes them; no
+  // teacher may remove, back-date or move a mark, and deleting a Userland leaves the record.
   {
     who: "class-teacher",
-    does: "cannot write a student's session mark by hand: not one in 2099 (a lock-out), nor back-dated",
-    expect: { policy: /end a student's sessions with POST \/api\/v1\/userlands/, name: START_STOP },
+    does: "cannot write a student's session record: not a mark in 2099 (a lock-out), nor back-dated",
+    expect: "rbac-forbidden",
     request: (c) =>
-      c.as["class-teacher"].patch(userlandsPath(c.ns, "alice"), {
+      c.as["class-teacher"].patch(configMapsPath(c.ns, sessionRecordName("alice")), {
         metadata: { annotations: { "userland.dev/sessions-valid-after": "2099-01-01T00:00:00Z" } },
       }),
   },
   {
-    who: "class-teacher",
-    does: "cannot remove a student's session mark (undo a revocation)",
-    expect: { policy: /end a student's sessions with POST \/api\/v1\/userlands/, name: START_STOP },
+    who: "teacher",
+    does: "cannot delete a student's session record (undo a revocation)",
+    expect: "rbac-forbidden",
+    request: (c) => c.as.teacher.delete(configMapsPath(c.ns, sessionRecordName("alice"))),
+  },
+  {
+    who: "teacher",
+    does: "cannot create a session record",
+    expect: "rbac-forbidden",
+    request: (c) =>
+      c.as.teacher.create(
+        configMapsPath(c.ns),
+        newSessionRecord("bob", { "userland.dev/sessions-valid-after": "2099-01-01T00:00:00Z" }),
+      ),
+  },
+  {
+    who: "user-manager",
+    does: "writes session records (create, patch)",
+    expect: "allowed",
     request: async (c) => {
-      // Written as the user-manager writes it for Sign out everywhere.
-      await c.as["user-manager"].patch(userlandsPath(c.ns, "alice"), {
-        metadata: { annotations: { "userland.dev/sessions-valid-after": "2026-01-31T12:00:00Z" } },
-      });
-      return c.as["class-teacher"].patch(userlandsPath(c.ns, "alice"), {
-        metadata: { annotations: { "userland.dev/sessions-valid-after": null } },
+      await c.as["user-manager"].create(configMapsPath(c.ns), newSessionRecord("carol", {}));
+      return c.as["user-manager"].patch(configMapsPath(c.ns, sessionRecordName("carol")), {
+        metadata: { annotations: { "userland.dev/ended-sessions": "s1:1999999999" } },
       });
     },
   },
@@ -911,20 +928,32 @@ const rows: Row[] = [
     request: (c) => c.as.proxy.get(secretsPath(c.ns, "db-password")),
   },
 
-  // --- auth: list and watch Userlands (ended-session marks), delete userlands/sessions, nothing else -
+  // --- auth: list and watch session records (ended sessions), delete userlands/sessions, nothing else
   {
     who: "auth",
-    does: "can list Userlands (ended sessions)",
+    does: "can list session records (ended sessions)",
     expect: "allowed",
-    request: (c) => c.as.auth.list(userlandsPath(c.ns)),
+    request: (c) => c.as.auth.list(configMapsPath(c.ns), { query: { labelSelector: SESSION_RECORD_LABEL } }),
   },
   {
     who: "auth",
-    does: "can watch Userlands (ended sessions)",
+    does: "can watch session records (ended sessions)",
     expect: "allowed",
     // Resolves when the open watch is ended here; a refusal rejects with the 403.
     request: (c) =>
-      c.as.auth.watch(userlandsPath(c.ns), () => undefined, { signal: AbortSignal.timeout(300) }),
+      c.as.auth.watch(configMapsPath(c.ns), () => undefined, { signal: AbortSignal.timeout(300) }),
+  },
+  {
+    who: "auth",
+    does: "cannot write a session record (only the user-manager does)",
+    expect: "rbac-forbidden",
+    request: (c) => c.as.auth.create(configMapsPath(c.ns), newSessionRecord("dave", {})),
+  },
+  {
+    who: "auth",
+    does: "cannot list Userlands (it needs none for ended sessions)",
+    expect: "rbac-forbidden",
+    request: (c) => c.as.auth.list(userlandsPath(c.ns)),
   },
   {
     who: "auth",

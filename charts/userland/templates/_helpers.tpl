@@ -346,3 +346,38 @@ subjects:
     namespace: {{ $own }}
 {{- end }}
 {{- end -}}
+
+{{/*
+A Role and its RoleBinding in the release's own namespace for one component's ServiceAccount, named
+with `suffix`: rights on what the platform keeps there (session records), never on students'
+namespaces. Takes ctx (root + component), rules and suffix.
+*/}}
+{{- define "userland.ownRbac" -}}
+{{- $root := .ctx.root -}}
+{{- $sa := include "userland.componentName" .ctx -}}
+{{- $name := printf "%s%s" $sa .suffix -}}
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: {{ $name }}
+  namespace: {{ $root.Release.Namespace }}
+  labels:
+    {{- include "userland.labels" .ctx | nindent 4 }}
+rules:{{ .rules }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: {{ $name }}
+  namespace: {{ $root.Release.Namespace }}
+  labels:
+    {{- include "userland.labels" .ctx | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: {{ $name }}
+subjects:
+  - kind: ServiceAccount
+    name: {{ $sa }}
+    namespace: {{ $root.Release.Namespace }}
+{{- end -}}

@@ -1,15 +1,15 @@
 /**
  * Sessions ended before they expire (issue 29 item 5) at the auth service's /forward-auth and
- * /whoami, against the real control plane: two replicas, each with its own Userlands informer,
- * running under the auth ServiceAccount's real token with only list and watch on userlands (the
- * chart's rule). A session signed out on one browser, then "sign out everywhere" / a teacher's
- * sessions-valid-after, are refused by both replicas within seconds, like the proxy refuses them.
+ * /whoami, against the real control plane: two replicas, each with its own informer of the session
+ * records, running under the auth ServiceAccount's real token with only list and watch on
+ * configmaps (the chart's rule). A session signed out on one browser, then "sign out everywhere" /
+ * a teacher's sessions-valid-after, are refused by both replicas within seconds, like the proxy
+ * refuses them.
  */
 import assert from "node:assert/strict";
 import { test, type TestContext } from "node:test";
 import * as k8s from "@kubernetes/client-node";
 import { decodeJwt } from "jose";
-import { endSessionsPatch } from "../../../api/sessions.ts";
 import { GROUP } from "../../../api/v1alpha1/index.ts";
 import { createLogger } from "../../../lib/logger.ts";
 import { createSessionSigner, loadSigningKeys, publicJwks } from "../../../lib/session.ts";
@@ -20,7 +20,8 @@ import {
   testNamespace,
 } from "../../../test/support/cluster.ts";
 import { installCrds } from "../../../test/support/operator.ts";
-import { createUserland, getUserland, patchUserland } from "../../../test/support/resources.ts";
+import { adminRest, createUserland } from "../../../test/support/resources.ts";
+import { endSessionsOf } from "../../user-manager/sessionRecordWriter.ts";
 import { consoleConfig } from "../../user-manager/test/consoleSupport.ts";
 import { startUserManager } from "../../user-manager/test/support.ts";
 import { buildApp } from "../app.ts";
@@ -30,7 +31,10 @@ import { listen, newKeysFile, tempDir } from "./support/auth.ts";
 /** How soon every replica must refuse an ended session (the proxy's test asks the same). */
 const WITHIN_MS = 5_000;
 
-/** The auth ServiceAccount with the chart's right for ended sessions: list and watch userlands. */
+/** The rule the chart gives the auth service for ended sessions: list and watch session records. */
+const READ_RECORDS = { apiGroups: [""], resources: ["configmaps"], verbs: ["list", "watch"] };
+
+/** The auth ServiceAccount with the chart's right for ended sessions. */
 async function authKubeConfig(namespace: string): Promise<k8s.KubeConfig> {
   const cluster = await testCluster();
   const rbac = cluster.kc.makeApiClient(k8s.RbacAuthorizationV1Api);
@@ -38,7 +42,7 @@ async function authKubeConfig(namespace: string): Promise<k8s.KubeConfig> {
     namespace,
     body: {
       metadata: { name: "userland-auth" },
-      rules: [{ apiGroups: [GROUP], resources: ["userlands"], verbs: ["list", "watch"] }],
+      rules: [READ_RECORDS],
     },
   });
   await rbac.createNamespacedRoleBinding({
@@ -88,7 +92,6 @@ async function startReplica(
 test("an ended session is refused by /forward-auth and /whoami on two auth replicas within seconds", async (t) => {
   await installCrds();
   const ns = await testNamespace(t, "auth-ended");
-  await createUserland(ns, "mallory-code", "mallory", "code");
   const dir = await tempDir();
   t.after(() => dir.remove());
   const keysFile = (await newKeysFile(dir)).file;
@@ -118,19 +121,16 @@ test("an ended session is refused by /forward-auth and /whoami on two auth repli
 
   // Signed out on the lab computer: the mark the user-manager writes for the proxy's sign-out.
   const { sid, exp } = decodeJwt(lab) as { sid: string; exp: number };
-  const current = await getUserland(ns, "mallory-code");
-  await patchUserland(ns, "mallory-code", {
-    metadata: { annotations: endSessionsPatch(current.metadata.annotations, { sid, exp }, Date.now()) },
-  });
+  const endSessions = async (what: Parameters<typeof endSessionsOf>[3]) =>
+    endSessionsOf(await adminRest(), ns, "mallory", what, () => Date.now());
+  await endSessions({ sid, exp });
   console.log(
     `# the signed-out session was refused by both replicas after ${await everywhere(lab, 401, "the signed-out session")} ms`,
   );
   await everywhere(laptop, 200, "the laptop's session, not signed out");
 
-  // A teacher (or kubectl annotate) ends every session issued until now: the stolen laptop.
-  await patchUserland(ns, "mallory-code", {
-    metadata: { annotations: endSessionsPatch(undefined, { all: true }, Date.now()) },
-  });
+  // A teacher ends every session issued until now: the stolen laptop.
+  await endSessions({ all: true });
   console.log(
     `# sessions-valid-after: refused by both replicas after ${await everywhere(laptop, 401, "the laptop's session")} ms`,
   );
@@ -151,10 +151,10 @@ test("a session signed out at the auth service's own /logout is refused by /forw
     config: consoleConfig(await dir.file("public.json", JSON.stringify(publicJwks(keys)))),
   });
   await createUserland(um.ns, "mallory-code", "mallory", "code");
-  // The auth ServiceAccount with the chart's two rights: read marks, and the one the user-manager
+  // The auth ServiceAccount with the chart's two rights: read records, and the one the user-manager
   // checks before it ends a session whose token the auth service sends. No patch.
   const token = await um.callerWith("userland-auth", [
-    { apiGroups: [GROUP], resources: ["userlands"], verbs: ["list", "watch"] },
+    READ_RECORDS,
     { apiGroups: [GROUP], resources: ["userlands/sessions"], verbs: ["delete"] },
   ]);
   const kc = (await testCluster()).kubeConfigForToken(token, um.ns);

@@ -19,7 +19,6 @@
  * other name is answered like a name that does not exist.
  */
 import { heldPage } from "../route/exam.ts";
-import { sessionMarkCarrier } from "../../../api/sessions.ts";
 import { progressText, startWords } from "../../../lib/startProgress.ts";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Userland } from "../../../api/v1alpha1/index.ts";
@@ -193,8 +192,9 @@ async function act(
 }
 
 /**
- * Ends the session (or, `everywhere`, all of the student's) on their oldest Userland: a mark on
- * any of them counts for all (api/sessions.ts). A student without an environment has nothing a
+ * Ends the session (or, `everywhere`, all of the student's) in their session record
+ * (api/sessions.ts), through the user-manager's end-sessions of one of their Userlands (the right
+ * the proxy holds for them, as for Start and Stop). A student without an environment has nothing a
  * proxy serves but this home page; their sign-out is the auth service's alone.
  */
 async function endSessions(
@@ -204,12 +204,12 @@ async function endSessions(
   record: RequestRecord,
 ): Promise<Page | undefined> {
   const { user, sid, exp } = own.session;
-  const oldest = sessionMarkCarrier(deps.cluster.userlandsOf?.(user) ?? [], user);
-  if (!oldest?.metadata.name) return undefined;
-  record.userland = userlandKey(oldest);
+  const theirs = deps.cluster.userlandsOf?.(user).find((u) => u.spec.user === user);
+  if (!theirs?.metadata.name) return undefined;
+  record.userland = userlandKey(theirs);
   if (!deps.userManager?.endSessions) return userManagerRefused("sign out");
   try {
-    await deps.userManager.endSessions(oldest.metadata.name, everywhere ? undefined : { sid, exp });
+    await deps.userManager.endSessions(theirs.metadata.name, everywhere ? undefined : { sid, exp });
     return undefined;
   } catch {
     return simplePage(

@@ -1,11 +1,11 @@
 /**
  * Open WebSockets by the session that opened them, so a session ended while its sockets are open
  * (sign-out, sign out everywhere, a teacher: api/sessions.ts) loses them when this replica learns
- * of the mark (a Userland watch event), not only its next request. An editor reconnects, and its
+ * of the mark (a session record's watch event), not only its next request. An editor reconnects, and its
  * new handshake is refused like any request of an ended session.
  */
 import type { Socket } from "node:net";
-import { sessionEnded, type SessionRef } from "../../../api/sessions.ts";
+import type { SessionRef } from "../../../api/sessions.ts";
 import type { ClusterView } from "../route/userlandIndex.ts";
 
 export class SessionSockets {
@@ -23,13 +23,12 @@ export class SessionSockets {
   }
 
   /** Closes `user`'s sockets whose session is now ended; how many. */
-  closeEnded(user: string, cluster: Pick<ClusterView, "userlandsOf">): number {
+  closeEnded(user: string, cluster: Pick<ClusterView, "sessionEnded">): number {
     const sockets = this.byUser.get(user);
-    if (!sockets || !cluster.userlandsOf) return 0;
-    const userlands = cluster.userlandsOf(user);
+    if (!sockets || !cluster.sessionEnded) return 0;
     let closed = 0;
     for (const [socket, session] of sockets)
-      if (sessionEnded(session, userlands)) {
+      if (cluster.sessionEnded({ ...session, user })) {
         socket.destroy();
         closed++;
       }

@@ -5,7 +5,6 @@
  * start is a Route too). Nothing in the request but the verified session chooses whose environment
  * is reached.
  */
-import { sessionEnded } from "../../../api/sessions.ts";
 import { userlandNameFor } from "../../../api/naming.ts";
 import type { IncomingMessage } from "node:http";
 import type { Userland } from "../../../api/v1alpha1/index.ts";
@@ -105,10 +104,10 @@ export class Router {
     if (!lookup.session)
       return { kind: "signIn", outcome: "no_session", client, conflicting: lookup.conflicting };
     const { session } = lookup;
-    // Ended before its expiry (sign-out, sign out everywhere, a teacher for a stolen laptop): marks
-    // on the user's Userlands in this replica's cache (api/sessions.ts). The browser is told to drop
-    // its cookies, so the auth service signs it in afresh instead of sending it back here.
-    if (cluster.userlandsOf && sessionEnded(session, cluster.userlandsOf(session.user)))
+    // Ended before its expiry (sign-out, sign out everywhere, a teacher for a stolen laptop). The
+    // browser is told to drop its cookies, so the auth service signs it in afresh instead of
+    // sending it back here.
+    if (cluster.sessionEnded?.(session))
       return { kind: "signIn", outcome: "no_session", client, conflicting: true };
     record.user = session.user;
     if (!cluster.synced()) return notSyncedYet();

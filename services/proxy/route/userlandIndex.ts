@@ -5,6 +5,7 @@
  *
  * Identities are looked up exactly (api/naming.ts: names are never guessed from identities).
  */
+import type { SessionRef } from "../../../api/sessions.ts";
 import type { Template, Userland } from "../../../api/v1alpha1/index.ts";
 import { isOlder } from "../../../lib/namespaces.ts";
 
@@ -77,6 +78,11 @@ export interface ClusterView {
   templateNames?(): string[];
   /** Every Userland of `user`, any Template (the home page); absent: the home lists none. */
   userlandsOf?(user: string): readonly Userland[];
+  /**
+   * Whether the session was ended before its expiry (sign-out, sign out everywhere, a teacher):
+   * its user's session record in this replica's cache (api/sessions.ts). Absent: only expiry ends one.
+   */
+  sessionEnded?(session: SessionRef & { user: string }): boolean;
   /** Every Template (the home page's self-service ones); absent: none are offered. */
   templates?(): readonly Template[];
   /**

@@ -3,7 +3,6 @@
  * is (the visit cookie only), whether RBAC and any exam let them in, and the environment's Route.
  */
 import type { IncomingMessage } from "node:http";
-import { sessionEnded } from "../../../api/sessions.ts";
 import type { Userland } from "../../../api/v1alpha1/index.ts";
 import type { Session } from "../../../lib/session.ts";
 import { originAllowed, type ClientInfo } from "../forward/headers.ts";
@@ -49,8 +48,7 @@ export async function visitorRoute(
   }
   if (userland?.spec.user === session.user) return undefined;
   record.user = session.user;
-  if (!userland || (cluster.userlandsOf && sessionEnded(session, cluster.userlandsOf(session.user))))
-    return page("visit_refused", visitEndedPage());
+  if (!userland || cluster.sessionEnded?.(session)) return page("visit_refused", visitEndedPage());
   record.template = userland.spec.templateName;
   if (!cluster.synced()) return notSyncedYet();
   if (isOwnPath(pathname))

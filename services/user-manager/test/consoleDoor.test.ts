@@ -8,7 +8,9 @@
 import assert from "node:assert/strict";
 import { connect } from "node:net";
 import { test } from "node:test";
+import { SessionRecordAnnotations } from "../../../api/sessions.ts";
 import { eventually } from "../../../test/support/cluster.ts";
+import { getSessionRecord } from "../../../test/support/resources.ts";
 import { CONSOLE_ORIGIN, startConsole } from "./consoleSupport.ts";
 import { admin } from "./support.ts";
 import type { Metrics } from "../metrics.ts";
@@ -132,14 +134,24 @@ test("a teacher: a bulk Stop costs one review, forms are small unless rosters, a
   });
 
   // A stolen laptop: the teacher signs a student out everywhere (issue 29 item 5).
-  await t.test("Sign out everywhere marks the student's Userland", async () => {
+  await t.test("Sign out everywhere marks the student's session record", async () => {
     const signOut = await h.post("/console/class/actions", cookie, {
       template: "code",
       row: "end-sessions:s1-code",
     });
     assert.equal(signOut.status, 303);
-    const marked = (await admin.getUserland(h.ns, "s1-code")).metadata.annotations ?? {};
-    assert.match(marked["userland.dev/sessions-valid-after"] ?? "", /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+    const marked = (await getSessionRecord(h.ns, "s1@uni.example"))?.metadata.annotations ?? {};
+    assert.match(
+      marked[SessionRecordAnnotations.sessionsValidAfter] ?? "",
+      /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/,
+    );
+    assert.equal(
+      (await admin.getUserland(h.ns, "s1-code")).metadata.annotations?.[
+        SessionRecordAnnotations.sessionsValidAfter
+      ],
+      undefined,
+      "nothing on the Userland, which a teacher may delete",
+    );
   });
 
   // A form far larger than any bulk action: 413, nothing done.

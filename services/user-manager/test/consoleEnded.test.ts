@@ -1,15 +1,16 @@
 /**
  * The console's own session check refuses ended sessions (issue 29 item 5): a teacher's session
- * signed out (a mark on the teacher's Userland, as the proxy's sign-out writes it) no longer signs
+ * signed out (a mark in the teacher's session record, as the proxy's sign-out has it written) no longer signs
  * in to the console or the API, within a watch event, while the teacher's other session still
  * does. The check reads a watch, not a list per request (issue 41 item 10).
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { decodeJwt } from "jose";
-import { endSessionsPatch } from "../../../api/sessions.ts";
 import { SESSION_COOKIE } from "../../../lib/session.ts";
 import { eventually } from "../../../test/support/cluster.ts";
+import { adminRest } from "../../../test/support/resources.ts";
+import { endSessionsOf } from "../sessionRecordWriter.ts";
 import { startConsole } from "./consoleSupport.ts";
 import { admin } from "./support.ts";
 
@@ -29,10 +30,7 @@ test("an ended session signs nobody in to the console or the API; the teacher's 
 
   // Signed out on the lab computer: the mark the proxy's sign-out has the user-manager write.
   const { sid, exp } = decodeJwt(lab.slice(SESSION_COOKIE.length + 1)) as { sid: string; exp: number };
-  const current = await admin.getUserland(h.ns, "alice-code");
-  await admin.patchUserland(h.ns, "alice-code", {
-    metadata: { annotations: endSessionsPatch(current.metadata.annotations, { sid, exp }, Date.now()) },
-  });
+  await endSessionsOf(await adminRest(), h.ns, "alice@uni.example", { sid, exp }, () => Date.now());
 
   // Within a watch event of the mark.
   const refused = await eventually(

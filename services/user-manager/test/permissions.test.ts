@@ -51,7 +51,7 @@ test("the chart's Role and ClusterRole for the user-manager grant exactly REQUIR
     values: {},
   });
   const expected = REQUIRED_PERMISSIONS.map(
-    (p) => `${p.namespaced ? "namespaced" : "cluster"} ${p.verb} ${p.resource}.${p.group}`,
+    (p) => `${p.scope === "cluster" ? "cluster" : "namespaced"} ${p.verb} ${p.resource}.${p.group}`,
   ).sort();
   assert.deepEqual(grantsOf(objects, serviceAccountOf(objects, "user-manager")), expected);
 });

@@ -127,7 +127,8 @@ export async function userManagerRest(
   // RBAC reaches the authorizer through an informer: wait until every grant is in effect.
   await eventually(
     "the user-manager's RBAC to take effect",
-    async () => (await missingPermissions(rest, ns)).length === 0,
+    async () =>
+      (await missingPermissions(rest, ns)).length + (await missingPermissions(rest, ns, "own")).length === 0,
   );
   return { rest, token, closeFirst: (close) => users.push(close) };
 }

@@ -1,0 +1,65 @@
+/**
+ * Ended sessions, read: an informer on the session records (api/sessions.ts) in the platform's own
+ * namespace, so each check is a map lookup (per request, in the proxy, the auth service's
+ * /forward-auth and /whoami, and the user-manager's console) and a mark written by the
+ * user-manager reaches every replica within a watch event. Only the user-manager writes records
+ * (services/user-manager/sessionRecordWriter.ts).
+ */
+import {
+  SESSION_RECORD_LABEL,
+  SessionRecordAnnotations,
+  sessionEnded,
+  sessionRecordName,
+  type SessionRecord,
+  type SessionRef,
+} from "../api/sessions.ts";
+import { paths } from "../api/kubePaths.ts";
+import { Informer } from "./informer.ts";
+import type { KubeRest } from "./kubeRest.ts";
+import type { Logger } from "./logger.ts";
+
+/** Where session records live: ConfigMaps in `namespace`, the platform's own. */
+export const sessionRecordsPath = (namespace: string, name?: string): string =>
+  paths.namespaced("", "v1", "configmaps", namespace, name);
+
+export interface SessionRecords {
+  /** Whether the first list is in: until then nothing can be said about any session. */
+  synced(): boolean;
+  /** `user`'s record, if any mark was ever written for them. */
+  recordOf(user: string): SessionRecord | undefined;
+  /** Whether `session` of `user` was ended. */
+  ended(session: SessionRef & { user: string }): boolean;
+  /** Calls `handler` with the user whose record was written (after the cache has it). */
+  onWritten(handler: (user: string) => void): void;
+  /** Resolves once the first list is in. */
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export function watchSessionRecords(rest: KubeRest, namespace: string, log: Logger): SessionRecords {
+  const records = new Informer<SessionRecord>(rest, {
+    path: sessionRecordsPath(namespace),
+    labelSelector: SESSION_RECORD_LABEL,
+    log,
+  });
+  const recordOf = (user: string): SessionRecord | undefined => {
+    const record = records.get(sessionRecordName(user), namespace);
+    // The name is a hash of the user: the record says whose it is, and must say the same.
+    return record?.metadata.annotations?.[SessionRecordAnnotations.user] === user ? record : undefined;
+  };
+  return {
+    synced: () => records.hasSynced,
+    recordOf,
+    ended: (session) => sessionEnded(session, recordOf(session.user)),
+    onWritten: (handler) => {
+      const notify = (r: SessionRecord) => {
+        const user = r.metadata.annotations?.[SessionRecordAnnotations.user];
+        if (user !== undefined) handler(user);
+      };
+      records.on("add", notify);
+      records.on("update", notify);
+    },
+    start: () => records.start(),
+    stop: () => records.stop(),
+  };
+}
