@@ -15,6 +15,10 @@
  *   ended (sign out everywhere, a stolen laptop).
  * - `userland.dev/ended-sessions`: single sessions (sign-out on one browser), `<sid>:<exp>`
  *   separated by spaces, each dropped once its session has expired anyway.
+ * - `userland.dev/groups`: the identity provider's groups of the user's latest session (a JSON
+ *   array), reported at each sign-in: the operator and the user-manager ask RBAC about them when
+ *   they decide, without a session, whether the person teaches a Template (issue 41 item 7: a
+ *   teacher appointed by group is no student for exam holds, term ends and visits).
  */
 import { createHash } from "node:crypto";
 
@@ -27,6 +31,7 @@ export const SessionRecordAnnotations = {
   user: "userland.dev/user",
   sessionsValidAfter: "userland.dev/sessions-valid-after",
   endedSessions: "userland.dev/ended-sessions",
+  groups: "userland.dev/groups",
 } as const;
 
 /** A session record as the API server returns it (a ConfigMap: only its metadata is used). */
@@ -196,4 +201,27 @@ export function legacyMarksPatch(
   for (const key of [SessionRecordAnnotations.sessionsValidAfter, SessionRecordAnnotations.endedSessions])
     if (merged[key] !== annotations?.[key]) patch[key] = merged[key] ?? null;
   return patch;
+}
+
+/** The groups the user's latest session carried (none recorded: none). */
+export function recordGroups(record: SessionRecord | undefined): readonly string[] {
+  const raw = record?.metadata.annotations?.[SessionRecordAnnotations.groups];
+  if (raw === undefined) return [];
+  try {
+    const groups: unknown = JSON.parse(raw);
+    return Array.isArray(groups) ? groups.filter((g): g is string => typeof g === "string") : [];
+  } catch {
+    return [];
+  }
+}
+
+/** The merge patch that records `groups` (sorted), empty when the record says so already. */
+export function groupsPatch(
+  annotations: Record<string, string> | undefined,
+  groups: readonly string[],
+): Record<string, string | null> {
+  const value = JSON.stringify([...new Set(groups)].sort());
+  return annotations?.[SessionRecordAnnotations.groups] === value
+    ? {}
+    : { [SessionRecordAnnotations.groups]: value };
 }

@@ -8,6 +8,7 @@
 import {
   SESSION_RECORD_LABEL,
   SessionRecordAnnotations,
+  recordGroups,
   sessionEnded,
   sessionRecordName,
   type SessionRecord,
@@ -29,6 +30,8 @@ export interface SessionRecords {
   recordOf(user: string): SessionRecord | undefined;
   /** Whether `session` of `user` was ended. */
   ended(session: SessionRef & { user: string }): boolean;
+  /** The groups `user`'s latest session carried, as recorded at sign-in. */
+  groupsOf(user: string): readonly string[];
   /** Calls `handler` with the user whose record was written (after the cache has it). */
   onWritten(handler: (user: string) => void): void;
   /** Resolves once the first list is in. */
@@ -36,21 +39,38 @@ export interface SessionRecords {
   stop(): Promise<void>;
 }
 
-export function watchSessionRecords(rest: KubeRest, namespace: string, log: Logger): SessionRecords {
-  const records = new Informer<SessionRecord>(rest, {
+/** An informer of the session records in `namespace` (not started). */
+export function sessionRecordsInformer(
+  rest: KubeRest,
+  namespace: string,
+  log: Logger,
+): Informer<SessionRecord> {
+  return new Informer<SessionRecord>(rest, {
     path: sessionRecordsPath(namespace),
     labelSelector: SESSION_RECORD_LABEL,
     log,
   });
-  const recordOf = (user: string): SessionRecord | undefined => {
-    const record = records.get(sessionRecordName(user), namespace);
-    // The name is a hash of the user: the record says whose it is, and must say the same.
-    return record?.metadata.annotations?.[SessionRecordAnnotations.user] === user ? record : undefined;
-  };
+}
+
+/** `user`'s record in an informer of `namespace`'s records. */
+export function recordIn(
+  records: Informer<SessionRecord>,
+  namespace: string,
+  user: string,
+): SessionRecord | undefined {
+  const record = records.get(sessionRecordName(user), namespace);
+  // The name is a hash of the user: the record says whose it is, and must say the same.
+  return record?.metadata.annotations?.[SessionRecordAnnotations.user] === user ? record : undefined;
+}
+
+export function watchSessionRecords(rest: KubeRest, namespace: string, log: Logger): SessionRecords {
+  const records = sessionRecordsInformer(rest, namespace, log);
+  const recordOf = (user: string) => recordIn(records, namespace, user);
   return {
     synced: () => records.hasSynced,
     recordOf,
     ended: (session) => sessionEnded(session, recordOf(session.user)),
+    groupsOf: (user) => recordGroups(recordOf(user)),
     onWritten: (handler) => {
       const notify = (r: SessionRecord) => {
         const user = r.metadata.annotations?.[SessionRecordAnnotations.user];

@@ -31,6 +31,13 @@ export class UserManagerError extends Error {
   }
 }
 
+/** What a log line says of a failed call: the user-manager's status and answer, or the error. */
+export function userManagerFailure(error: unknown): { status: number; detail: string } | { err: Error } {
+  return error instanceof UserManagerError
+    ? { status: error.status, detail: error.detail }
+    : { err: error as Error };
+}
+
 /** One assignment as its student sees it: the user-manager's StudentAssignmentView. */
 export type StudentAssignment = StudentAssignmentView;
 
@@ -75,9 +82,11 @@ export interface UserManagerClient {
   endSessions?(name: string, one?: { sid: string; exp: number }): Promise<void>;
   /**
    * Ends the session whose token is `session` everywhere (the auth service's sign-out; the token
-   * is the proof): the Userland that carries the mark, null when its user has none.
+   * is the proof).
    */
   endSession?(session: string): Promise<void>;
+  /** Records the groups a new session carries (the auth service at sign-in; the token is the proof). */
+  sessionSeen?(session: string): Promise<void>;
   /** The student's Allow for a waiting visitor (`session`: the student's own session token). */
   allowVisit?(name: string, consent: { session: string; visitor: string }): Promise<"allowed" | "none">;
 }
@@ -154,6 +163,10 @@ export function userManagerClient(options: UserManagerClientOptions): UserManage
     },
     async endSession(session) {
       const { status, text } = await post("api/v1/sessions/end", { session });
+      if (status !== 200) throw refused(status, text);
+    },
+    async sessionSeen(session) {
+      const { status, text } = await post("api/v1/sessions/seen", { session });
       if (status !== 200) throw refused(status, text);
     },
     async create(user, templateName, options) {

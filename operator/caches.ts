@@ -30,6 +30,8 @@ import type { k8s } from "../lib/kube.ts";
 import type { KubeRest } from "../lib/kubeRest.ts";
 import type { Logger } from "../lib/logger.ts";
 import type { ServedNamespaces } from "../lib/namespaces.ts";
+import { sessionRecordsInformer } from "../lib/sessionRecords.ts";
+import type { SessionRecord } from "../api/sessions.ts";
 import { resources, type Resource } from "./resources.ts";
 
 export interface Caches {
@@ -54,6 +56,8 @@ export interface Caches {
   exams: Informer<Exam>;
   /** Exams' NetworkPolicies (labelled with their exam): one deleted or edited is written again at once. */
   examPolicies: Informer<V1NetworkPolicy>;
+  /** People's session records in the own namespace (api/sessions.ts): their groups, for who teaches. */
+  sessionRecords: Informer<SessionRecord>;
 }
 
 /** Index.byExamMark values. */
@@ -235,6 +239,11 @@ export function createCaches(opts: CacheOptions): Caches {
       resources.NetworkPolicy,
       withoutManagedFields,
       ExamMarks.examLabel,
+    ),
+    sessionRecords: sessionRecordsInformer(
+      opts.rest,
+      opts.namespaces.own,
+      opts.log.child({ informer: "sessionrecords" }),
     ),
   };
   caches.assignments.addIndex(Index.assignmentsByTemplate, (a) => [

@@ -6,7 +6,11 @@ import { formatDuration } from "../api/duration.ts";
 import { loadConfig, parse, type ConfigOf, type Settings } from "../lib/config.ts";
 import { cidrList } from "../lib/cidrs.ts";
 import { watchNamespacesSetting } from "../lib/namespaces.ts";
-import { SESSION_USER_PREFIX_DEFAULT, subjectPrefix } from "../lib/sessionSubjects.ts";
+import {
+  SESSION_GROUP_PREFIX_DEFAULT,
+  SESSION_USER_PREFIX_DEFAULT,
+  subjectPrefix,
+} from "../lib/sessionSubjects.ts";
 import type { ArchiveClients } from "./coursework/copyPods.ts";
 import { DEFAULT_GRADING_RESOURCES, type GradingResources } from "./grading/gradePods.ts";
 
@@ -94,6 +98,13 @@ export const operatorSettings = {
       "Prefix that makes a Userland's spec.user the Kubernetes user RBAC is asked about (whether they teach its Template): the user-manager's USER_MANAGER_SESSION_USER_PREFIX",
     parse: subjectPrefix,
     default: SESSION_USER_PREFIX_DEFAULT,
+  },
+  sessionGroupPrefix: {
+    env: "OPERATOR_SESSION_GROUP_PREFIX",
+    description:
+      "Prefix that makes each group of a person's latest session (their session record) a Kubernetes group RBAC is asked about: the user-manager's USER_MANAGER_SESSION_GROUP_PREFIX",
+    parse: subjectPrefix,
+    default: SESSION_GROUP_PREFIX_DEFAULT,
   },
   teacherCacheTtl: {
     env: "OPERATOR_TEACHER_CACHE_TTL",

@@ -27,6 +27,8 @@ import { EventRecorder } from "../lib/events.ts";
 import type { OperatorMetrics } from "./metrics.ts";
 import { Spawns } from "./spawns.ts";
 import { Teachers } from "./teachers.ts";
+import { recordGroups } from "../api/sessions.ts";
+import { recordIn } from "../lib/sessionRecords.ts";
 import { syncTemplate } from "./syncTemplate.ts";
 import { syncUserland } from "./syncUserland.ts";
 import { ExponentialFailureRateLimiter, WorkQueue } from "./workqueue.ts";
@@ -58,8 +60,11 @@ export interface ControllerOptions {
   log: Logger;
   metrics: OperatorMetrics;
   freezeCache?: boolean;
-  /** The session user prefix and how long RBAC's answers on teachers are used (operator/teachers.ts). */
-  teachers: { userPrefix: string; ttlMs: number };
+  /**
+   * The session user and group prefixes and how long RBAC's answers on teachers are used
+   * (operator/teachers.ts).
+   */
+  teachers: { userPrefix: string; groupPrefix: string; ttlMs: number };
   /** The image copy pods run (operator/coursework/); empty: Assignments say it is unset. */
   copyImage?: string;
   /** Who may fetch from archive pods (OPERATOR_ARCHIVE_CLIENTS); unset: Archives fail. */
@@ -138,7 +143,12 @@ export class Controller {
       events: new EventRecorder(rest, "userland-operator", opts.log),
       metrics: opts.metrics,
       spawns: new Spawns(),
-      teachers: new Teachers({ rest, log: opts.log, ...opts.teachers }),
+      teachers: new Teachers({
+        rest,
+        log: opts.log,
+        ...opts.teachers,
+        groupsOf: (user) => recordGroups(recordIn(this.caches.sessionRecords, namespaces.own, user)),
+      }),
       claimEvents: new ClaimEvents(rest, opts.log),
       computed: new Map(),
       coursework: {

@@ -38,7 +38,11 @@ async function start(config: OperatorConfig, log: Logger) {
       log,
       metrics,
       freezeCache: config.freezeCache,
-      teachers: { userPrefix: config.sessionUserPrefix, ttlMs: config.teacherCacheTtl },
+      teachers: {
+        userPrefix: config.sessionUserPrefix,
+        groupPrefix: config.sessionGroupPrefix,
+        ttlMs: config.teacherCacheTtl,
+      },
       copyImage: config.copyImage,
       copyRetryMs: config.copyRetry,
       handInSnapshotClass: config.handInSnapshotClass,

@@ -2,9 +2,11 @@
  * Who teaches a Template: Kubernetes RBAC decides, as for the console (docs/decisions/0009,
  * 0011). A Userland's person is a teacher of its Template when a LocalSubjectAccessReview allows
  * the session user (`<prefix><spec.user>`, the name the user-manager gives a signed-in person)
- * `update` on `templates/coursework` of that Template in its namespace. Groups are not asked
- * about: the operator never sees a person's session, only spec.user, so a RoleBinding to a
- * `userland:group:…` group appoints console teachers but no course-folder writers.
+ * `update` on `templates/coursework` of that Template in its namespace, with the groups the
+ * person's latest session carried (their session record, api/sessions.ts, reported at each
+ * sign-in): a RoleBinding to a `userland:group:…` group appoints teachers here as in the console
+ * (issue 41 item 7). Someone who has not signed in since groups were recorded is asked about
+ * without them.
  *
  * Answers are cached for a TTL, denials too: unlike the user-manager, which answers a person
  * waiting for a newly granted right, the operator asks on its own schedule for every student of
@@ -29,6 +31,10 @@ export interface TeachersOptions {
   rest: KubeRest;
   /** The session user prefix (`OPERATOR_SESSION_USER_PREFIX`, as the user-manager's). */
   userPrefix: string;
+  /** The session group prefix (`OPERATOR_SESSION_GROUP_PREFIX`, as the user-manager's). */
+  groupPrefix: string;
+  /** The identity provider's groups of the person's latest session, unprefixed. */
+  groupsOf(user: string): readonly string[];
   /** How long an answer is used before it is asked again. */
   ttlMs: number;
   log: Logger;
@@ -58,7 +64,9 @@ export class Teachers {
 
   /** Whether `user` (a Userland's spec.user) teaches Template `template` of `namespace`. */
   async isTeacher(namespace: string, template: string, user: string): Promise<boolean> {
-    const key = JSON.stringify([namespace, template, user]);
+    const groups = this.opts.groupsOf(user);
+    // The groups are part of the question: a new sign-in with other groups asks again.
+    const key = JSON.stringify([namespace, template, user, groups]);
     const known = this.answers.get(key);
     if (known && this.now() - known.at < this.opts.ttlMs) return known.teacher;
     // Fresh for a TTL from when it was asked: the sync that asked schedules the next question a
@@ -66,7 +74,7 @@ export class Teachers {
     const askedAt = this.now();
     let pending = this.asking.get(key);
     if (!pending) {
-      pending = this.ask(namespace, template, user).finally(() => this.asking.delete(key));
+      pending = this.ask(namespace, template, user, groups).finally(() => this.asking.delete(key));
       this.asking.set(key, pending);
     }
     try {
@@ -83,7 +91,12 @@ export class Teachers {
     }
   }
 
-  private async ask(namespace: string, template: string, user: string): Promise<boolean> {
+  private async ask(
+    namespace: string,
+    template: string,
+    user: string,
+    groups: readonly string[],
+  ): Promise<boolean> {
     const review = await this.opts.rest.create<{ status?: { allowed?: boolean } }>(
       resources.LocalSubjectAccessReview.path(namespace),
       {
@@ -92,6 +105,7 @@ export class Teachers {
         metadata: { namespace },
         spec: {
           user: this.opts.userPrefix + user,
+          groups: groups.map((group) => this.opts.groupPrefix + group),
           resourceAttributes: {
             namespace,
             verb: "update",

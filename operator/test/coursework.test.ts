@@ -25,6 +25,7 @@ import {
   getDeployment,
   getPvc,
   pvcsPath,
+  recordSessionGroups,
   simpleTemplateSpec,
   templatesPath,
 } from "../../test/support/resources.ts";
@@ -210,6 +211,17 @@ test("course folders: claims made for the Template; students read-only, teachers
     async () => JSON.stringify(await mountsOf(tess)) === JSON.stringify(readOnly),
   );
   assert.deepEqual(await mountsOf(ann), readOnly);
+
+  // Appointed by the identity provider's group "staff" (issue 41 item 7): a teacher once a sign-in
+  // recorded her groups in her session record (the auth service's report, api/sessions.ts).
+  await appointTeacher(ns, role, "staff", "teach-jupyter-staff", "Group");
+  await recordSessionGroups(ns, "ann@uni.example", ["students"]);
+  await recordSessionGroups(ns, "tess@uni.example", ["staff"]);
+  await eventually(
+    "Tess's Deployment to mount the folders read-write by her group",
+    async () => JSON.stringify(await mountsOf(tess)) === JSON.stringify(readWrite),
+  );
+  assert.deepEqual(await mountsOf(ann), readOnly, "Ann's group teaches nothing");
 });
 
 test("a course folder's claim name held by someone else's claim blocks the Template's environments until it goes", async (t) => {

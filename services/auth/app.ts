@@ -29,6 +29,7 @@ import { createMetrics, type Metrics } from "./metrics.ts";
 import { createOidcClient } from "./oidc.ts";
 import { createProvisioner } from "./provision.ts";
 import { createSignOut } from "./signOut.ts";
+import { createGroupsReport } from "./groupsReport.ts";
 import { messagePage } from "./pages.ts";
 import { loginRoutes, sendPage } from "./routes.ts";
 import { sessionRoutes } from "./sessionRoutes.ts";
@@ -78,6 +79,7 @@ export async function buildApp(config: AuthConfig, options: AppOptions) {
     github: config.github && createGitHubClient(config.github, endpoint(config, "callback/github")),
     provisioner: config.provision && createProvisioner(config.provision, log, metrics),
     signOut: config.signOut && createSignOut(config.signOut, log, metrics),
+    groupsReport: config.signOut && createGroupsReport(config.signOut, log),
     endedSessions: endedSessionsFor(config, options),
   };
   // Not awaited: /readyz says "waiting" and the session endpoints answer 503 until the first list.

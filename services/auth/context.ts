@@ -13,6 +13,7 @@ import type { Metrics } from "./metrics.ts";
 import type { OidcClient } from "./oidc.ts";
 import type { Provisioner } from "./provision.ts";
 import type { SignOut } from "./signOut.ts";
+import type { GroupsReport } from "./groupsReport.ts";
 import type { TransactionSealer } from "./transaction.ts";
 
 export interface AuthContext {
@@ -27,6 +28,8 @@ export interface AuthContext {
   provisioner?: Provisioner | undefined;
   /** Ends a signed-out session everywhere (AUTH_SIGN_OUT_URL); unset: /logout clears this browser only. */
   signOut?: SignOut | undefined;
+  /** Records each new session's groups with the user-manager (with AUTH_SIGN_OUT_URL). */
+  groupsReport?: GroupsReport | undefined;
   /** Sessions ended before they expire (AUTH_ENDED_SESSIONS); unset: only expiry ends a session. */
   endedSessions?: SessionRecords | undefined;
   metrics: Metrics;

@@ -279,7 +279,9 @@ export const loginRoutes: FastifyPluginCallbackTypebox<{ ctx: AuthContext }> = (
     reply.clearCookie(SIGNED_OUT_COOKIE, sessionCookieOptions(config));
     metrics.logins.inc({ provider, result: "success" });
     log.info({ provider, user }, "login");
-    // Awaited (with its own timeout) so the user's environment exists by the time they arrive.
+    // Awaited (with its own timeout) so the user's environment exists by the time they arrive,
+    // and what the platform decides by their groups (do they teach?) holds from their first page.
+    if (ctx.groupsReport) await ctx.groupsReport.report(token, user);
     if (ctx.provisioner) await ctx.provisioner.provision(user);
     return reply.redirect(tx.returnTo, 302);
   }

@@ -9,7 +9,7 @@
  * handler) is no patch on Userlands, so it cannot start or stop environments.
  */
 import type { Logger } from "../../lib/logger.ts";
-import { UserManagerError, userManagerClient } from "../../lib/userManagerClient.ts";
+import { UserManagerError, userManagerClient, userManagerFailure } from "../../lib/userManagerClient.ts";
 import type { Metrics } from "./metrics.ts";
 
 export interface SignOutSettings {
@@ -40,12 +40,8 @@ export function createSignOut(settings: SignOutSettings, log: Logger, metrics: M
         await userManager.endSession(token);
         result = "ended";
       } catch (error) {
-        const detail =
-          error instanceof UserManagerError
-            ? { status: error.status, detail: error.detail }
-            : { err: error as Error };
         log.warn(
-          { user, ...detail },
+          { user, ...userManagerFailure(error) },
           "sign-out: the user-management service did not end the session everywhere",
         );
         result = "browser-only";

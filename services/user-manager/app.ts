@@ -21,7 +21,6 @@ import { gradingRoutes } from "./gradingRoutes.ts";
 import { reviewRoutes } from "./reviewRoutes.ts";
 import { personTeaches } from "./auth/teaches.ts";
 import { examRoutes } from "./exams.ts";
-import { SESSION_USER_PREFIX_DEFAULT } from "../../lib/sessionSubjects.ts";
 import { ArchiveTransfers, type ReachPod } from "./archiveTransfer.ts";
 import { classArchiveRoutes } from "./classArchives.ts";
 import { downloadRoutes, downloadSender } from "./downloads.ts";
@@ -37,7 +36,8 @@ import { ALL_NAMESPACES, ServedNamespaces } from "../../lib/namespaces.ts";
 import { UserlandStore } from "./store.ts";
 import { visitRoutes } from "./visits.ts";
 import { userlandRoutes } from "./userlands.ts";
-import { endSessionsOf } from "./sessionRecordWriter.ts";
+import { changeSessionRecord, endSessionsOf } from "./sessionRecordWriter.ts";
+import { groupsPatch } from "../../api/sessions.ts";
 
 export const API_VERSION = "1.0.0";
 
@@ -65,10 +65,15 @@ export async function buildApp(options: AppOptions) {
   const consoleSettings = consoleConfig(config);
   let sessions: SessionAuth | undefined;
   let verifier: SessionVerifier | undefined;
-  const endedSessions = consoleSettings ? watchSessionRecords(rest, namespace, log) : undefined;
-  if (consoleSettings && endedSessions) {
+  // Session records (api/sessions.ts): ended sessions for the console, and people's groups for
+  // whether they teach a Template.
+  // Awaited only for the console (its ended-session check): without the right to read records the
+  // service must still start and say so (main.ts); who teaches waits for the first list instead.
+  const sessionRecords = watchSessionRecords(rest, namespace, log);
+  const recordsSynced = sessionRecords.start();
+  if (consoleSettings) {
+    await recordsSynced;
     verifier = await sessionVerifierFor(consoleSettings.keys, log);
-    await endedSessions.start();
     sessions = {
       sessions: requestSessions(verifier),
       userPrefix: consoleSettings.userPrefix,
@@ -77,7 +82,7 @@ export async function buildApp(options: AppOptions) {
       // Checked at each cookie-signed request against a watch of the session records (issue 41
       // item 10: a list per request cost the API server as much as the request itself); a mark
       // counts within a watch event.
-      ended: (session) => Promise.resolve(endedSessions.ended(session)),
+      ended: (session) => Promise.resolve(sessionRecords.ended(session)),
     };
   }
 
@@ -98,7 +103,7 @@ export async function buildApp(options: AppOptions) {
     .withTypeProvider<TypeBoxTypeProvider>()
     .setValidatorCompiler(TypeBoxValidatorCompiler);
 
-  if (endedSessions) app.addHook("onClose", () => endedSessions.stop());
+  app.addHook("onClose", () => sessionRecords.stop());
   await app.register(errorsPlugin);
   await app.register(bodyParsersPlugin);
   await registerOpenApi(app, API_VERSION);
@@ -152,6 +157,8 @@ export async function buildApp(options: AppOptions) {
     verifier,
     endSessions: (user, what) =>
       endSessionsOf(rest, namespace, user, what, () => (options.now?.() ?? new Date()).getTime()),
+    recordGroups: (user, groups) =>
+      changeSessionRecord(rest, namespace, user, (annotations) => groupsPatch(annotations, groups)),
     ...(options.now ? { now: options.now } : {}),
   });
   await app.register(rosterRoutes, {
@@ -161,7 +168,14 @@ export async function buildApp(options: AppOptions) {
     maxBytes: config.rosterMaxBytes,
     concurrency: config.kubeConcurrency,
   });
-  const teaches = personTeaches(reviewer, consoleSettings?.userPrefix ?? SESSION_USER_PREFIX_DEFAULT);
+  const teaches = personTeaches(reviewer, {
+    userPrefix: config.sessionUserPrefix,
+    groupPrefix: config.sessionGroupPrefix,
+    groupsOf: async (user) => {
+      await recordsSynced;
+      return sessionRecords.groupsOf(user);
+    },
+  });
   await app.register(assignmentRoutes, {
     store,
     coursework,

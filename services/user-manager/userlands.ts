@@ -22,7 +22,7 @@ import {
 } from "../../api/v1alpha1/index.ts";
 import { Type } from "../../api/v1alpha1/schema.ts";
 import { isConflict } from "../../lib/kubeRest.ts";
-import type { SessionVerifier } from "../../lib/session.ts";
+import type { Session, SessionVerifier } from "../../lib/session.ts";
 import type { Resource } from "./auth/caller.ts";
 import { badRequest, conflict, HttpError, notFound } from "./errors.ts";
 import type { Metrics } from "./metrics.ts";
@@ -48,6 +48,8 @@ export interface UserlandRouteOptions {
   verifier?: SessionVerifier | undefined;
   /** Writes the mark that ends `what` of `user` in their session record (sessionRecordWriter.ts). */
   endSessions(user: string, what: EndSessions): Promise<void>;
+  /** Records the groups of `user`'s latest session in their session record. */
+  recordGroups(user: string, groups: readonly string[]): Promise<void>;
 }
 
 /**
@@ -383,6 +385,34 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
     return u;
   }
 
+  /**
+   * The session whose token the auth service relays: the caller's right on sessions first, before
+   * anything about the session is looked up; 403 without it, 501 without the session keys, 401 for
+   * a token this installation did not sign.
+   */
+  async function relayedSession(request: FastifyRequest, token: string, what: string): Promise<Session> {
+    if (!(await request.mayAnywhere("delete", SESSIONS_RESOURCE)))
+      throw new HttpError(
+        403,
+        "Forbidden",
+        `${request.caller?.username ?? "the caller"} may not ${what} (delete on userlands/sessions)`,
+      );
+    if (!opts.verifier)
+      throw new HttpError(
+        501,
+        "NotImplemented",
+        `to ${what} by a session's token needs the session keys (USER_MANAGER_SESSION_JWKS_URL or USER_MANAGER_SESSION_PUBLIC_KEYS_FILE)`,
+      );
+    const session = await opts.verifier.verify(token);
+    if (!session)
+      throw new HttpError(
+        401,
+        "Unauthorized",
+        "the session is not valid (expired, or not this installation's)",
+      );
+    return session;
+  }
+
   app.post(
     "/api/v1/sessions/end",
     {
@@ -403,30 +433,37 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
       },
     },
     async (request) => {
-      // The right first, before anything about the session is looked up.
-      if (!(await request.mayAnywhere("delete", SESSIONS_RESOURCE)))
-        throw new HttpError(
-          403,
-          "Forbidden",
-          `${request.caller?.username ?? "the caller"} may not end sessions (delete on userlands/sessions)`,
-        );
-      if (!opts.verifier)
-        throw new HttpError(
-          501,
-          "NotImplemented",
-          "ending a session by its token needs the session keys (USER_MANAGER_SESSION_JWKS_URL or USER_MANAGER_SESSION_PUBLIC_KEYS_FILE)",
-        );
-      const session = await opts.verifier.verify(request.body.session);
-      if (!session)
-        throw new HttpError(
-          401,
-          "Unauthorized",
-          "the session is not valid (expired, or not this installation's)",
-        );
+      const session = await relayedSession(request, request.body.session, "end sessions");
       // The user is the session's own: nothing in the request names a user or a Userland.
       await opts.endSessions(session.user, { sid: session.sid, exp: session.exp });
       request.log.info({ by: request.caller?.username, user: session.user }, "ended a session");
       return { user: session.user };
+    },
+  );
+
+  app.post(
+    "/api/v1/sessions/seen",
+    {
+      schema: {
+        tags: ["userlands"],
+        summary: "Record a new session's groups (the auth service, at each sign-in)",
+        description:
+          "Records the identity provider's groups the session carries in its user's session record (api/sessions.ts), where the operator and this service read them when they decide, without a session, whether the person teaches a Template (issue 41 item 7). The session token is the proof: the groups are those the auth service signed, and nothing in the request names a user or a group. The caller needs delete on userlands/sessions, the auth service's right on sessions.",
+        body: Type.Object(
+          { session: Type.String({ minLength: 1, maxLength: 8192 }) },
+          { additionalProperties: false },
+        ),
+        response: {
+          200: Type.Object({ user: Type.String(), groups: Type.Array(Type.String()) }),
+          ...errors,
+          501: ErrorBody,
+        },
+      },
+    },
+    async (request) => {
+      const session = await relayedSession(request, request.body.session, "record sessions' groups");
+      await opts.recordGroups(session.user, session.groups);
+      return { user: session.user, groups: [...session.groups] };
     },
   );
 

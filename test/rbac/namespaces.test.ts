@@ -94,7 +94,12 @@ test("a list: a Role per listed namespace for each component; acting there works
   for (const c of ["user-manager", "proxy", "auth-provision"])
     assert.deepEqual(roles(`${PREFIX}-${c}`), [a, b].sort());
   // Session records (api/sessions.ts) live in the release namespace alone.
-  for (const c of ["user-manager-session-records", "proxy-session-records", "auth-ended-sessions"])
+  for (const c of [
+    "user-manager-session-records",
+    "proxy-session-records",
+    "operator-session-records",
+    "auth-ended-sessions",
+  ])
     assert.deepEqual(roles(`${PREFIX}-${c}`), [release]);
   assert.equal(
     objects.filter((o) => o.kind === "ClusterRole" && /all-namespaces/.test(o.metadata.name)).length,
@@ -163,9 +168,13 @@ test('"*": ClusterRoles instead, reaching a namespace the chart never named', as
       .filter((o) => o.kind === "Role")
       .map((o) => `${o.metadata.namespace}/${o.metadata.name}`)
       .sort(),
-    ["auth-ended-sessions", "operator", "proxy-session-records", "user-manager-session-records"].map(
-      (c) => `${release}/${PREFIX}-${c}`,
-    ),
+    [
+      "auth-ended-sessions",
+      "operator",
+      "operator-session-records",
+      "proxy-session-records",
+      "user-manager-session-records",
+    ].map((c) => `${release}/${PREFIX}-${c}`),
   );
   for (const c of ["operator", "proxy", "user-manager"]) assert.equal(envOf(objects, c), "*");
 

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { TestContext } from "node:test";
 import { renderChartRbac } from "../../cluster/chartRbac.ts";
-import { SESSION_USER_PREFIX_DEFAULT } from "../../lib/sessionSubjects.ts";
+import { SESSION_GROUP_PREFIX_DEFAULT, SESSION_USER_PREFIX_DEFAULT } from "../../lib/sessionSubjects.ts";
 import { paths } from "../../api/kubePaths.ts";
 import { testCluster } from "./cluster.ts";
 import { adminRest } from "./resources.ts";
@@ -38,9 +38,17 @@ export async function chartCourseTeacherRole(t: TestContext, ns: string): Promis
 
 /**
  * deploy/README.md's `kubectl create rolebinding … --clusterrole=<role> --user=userland:<user>`:
- * `user` teaches the Templates of `ns`. Returns the RoleBinding's path (delete it to revoke).
+ * `user` teaches the Templates of `ns` (with `kind` "Group", everyone in the identity provider's
+ * group `user`: `--group=userland:group:<group>`). Returns the RoleBinding's path (delete it to
+ * revoke).
  */
-export async function appointTeacher(ns: string, role: string, user: string, name: string): Promise<string> {
+export async function appointTeacher(
+  ns: string,
+  role: string,
+  user: string,
+  name: string,
+  kind: "User" | "Group" = "User",
+): Promise<string> {
   const rest = await adminRest();
   await rest.create(roleBindingsPath(ns), {
     apiVersion: "rbac.authorization.k8s.io/v1",
@@ -48,7 +56,11 @@ export async function appointTeacher(ns: string, role: string, user: string, nam
     metadata: { name },
     roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role },
     subjects: [
-      { apiGroup: "rbac.authorization.k8s.io", kind: "User", name: SESSION_USER_PREFIX_DEFAULT + user },
+      {
+        apiGroup: "rbac.authorization.k8s.io",
+        kind,
+        name: (kind === "User" ? SESSION_USER_PREFIX_DEFAULT : SESSION_GROUP_PREFIX_DEFAULT) + user,
+      },
     ],
   });
   return roleBindingsPath(ns, name);

@@ -5,7 +5,8 @@ import { readFileSync } from "node:fs";
 import type { V1Deployment, V1PersistentVolumeClaim, V1Pod, V1Service } from "@kubernetes/client-node";
 import type { Assignment, Template, TemplateSpec, Userland } from "../../api/v1alpha1/index.ts";
 import { paths } from "../../api/kubePaths.ts";
-import { sessionRecordName, type SessionRecord } from "../../api/sessions.ts";
+import { groupsPatch, sessionRecordName, type SessionRecord } from "../../api/sessions.ts";
+import { changeSessionRecord } from "../../services/user-manager/sessionRecordWriter.ts";
 import { sessionRecordsPath } from "../../lib/sessionRecords.ts";
 import { LABELS } from "../../api/naming.ts";
 import { KubeRest, isNotFound } from "../../lib/kubeRest.ts";
@@ -151,6 +152,11 @@ export async function tryGet<T>(path: string): Promise<T | undefined> {
 /** `user`'s session record in `ns` (api/sessions.ts), as the user-manager wrote it; undefined: none. */
 export const getSessionRecord = async (ns: string, user: string) =>
   tryGet<SessionRecord>(sessionRecordsPath(ns, sessionRecordName(user)));
+/** Records `groups` in `user`'s session record, as the user-manager does at each sign-in. */
+export async function recordSessionGroups(ns: string, user: string, groups: string[]): Promise<void> {
+  await changeSessionRecord(await adminRest(), ns, user, (annotations) => groupsPatch(annotations, groups));
+}
+
 export const getDeployment = async (ns: string, name: string) =>
   tryGet<V1Deployment>(deploymentsPath(ns, name));
 export const getService = async (ns: string, name: string) => tryGet<V1Service>(servicesPath(ns, name));

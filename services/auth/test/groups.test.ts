@@ -1,12 +1,17 @@
 /**
  * The identity provider's groups travel in the session (for the user-manager's console, which asks
  * RBAC about them): from the configured claim of a real oidc-provider, through a real login, to
- * /whoami and to a verifier holding only the public keys.
+ * /whoami and to a verifier holding only the public keys; and into the person's session record,
+ * where the platform reads them without a session (issue 41 item 7).
  */
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
+import { recordGroups } from "../../../api/sessions.ts";
 import { createSessionVerifier, loadSigningKeys, publicJwks, SESSION_COOKIE } from "../../../lib/session.ts";
-import { startAuthWithOidc, type AuthWithOidc } from "./support/auth.ts";
+import { getSessionRecord } from "../../../test/support/resources.ts";
+import { consoleConfig } from "../../user-manager/test/consoleSupport.ts";
+import { startUserManager } from "../../user-manager/test/support.ts";
+import { newKeysFile, startAuthWithOidc, tempDir, type AuthWithOidc } from "./support/auth.ts";
 import { Browser } from "./support/browser.ts";
 
 const many = Array.from({ length: 200 }, (_, i) => `course-${String(i).padStart(3, "0")}-with-a-long-name`);
@@ -70,4 +75,34 @@ test("groups that cannot be Kubernetes group names, repeats, and more than a coo
   assert.deepEqual(groups, many.slice(0, groups.length), "the first ones, in order");
   const cookie = crowded.cookie(SESSION_COOKIE) ?? "";
   assert.ok(cookie.length < 4000, `the session cookie stays under 4 KB (${cookie.length})`);
+});
+
+test("at each sign-in the session's groups go into the person's session record (a real user-manager, real RBAC), where the operator reads who teaches by group", async (t) => {
+  const dir = await tempDir();
+  t.after(() => dir.remove());
+  const { file: keysFile } = await newKeysFile(dir);
+  const publicFile = await dir.file(
+    "public.json",
+    JSON.stringify(publicJwks(await loadSigningKeys(keysFile))),
+  );
+  const um = await startUserManager(t, { templates: [], config: consoleConfig(publicFile) });
+  // The auth service's right on sessions (the chart's auth.signOut), as for sign-out.
+  const token = await um.callerWith("userland-auth", [
+    { apiGroups: ["userland.dev"], resources: ["userlands/sessions"], verbs: ["delete"] },
+  ]);
+  const withReport = await startAuthWithOidc(accounts, {
+    AUTH_OIDC_SCOPES: "openid,profile,groups",
+    AUTH_SESSION_KEYS_FILE: keysFile,
+    AUTH_SIGN_OUT_URL: um.base,
+    AUTH_SIGN_OUT_TOKEN_FILE: await dir.file("user-manager-token", token),
+  });
+  t.after(() => withReport.close());
+  const browser = new Browser();
+  withReport.idp.signInAs("carol");
+  const { url } = await browser.navigate(new URL("login", withReport.auth.url), {
+    stopAt: (u) => u.pathname === "/callback/oidc",
+  });
+  assert.equal((await browser.fetch(url)).status, 302, "carol signed in");
+  const record = await getSessionRecord(um.ns, "carol");
+  assert.deepEqual(recordGroups(record), ["staff", "teachers"], "recorded before the sign-in answered");
 });

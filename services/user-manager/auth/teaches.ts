@@ -15,16 +15,28 @@ export const COURSEWORK_RESOURCE: Resource = { resource: TEMPLATES, subresource:
 /** Whether a person (a Userland's spec.user) teaches a Template, asked without their session. */
 export type PersonTeaches = (user: string, templateName: string, namespace: string) => Promise<boolean>;
 
+/** How a person without a session is named to RBAC: as the console names them when signed in. */
+export interface PersonSubject {
+  userPrefix: string;
+  groupPrefix: string;
+  /** The groups of the person's latest session (their session record, api/sessions.ts). */
+  groupsOf(user: string): Promise<readonly string[]>;
+}
+
 /**
  * The operator's rule (operator/teachers.ts): the person's session user name (`userPrefix` and
- * spec.user), without groups, which only a session carries.
+ * spec.user) and the groups their latest session carried, so a teacher appointed by group is one
+ * here too (issue 41 item 7).
  */
 export const personTeaches =
-  (reviewer: AccessReviewer, userPrefix: string): PersonTeaches =>
+  (reviewer: AccessReviewer, subject: PersonSubject): PersonTeaches =>
   async (user, templateName, namespace) =>
     (
       await reviewer.review(
-        { username: userPrefix + user, groups: [] },
+        {
+          username: subject.userPrefix + user,
+          groups: (await subject.groupsOf(user)).map((group) => subject.groupPrefix + group),
+        },
         "update",
         templateName,
         namespace,

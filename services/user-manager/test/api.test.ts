@@ -379,6 +379,7 @@ test("the OpenAPI document describes every endpoint", async (t) => {
   assert.deepEqual(Object.keys(doc.paths).sort(), [
     "/api/v1/rosters/import",
     "/api/v1/sessions/end",
+    "/api/v1/sessions/seen",
     "/api/v1/templates/{template}/assignments",
     "/api/v1/templates/{template}/assignments/{name}",
     "/api/v1/templates/{template}/assignments/{name}/archive",

@@ -8,7 +8,15 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { UserlandAnnotations, type Userland } from "../../../api/v1alpha1/index.ts";
 import { parseVisits, VISIT_CONSENT_ANNOTATION } from "../../../api/visits.ts";
-import { adminRest, createUserland, templatesPath, userlandsPath } from "../../../test/support/resources.ts";
+import { SessionRecordAnnotations } from "../../../api/sessions.ts";
+import { eventually } from "../../../test/support/cluster.ts";
+import {
+  adminRest,
+  createUserland,
+  getSessionRecord,
+  templatesPath,
+  userlandsPath,
+} from "../../../test/support/resources.ts";
 import { startConsole } from "./consoleSupport.ts";
 import { startUserManager } from "./support.ts";
 
@@ -133,6 +141,65 @@ test("a teacher's environment is no student's: the visitor role does not open it
   const head = await begin("head", "tess-code");
   assert.equal(head.status, 200, head.text);
   assert.deepEqual(await visitors("tess-code"), ["head"]);
+});
+
+test("a teacher appointed by an identity-provider group is no student either, once a sign-in recorded the groups (issue 41 item 7)", async (t) => {
+  const um = await startConsole(t);
+  await createUserland(um.ns, "gina-code", "gina", "code");
+  // Everyone in the identity provider's group "staff" teaches the Template; the TA may visit students.
+  await um.appoint({ group: "staff" }, [
+    { apiGroups: ["userland.dev"], resources: ["templates/coursework"], verbs: ["update"] },
+  ]);
+  await um.appoint({ user: "ta" }, VISIT_RULES);
+  const token = (cookie: string) => cookie.slice(cookie.indexOf("=") + 1);
+  const begin = async () => {
+    const now = new Date().toISOString();
+    return um.call("POST", "/api/v1/userlands/gina-code/visits", {
+      token: um.teacher,
+      body: {
+        session: token(await um.cookie("ta")),
+        phase: "begin",
+        firstSeen: now,
+        lastSeen: now,
+        quietSeconds: 300,
+      },
+    });
+  };
+  // Without her groups, nothing says gina teaches: the TA's visit is let in (what the fix changes).
+  assert.equal((await begin()).status, 200);
+
+  // gina signs in: the auth service relays her new session, whose token carries her groups.
+  const gina = token(await um.cookie("gina", ["staff", "all-staff"]));
+  const seen = (caller: string) =>
+    um.call("POST", "/api/v1/sessions/seen", { token: caller, body: { session: gina } });
+  const auth = await um.callerWith("userland-auth", [
+    { apiGroups: ["userland.dev"], resources: ["userlands/sessions"], verbs: ["delete"] },
+  ]);
+  for (const caller of [um.teacher, um.student])
+    assert.equal((await seen(caller)).status, 403, "only the auth service's right");
+  assert.equal(
+    (await um.call("POST", "/api/v1/sessions/seen", { token: auth, body: { session: "not.a.session" } }))
+      .status,
+    401,
+  );
+  const recorded = await seen(auth);
+  assert.equal(recorded.status, 200, recorded.text);
+  assert.deepEqual(recorded.json, { user: "gina", groups: ["staff", "all-staff"] });
+  assert.equal(
+    (await getSessionRecord(um.ns, "gina"))?.metadata.annotations?.[SessionRecordAnnotations.groups],
+    JSON.stringify(["all-staff", "staff"]),
+  );
+  const refused = await eventually(
+    "the TA to be refused gina's environment",
+    async () => {
+      const r = await begin();
+      return r.status === 403 && r;
+    },
+    5000,
+    50,
+  );
+  assert.match(refused.text, /gina teaches Template \\"code\\"/);
+  assert.match(refused.text, /userlands\/visit-teacher/);
 });
 
 test("a Template that asks first: 409 until the student's own session allows; nobody else can allow", async (t) => {
