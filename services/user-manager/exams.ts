@@ -60,6 +60,24 @@ export const CreateExamBody = Type.Object(
   { additionalProperties: false },
 );
 
+export const EndExamBody = Type.Object(
+  {
+    end: Type.String({
+      minLength: 1,
+      maxLength: 64,
+      description:
+        'The new end: "now" (end early: collecting starts at once), or an RFC 3339 time (extend, or end earlier), after the start, not in the past, at most the maximum length after the start.',
+    }),
+    from: Type.Optional(
+      Type.String({
+        maxLength: 64,
+        description: "The end the teacher saw: 409 when it has changed since (someone else moved it).",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
 export const ExamView = Type.Object({
   name: Type.String(),
   templateName: Type.String(),
@@ -134,11 +152,25 @@ export const examRoutes: FastifyPluginCallbackTypebox<ExamRouteOptions> = (app, 
 
   const authorizeTeacher = (
     request: FastifyRequest,
-    verb: "get" | "list" | "create",
+    verb: "get" | "list" | "create" | "patch",
     template: string,
     namespace: string,
     name?: string,
   ) => authorizeFor(request, EXAM_RESOURCE, verb, template, namespace, name);
+
+  /** The exam `name` of `template`; 404 when there is none (or it is another Template's). */
+  async function examOf(namespace: string, template: string, name: string): Promise<Exam> {
+    let exam: Exam;
+    try {
+      exam = await rest.get<Exam>(examsPath(namespace, name));
+    } catch (error) {
+      if (isNotFound(error)) throw notFound(`Template "${template}" has no exam "${name}"`, "name", "params");
+      throw error;
+    }
+    if (exam.spec.templateName !== template)
+      throw notFound(`Template "${template}" has no exam "${name}"`, "name", "params");
+    return exam;
+  }
 
   app.get(
     "/api/v1/templates/:template/exams",
@@ -244,17 +276,65 @@ export const examRoutes: FastifyPluginCallbackTypebox<ExamRouteOptions> = (app, 
       const { template, name } = request.params;
       const { namespace } = await store.templateOrNotFound(template);
       await authorizeTeacher(request, "get", template, namespace, name);
-      let exam: Exam;
-      try {
-        exam = await rest.get<Exam>(examsPath(namespace, name));
-      } catch (error) {
-        if (isNotFound(error))
-          throw notFound(`Template "${template}" has no exam "${name}"`, "name", "params");
-        throw error;
-      }
-      if (exam.spec.templateName !== template)
-        throw notFound(`Template "${template}" has no exam "${name}"`, "name", "params");
-      return toExamView(exam);
+      return toExamView(await examOf(namespace, template, name));
+    },
+  );
+  app.post(
+    "/api/v1/templates/:template/exams/:name/end",
+    {
+      schema: {
+        tags: ["exams"],
+        summary: "Move an exam's end: end it now, or extend it for everyone (teachers)",
+        description:
+          "Sets spec.end; the operator follows at once (collecting, then restoring, at the new end). Only before the end: 409 once the exam is collecting or over, or when `from` is not the current end. " +
+          `Needs patch on the exam and update on templates/coursework (the Template). 400 when the end is not after the start, is in the past, or is more than ${EXAM_MAX_HOURS} hours after the start.`,
+        params: ExamParams,
+        body: EndExamBody,
+        response: { 200: ExamView, ...errors, 409: ErrorBody },
+      },
+    },
+    async (request) => {
+      const { template, name } = request.params;
+      const { namespace } = await store.templateOrNotFound(template);
+      await authorizeTeacher(request, "patch", template, namespace, name);
+      const exam = await examOf(namespace, template, name);
+      const phase = exam.status?.phase ?? "Scheduled";
+      if (phase === "Collecting" || phase === "Over")
+        throw new HttpError(
+          409,
+          "Conflict",
+          `the exam "${name}" is ${phase.toLowerCase()}: its end has passed`,
+        );
+      if (
+        request.body.from !== undefined &&
+        timeField(request.body.from, "from").getTime() !== Date.parse(exam.spec.end)
+      )
+        throw new HttpError(
+          409,
+          "Conflict",
+          `the exam's end changed since (now ${exam.spec.end}): look again`,
+          {
+            field: "from",
+            in: "body",
+          },
+        );
+      const at = now();
+      const end = request.body.end === "now" ? at : timeField(request.body.end, "end");
+      const start = Date.parse(exam.spec.start);
+      if (end.getTime() <= start) throw badRequest(`end must be after the start (${exam.spec.start})`, "end");
+      // A second of slack: "now" computed by a browser a moment ago is not the past.
+      if (end.getTime() < at.getTime() - 1000) throw badRequest("end is in the past", "end");
+      if (end.getTime() - start > EXAM_MAX_HOURS * 3_600_000)
+        throw badRequest(`an exam lasts at most ${EXAM_MAX_HOURS} hours from its start`, "end");
+      const moved = await rest.patch<Exam>(examsPath(namespace, name), {
+        metadata: { resourceVersion: exam.metadata.resourceVersion },
+        spec: { end: end.toISOString() },
+      });
+      request.log.info(
+        { by: request.caller?.username, template, exam: name, from: exam.spec.end, end: moved.spec.end },
+        "moved an exam's end",
+      );
+      return toExamView(moved);
     },
   );
   done();

@@ -93,12 +93,12 @@ export const REQUIRED_PERMISSIONS: readonly Permission[] = [
     scope: "served",
     why: "archive a class and end it (spec.end with the dry run's hash) for teachers RBAC allowed",
   })),
-  ...(["get", "list", "create"] as const).map((verb): Permission => ({
+  ...(["get", "list", "create", "patch"] as const).map((verb): Permission => ({
     group: GROUP,
     resource: EXAMS,
     verb,
     scope: "served",
-    why: "schedule and show exams for teachers RBAC allowed",
+    why: "schedule and show exams, and move their end (end early, extend), for teachers RBAC allowed",
   })),
   {
     group: "",

@@ -5,9 +5,10 @@
  * an exam for the class in the console a minute ahead; when it starts, the console shows it running
  * with the student's state, the student's session from before the start is refused with "Sign in
  * again on this machine", and after signing out and in again the student is back in the
- * environment; the teacher, a proctor, opens it from the console.
+ * environment; the teacher, a proctor, opens it from the console, then ends it early there and the
+ * exam is over.
  * kwok enforces no NetworkPolicy: the network is closed for real in test/node/exam.test.ts.
- * Screenshots: exam-home-upcoming.png, exam-console.png, exam-sign-in-again.png.
+ * Screenshots: exam-home-upcoming.png, exam-console.png, exam-sign-in-again.png, exam-ended.png.
  */
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -179,6 +180,29 @@ test("an exam: scheduled in the console, running with each student's state; a se
     await visit.waitForSelector("#visitor", { timeout: 30_000 });
     assert.equal(await visit.textContent("#owner"), STUDENT);
     assert.equal(await visit.textContent("#visitor"), CONSOLE_TEACHER);
+    await visit.close();
+
+    // The teacher ends it early from the exam's page (issue 44 item 4): the platform collects and
+    // restores at once instead of in an hour.
+    await teacher.goto(examPage);
+    await Promise.all([
+      teacher.waitForURL(/done=ended/),
+      teacher.getByRole("button", { name: "End now" }).click(),
+    ]);
+    assert.match((await teacher.textContent(".notice")) ?? "", /Ended/);
+    await eventually(
+      "the console to show the exam over",
+      async () => {
+        await teacher.goto(examPage);
+        return (await teacher.textContent("#exam-phase")) === "Over";
+      },
+      120_000,
+      2000,
+    );
+    assert.equal(await teacher.getByRole("button", { name: "End now" }).count(), 0, "nothing left to end");
+    await teacher.screenshot({ path: join(screenshotsDir(), "exam-ended.png"), fullPage: true });
+    const ended = await platform.rest.get<Exam>(examsPath(ns, "quiz"));
+    assert.ok(Date.parse(ended.spec.end) < Date.now(), `ended at ${ended.spec.end}, before its hour was up`);
   } finally {
     await studentContext.close();
     await teacherContext.close();

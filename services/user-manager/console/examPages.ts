@@ -141,7 +141,39 @@ const STUDENT_STATE_CLASS: Record<string, string> = {
   Done: "state-Stopped",
 };
 
-export function examPage(viewer: Viewer, exam: ExamView, notice: string | undefined): string {
+/** The forms that move an exam's end, while it has not passed: end now, or extend for everyone. */
+function steering(exam: ExamView, problem: string | undefined): Html {
+  if (exam.phase === "Collecting" || exam.phase === "Over") return html``;
+  const hidden = html`<input type="hidden" name="template" value="${exam.templateName}" />
+    <input type="hidden" name="name" value="${exam.name}" />
+    <input type="hidden" name="from" value="${exam.end}" />`;
+  return html`<h2 id="steer">Change the end</h2>
+    ${problem ? html`<p class="notice error" role="alert">${problem}</p>` : ""}
+    <form method="post" action="${CONSOLE_PATH}/exams/end">
+      ${hidden}<input type="hidden" name="end" value="now" />
+      <p>
+        <button type="submit">End now</button>
+        <span class="muted">work is collected at once, then every environment returns to how it was</span>
+      </p>
+    </form>
+    <form method="post" action="${CONSOLE_PATH}/exams/end">
+      ${hidden}
+      <p>
+        <label for="x-end">Extend for everyone to</label>
+        <input type="datetime-local" id="x-end" name="endAt" required />
+        <label for="x-zone">in the time zone</label>
+        <input type="text" id="x-zone" name="zone" value="UTC" />
+        <button type="submit">Extend</button>
+      </p>
+    </form>`;
+}
+
+export function examPage(
+  viewer: Viewer,
+  exam: ExamView,
+  notice: string | undefined,
+  problem?: string,
+): string {
   const proctors = [...exam.proctors.users, ...exam.proctors.groups.map((g) => `group ${g}`)];
   return consolePage(
     `Exam ${exam.title ?? exam.name}`,
@@ -190,6 +222,7 @@ export function examPage(viewer: Viewer, exam: ExamView, notice: string | undefi
                 )}
               </tbody>
             </table>`
-      }`,
+      }
+      ${steering(exam, problem)}`,
   );
 }

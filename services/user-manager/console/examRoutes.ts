@@ -56,6 +56,13 @@ function createBody(form: ExamForm): Record<string, unknown> {
   };
 }
 
+/** The notice after an action (the page's `done`). */
+const DONE_NOTICES: Record<string, string> = {
+  created: "Scheduled. The platform starts it at its start time.",
+  ended: "Ended: the platform collects the work now, then every environment returns to how it was.",
+  extended: "Extended for everyone: the new end is below, and students see it on their home pages.",
+};
+
 export function examConsoleRoutes(app: FastifyInstance, deps: ExamConsoleDeps): void {
   const { api, send, viewerOf } = deps;
   const hidden = { hide: true } as const;
@@ -116,14 +123,56 @@ export function examConsoleRoutes(app: FastifyInstance, deps: ExamConsoleDeps): 
     throw refused(answer);
   });
 
+  /** One exam's page; `problem`: why a change of its end was refused (with that status). */
+  async function onePage(
+    request: FastifyRequest,
+    template: string,
+    name: string,
+    notice?: string,
+    problem?: ApiAnswer,
+  ) {
+    const answer = await api<ExamView>(request, "GET", `${base(template)}/${encodeURIComponent(name)}`);
+    if (answer.status !== 200) throw refused(answer);
+    return examPage(viewerOf(request), answer.body, notice, problem?.body.message ?? undefined);
+  }
+
   app.get(`${CONSOLE_PATH}/exam`, { schema: hidden }, async (request, reply) => {
     const query = request.query as Record<string, string | undefined>;
     const template = templateField(query.template, "query");
-    const name = query.name ?? "";
-    const answer = await api<ExamView>(request, "GET", `${base(template)}/${encodeURIComponent(name)}`);
-    if (answer.status !== 200) throw refused(answer);
-    const notice =
-      query.done === "created" ? "Scheduled. The platform starts it at its start time." : undefined;
-    return send(reply, 200, examPage(viewerOf(request), answer.body, notice));
+    const notice = query.done ? DONE_NOTICES[query.done] : undefined;
+    return send(reply, 200, await onePage(request, template, query.name ?? "", notice));
+  });
+
+  // End now, or extend for everyone: the API's end route, as the teacher.
+  app.post(`${CONSOLE_PATH}/exams/end`, { schema: hidden }, async (request, reply) => {
+    const fields = formOf(request.body);
+    const template = templateField(fields.get("template"), "body");
+    const name = fields.get("name") ?? "";
+    let end = fields.get("end") ?? "";
+    if (end !== "now") {
+      try {
+        end = localTime(fields.get("endAt") ?? "", fields.get("zone")?.trim() || "UTC", "end") ?? "";
+        if (!end) throw badRequest("end: a date and time are needed", "end");
+      } catch (error) {
+        if (!(error instanceof HttpError)) throw error;
+        const problem = { status: 400, body: { message: error.message } };
+        return send(reply, 400, await onePage(request, template, name, undefined, problem));
+      }
+    }
+    const from = fields.get("from");
+    const answer = await api<ExamView>(request, "POST", `${base(template)}/${encodeURIComponent(name)}/end`, {
+      end,
+      ...(from ? { from } : {}),
+    });
+    if (answer.status === 200) {
+      request.log.info(
+        { by: request.caller?.username, template, exam: name, end },
+        "console: exam end moved",
+      );
+      return reply.redirect(examUrl(template, name, { done: end === "now" ? "ended" : "extended" }), 303);
+    }
+    if (answer.status === 400 || answer.status === 409)
+      return send(reply, answer.status, await onePage(request, template, name, undefined, answer));
+    throw refused(answer);
   });
 }

@@ -400,6 +400,7 @@ test("the OpenAPI document describes every endpoint", async (t) => {
     "/api/v1/templates/{template}/classarchives/{name}/stop",
     "/api/v1/templates/{template}/exams",
     "/api/v1/templates/{template}/exams/{name}",
+    "/api/v1/templates/{template}/exams/{name}/end",
     "/api/v1/templates/{template}/folders/{folder}/files",
     "/api/v1/templates/{template}/gradebook",
     "/api/v1/templates/{template}/gradebook.csv",

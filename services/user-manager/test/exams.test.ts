@@ -20,7 +20,7 @@ import { courseTeacherRules, courseworkTemplateSpec } from "./courseworkSupport.
 const EXAM_RULE = {
   apiGroups: ["userland.dev"],
   resources: ["exams"],
-  verbs: ["get", "list", "create"],
+  verbs: ["get", "list", "create", "patch"],
 };
 
 test("exams: a teacher of the Template schedules one (API and console) and sees each student's state; others get 403", async (t) => {
@@ -182,4 +182,79 @@ test("exams: a teacher of the Template schedules one (API and console) and sees 
     const noraCookie = await h.cookie("nora@uni.example");
     assert.equal((await h.post("/console/exams/create", noraCookie, { ...form, name: "x" })).status, 403);
   });
+
+  await t.test(
+    "steering (issue 44 item 4): extend for everyone and end now, from the API and the console; not once it is over, not from a stale page, not by another class's teacher",
+    async () => {
+      const cookie = await h.cookie("tina@uni.example");
+      const rest = await adminRest();
+      const stored = async () => (await rest.get<Exam>(examsPath(ns, "final"))).spec;
+      const move = (body: unknown, who = tina) =>
+        h.call("POST", "/api/v1/templates/lab/exams/final/end", { ...who, body });
+      const { start: finalStart, end: finalEnd } = await stored();
+      // Extend for everyone, as the console's form sends it (its zone's local time).
+      const later = new Date(Date.parse(finalEnd) + hour);
+      const page = await h.page("/console/exam?template=lab&name=final", cookie);
+      assert.match(page.text, /<button type="submit">End now<\/button>/);
+      assert.match(page.text, new RegExp(`name="from" value="${finalEnd}"`));
+      const extended = await h.post("/console/exams/end", cookie, {
+        template: "lab",
+        name: "final",
+        from: finalEnd,
+        endAt: later.toISOString().slice(0, 16),
+        zone: "UTC",
+      });
+      assert.equal(extended.status, 303, await extended.text());
+      assert.match(extended.headers.get("location") ?? "", /done=extended/);
+      assert.equal(Date.parse((await stored()).end), later.getTime());
+      // A page from before the extension is stale: its End now is refused, saying why.
+      const stale = await h.post("/console/exams/end", cookie, {
+        template: "lab",
+        name: "final",
+        from: finalEnd,
+        end: "now",
+      });
+      assert.equal(stale.status, 409);
+      assert.match(await stale.text(), /end changed since/);
+      // Too long, in the past, before the start: 400, nothing changed.
+      const tooLong = new Date(Date.parse(finalStart) + 25 * hour).toISOString();
+      for (const end of [tooLong, new Date(Date.now() - hour).toISOString(), finalStart]) {
+        const r = await move({ end });
+        assert.equal(r.status, 400, `${end}: ${r.text}`);
+      }
+      assert.equal(Date.parse((await stored()).end), later.getTime());
+      // nora teaches another Template: 403.
+      assert.equal((await move({ end: "now" }, await as("nora@uni.example"))).status, 403);
+      // End now (here before its start: a scheduled exam's end must stay after its start).
+      const early = await move({ end: "now" });
+      assert.equal(early.status, 400, early.text);
+      assert.match(early.text, /end must be after the start/);
+      // midterm started an hour ago in this story (the test stands in for the clock): end it now.
+      await rest.patch(examsPath(ns, "midterm"), {
+        spec: { start: new Date(Date.now() - hour).toISOString() },
+      });
+      const before = Date.now();
+      const ended = await h.post("/console/exams/end", cookie, {
+        template: "lab",
+        name: "midterm",
+        end: "now",
+      });
+      assert.equal(ended.status, 303, await ended.text());
+      assert.match(ended.headers.get("location") ?? "", /done=ended/);
+      const midterm = (await rest.get<Exam>(examsPath(ns, "midterm"))).spec;
+      assert.ok(
+        Date.parse(midterm.end) >= before - 1000 && Date.parse(midterm.end) <= Date.now(),
+        midterm.end,
+      );
+      // Over (the operator's status, stood in for): no steering any more.
+      await rest.patch(examsPath(ns, "midterm", "status"), { status: { phase: "Over" } });
+      const over = await h.call("POST", "/api/v1/templates/lab/exams/midterm/end", {
+        ...tina,
+        body: { end: "now" },
+      });
+      assert.equal(over.status, 409, over.text);
+      const overPage = await h.page("/console/exam?template=lab&name=midterm", cookie);
+      assert.doesNotMatch(overPage.text, /End now/);
+    },
+  );
 });
