@@ -470,6 +470,8 @@ export async function startPlatform(opts: PlatformOptions): Promise<Platform> {
               AUTH_PROVISION_URL: userManagerUrl,
               AUTH_PROVISION_TEMPLATE: DEMO_TEMPLATE,
               AUTH_PROVISION_TOKEN_FILE: authUserManagerToken,
+              // As the chart: a sign-in to the console starts no environment for the teacher.
+              AUTH_PROVISION_SKIP_URLS: `${userManagerUrl}/console/`,
             }),
       },
       { AUTH_PORT: sockets.auth },

@@ -249,6 +249,13 @@ export const settings = {
     parse: parse.string,
     default: undefined,
   },
+  provisionSkipUrls: {
+    env: "AUTH_PROVISION_SKIP_URLS",
+    description:
+      "Comma-separated URL prefixes: a sign-in on its way to one of them provisions nothing (the teachers' console: signing in to it gives a teacher no environment)",
+    parse: (raw: string): URL[] => parse.list(raw).map((u) => parse.httpUrl(u)),
+    default: [],
+  },
   provisionTimeout: {
     env: "AUTH_PROVISION_TIMEOUT",
     description: "How long a login waits for auto-provisioning",
@@ -472,6 +479,7 @@ export function loadAuthConfig(env: NodeJS.ProcessEnv = process.env): AuthConfig
           templateName: c.provisionTemplate,
           tokenFile: c.provisionTokenFile,
           timeoutMs: c.provisionTimeout,
+          skipUrls: c.provisionSkipUrls,
         }
       : undefined;
 

@@ -33,7 +33,7 @@ export const createMetrics = declareMetrics("userland_auth_", (m): Omit<Metrics,
   ),
   provisions: m.counter(
     "userland_auth_provision_total",
-    "Auto-provisioning calls to the user-management service by result (created, exists, failed).",
+    "Auto-provisioning at sign-in by result: created, exists, failed (calls to the user-management service), skipped (a sign-in to the teachers' console, AUTH_PROVISION_SKIP_URLS).",
     ["result"],
   ),
   signOuts: m.counter(

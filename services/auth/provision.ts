@@ -15,6 +15,9 @@
  * bearer token read from a file (a projected ServiceAccount token is rotated on disk, so it is
  * re-read on every call). 409 means the user already has an environment, which is as good as
  * created. Failures never block a login.
+ *
+ * A sign-in on its way to the teachers' console (AUTH_PROVISION_SKIP_URLS) provisions nothing: a
+ * teacher who signs in to manage a class needs no environment started for them (issue 44 item 6).
  */
 import type { Logger } from "../../lib/logger.ts";
 import { UserManagerError, userManagerClient } from "../../lib/userManagerClient.ts";
@@ -26,12 +29,29 @@ export interface ProvisionSettings {
   templateName: string;
   tokenFile?: string | undefined;
   timeoutMs: number;
+  /** A sign-in returning under one of these (the teachers' console) provisions nothing. */
+  skipUrls: readonly URL[];
 }
 
-export type ProvisionResult = "created" | "exists" | "failed";
+export type ProvisionResult = "created" | "exists" | "failed" | "skipped";
 
 export interface Provisioner {
-  provision(user: string): Promise<ProvisionResult>;
+  /** Provisions `user`'s Userland unless the sign-in returns to `returnTo` under a skipped URL. */
+  provision(user: string, returnTo: string): Promise<ProvisionResult>;
+}
+
+/** Whether `returnTo` is under `prefix`: the same origin, and its path at or below the prefix's. */
+function under(returnTo: string, prefix: URL): boolean {
+  let url: URL;
+  try {
+    url = new URL(returnTo);
+  } catch {
+    return false;
+  }
+  const path = prefix.pathname.endsWith("/") ? prefix.pathname : `${prefix.pathname}/`;
+  return (
+    url.origin === prefix.origin && (`${url.pathname}/`.startsWith(path) || url.pathname === prefix.pathname)
+  );
 }
 
 export function createProvisioner(settings: ProvisionSettings, log: Logger, metrics: Metrics): Provisioner {
@@ -51,14 +71,16 @@ export function createProvisioner(settings: ProvisionSettings, log: Logger, metr
   }
 
   return {
-    async provision(user) {
+    async provision(user, returnTo) {
       let result: ProvisionResult;
-      try {
-        result = await call(user);
-      } catch (error) {
-        log.warn({ user, err: error }, "auto-provisioning failed: user-management service unreachable");
-        result = "failed";
-      }
+      if (settings.skipUrls.some((prefix) => under(returnTo, prefix))) result = "skipped";
+      else
+        try {
+          result = await call(user);
+        } catch (error) {
+          log.warn({ user, err: error }, "auto-provisioning failed: user-management service unreachable");
+          result = "failed";
+        }
       metrics.provisions.inc({ result });
       if (result === "created") log.info({ user, template: settings.templateName }, "provisioned a Userland");
       return result;

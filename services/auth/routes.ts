@@ -282,7 +282,7 @@ export const loginRoutes: FastifyPluginCallbackTypebox<{ ctx: AuthContext }> = (
     // Awaited (with its own timeout) so the user's environment exists by the time they arrive,
     // and what the platform decides by their groups (do they teach?) holds from their first page.
     if (ctx.groupsReport) await ctx.groupsReport.report(token, user);
-    if (ctx.provisioner) await ctx.provisioner.provision(user);
+    if (ctx.provisioner) await ctx.provisioner.provision(user, tx.returnTo);
     return reply.redirect(tx.returnTo, 302);
   }
 

@@ -59,6 +59,13 @@ test("a teacher signs in, uploads a roster, reviews the changes, confirms, and m
     page.click("button[type=submit]"),
   ]);
   assert.equal(await page.textContent("#signed-in-as"), CONSOLE_TEACHER);
+  // Signing in to the console started no environment for the teacher (issue 44 item 6).
+  const all = (await platform.rest.list<Userland>(userlandsPath(platform.namespace))).items;
+  assert.deepEqual(
+    all.filter((u) => u.spec.user === CONSOLE_TEACHER).map((u) => u.metadata.name),
+    [],
+    "the teacher has no environment",
+  );
   await shot(page, "01-classes");
 
   // Open the class with the keyboard only: the Template field, then Enter.

@@ -292,7 +292,7 @@ test("names never collide across users; identities with field-selector character
   }
 });
 
-test("auto-provisioning (the auth service's client) creates the default Template only for a student with no environment", async (t) => {
+test("auto-provisioning (the auth service's client) creates the default Template only for a student with no environment, and nothing at a sign-in to the console", async (t) => {
   const h = await startUserManager(t);
   // The auth service's right: create only, with its token in a file (a projected token in a pod).
   await h.callerWith("auth", [{ apiGroups: ["userland.dev"], resources: ["userlands"], verbs: ["create"] }]);
@@ -300,17 +300,32 @@ test("auto-provisioning (the auth service's client) creates the default Template
   await writeFile(tokenFile, await serviceAccountToken(h.ns, "auth"));
   t.after(() => rm(tokenFile, { force: true }));
   const provisioner = createProvisioner(
-    { url: new URL(h.base), templateName: "code", tokenFile, timeoutMs: 10_000 },
+    {
+      url: new URL(h.base),
+      templateName: "code",
+      tokenFile,
+      timeoutMs: 10_000,
+      skipUrls: [new URL("https://userland.example.test/console/")],
+    },
     createLogger("auth", "silent"),
     createAuthMetrics(),
   );
 
-  assert.equal(await provisioner.provision("newbie"), "created");
+  const app = "https://code.userland.example.test/";
+  // A teacher signing in to the console gets no environment (issue 44 item 6); the same person
+  // signing in to an environment's host does.
+  for (const console of [
+    "https://userland.example.test/console/",
+    "https://userland.example.test/console/class?template=code",
+  ])
+    assert.equal(await provisioner.provision("newbie", console), "skipped");
+  assert.deepEqual(await pairsOf(h, "newbie"), [], "nothing created for the console");
+  assert.equal(await provisioner.provision("newbie", "https://userland.example.test/consoles"), "created");
   assert.deepEqual(await pairsOf(h, "newbie"), [["code", userlandNameFor("newbie", "code")]]);
-  assert.equal(await provisioner.provision("newbie"), "exists", "a second sign-in creates nothing");
+  assert.equal(await provisioner.provision("newbie", app), "exists", "a second sign-in creates nothing");
 
   // A student the database class gave a jupyter environment signs in: no code environment on top.
   assert.equal((await create(h, "assigned", "jupyter")).status, 201);
-  assert.equal(await provisioner.provision("assigned"), "exists");
+  assert.equal(await provisioner.provision("assigned", app), "exists");
   assert.deepEqual(await pairsOf(h, "assigned"), [["jupyter", userlandNameFor("assigned", "jupyter")]]);
 });
