@@ -25,7 +25,7 @@ import { createHash } from "node:crypto";
 /** The label every session record carries: what the informers select. */
 export const SESSION_RECORD_LABEL = "userland.dev/session-record";
 
-/** The record's annotations: whose it is, and its two kinds of mark. */
+/** The record's annotations: whose it is, its two kinds of mark, and the groups of the latest sign-in. */
 export const SessionRecordAnnotations = {
   /** The user the record is for, as in spec.user (a name may hold characters a label cannot). */
   user: "userland.dev/user",

@@ -1,8 +1,9 @@
 /**
- * Ended sessions, read: an informer on the session records (api/sessions.ts) in the platform's own
- * namespace, so each check is a map lookup (per request, in the proxy, the auth service's
- * /forward-auth and /whoami, and the user-manager's console) and a mark written by the
- * user-manager reaches every replica within a watch event. Only the user-manager writes records
+ * Session records, read: an informer on them (api/sessions.ts) in the platform's own namespace, so
+ * each check is a map lookup (an ended session per request in the proxy, the auth service's
+ * /forward-auth and /whoami and the user-manager's console; a person's groups where the operator
+ * and the user-manager decide who teaches) and a mark written by the user-manager reaches every
+ * replica within a watch event. Only the user-manager writes records
  * (services/user-manager/sessionRecordWriter.ts).
  */
 import {
@@ -26,8 +27,6 @@ export const sessionRecordsPath = (namespace: string, name?: string): string =>
 export interface SessionRecords {
   /** Whether the first list is in: until then nothing can be said about any session. */
   synced(): boolean;
-  /** `user`'s record, if any mark was ever written for them. */
-  recordOf(user: string): SessionRecord | undefined;
   /** Whether `session` of `user` was ended. */
   ended(session: SessionRef & { user: string }): boolean;
   /** The groups `user`'s latest session carried, as recorded at sign-in. */
@@ -68,7 +67,6 @@ export function watchSessionRecords(rest: KubeRest, namespace: string, log: Logg
   const recordOf = (user: string) => recordIn(records, namespace, user);
   return {
     synced: () => records.hasSynced,
-    recordOf,
     ended: (session) => sessionEnded(session, recordOf(session.user)),
     groupsOf: (user) => recordGroups(recordOf(user)),
     onWritten: (handler) => {
