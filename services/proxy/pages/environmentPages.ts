@@ -48,6 +48,8 @@ export interface StartInfo {
   stalled?: boolean;
   /** The operator's message where the page says it in plain words: for the course administrator. */
   detail?: string;
+  /** Why it restarts, when an exam restarted it (route/exam.ts examRestartWords). */
+  exam?: string | undefined;
 }
 
 /** The operator's own words, one click away (and kept for the administrator the student tells). */
@@ -64,7 +66,8 @@ export function startingPage(
   start: StartInfo = {},
 ): Page {
   const title = `Your ${env.title} environment is starting`;
-  const body = html`<p>
+  const body = html`${start.exam ? html`<p class="notice" id="exam-restart">${start.exam}</p>` : ""}
+    <p>
       ${start.stalled ? "Your environment cannot start yet." : "This usually takes less than a minute."} This
       page continues to your environment by itself once it is ready.
     </p>

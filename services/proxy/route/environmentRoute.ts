@@ -16,7 +16,14 @@ import {
 } from "../pages/environmentPages.ts";
 import type { RequestRecord } from "../requestLog.ts";
 import { environmentInfo, environmentState } from "./environmentState.ts";
-import { examEndOf, heldPage, notIsolatedPage, ownerRefusal, signOutUrlFor } from "./exam.ts";
+import {
+  examEndOf,
+  examRestartWords,
+  heldPage,
+  notIsolatedPage,
+  ownerRefusal,
+  signOutUrlFor,
+} from "./exam.ts";
 import { page, type Route, type RouterDeps, type Signed } from "./routes.ts";
 import { userlandKey } from "./userlandIndex.ts";
 
@@ -113,6 +120,7 @@ export function pageFor(
       progress: progressText(userland.status?.progress, new Date()),
       stalled: words.stalled,
       detail: words.detail,
+      exam: examRestartWords(userland),
     }),
   );
 }

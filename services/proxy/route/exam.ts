@@ -40,6 +40,18 @@ export function examOf(userland: Userland): Exam | undefined {
   return notice && notice.exam === name ? { notice } : { unreadable: name };
 }
 
+/**
+ * What the starting page says of an exam the environment is (re)starting for: the exam restarts it
+ * (a new pod with the exam's label), and programs that ran in it (notebook kernels, terminals) are
+ * gone, which a student should hear from the platform rather than find out (issue 44 item 4).
+ */
+export function examRestartWords(userland: Userland): string | undefined {
+  const exam = examOf(userland);
+  if (!exam || "unreadable" in exam) return undefined;
+  const { notice } = exam;
+  return `Restarting for the exam ${notice.title ?? notice.exam} (until ${utcMinute(notice.end)}): programs that were running in it, such as notebook kernels and terminals, were stopped; your saved files are all here.`;
+}
+
 const unreadablePage = (exam: string) =>
   simplePage(
     503,

@@ -171,6 +171,26 @@ test("during an exam: the student with a session from after the start and the pr
     assert.equal(upstream.seen.at(-1)?.headers["x-user"], "bob");
   });
 
+  await t.test(
+    "while the exam restarts bob's environment, its starting page says why and what was lost (issue 44 item 4)",
+    async () => {
+      await admin.patch(userlandsPath(ns, "bob-code", "status"), { status: { phase: "Starting" } });
+      await eventually(
+        "the proxy's cache to see bob's environment starting",
+        () => proxy.app.cluster.getUserland?.("bob-code")?.status?.phase === "Starting",
+      );
+      const r = await get(await fresh("bob"), "/exam");
+      assert.equal(r.status, 503, r.body);
+      assert.match(r.body, /id="exam-restart">Restarting for the exam Midterm \(until [0-9-]+ [0-9:]+ UTC\)/);
+      assert.match(r.body, /notebook kernels and terminals, were stopped; your saved files are all here/);
+      await markReady(ns, "bob-code", { name: "bob-code-svc", port: 80 });
+      await eventually(
+        "the proxy's cache to see bob's environment ready again",
+        () => proxy.app.cluster.getUserland?.("bob-code")?.status?.phase === "Ready",
+      );
+    },
+  );
+
   await t.test("bob's session from before the start is refused: sign in again on this machine", async () => {
     const before = upstream.seen.length;
     const r = await get(await old("bob"), "/exam");
