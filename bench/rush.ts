@@ -119,8 +119,8 @@ interface Student {
   signedIn: number;
   proxyReady: number | undefined;
   firstByte: number;
-  /** The proxy's pages the student saw before the environment, by status. */
-  pages: number[];
+  /** The proxy's pages the student saw before the environment: status, and whether the starting page. */
+  pages: { status: number; starting: boolean }[];
 }
 
 interface Measured {
@@ -136,6 +136,11 @@ interface Measured {
   notes: string[];
   /** Another row's label when this row is a part of that row's rush (its processes and requests). */
   partOf?: string;
+  /**
+   * Students who saw a page that is neither the starting page nor their environment (issue 43: the
+   * target is none), and those pages by status; absent for baselines, which show no pages.
+   */
+  wrongPages?: { students: number; byStatus: Map<number, number> };
 }
 
 const dir = join(repoRoot, ".userland", "bench-rush");
@@ -352,7 +357,7 @@ async function rush(variant: Variant | "classes", n: number, procs: readonly Pro
           signedIn,
           proxyReady: visit.proxyReadyAt,
           firstByte: visit.answer.firstByteAt,
-          pages: visit.pages.map((p) => p.status),
+          pages: visit.pages.map(({ status, starting }) => ({ status, starting })),
         };
       }),
     );
@@ -378,7 +383,7 @@ async function rush(variant: Variant | "classes", n: number, procs: readonly Pro
   );
   const pages = new Map<number, number>();
   for (const student of result)
-    for (const status of student.pages) pages.set(status, (pages.get(status) ?? 0) + 1);
+    for (const { status } of student.pages) pages.set(status, (pages.get(status) ?? 0) + 1);
   notes.push(
     `proxy pages shown before the environment: ${[...pages].map(([status, count]) => `${count}× ${status}`).join(", ") || "none"}`,
   );
@@ -394,6 +399,7 @@ async function rush(variant: Variant | "classes", n: number, procs: readonly Pro
       label,
       n: roster.filter((r) => r.group === group).length,
       ...stepsOf(students),
+      wrongPages: wrongPagesOf(students),
       usage,
       requests,
       wallMs,
@@ -406,6 +412,18 @@ async function rush(variant: Variant | "classes", n: number, procs: readonly Pro
   log(`N=${n} ${variant}: cleaning up`);
   await deleteAll(users.map((user) => userlandNameFor(user, DEMO_TEMPLATE)));
   return rows;
+}
+
+/** The students of `students` who saw a page that is neither the starting page nor their environment. */
+function wrongPagesOf(students: readonly Student[]): NonNullable<Measured["wrongPages"]> {
+  const byStatus = new Map<number, number>();
+  let saw = 0;
+  for (const student of students) {
+    const wrong = student.pages.filter((p) => !p.starting);
+    if (wrong.length > 0) saw++;
+    for (const { status } of wrong) byStatus.set(status, (byStatus.get(status) ?? 0) + 1);
+  }
+  return { students: saw, byStatus };
 }
 
 /** Sign-in → first byte (ascending) and each step's time since the student's start. */
@@ -461,8 +479,8 @@ function deploymentBaseline(n: number, procs: readonly Proc[], template: Templat
 function print(rows: Measured[], details = true): void {
   const row = (...cells: (string | number)[]) => console.log(`| ${cells.join(" | ")} |`);
   console.log();
-  row("N", "what", "done", "p50", "p95", "max", "wall", "API requests (writes)");
-  row("---:", "---", "---:", "---:", "---:", "---:", "---:", "---:");
+  row("N", "what", "done", "p50", "p95", "max", "wrong pages", "wall", "API requests (writes)");
+  row("---:", "---", "---:", "---:", "---:", "---:", "---", "---:", "---:");
   for (const m of rows) {
     let total = 0;
     let writes = 0;
@@ -477,6 +495,13 @@ function print(rows: Measured[], details = true): void {
       s(percentile(m.times, 50)),
       s(percentile(m.times, 95)),
       s(m.times.at(-1) ?? NaN),
+      m.wrongPages === undefined
+        ? "—"
+        : `${m.wrongPages.students} of ${m.times.length}${
+            m.wrongPages.byStatus.size > 0
+              ? ` (${[...m.wrongPages.byStatus].map(([status, count]) => `${count}× ${status}`).join(", ")})`
+              : ""
+          }`,
       s(m.wallMs),
       m.partOf ? `the same rush as ${m.partOf}` : `${total} (${writes})`,
     );

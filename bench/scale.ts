@@ -777,6 +777,9 @@ async function signIns(): Promise<void> {
     log(`${SIGNINS} ${variant} students sign in, one after another`);
     const offset = auditOffset(auditLog);
     const times: number[] = [];
+    // Pages that are neither the starting page nor the student's environment (issue 43: none).
+    const wrong = new Map<number, number>();
+    let sawWrong = 0;
     for (const user of users) {
       const client = new StudentClient(portFor);
       const t0 = performance.now();
@@ -789,6 +792,9 @@ async function signIns(): Promise<void> {
         landed,
       );
       times.push(visit.answer.firstByteAt - t0);
+      const seen = visit.pages.filter((p) => !p.starting);
+      if (seen.length > 0) sawWrong++;
+      for (const { status } of seen) wrong.set(status, (wrong.get(status) ?? 0) + 1);
     }
     await sleep(2000);
     const requests = requestsByIdentity(offset, Date.now() - 2000);
@@ -799,8 +805,10 @@ async function signIns(): Promise<void> {
     );
     row(
       `sign-in → first proxied byte, ${variant}, one at a time`,
-      `p50 ${msf(percentile(times, 50))}, max ${msf(times.at(-1) ?? NaN)}`,
-      "",
+      `p50 ${msf(percentile(times, 50))}, p95 ${msf(percentile(times, 95))}, max ${msf(times.at(-1) ?? NaN)}; wrong pages: ${sawWrong} of ${users.length}${
+        wrong.size > 0 ? ` (${[...wrong].map(([status, count]) => `${count}× ${status}`).join(", ")})` : ""
+      }`,
+      "wrong pages: neither the starting page nor the environment; must be 0",
     );
     row(
       `API requests per sign-in by the platform, ${variant}`,

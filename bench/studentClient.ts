@@ -27,7 +27,7 @@ export interface BrowserVisit {
   /** The environment's own answer. */
   answer: Answer;
   /** The proxy's pages shown before it, in order: their status and when they arrived. */
-  pages: { status: number; at: number }[];
+  pages: { status: number; at: number; starting: boolean }[];
   /** When the starting page's poll first said the environment is no longer starting, if it was shown. */
   proxyReadyAt: number | undefined;
 }
@@ -190,8 +190,9 @@ export class StudentClient {
         await wait(1000);
         continue;
       }
-      pages.push({ status: page.status, at: page.firstByteAt });
-      if (page.body.includes('fetch("/_userland/status"')) {
+      const starting = page.body.includes('fetch("/_userland/status"');
+      pages.push({ status: page.status, at: page.firstByteAt, starting });
+      if (starting) {
         // The starting page's script, step by step.
         let delay = 1000;
         for (;;) {
