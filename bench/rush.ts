@@ -12,9 +12,11 @@
  *     the proxy's pages tell a browser to do until their own environment's first byte:
  *       auto: nobody has a Userland yet; the auth service provisions one at first login;
  *       imported: a teacher imported the roster beforehand and every environment is Ready.
- * Printed: sign-in → first proxied byte p50/p95/max, where the time goes (each step's time since
- * the student's sign-in started, from watch events), each process's CPU seconds and peak RSS, the
- * API server's requests by identity (its audit log) and the operator's queue wait. At the end,
+ * Printed: sign-in → first proxied byte p50/p95/max, beside it how many students saw a page that is
+ * neither the starting page nor their environment (issue 43: there must be none), where the time
+ * goes (each step's time since the student's sign-in started, from watch events), each process's
+ * CPU seconds and peak RSS, the API server's requests by identity (its audit log) and the
+ * operator's queue wait. At the end,
  * after an idle spell (`--idle`), each process's RSS beside its RSS at rest: the run fails when
  * the auth service, the user-manager or the proxy keeps more than 1.5x (issue 32).
  *
