@@ -5,6 +5,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { listenOn } from "../lib/listen.ts";
+import { memoryAdapters } from "./identityProviderStore.ts";
 import { exportJWK, generateKeyPair } from "jose";
 import Provider from "oidc-provider";
 import { html, pageDocument } from "../lib/html.ts";
@@ -137,6 +138,7 @@ export async function startDevIdentityProvider(opts: {
   const { privateKey } = await generateKeyPair("RS256", { extractable: true });
   const { clientId, clientSecret } = DEV_CLIENT;
   const provider = new Provider(issuer, {
+    adapter: memoryAdapters(),
     clients: [
       {
         client_id: clientId,
