@@ -401,7 +401,7 @@ export const userlandRoutes: FastifyPluginCallbackTypebox<UserlandRouteOptions> 
       throw new HttpError(
         501,
         "NotImplemented",
-        `to ${what} by a session's token needs the session keys (USER_MANAGER_SESSION_JWKS_URL or USER_MANAGER_SESSION_PUBLIC_KEYS_FILE)`,
+        `the session keys are not set (USER_MANAGER_SESSION_JWKS_URL or USER_MANAGER_SESSION_PUBLIC_KEYS_FILE): this service cannot ${what} by a session's token`,
       );
     const session = await opts.verifier.verify(token);
     if (!session)
