@@ -44,7 +44,7 @@ import { identityName } from "./identities.ts";
 import { childProcesses, rssNow, sampleUsage, type Proc, type Usage } from "./processUsage.ts";
 import { STEPS, Timeline } from "./rushTimeline.ts";
 import { percentile } from "./stats.ts";
-import { StudentClient } from "./studentClient.ts";
+import { StrandedError, StudentClient } from "./studentClient.ts";
 import { runBench } from "./run.ts";
 
 const VARIANTS = ["auto", "imported"] as const;
@@ -331,6 +331,8 @@ async function rush(variant: Variant | "classes", n: number, procs: readonly Pro
   const since = Date.now();
   const networkErrors: string[] = [];
   const failures: string[] = [];
+  /** The pages of students left on a page with nothing to follow (an error page): wrong pages too. */
+  const stranded = new Map<string, Student["pages"]>();
   const { result, usage, requests, wallMs, load } = await measure(procs, NAMESPACE, async (done) => {
     const students = await Promise.all(
       users.map(async (user, i): Promise<Student | undefined> => {
@@ -349,6 +351,11 @@ async function rush(variant: Variant | "classes", n: number, procs: readonly Pro
           .openLikeBrowser(proxyUrl, (a) => a.status === 200 && a.body.includes(owner), timeoutMs, landed)
           .catch((error: unknown) => {
             failures.push(`${user}: opening the environment: ${firstLine(error)}`);
+            if (error instanceof StrandedError)
+              stranded.set(
+                user,
+                error.pages.map(({ status, starting }) => ({ status, starting })),
+              );
             return undefined;
           });
         networkErrors.push(...client.networkErrors);
@@ -401,7 +408,10 @@ async function rush(variant: Variant | "classes", n: number, procs: readonly Pro
       label,
       n: roster.filter((r) => r.group === group).length,
       ...stepsOf(students),
-      wrongPages: wrongPagesOf(students),
+      wrongPages: wrongPagesOf([
+        ...students.map((st) => st.pages),
+        ...[...stranded].filter(([user]) => groupOf.get(user) === group).map(([, pages]) => pages),
+      ]),
       usage,
       requests,
       wallMs,
@@ -416,12 +426,15 @@ async function rush(variant: Variant | "classes", n: number, procs: readonly Pro
   return rows;
 }
 
-/** The students of `students` who saw a page that is neither the starting page nor their environment. */
-function wrongPagesOf(students: readonly Student[]): NonNullable<Measured["wrongPages"]> {
+/**
+ * How many of the students (each the pages they saw: who reached their environment, and who was
+ * left on an error page) saw a page that is neither the starting page nor their environment.
+ */
+function wrongPagesOf(students: readonly Student["pages"][]): NonNullable<Measured["wrongPages"]> {
   const byStatus = new Map<number, number>();
   let saw = 0;
-  for (const student of students) {
-    const wrong = student.pages.filter((p) => !p.starting);
+  for (const pages of students) {
+    const wrong = pages.filter((p) => !p.starting);
     if (wrong.length > 0) saw++;
     for (const { status } of wrong) byStatus.set(status, (byStatus.get(status) ?? 0) + 1);
   }
@@ -499,7 +512,7 @@ function print(rows: Measured[], details = true): void {
       s(m.times.at(-1) ?? NaN),
       m.wrongPages === undefined
         ? "—"
-        : `${m.wrongPages.students} of ${m.times.length}${
+        : `${m.wrongPages.students} of ${m.n}${
             m.wrongPages.byStatus.size > 0
               ? ` (${[...m.wrongPages.byStatus].map(([status, count]) => `${count}× ${status}`).join(", ")})`
               : ""

@@ -32,6 +32,16 @@ export interface BrowserVisit {
   proxyReadyAt: number | undefined;
 }
 
+/** A student left on a page with nothing to follow (an error page), with every page they saw. */
+export class StrandedError extends Error {
+  readonly pages: BrowserVisit["pages"];
+  constructor(message: string, pages: BrowserVisit["pages"]) {
+    super(message);
+    this.name = "StrandedError";
+    this.pages = pages;
+  }
+}
+
 export class StudentClient {
   private cookies: Cookie[] = [];
   /** Requests that failed while waiting for the environment (and were asked again). */
@@ -209,8 +219,9 @@ export class StudentClient {
       }
       const refresh = /<meta http-equiv="refresh" content="(\d+)"/.exec(page.body)?.[1];
       if (refresh === undefined)
-        throw new Error(
+        throw new StrandedError(
           `${url.href}: ${page.status} page with nothing to follow: ${page.body.slice(0, 200)}`,
+          pages,
         );
       await wait(Number(refresh) * 1000);
     }
