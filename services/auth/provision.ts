@@ -49,9 +49,8 @@ function under(returnTo: string, prefix: URL): boolean {
     return false;
   }
   const path = prefix.pathname.endsWith("/") ? prefix.pathname : `${prefix.pathname}/`;
-  return (
-    url.origin === prefix.origin && (`${url.pathname}/`.startsWith(path) || url.pathname === prefix.pathname)
-  );
+  // A trailing slash on both sides: "/console" and "/console/x" are under "/console/", "/consoles" is not.
+  return url.origin === prefix.origin && `${url.pathname}/`.startsWith(path);
 }
 
 export function createProvisioner(settings: ProvisionSettings, log: Logger, metrics: Metrics): Provisioner {
